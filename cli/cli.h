@@ -1,0 +1,43 @@
+/* flashctl command tables and shared output helpers. */
+#pragma once
+#include <stdbool.h>
+#include <json-c/json.h>
+#include "cleanup.h"
+
+/* Exit codes (documented in flashctl(1)). */
+enum {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_FAIL = 1,    /* the operation failed */
+	CLI_EXIT_USAGE = 2,   /* bad command line */
+	CLI_EXIT_INVALID = 3, /* input rejected: layout/bundle/env invalid, check failed */
+	CLI_EXIT_DENIED = 4,  /* not permitted / daemon busy */
+};
+
+struct cli_ctx {
+	bool json;
+	bool quiet;
+	const char *prog;
+};
+
+/* A command either runs (run != NULL) or has subcommands (sub != NULL,
+ * terminated by an entry with name == NULL). run gets argv with argv[0]
+ * = the command's own name, so getopt_long works as usual. */
+struct cli_cmd {
+	const char *name;
+	const char *usage;  /* arguments, e.g. "FILE [--system]" */
+	const char *help;   /* one line */
+	int (*run)(struct cli_ctx *ctx, int argc, char **argv);
+	const struct cli_cmd *sub;
+};
+
+extern const struct cli_cmd cli_layout_cmds[];
+extern const struct cli_cmd cli_flash_cmds[];
+
+/* "flashctl: <msg>" on stderr. */
+void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);
+/* Print a JSON object (pretty) on stdout and drop the reference. */
+void cli_print_json(struct json_object *j);
+/* True when argv asks for help (-h/--help anywhere). */
+bool cli_wants_help(int argc, char **argv);
+/* Print "Usage: flashctl <path> <usage>\n<help>" for a leaf command. */
+void cli_print_cmd_help(struct cli_ctx *ctx, const char *path, const struct cli_cmd *c);

@@ -1,0 +1,5 @@
+#include "cli.h"
+/* flash commands: filled in by the flash module work */
+const struct cli_cmd cli_flash_cmds[] = {
+	{ NULL },
+};

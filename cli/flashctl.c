@@ -1,0 +1,137 @@
+/* flashctl: the technician's and script's front end to flashd.
+ * Commands are dispatched from nested tables (cli.h). */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_cmd top_cmds[] = {
+	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
+	{ "flash", NULL, "inspect flash devices (MTD or simulator)", NULL, cli_flash_cmds },
+	{ NULL },
+};
+
+void cli_error(struct cli_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", ctx && ctx->prog ? ctx->prog : "flashctl");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_print_json(struct json_object *j)
+{
+	puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(j);
+}
+
+bool cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
+}
+
+void cli_print_cmd_help(struct cli_ctx *ctx, const char *path, const struct cli_cmd *c)
+{
+	printf("Usage: %s %s%s%s\n\n%s\n", ctx->prog, path, c->usage ? " " : "",
+	       c->usage ? c->usage : "", c->help);
+}
+
+static void print_table(struct cli_ctx *ctx, const char *path, const struct cli_cmd *t, FILE *out)
+{
+	fprintf(out, "Usage: %s [--json] %s%sCOMMAND [ARGS]\n\nCommands:\n", ctx->prog,
+		path, *path ? " " : "");
+	for (; t->name; t++)
+		fprintf(out, "  %-10s %s\n", t->name, t->help);
+	fprintf(out, "\nRun '%s %s%sCOMMAND --help' for details.\n", ctx->prog, path,
+		*path ? " " : "");
+}
+
+static int dispatch(struct cli_ctx *ctx, const struct cli_cmd *table, char *path,
+		    size_t pathlen, int argc, char **argv)
+{
+	const struct cli_cmd *c;
+
+	if (argc < 1 || !strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
+	    !strcmp(argv[0], "--help")) {
+		print_table(ctx, path, table, argc < 1 ? stderr : stdout);
+		return argc < 1 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+	}
+	for (c = table; c->name; c++)
+		if (!strcmp(c->name, argv[0]))
+			break;
+	if (!c->name) {
+		cli_error(ctx, "unknown command '%s%s%s' (see '%s %s%s--help')", path,
+			  *path ? " " : "", argv[0], ctx->prog, path, *path ? " " : "");
+		return CLI_EXIT_USAGE;
+	}
+	if (*path)
+		strncat(path, " ", pathlen - strlen(path) - 1);
+	strncat(path, c->name, pathlen - strlen(path) - 1);
+	if (c->sub)
+		return dispatch(ctx, c->sub, path, pathlen, argc - 1, argv + 1);
+	if (cli_wants_help(argc, argv)) {
+		cli_print_cmd_help(ctx, path, c);
+		return CLI_EXIT_OK;
+	}
+	optind = 0; /* reset getopt for the subcommand */
+	return c->run(ctx, argc, argv);
+}
+
+static void usage_main(struct cli_ctx *ctx)
+{
+	char path[1] = "";
+
+	print_table(ctx, path, top_cmds, stdout);
+	printf("\nGlobal options:\n"
+	       "  -j, --json     machine-readable output (JSON on stdout)\n"
+	       "  -q, --quiet    print only errors\n"
+	       "  -h, --help     this help\n"
+	       "  -V, --version  print the version\n"
+	       "\nExit status: 0 ok, 1 failed, 2 usage error, 3 input rejected"
+	       " (invalid layout, bundle, env), 4 permission denied or busy.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli_ctx ctx = { .prog = "flashctl" };
+	char path[128] = "";
+	int c;
+
+	/* '+' stops at the first non-option: the command's own options follow */
+	while ((c = getopt_long(argc, argv, "+jqhV", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'j': ctx.json = true; break;
+		case 'q': ctx.quiet = true; break;
+		case 'h': usage_main(&ctx); return CLI_EXIT_OK;
+		case 'V': printf("flashctl %s\n", PACKAGE_VERSION); return CLI_EXIT_OK;
+		default: return CLI_EXIT_USAGE;
+		}
+	}
+	/* --json is also accepted after the command, as scripts tend to write it */
+	for (int i = optind; i < argc; i++)
+		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) {
+			ctx.json = true;
+			memmove(argv + i, argv + i + 1, (argc - i - 1) * sizeof(*argv));
+			argc--;
+			i--;
+		}
+	return dispatch(&ctx, top_cmds, path, sizeof(path), argc - optind, argv + optind);
+}

@@ -1,0 +1,203 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "util.h"
+
+static const struct {
+	const char *suffix;
+	unsigned shift;
+} size_suffixes[] = {
+	{ "", 0 }, { "B", 0 },
+	{ "k", 10 }, { "K", 10 }, { "KiB", 10 }, { "KB", 10 },
+	{ "M", 20 }, { "MiB", 20 }, { "MB", 20 },
+	{ "G", 30 }, { "GiB", 30 }, { "GB", 30 },
+};
+
+int util_parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (end == s)
+		return -EINVAL;
+	while (*end == ' ')
+		end++;
+	for (size_t i = 0; i < ELEMENTSOF(size_suffixes); i++) {
+		unsigned sh = size_suffixes[i].shift;
+		if (strcmp(end, size_suffixes[i].suffix) != 0)
+			continue;
+		if (sh && v > (UINT64_MAX >> sh))
+			return -ERANGE;
+		*ret = (uint64_t)v << sh;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *util_format_size(uint64_t v, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned u = 0;
+
+	while (u + 1 < ELEMENTSOF(units) && v >= 1024 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%" PRIu64 " %s", v, units[u]);
+	return buf;
+}
+
+int util_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+		if (len + 1 >= cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			char *nb;
+			if (cap > max + 1)
+				return -EFBIG;
+			nb = realloc(buf, ncap);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += n;
+		if (len > max)
+			return -EFBIG;
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int util_read_line(const char *path, char *buf, size_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, len, f))
+		return ferror(f) ? -EIO : -ENODATA;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int util_read_u64(const char *path, uint64_t *ret)
+{
+	char line[64];
+	int r = util_read_line(path, line, sizeof(line));
+
+	if (r < 0)
+		return r;
+	return util_parse_size(line, ret);
+}
+
+ssize_t util_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, off + done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+ssize_t util_pwrite_full(int fd, const void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		done += n;
+	}
+	return done;
+}
+
+ssize_t util_read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, (char *)buf + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+ssize_t util_write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += n;
+	}
+	return done;
+}
+
+bool util_mem_is(const void *buf, int c, size_t len)
+{
+	const unsigned char *p = buf;
+
+	if (len == 0)
+		return true;
+	/* p[0] == c and p[0..n-1] == p[1..n] implies all bytes equal c */
+	return p[0] == (unsigned char)c && memcmp(p, p + 1, len - 1) == 0;
+}

@@ -1,0 +1,12 @@
+/* _cleanup_ for json-c objects; kept apart so that only users of json-c
+ * pull its header in. */
+#pragma once
+#include <json-c/json.h>
+#include "cleanup.h"
+
+static inline void json_object_putp(struct json_object **j)
+{
+	if (*j)
+		json_object_put(*j);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)

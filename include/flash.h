@@ -1,0 +1,105 @@
+/* Flash I/O: one ops table per backend (mtd = Linux MTD char devices,
+ * sim = the userspace simulator in nandsim/), chosen from a data table by
+ * the device spec. A struct flash may also be a window (partition) onto
+ * a parent device; offsets passed to flash_* are relative to the window.
+ *
+ * Return conventions for every op and wrapper: 0 (or a positive count)
+ * on success, -errno on failure. Special codes:
+ *   -EUCLEAN  read succeeded, bitflips were corrected (data is valid)
+ *   -EBADMSG  read returned uncorrectable data
+ *   -EIO      program/erase failure (the block should be marked bad)
+ *   -EROFS    the device or window is read-only
+ *   -ENOTSUP  the backend lacks this op (see the inline wrappers) */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum flash_type {
+	FLASH_NOR,
+	FLASH_NAND,
+	_FLASH_TYPE_MAX,
+};
+
+struct flash_info {
+	enum flash_type type;
+	uint64_t size;       /* bytes in this device/window */
+	uint32_t erasesize;  /* bytes per erase block */
+	uint32_t writesize;  /* program unit: NAND page, 1 on NOR */
+	uint32_t oobsize;    /* OOB bytes per page (0 on NOR) */
+	char name[64];       /* MTD name, or the simulator/partition name */
+};
+
+/* Kernel ECCGETSTATS-alike plus flashd's own operation counters. */
+struct flash_stats {
+	uint64_t corrected;    /* bitflips corrected on read */
+	uint64_t failed;       /* uncorrectable reads */
+	uint64_t badblocks;    /* bad blocks in the device/window */
+	uint64_t erases;       /* erase ops issued through this handle */
+	uint64_t writes;       /* bytes programmed through this handle */
+	uint64_t reads;        /* bytes read through this handle */
+};
+
+struct flash;
+
+struct flash_ops {
+	const char *name;
+	/* Open spec (backend-specific part, prefix already stripped). */
+	int (*open)(struct flash *f, const char *spec, bool writable);
+	void (*close)(struct flash *f);
+	/* Absolute offsets on the whole device; callers go through flash_*. */
+	int (*read)(struct flash *f, uint64_t off, void *buf, size_t len);
+	int (*write)(struct flash *f, uint64_t off, const void *buf, size_t len);
+	int (*erase)(struct flash *f, uint64_t off); /* one erase block */
+	int (*block_isbad)(struct flash *f, uint64_t off); /* 1 bad, 0 good */
+	int (*block_markbad)(struct flash *f, uint64_t off);
+	/* OOB of the page at off (free bytes, AUTO layout like MTD_OPS_AUTO_OOB). */
+	int (*read_oob)(struct flash *f, uint64_t off, void *buf, size_t len);
+	int (*write_oob)(struct flash *f, uint64_t off, const void *buf, size_t len);
+	int (*get_ecc)(struct flash *f, struct flash_stats *st); /* fills corrected/failed/badblocks */
+	int (*unlock)(struct flash *f, uint64_t off, uint64_t len);
+};
+
+struct flash {
+	const struct flash_ops *ops;
+	struct flash_info info;
+	uint64_t base;         /* window start on the root device */
+	bool writable;
+	struct flash *root;    /* device owning the backend state (self for roots) */
+	unsigned refs;         /* on roots: windows alive + 1 */
+	void *priv;            /* backend state (roots only) */
+	struct flash_stats stats; /* counters for ops through this handle */
+};
+
+/* Open a device. spec: "sim:PATH" (simulator board file), "/dev/mtdN" or
+ * "mtd:NAME" (kernel MTD, looked up by name in sysfs). */
+int flash_open(const char *spec, bool writable, struct flash **ret);
+/* A window [off, off+size) of parent, erase-block aligned. */
+int flash_open_window(struct flash *parent, const char *name, uint64_t off,
+		      uint64_t size, struct flash **ret);
+void flash_close(struct flash *f);
+static inline void flash_closep(struct flash **f) { if (*f) flash_close(*f); }
+#define _cleanup_flash_ __attribute__((cleanup(flash_closep)))
+
+const char *flash_type_to_string(enum flash_type t);
+int flash_type_from_string(const char *s); /* -EINVAL if unknown */
+
+/* Bounds- and alignment-checked wrappers; offsets relative to the window.
+ * Reads of any length; writes must be writesize-aligned on NAND. */
+int flash_read(struct flash *f, uint64_t off, void *buf, size_t len);
+int flash_write(struct flash *f, uint64_t off, const void *buf, size_t len);
+int flash_erase_block(struct flash *f, uint64_t off);
+int flash_block_isbad(struct flash *f, uint64_t off);
+int flash_block_markbad(struct flash *f, uint64_t off);
+int flash_read_oob(struct flash *f, uint64_t off, void *buf, size_t len);
+int flash_write_oob(struct flash *f, uint64_t off, const void *buf, size_t len);
+int flash_unlock(struct flash *f);
+/* ECC/bad-block counters of the window plus this handle's op counters. */
+int flash_get_stats(struct flash *f, struct flash_stats *ret);
+/* Number of bad blocks in the window (scans with block_isbad). */
+int flash_count_bad(struct flash *f);
+
+static inline uint64_t flash_blocks(const struct flash *f)
+{
+	return f->info.size / f->info.erasesize;
+}

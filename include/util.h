@@ -1,0 +1,28 @@
+/* Small helpers shared by every module: size parsing and formatting,
+ * whole-file reads, robust read/write loops. All return 0/positive or -errno. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Parse "4096", "0x1000", "64KiB", "16MiB", "1GiB" (also k/K/M/G suffixes
+ * as powers of 1024). Returns -EINVAL on garbage, -ERANGE on overflow. */
+int util_parse_size(const char *s, uint64_t *ret);
+/* Format a size for humans: "16 MiB", "64 KiB", "1536 B". */
+const char *util_format_size(uint64_t v, char *buf, size_t len);
+
+/* Read a whole file (at most max bytes) into a NUL-terminated buffer. */
+int util_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* Read one line from a sysfs-style file, trailing newline stripped. */
+int util_read_line(const char *path, char *buf, size_t len);
+int util_read_u64(const char *path, uint64_t *ret);
+
+/* Full pread/pwrite loops, retrying on EINTR and short transfers. */
+ssize_t util_pread_full(int fd, void *buf, size_t len, off_t off);
+ssize_t util_pwrite_full(int fd, const void *buf, size_t len, off_t off);
+ssize_t util_read_full(int fd, void *buf, size_t len);
+ssize_t util_write_full(int fd, const void *buf, size_t len);
+
+/* True when every byte of buf equals c. */
+bool util_mem_is(const void *buf, int c, size_t len);
