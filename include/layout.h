@@ -1,0 +1,166 @@
+/* Board layouts: one JSON file describes the flash devices, partitions and
+ * their roles (bootloader, U-Boot env, A/B slot groups, overlays, extra
+ * lower images). Format: man/flashd-layout.5 and layouts/README.md.
+ *
+ * layout_load() parses and validates; on failure it returns -errno and
+ * fills err with "FILE: JSON.PATH: reason" (library code never prints). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "flash.h"
+
+struct layout_error {
+	char msg[512];
+};
+
+enum layout_storage {
+	LAYOUT_STORAGE_NOR,   /* raw NOR partition */
+	LAYOUT_STORAGE_NAND,  /* raw NAND partition (bad-block skipping) */
+	LAYOUT_STORAGE_UBI,   /* UBI volume */
+	LAYOUT_STORAGE_FILE,  /* image file on a mounted filesystem */
+	_LAYOUT_STORAGE_MAX,
+};
+
+enum layout_overlay_type {
+	LAYOUT_OVERLAY_JFFS2,  /* JFFS2 on a raw partition */
+	LAYOUT_OVERLAY_UBIFS,  /* UBIFS on a UBI volume */
+	LAYOUT_OVERLAY_TMPFS,  /* volatile */
+	_LAYOUT_OVERLAY_MAX,
+};
+
+enum layout_ubi_vol_type {
+	LAYOUT_UBI_DYNAMIC,
+	LAYOUT_UBI_STATIC,
+	_LAYOUT_UBI_MAX,
+};
+
+struct layout_device {
+	char *name;
+	enum flash_type type;
+	uint64_t size;
+	uint32_t erasesize;
+	uint32_t writesize;   /* page size; 1 for NOR */
+	uint32_t oobsize;
+	char *nandsim_id;     /* optional "0x20,0xaa,0x00,0x15" (kernel nandsim id_bytes) */
+};
+
+struct layout_partition {
+	char *name;
+	struct layout_device *dev;
+	uint64_t offset;      /* from the start of dev */
+	uint64_t size;
+	bool readonly;
+};
+
+struct layout_ubi_volume {
+	char *name;
+	uint64_t size;
+	enum layout_ubi_vol_type type;
+};
+
+/* A partition formatted as UBI, with its volumes. */
+struct layout_ubi {
+	struct layout_partition *part;
+	struct layout_ubi_volume *volumes;
+	size_t n_volumes;
+};
+
+/* One U-Boot env copy (two = redundant env). */
+struct layout_env_copy {
+	struct layout_partition *part;
+	uint64_t offset;      /* inside part */
+	uint64_t size;        /* env size (CONFIG_ENV_SIZE) */
+	uint64_t sector_size; /* erase unit to use, normally part's erasesize */
+};
+
+struct layout_env {
+	struct layout_env_copy copies[2];
+	size_t n_copies;      /* 0 when the layout has no env (then /etc/fw_env.config) */
+};
+
+/* An image to place in a slot (rootfs or kernel), on one storage. */
+struct layout_image_target {
+	enum layout_storage storage;
+	struct layout_partition *part;   /* NOR/NAND: the partition; UBI: the UBI partition */
+	char *ubi_volume;                /* UBI only */
+	char *file;                      /* FILE only: absolute path of the image file */
+};
+
+struct layout_slot {
+	char *name;                      /* "A", "B": the name used in BOOT_ORDER */
+	struct layout_image_target rootfs;
+	struct layout_image_target kernel; /* kernel.storage valid when has_kernel */
+	bool has_kernel;
+};
+
+struct layout_slot_group {
+	char *name;                      /* e.g. "rootfs" */
+	char *image_type;                /* "squashfs" */
+	unsigned max_tries;              /* BOOT_x_LEFT after activation; default 3 */
+	struct layout_slot *slots;
+	size_t n_slots;                  /* 2 */
+};
+
+struct layout_overlay {
+	char *path;                      /* mount point in the union: "/" or a subtree ("/etc") */
+	enum layout_overlay_type type;
+	struct layout_partition *part;   /* JFFS2: the partition; UBIFS: the UBI partition */
+	char *ubi_volume;                /* UBIFS only */
+	uint64_t tmpfs_size;             /* TMPFS only, 0 = kernel default */
+};
+
+/* Extra read-only lower layer stacked under the slot's root. */
+struct layout_lower {
+	char *name;
+	struct layout_image_target target;
+};
+
+struct layout {
+	char *path;                      /* file it was loaded from */
+	char *board;                     /* human name */
+	char *compatible;                /* matched against bundles */
+	struct layout_device *devices;
+	size_t n_devices;
+	struct layout_partition *partitions;
+	size_t n_partitions;
+	struct layout_partition *bootloader; /* optional */
+	struct layout_env env;
+	struct layout_ubi *ubis;
+	size_t n_ubis;
+	struct layout_slot_group *groups;
+	size_t n_groups;
+	struct layout_overlay *overlays;
+	size_t n_overlays;
+	struct layout_lower *lowers;
+	size_t n_lowers;
+};
+
+int layout_load(const char *path, struct layout **ret, struct layout_error *err);
+int layout_parse(const char *json, const char *name, struct layout **ret, struct layout_error *err);
+void layout_free(struct layout *l);
+static inline void layout_freep(struct layout **l) { if (*l) layout_free(*l); }
+#define _cleanup_layout_ __attribute__((cleanup(layout_freep)))
+
+struct layout_partition *layout_find_partition(const struct layout *l, const char *name);
+struct layout_device *layout_find_device(const struct layout *l, const char *name);
+struct layout_slot_group *layout_find_group(const struct layout *l, const char *name);
+struct layout_slot *layout_find_slot(struct layout_slot_group *g, const char *name);
+/* MTD index of a partition in kernel order (devices in file order, then partitions in offset order). */
+int layout_partition_index(const struct layout *l, const struct layout_partition *p);
+
+const char *layout_storage_to_string(enum layout_storage s);
+const char *layout_overlay_type_to_string(enum layout_overlay_type t);
+
+/* Kernel "mtdparts=" argument reproducing the partitions (malloc'd). */
+int layout_mtdparts(const struct layout *l, char **ret);
+/* nandsim (NAND) or mtdram (NOR) module name and parameters reproducing
+ * device dev (NULL = first device), e.g. "nandsim" +
+ * "id_bytes=0x20,0xaa,0x00,0x15 parts=8,4,..." (malloc'd). */
+int layout_nandsim(const struct layout *l, const struct layout_device *dev,
+		   const char **ret_module, char **ret_params);
+
+/* Compare with the running kernel's MTD table (sysfs root configurable for
+ * tests, normally "/sys/class/mtd"). On mismatch: -ENODEV/-EINVAL and err
+ * names the partition and the differing field. */
+int layout_check_system(const struct layout *l, const char *sysfs_root, struct layout_error *err);
