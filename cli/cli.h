@@ -32,6 +32,9 @@ struct cli_cmd {
 
 extern const struct cli_cmd cli_layout_cmds[];
 extern const struct cli_cmd cli_flash_cmds[];
+extern const struct cli_cmd cli_slot_cmds[];
+extern const struct cli_cmd cli_env_cmds[];
+extern const struct cli_cmd cli_bundle_cmds[];
 
 /* "flashctl: <msg>" on stderr. */
 void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);
