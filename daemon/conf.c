@@ -1,0 +1,229 @@
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cleanup.h"
+#include "conf.h"
+#include "util.h"
+
+enum conf_kind {
+	CONF_STRING,
+	CONF_BOOL,
+	CONF_SECONDS,
+	_CONF_KIND_MAX,
+};
+
+/* Every key the file may hold; anything else is an error. */
+static const struct conf_key {
+	const char *section;
+	const char *key;
+	enum conf_kind kind;
+	size_t offset;
+} conf_keys[] = {
+	{ "flashd", "layout", CONF_STRING, offsetof(struct conf, layout) },
+	{ "flashd", "target", CONF_STRING, offsetof(struct conf, target) },
+	{ "flashd", "keyring", CONF_STRING, offsetof(struct conf, keyring) },
+	{ "flashd", "socket", CONF_STRING, offsetof(struct conf, socket) },
+	{ "flashd", "socket-group", CONF_STRING, offsetof(struct conf, socket_group) },
+	{ "flashd", "state-dir", CONF_STRING, offsetof(struct conf, state_dir) },
+	{ "flashd", "cmdline", CONF_STRING, offsetof(struct conf, cmdline) },
+	{ "flashd", "allow-unsigned", CONF_BOOL, offsetof(struct conf, allow_unsigned) },
+	{ "health", "command", CONF_STRING, offsetof(struct conf, health_command) },
+	{ "health", "timeout", CONF_SECONDS, offsetof(struct conf, health_timeout) },
+	{ "health", "reboot-on-failure", CONF_BOOL, offsetof(struct conf, health_reboot) },
+};
+
+static const struct {
+	const char *word;
+	bool value;
+} conf_bools[] = {
+	{ "1", true }, { "yes", true }, { "true", true }, { "on", true },
+	{ "0", false }, { "no", false }, { "false", false }, { "off", false },
+};
+
+static int set_string(char **field, const char *value)
+{
+	char *s = strdup(value);
+
+	if (!s)
+		return -ENOMEM;
+	free(*field);
+	*field = s;
+	return 0;
+}
+
+int conf_new(struct conf **ret)
+{
+	_cleanup_(conf_freep) struct conf *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	if (set_string(&c->layout, SYSCONFDIR "/flashd/layout.json") < 0 ||
+	    set_string(&c->target, "system") < 0 ||
+	    set_string(&c->keyring, SYSCONFDIR "/flashd/keys") < 0 ||
+	    set_string(&c->socket, "/run/flashd/flashd.sock") < 0 ||
+	    set_string(&c->state_dir, "/var/lib/flashd") < 0 ||
+	    set_string(&c->cmdline, "/proc/cmdline") < 0)
+		return -ENOMEM;
+	c->health_timeout = 60;
+	c->health_reboot = true;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+void conf_free(struct conf *c)
+{
+	if (!c)
+		return;
+	free(c->layout);
+	free(c->target);
+	free(c->keyring);
+	free(c->socket);
+	free(c->socket_group);
+	free(c->state_dir);
+	free(c->cmdline);
+	free(c->health_command);
+	free(c);
+}
+
+static int parse_bool(const char *v, bool *ret)
+{
+	for (size_t i = 0; i < ELEMENTSOF(conf_bools); i++)
+		if (!strcasecmp(v, conf_bools[i].word)) {
+			*ret = conf_bools[i].value;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int set_value(struct conf *c, const struct conf_key *k, const char *value,
+		     char *why, size_t whylen)
+{
+	void *field = (char *)c + k->offset;
+	uint64_t n;
+	int r;
+
+	switch (k->kind) {
+	case CONF_STRING:
+		if (!*value) {
+			snprintf(why, whylen, "empty value");
+			return -EINVAL;
+		}
+		return set_string(field, value);
+	case CONF_BOOL:
+		r = parse_bool(value, field);
+		if (r < 0)
+			snprintf(why, whylen, "'%s' is not a boolean (yes/no/true/false/1/0)", value);
+		return r;
+	case CONF_SECONDS:
+		r = util_parse_size(value, &n);
+		if (r < 0 || n == 0 || n > 86400) {
+			snprintf(why, whylen, "'%s' is not a number of seconds (1..86400)", value);
+			return -EINVAL;
+		}
+		*(uint32_t *)field = n;
+		return 0;
+	case _CONF_KIND_MAX:
+		break;
+	}
+	return -EINVAL;
+}
+
+int conf_set(struct conf *c, const char *section, const char *key, const char *value,
+	       struct conf_error *err)
+{
+	char why[256] = "";
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++) {
+		const struct conf_key *k = &conf_keys[i];
+		if (strcmp(k->key, key) || strcmp(k->section, section ? section : "flashd"))
+			continue;
+		r = set_value(c, k, value, why, sizeof(why));
+		if (r < 0 && err)
+			snprintf(err->msg, sizeof(err->msg), "[%s] %s: %s", k->section, key,
+				 r == -ENOMEM ? "out of memory" : why);
+		return r;
+	}
+	if (err)
+		snprintf(err->msg, sizeof(err->msg), "unknown key '%s' in section [%s]", key,
+			 section ? section : "flashd");
+	return -EINVAL;
+}
+
+static char *strip(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int parse_line(struct conf *c, char *line, char *section, size_t seclen,
+		      struct conf_error *err)
+{
+	char *s = strip(line), *eq;
+
+	if (!*s || *s == '#' || *s == ';')
+		return 0;
+	if (*s == '[') {
+		char *end = strchr(s, ']');
+		if (!end || end[1] != '\0') {
+			snprintf(err->msg, sizeof(err->msg), "malformed section header '%s'", s);
+			return -EINVAL;
+		}
+		*end = '\0';
+		if (strcmp(s + 1, "flashd") && strcmp(s + 1, "health")) {
+			snprintf(err->msg, sizeof(err->msg),
+				 "unknown section [%s] (known: [flashd], [health])", s + 1);
+			return -EINVAL;
+		}
+		snprintf(section, seclen, "%s", s + 1);
+		return 0;
+	}
+	eq = strchr(s, '=');
+	if (!eq) {
+		snprintf(err->msg, sizeof(err->msg), "expected key=value, got '%s'", s);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	return conf_set(c, section, strip(s), strip(eq + 1), err);
+}
+
+int conf_load(struct conf *c, const char *path, bool missing_ok, struct conf_error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	char line[1024], section[32] = "flashd";
+	struct conf_error e = { "" };
+	unsigned lineno = 0;
+	int r;
+
+	if (!f) {
+		r = -errno;
+		if (r == -ENOENT && missing_ok)
+			return 0;
+		snprintf(err->msg, sizeof(err->msg), "%s: %s", path, strerror(-r));
+		return r;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err->msg, sizeof(err->msg), "%s:%u: line too long", path, lineno);
+			return -EINVAL;
+		}
+		r = parse_line(c, line, section, sizeof(section), &e);
+		if (r < 0) {
+			snprintf(err->msg, sizeof(err->msg), "%s:%u: %s", path, lineno, e.msg);
+			return r;
+		}
+	}
+	return 0;
+}

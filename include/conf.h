@@ -1,0 +1,37 @@
+/* flashd.conf: the daemon's configuration (INI style, see flashd.conf(5)).
+ * conf_load() fills defaults, then the file's values; errors name the
+ * file, the line and the key. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+struct conf_error {
+	char msg[512];
+};
+
+struct conf {
+	char *layout;          /* [flashd] layout= board layout JSON */
+	char *target;          /* [flashd] target= "system" (kernel MTD) or "sim:PATH" */
+	char *keyring;         /* [flashd] keyring= directory of trusted public keys */
+	char *socket;          /* [flashd] socket= control socket path */
+	char *socket_group;    /* [flashd] socket-group= group allowed to change state */
+	char *state_dir;       /* [flashd] state-dir= install records */
+	char *cmdline;         /* [flashd] cmdline= where to read the booted slot */
+	bool allow_unsigned;   /* [flashd] allow-unsigned= accept unsigned bundles */
+	char *health_command;  /* [health] command= run when the booted slot is on trial */
+	uint32_t health_timeout; /* [health] timeout= seconds */
+	bool health_reboot;    /* [health] reboot-on-failure= */
+};
+
+#define CONF_DEFAULT_PATH SYSCONFDIR "/flashd/flashd.conf"
+
+int conf_new(struct conf **ret); /* defaults only */
+/* Load path over the defaults. A missing file is -ENOENT unless
+ * missing_ok, in which case the defaults stay. */
+int conf_load(struct conf *c, const char *path, bool missing_ok, struct conf_error *err);
+/* Apply one "section.key=value" or "key=value" override (command line). */
+int conf_set(struct conf *c, const char *section, const char *key, const char *value,
+	       struct conf_error *err);
+void conf_free(struct conf *c);
+static inline void conf_freep(struct conf **c) { if (*c) conf_free(*c); }
+#define _cleanup_conf_ __attribute__((cleanup(conf_freep)))
