@@ -27,6 +27,7 @@ struct flash_info {
 	uint32_t erasesize;  /* bytes per erase block */
 	uint32_t writesize;  /* program unit: NAND page, 1 on NOR */
 	uint32_t oobsize;    /* OOB bytes per page (0 on NOR) */
+	uint32_t oobavail;   /* free OOB bytes per page in the AUTO layout */
 	char name[64];       /* MTD name, or the simulator/partition name */
 };
 
@@ -38,6 +39,8 @@ struct flash_stats {
 	uint64_t erases;       /* erase ops issued through this handle */
 	uint64_t writes;       /* bytes programmed through this handle */
 	uint64_t reads;        /* bytes read through this handle */
+	uint64_t read_corrected; /* reads through this handle that returned -EUCLEAN */
+	uint64_t read_failed;    /* reads through this handle that returned -EBADMSG */
 };
 
 struct flash;
@@ -103,3 +106,52 @@ static inline uint64_t flash_blocks(const struct flash *f)
 {
 	return f->info.size / f->info.erasesize;
 }
+
+/* ---- backends (flash_sim.c, flash_mtd.c) ------------------------------- */
+
+extern const struct flash_ops flash_sim_ops;
+extern const struct flash_ops flash_mtd_ops;
+
+/* Parse a window suffix "@OFFSET+SIZE" or "@OFFSET" (to the end) off a
+ * device spec: fills ret_base (a copy of the spec without the suffix, to
+ * be freed), ret_off, ret_size (0 = to the end) and returns 1 when the spec
+ * had one, 0 when not, -EINVAL on a malformed suffix. */
+int flash_spec_split(const char *spec, char **ret_base, uint64_t *ret_off, uint64_t *ret_size);
+
+/* The simulator behind a sim: device (or a window on one), NULL otherwise. */
+struct nsim;
+struct nsim *flash_sim_nsim(struct flash *f);
+
+#define FLASH_MTD_SYSFS "/sys/class/mtd"
+
+/* What /sys/class/mtd/mtdN says; fields a kernel lacks are left 0/"" and
+ * their have_* flag false. */
+struct flash_mtd_sysfs {
+	unsigned index;
+	char name[64];
+	char type[16];        /* "nand", "nor", "mlc-nand", "ram", ... */
+	uint64_t size;
+	uint64_t offset;      /* of a partition on its master */
+	uint32_t erasesize;
+	uint32_t writesize;
+	uint32_t oobsize;
+	uint32_t oobavail;    /* 0 when the kernel lacks the attribute */
+	uint32_t flags;
+	bool have_ecc;        /* the ECC/bad-block attributes below exist */
+	uint64_t bad_blocks;
+	uint64_t bbt_blocks;
+	uint64_t corrected_bits;
+	uint64_t ecc_failures;
+	uint32_t ecc_strength;
+	uint32_t bitflip_threshold;
+};
+
+/* Find mtdN by name under sysroot (normally FLASH_MTD_SYSFS); fills the
+ * /dev path. -ENODEV when no MTD device has that name. */
+int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len);
+int flash_mtd_read_sysfs(const char *sysroot, unsigned index, struct flash_mtd_sysfs *ret);
+/* sysfs "type" string -> FLASH_NOR/FLASH_NAND; -EMEDIUMTYPE for UBI,
+ * absent and unknown types. */
+int flash_mtd_type_from_sysfs(const char *type);
+/* sysfs view of the MTD device behind f; -ENOTTY if f is not an MTD device. */
+int flash_mtd_get_sysfs(struct flash *f, struct flash_mtd_sysfs *ret);

@@ -1,0 +1,1100 @@
+/* The userspace flash simulator: a chip in a file, driven with pread/pwrite
+ * (never a whole-file mmap: it must stay small in memory). Every op takes
+ * an flock on the file and re-reads the header, so several processes (the
+ * daemon, flashctl, nsimctl, libubootenv on the data area) see one chip. */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "nsim.h"
+#include "util.h"
+
+#define NSIM_MAGIC "FLSHSIM\n"
+#define NSIM_VERSION 1u
+#define NSIM_CHUNK (64u * 1024u) /* bounded scratch for NOR programs and erases */
+
+/* header flags */
+enum {
+	HDR_TEAR = 1u << 0,
+	HDR_CUT = 1u << 1,
+};
+
+/* block meta flags */
+enum {
+	BLK_BAD = 1u << 0,
+	BLK_FACTORY_BAD = 1u << 1,
+};
+
+/* page state bits (NAND) */
+enum {
+	PAGE_DATA = 1u << 0,
+	PAGE_OOB = 1u << 1,
+};
+
+enum {
+	CNT_ERASES,
+	CNT_PROGRAMS,
+	CNT_OOB_PROGRAMS,
+	CNT_PAGE_READS,
+	CNT_CORRECTED,
+	CNT_FAILED,
+	CNT_MUTATIONS,
+	_CNT_MAX,
+};
+
+/* On-disk header, little-endian, naturally aligned (no padding). */
+struct nsim_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t type;
+	uint64_t size;
+	uint32_t erasesize;
+	uint32_t writesize;
+	uint32_t oobsize;
+	uint32_t oobfree_off;
+	uint32_t oobfree_len;
+	uint32_t flags;
+	uint64_t oob_offset;
+	uint64_t meta_offset;
+	uint64_t pages_offset;
+	int64_t powercut_left;
+	uint32_t flip_ppm;
+	uint32_t fail_ppm;
+	uint64_t seed;
+	uint64_t read_seq;
+	uint64_t cnt[_CNT_MAX];
+};
+_Static_assert(sizeof(struct nsim_hdr) == 104 + 8 * _CNT_MAX, "nsim header has padding");
+_Static_assert(sizeof(struct nsim_hdr) <= NSIM_HEADER_SIZE, "nsim header too big");
+
+/* On-disk per-block metadata, 16 bytes. */
+struct nsim_meta {
+	uint8_t flags;
+	uint8_t faults;
+	uint8_t flip;
+	uint8_t reserved0;
+	uint32_t erase_count;
+	uint32_t next_page;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct nsim_meta) == 16, "nsim meta size");
+
+struct nsim {
+	int fd;
+	bool writable;
+	struct nsim_hdr h; /* host byte order, valid inside an op */
+	uint64_t blocks;
+	uint32_t pages_per_block; /* NAND; 0 on NOR */
+	uint8_t *scratch;         /* NSIM_CHUNK bytes */
+	uint8_t *ff;              /* NSIM_CHUNK bytes of 0xFF */
+};
+
+static void hdr_swap(struct nsim_hdr *h)
+{
+	/* le<->host is its own inverse: one function for both directions */
+	h->version = le32toh(h->version);
+	h->type = le32toh(h->type);
+	h->size = le64toh(h->size);
+	h->erasesize = le32toh(h->erasesize);
+	h->writesize = le32toh(h->writesize);
+	h->oobsize = le32toh(h->oobsize);
+	h->oobfree_off = le32toh(h->oobfree_off);
+	h->oobfree_len = le32toh(h->oobfree_len);
+	h->flags = le32toh(h->flags);
+	h->oob_offset = le64toh(h->oob_offset);
+	h->meta_offset = le64toh(h->meta_offset);
+	h->pages_offset = le64toh(h->pages_offset);
+	h->powercut_left = (int64_t)le64toh((uint64_t)h->powercut_left);
+	h->flip_ppm = le32toh(h->flip_ppm);
+	h->fail_ppm = le32toh(h->fail_ppm);
+	h->seed = le64toh(h->seed);
+	h->read_seq = le64toh(h->read_seq);
+	for (unsigned i = 0; i < _CNT_MAX; i++)
+		h->cnt[i] = le64toh(h->cnt[i]);
+}
+
+static void meta_swap(struct nsim_meta *m)
+{
+	m->erase_count = le32toh(m->erase_count);
+	m->next_page = le32toh(m->next_page);
+}
+
+uint64_t nsim_data_offset(void)
+{
+	return NSIM_HEADER_SIZE;
+}
+
+static const char *const type_names[_NSIM_TYPE_MAX] = {
+	[NSIM_NOR] = "nor",
+	[NSIM_NAND] = "nand",
+};
+
+static const char *const flip_names[_NSIM_FLIP_MAX] = {
+	[NSIM_FLIP_NONE] = "none",
+	[NSIM_FLIP_CORRECTED] = "corrected",
+	[NSIM_FLIP_UNCORRECTABLE] = "uncorrectable",
+};
+
+const char *nsim_type_to_string(enum nsim_type t)
+{
+	return (unsigned)t < _NSIM_TYPE_MAX ? type_names[t] : NULL;
+}
+
+int nsim_type_from_string(const char *s)
+{
+	for (unsigned i = 0; i < _NSIM_TYPE_MAX; i++)
+		if (s && !strcmp(s, type_names[i]))
+			return i;
+	return -EINVAL;
+}
+
+const char *nsim_flip_to_string(enum nsim_flip f)
+{
+	return (unsigned)f < _NSIM_FLIP_MAX ? flip_names[f] : NULL;
+}
+
+int nsim_flip_from_string(const char *s)
+{
+	for (unsigned i = 0; i < _NSIM_FLIP_MAX; i++)
+		if (s && !strcmp(s, flip_names[i]))
+			return i;
+	return -EINVAL;
+}
+
+/* ---- geometry ---------------------------------------------------------- */
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int geometry_check(const struct nsim_geometry *g)
+{
+	if ((unsigned)g->type >= _NSIM_TYPE_MAX)
+		return -EINVAL;
+	if (!g->size || !g->erasesize || g->size % g->erasesize)
+		return -EINVAL;
+	if (g->erasesize > 16u * 1024 * 1024 || g->erasesize < 512)
+		return -EINVAL;
+	if (g->type == NSIM_NOR)
+		return g->writesize == 1 && g->oobsize == 0 ? 0 : -EINVAL;
+	if (!is_pow2(g->writesize) || g->writesize < 256 || g->erasesize % g->writesize)
+		return -EINVAL;
+	if (g->oobsize < 16 || g->oobsize > g->writesize)
+		return -EINVAL;
+	return 0;
+}
+
+/* AUTO OOB layout like the kernel's small/large page layouts: bytes 0-1
+ * hold the bad-block marker, the ECC sits at the end. */
+static void oob_layout(const struct nsim_geometry *g, uint32_t *off, uint32_t *len)
+{
+	uint32_t ecc;
+
+	if (g->oobsize <= 16) {
+		*off = 8;
+		*len = g->oobsize - 8;
+		return;
+	}
+	ecc = 3 * (g->writesize / 256);
+	*off = 2;
+	*len = g->oobsize - 2 > ecc + 8 ? g->oobsize - 2 - ecc : g->oobsize - 2;
+}
+
+static void hdr_init(struct nsim_hdr *h, const struct nsim_geometry *g)
+{
+	uint64_t pages = g->type == NSIM_NAND ? g->size / g->writesize : 0;
+	uint64_t blocks = g->size / g->erasesize;
+
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, NSIM_MAGIC, sizeof(h->magic));
+	h->version = NSIM_VERSION;
+	h->type = g->type;
+	h->size = g->size;
+	h->erasesize = g->erasesize;
+	h->writesize = g->writesize;
+	h->oobsize = g->oobsize;
+	if (g->type == NSIM_NAND)
+		oob_layout(g, &h->oobfree_off, &h->oobfree_len);
+	h->oob_offset = NSIM_HEADER_SIZE + g->size;
+	h->meta_offset = h->oob_offset + pages * g->oobsize;
+	h->pages_offset = h->meta_offset + blocks * sizeof(struct nsim_meta);
+	h->powercut_left = -1;
+}
+
+static uint64_t hdr_file_size(const struct nsim_hdr *h)
+{
+	uint64_t pages = h->type == NSIM_NAND ? h->size / h->writesize : 0;
+
+	return h->pages_offset + pages;
+}
+
+static int hdr_write(int fd, const struct nsim_hdr *h)
+{
+	struct nsim_hdr d = *h;
+	ssize_t n;
+
+	hdr_swap(&d);
+	n = util_pwrite_full(fd, &d, sizeof(d), 0);
+	return n < 0 ? (int)n : 0;
+}
+
+static int fill_ff(int fd, uint64_t off, uint64_t len)
+{
+	_cleanup_free_ uint8_t *buf = malloc(1024 * 1024);
+
+	if (!buf)
+		return -ENOMEM;
+	memset(buf, 0xff, 1024 * 1024);
+	while (len) {
+		size_t n = MIN(len, (uint64_t)1024 * 1024);
+		ssize_t r = util_pwrite_full(fd, buf, n, off);
+		if (r < 0)
+			return r;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flags)
+{
+	_cleanup_close_ int fd = -1;
+	struct nsim_hdr h;
+	uint8_t zero[NSIM_HEADER_SIZE] = { 0 };
+	int r;
+
+	r = geometry_check(geo);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC |
+		  ((flags & NSIM_CREATE_FORCE) ? O_TRUNC : O_EXCL), 0666);
+	if (fd < 0)
+		return -errno;
+	hdr_init(&h, geo);
+	if (ftruncate(fd, 0) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = util_pwrite_full(fd, zero, sizeof(zero), 0);
+	if (r < 0)
+		goto fail;
+	/* data and OOB start erased; metadata and page states are zeroes */
+	r = fill_ff(fd, NSIM_HEADER_SIZE, h.meta_offset - NSIM_HEADER_SIZE);
+	if (r < 0)
+		goto fail;
+	if (ftruncate(fd, hdr_file_size(&h)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = hdr_write(fd, &h);
+	if (r < 0)
+		goto fail;
+	return 0;
+fail:
+	unlink(path);
+	return r;
+}
+
+int nsim_open(const char *path, bool writable, struct nsim **ret)
+{
+	_cleanup_free_ struct nsim *s = NULL;
+	_cleanup_close_ int fd = -1;
+	struct nsim_geometry g;
+	struct nsim_hdr expect;
+	struct stat st;
+	ssize_t n;
+
+	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	n = util_pread_full(fd, &s->h, sizeof(s->h), 0);
+	if (n < 0)
+		return n;
+	if ((size_t)n < sizeof(s->h) || memcmp(s->h.magic, NSIM_MAGIC, sizeof(s->h.magic)))
+		return -EMEDIUMTYPE;
+	hdr_swap(&s->h);
+	if (s->h.version != NSIM_VERSION)
+		return -EPROTONOSUPPORT;
+	g = (struct nsim_geometry){ s->h.type, s->h.size, s->h.erasesize, s->h.writesize,
+				    s->h.oobsize };
+	if (geometry_check(&g) < 0)
+		return -EMEDIUMTYPE;
+	hdr_init(&expect, &g);
+	if (expect.oob_offset != s->h.oob_offset || expect.meta_offset != s->h.meta_offset ||
+	    expect.pages_offset != s->h.pages_offset)
+		return -EMEDIUMTYPE;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size < hdr_file_size(&s->h))
+		return -ENODATA; /* truncated */
+	s->scratch = malloc(NSIM_CHUNK);
+	s->ff = malloc(NSIM_CHUNK);
+	if (!s->scratch || !s->ff) {
+		free(s->scratch);
+		free(s->ff);
+		return -ENOMEM;
+	}
+	memset(s->ff, 0xff, NSIM_CHUNK);
+	s->blocks = s->h.size / s->h.erasesize;
+	s->pages_per_block = s->h.type == NSIM_NAND ? s->h.erasesize / s->h.writesize : 0;
+	s->writable = writable;
+	s->fd = TAKE_FD(fd);
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+void nsim_close(struct nsim *s)
+{
+	if (!s)
+		return;
+	close(s->fd);
+	free(s->scratch);
+	free(s->ff);
+	free(s);
+}
+
+/* ---- op framing: lock, fresh header, write back ---------------------- */
+
+static int op_begin(struct nsim *s, bool mutating)
+{
+	ssize_t n;
+
+	if (mutating && !s->writable)
+		return -EROFS;
+	while (flock(s->fd, s->writable ? LOCK_EX : LOCK_SH) < 0)
+		if (errno != EINTR)
+			return -errno;
+	n = util_pread_full(s->fd, &s->h, sizeof(s->h), 0);
+	if (n != (ssize_t)sizeof(s->h)) {
+		flock(s->fd, LOCK_UN);
+		return n < 0 ? (int)n : -EIO;
+	}
+	hdr_swap(&s->h);
+	if (mutating && (s->h.flags & HDR_CUT)) {
+		flock(s->fd, LOCK_UN);
+		return -ESHUTDOWN;
+	}
+	return 0;
+}
+
+static int op_end(struct nsim *s, int r)
+{
+	if (s->writable) {
+		int q = hdr_write(s->fd, &s->h);
+		if (q < 0 && r >= 0)
+			r = q;
+	}
+	flock(s->fd, LOCK_UN);
+	return r;
+}
+
+/* End of an op that did not change the header. */
+static int op_end_ro(struct nsim *s, int r)
+{
+	flock(s->fd, LOCK_UN);
+	return r;
+}
+
+static int meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
+{
+	ssize_t n = util_pread_full(s->fd, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
+
+	if (n != (ssize_t)sizeof(*m))
+		return n < 0 ? (int)n : -EIO;
+	meta_swap(m);
+	return 0;
+}
+
+static int meta_store(struct nsim *s, uint64_t b, const struct nsim_meta *m)
+{
+	struct nsim_meta d = *m;
+	ssize_t n;
+
+	meta_swap(&d);
+	n = util_pwrite_full(s->fd, &d, sizeof(d), s->h.meta_offset + b * sizeof(d));
+	return n < 0 ? (int)n : 0;
+}
+
+static int page_state(struct nsim *s, uint64_t page, uint8_t *ret)
+{
+	ssize_t n = util_pread_full(s->fd, ret, 1, s->h.pages_offset + page);
+
+	return n == 1 ? 0 : n < 0 ? (int)n : -EIO;
+}
+
+static int page_state_set(struct nsim *s, uint64_t page, uint8_t v)
+{
+	ssize_t n = util_pwrite_full(s->fd, &v, 1, s->h.pages_offset + page);
+
+	return n < 0 ? (int)n : 0;
+}
+
+/* The power-cut clock: 0 = apply the op, 1 = the power fails now. */
+static int powercut_tick(struct nsim *s)
+{
+	if (s->h.powercut_left < 0)
+		return 0;
+	if (s->h.powercut_left == 0) {
+		s->h.flags |= HDR_CUT;
+		return 1;
+	}
+	s->h.powercut_left--;
+	return 0;
+}
+
+static bool range_ok(const struct nsim *s, uint64_t off, uint64_t len)
+{
+	return off <= s->h.size && len <= s->h.size - off;
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Reproducible: depends only on the seed, the page and the read sequence
+ * number (stored in the header). */
+static enum nsim_flip page_flip(struct nsim *s, const struct nsim_meta *m, uint64_t page)
+{
+	uint64_t x;
+	uint32_t v;
+
+	s->h.read_seq++;
+	if (m->flip != NSIM_FLIP_NONE)
+		return m->flip;
+	if (!s->h.flip_ppm && !s->h.fail_ppm)
+		return NSIM_FLIP_NONE;
+	x = splitmix64(s->h.seed ^ splitmix64(page ^ splitmix64(s->h.read_seq)));
+	v = x % 1000000u;
+	if (v < s->h.fail_ppm)
+		return NSIM_FLIP_UNCORRECTABLE;
+	if (v < (uint64_t)s->h.fail_ppm + s->h.flip_ppm)
+		return NSIM_FLIP_CORRECTED;
+	return NSIM_FLIP_NONE;
+}
+
+/* ---- data ops ------------------------------------------------------------ */
+
+/* Chunk of [pos, end) handled as one unit: a page on NAND, a block-bounded
+ * piece of at most NSIM_CHUNK on NOR. */
+static uint64_t chunk_end(const struct nsim *s, uint64_t pos, uint64_t end)
+{
+	uint64_t unit = s->h.type == NSIM_NAND ? s->h.writesize : s->h.erasesize;
+	uint64_t e = (pos / unit + 1) * unit;
+
+	if (s->h.type == NSIM_NOR)
+		e = MIN(e, pos + NSIM_CHUNK);
+	return MIN(e, end);
+}
+
+static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
+{
+	uint64_t pos = off, end = off + len;
+	int result = 0;
+
+	while (pos < end) {
+		uint64_t e = chunk_end(s, pos, end);
+		struct nsim_meta m;
+		ssize_t n;
+		int r = meta_load(s, pos / s->h.erasesize, &m);
+
+		if (r < 0)
+			return r;
+		if (m.flags & BLK_BAD)
+			return -EIO;
+		n = util_pread_full(s->fd, buf + (pos - off), e - pos, NSIM_HEADER_SIZE + pos);
+		if (n != (ssize_t)(e - pos))
+			return n < 0 ? (int)n : -EIO;
+		if (s->h.type == NSIM_NAND) {
+			s->h.cnt[CNT_PAGE_READS]++;
+			switch (page_flip(s, &m, pos / s->h.writesize)) {
+			case NSIM_FLIP_NONE:
+				break;
+			case NSIM_FLIP_CORRECTED:
+				s->h.cnt[CNT_CORRECTED]++;
+				if (result == 0)
+					result = -EUCLEAN;
+				break;
+			case NSIM_FLIP_UNCORRECTABLE:
+				s->h.cnt[CNT_FAILED]++;
+				buf[pos - off] ^= 0x01;
+				result = -EBADMSG;
+				break;
+			case _NSIM_FLIP_MAX:
+				return -EINVAL;
+			}
+		}
+		pos = e;
+	}
+	return result;
+}
+
+int nsim_read(struct nsim *s, uint64_t off, void *buf, size_t len)
+{
+	int r;
+
+	r = op_begin(s, false);
+	if (r < 0)
+		return r;
+	if (!range_ok(s, off, len))
+		return op_end(s, -EINVAL);
+	return op_end(s, do_read(s, off, buf, len));
+}
+
+/* A program may only clear bits. */
+static int check_bits(struct nsim *s, uint64_t fileoff, const uint8_t *new, size_t len)
+{
+	while (len) {
+		size_t n = MIN(len, (size_t)NSIM_CHUNK);
+		ssize_t q = util_pread_full(s->fd, s->scratch, n, fileoff);
+
+		if (q != (ssize_t)n)
+			return q < 0 ? (int)q : -EIO;
+		for (size_t i = 0; i < n; i++)
+			if (new[i] & ~s->scratch[i])
+				return -EINVAL;
+		new += n;
+		fileoff += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Pass 1: refuse the whole op before changing anything. */
+static int write_validate(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len)
+{
+	uint64_t pos = off, end = off + len;
+
+	if (s->h.type == NSIM_NAND && (off % s->h.writesize || len % s->h.writesize))
+		return -EINVAL;
+	while (pos < end) {
+		uint64_t e = chunk_end(s, pos, end), b = pos / s->h.erasesize;
+		struct nsim_meta m;
+		int r = meta_load(s, b, &m);
+
+		if (r < 0)
+			return r;
+		if (m.flags & BLK_BAD)
+			return -EIO;
+		if (s->h.type == NSIM_NAND) {
+			uint64_t page = pos / s->h.writesize;
+			uint8_t st;
+
+			r = page_state(s, page, &st);
+			if (r < 0)
+				return r;
+			/* programmed twice, or out of order inside the block */
+			if ((st & PAGE_DATA) || page % s->pages_per_block < m.next_page)
+				return -EINVAL;
+		}
+		r = check_bits(s, NSIM_HEADER_SIZE + pos, buf + (pos - off), e - pos);
+		if (r < 0)
+			return r;
+		pos = e;
+	}
+	return 0;
+}
+
+static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len)
+{
+	uint64_t pos = off, end = off + len;
+	int r;
+
+	r = write_validate(s, off, buf, len);
+	if (r < 0)
+		return r;
+	while (pos < end) {
+		uint64_t e = chunk_end(s, pos, end), b = pos / s->h.erasesize;
+		uint64_t n = e - pos;
+		struct nsim_meta m;
+		bool cut;
+		ssize_t q;
+
+		r = meta_load(s, b, &m);
+		if (r < 0)
+			return r;
+		if (m.faults & NSIM_FAULT_PROGRAM)
+			return -EIO;
+		cut = powercut_tick(s);
+		if (cut) {
+			if (!(s->h.flags & HDR_TEAR))
+				return -ESHUTDOWN;
+			n /= 2;
+		}
+		q = util_pwrite_full(s->fd, buf + (pos - off), n, NSIM_HEADER_SIZE + pos);
+		if (q < 0)
+			return q;
+		if (s->h.type == NSIM_NAND) {
+			uint64_t page = pos / s->h.writesize;
+			uint8_t st;
+
+			r = page_state(s, page, &st);
+			if (r >= 0)
+				r = page_state_set(s, page, st | PAGE_DATA);
+			if (r < 0)
+				return r;
+			m.next_page = page % s->pages_per_block + 1;
+			r = meta_store(s, b, &m);
+			if (r < 0)
+				return r;
+		}
+		if (cut)
+			return -ESHUTDOWN;
+		s->h.cnt[CNT_PROGRAMS]++;
+		s->h.cnt[CNT_MUTATIONS]++;
+		pos = e;
+	}
+	return 0;
+}
+
+int nsim_write(struct nsim *s, uint64_t off, const void *buf, size_t len)
+{
+	int r;
+
+	r = op_begin(s, true);
+	if (r < 0)
+		return r;
+	if (!range_ok(s, off, len))
+		return op_end(s, -EINVAL);
+	return op_end(s, do_write(s, off, buf, len));
+}
+
+static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
+{
+	uint64_t start = b * s->h.erasesize;
+
+	for (uint64_t done = 0; done < len;) {
+		size_t n = MIN(len - done, (uint64_t)NSIM_CHUNK);
+		ssize_t q = util_pwrite_full(s->fd, s->ff, n, NSIM_HEADER_SIZE + start + done);
+		if (q < 0)
+			return q;
+		done += n;
+	}
+	if (s->h.type == NSIM_NAND) {
+		uint64_t pages = len / s->h.writesize, first = start / s->h.writesize;
+		uint64_t ooblen = pages * s->h.oobsize;
+		_cleanup_free_ uint8_t *zero = calloc(1, pages ? pages : 1);
+		ssize_t q;
+
+		for (uint64_t done = 0; done < ooblen;) {
+			size_t n = MIN(ooblen - done, (uint64_t)NSIM_CHUNK);
+			q = util_pwrite_full(s->fd, s->ff, n,
+					     s->h.oob_offset + first * s->h.oobsize + done);
+			if (q < 0)
+				return q;
+			done += n;
+		}
+		if (!zero)
+			return -ENOMEM;
+		q = util_pwrite_full(s->fd, zero, pages, s->h.pages_offset + first);
+		if (q < 0)
+			return q;
+	}
+	return 0;
+}
+
+static int do_erase(struct nsim *s, uint64_t off)
+{
+	uint64_t b = off / s->h.erasesize;
+	struct nsim_meta m;
+	bool cut;
+	int r;
+
+	if (off % s->h.erasesize || off >= s->h.size)
+		return -EINVAL;
+	r = meta_load(s, b, &m);
+	if (r < 0)
+		return r;
+	if (m.flags & BLK_BAD)
+		return -EIO;
+	if (m.faults & NSIM_FAULT_ERASE)
+		return -EIO;
+	cut = powercut_tick(s);
+	if (cut && !(s->h.flags & HDR_TEAR))
+		return -ESHUTDOWN;
+	/* a torn erase clears the first half only; next_page stays, so the
+	 * block must be erased again before it is programmed */
+	r = erase_range(s, b, cut ? s->h.erasesize / 2 : s->h.erasesize);
+	if (r < 0)
+		return r;
+	m.erase_count++;
+	if (!cut)
+		m.next_page = 0;
+	r = meta_store(s, b, &m);
+	if (r < 0)
+		return r;
+	if (cut)
+		return -ESHUTDOWN;
+	s->h.cnt[CNT_ERASES]++;
+	s->h.cnt[CNT_MUTATIONS]++;
+	return 0;
+}
+
+int nsim_erase(struct nsim *s, uint64_t off)
+{
+	int r = op_begin(s, true);
+
+	if (r < 0)
+		return r;
+	return op_end(s, do_erase(s, off));
+}
+
+int nsim_block_isbad(struct nsim *s, uint64_t off)
+{
+	struct nsim_meta m;
+	int r = op_begin(s, false);
+
+	if (r < 0)
+		return r;
+	if (off >= s->h.size)
+		return op_end(s, -EINVAL);
+	r = meta_load(s, off / s->h.erasesize, &m);
+	return op_end_ro(s, r < 0 ? r : !!(m.flags & BLK_BAD));
+}
+
+/* Bad-block marker: bytes 0-1 of the first page's OOB (NAND). */
+static int set_bad(struct nsim *s, uint64_t b, uint8_t flags)
+{
+	struct nsim_meta m;
+	int r = meta_load(s, b, &m);
+
+	if (r < 0)
+		return r;
+	m.flags |= flags;
+	r = meta_store(s, b, &m);
+	if (r < 0)
+		return r;
+	if (s->h.type == NSIM_NAND) {
+		static const uint8_t marker[2] = { 0, 0 };
+		uint64_t page = b * s->pages_per_block;
+		ssize_t q = util_pwrite_full(s->fd, marker, sizeof(marker),
+					     s->h.oob_offset + page * s->h.oobsize);
+		if (q < 0)
+			return q;
+	}
+	return 0;
+}
+
+static int do_markbad(struct nsim *s, uint64_t off)
+{
+	uint64_t b = off / s->h.erasesize;
+	struct nsim_meta m;
+	int r;
+
+	if (off >= s->h.size)
+		return -EINVAL;
+	r = meta_load(s, b, &m);
+	if (r < 0)
+		return r;
+	if (m.flags & BLK_BAD)
+		return 0;
+	if (powercut_tick(s))
+		return -ESHUTDOWN;
+	r = set_bad(s, b, BLK_BAD);
+	if (r < 0)
+		return r;
+	s->h.cnt[CNT_MUTATIONS]++;
+	return 0;
+}
+
+int nsim_block_markbad(struct nsim *s, uint64_t off)
+{
+	int r = op_begin(s, true);
+
+	if (r < 0)
+		return r;
+	return op_end(s, do_markbad(s, off));
+}
+
+/* ---- OOB ------------------------------------------------------------------ */
+
+static int oob_check(struct nsim *s, uint64_t off, size_t len, size_t max)
+{
+	if (s->h.type != NSIM_NAND)
+		return -EOPNOTSUPP;
+	if (off % s->h.writesize || off >= s->h.size || len > max)
+		return -EINVAL;
+	return 0;
+}
+
+int nsim_read_oob_raw(struct nsim *s, uint64_t off, void *buf, size_t len)
+{
+	ssize_t n;
+	int r = op_begin(s, false);
+
+	if (r < 0)
+		return r;
+	r = oob_check(s, off, len, s->h.oobsize);
+	if (r < 0)
+		return op_end_ro(s, r);
+	n = util_pread_full(s->fd, buf, len,
+			    s->h.oob_offset + off / s->h.writesize * s->h.oobsize);
+	return op_end_ro(s, n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO);
+}
+
+int nsim_read_oob(struct nsim *s, uint64_t off, void *buf, size_t len)
+{
+	struct nsim_meta m;
+	ssize_t n;
+	int r = op_begin(s, false);
+
+	if (r < 0)
+		return r;
+	r = oob_check(s, off, len, s->h.oobfree_len);
+	if (r >= 0)
+		r = meta_load(s, off / s->h.erasesize, &m);
+	if (r >= 0 && (m.flags & BLK_BAD))
+		r = -EIO;
+	if (r < 0)
+		return op_end_ro(s, r);
+	n = util_pread_full(s->fd, buf, len, s->h.oob_offset +
+			    off / s->h.writesize * s->h.oobsize + s->h.oobfree_off);
+	return op_end_ro(s, n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO);
+}
+
+static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len)
+{
+	uint64_t page = off / s->h.writesize, b = off / s->h.erasesize;
+	uint64_t fileoff = s->h.oob_offset + page * s->h.oobsize + s->h.oobfree_off;
+	struct nsim_meta m;
+	uint8_t st;
+	bool cut;
+	ssize_t q;
+	int r;
+
+	r = oob_check(s, off, len, s->h.oobfree_len);
+	if (r < 0)
+		return r;
+	r = meta_load(s, b, &m);
+	if (r < 0)
+		return r;
+	if (m.flags & BLK_BAD)
+		return -EIO;
+	r = page_state(s, page, &st);
+	if (r < 0)
+		return r;
+	if (st & PAGE_OOB)
+		return -EINVAL;
+	r = check_bits(s, fileoff, buf, len);
+	if (r < 0)
+		return r;
+	if (m.faults & NSIM_FAULT_PROGRAM)
+		return -EIO;
+	cut = powercut_tick(s);
+	if (cut && !(s->h.flags & HDR_TEAR))
+		return -ESHUTDOWN;
+	q = util_pwrite_full(s->fd, buf, cut ? len / 2 : len, fileoff);
+	if (q < 0)
+		return q;
+	r = page_state_set(s, page, st | PAGE_OOB);
+	if (r < 0)
+		return r;
+	if (cut)
+		return -ESHUTDOWN;
+	s->h.cnt[CNT_OOB_PROGRAMS]++;
+	s->h.cnt[CNT_MUTATIONS]++;
+	return 0;
+}
+
+int nsim_write_oob(struct nsim *s, uint64_t off, const void *buf, size_t len)
+{
+	int r = op_begin(s, true);
+
+	if (r < 0)
+		return r;
+	return op_end(s, do_write_oob(s, off, buf, len));
+}
+
+/* ---- info and fault hooks ----------------------------------------------- */
+
+int nsim_get_block(struct nsim *s, uint64_t block, struct nsim_block *ret)
+{
+	struct nsim_meta m;
+	int r = op_begin(s, false);
+
+	if (r < 0)
+		return r;
+	if (block >= s->blocks)
+		return op_end_ro(s, -EINVAL);
+	r = meta_load(s, block, &m);
+	if (r < 0)
+		return op_end_ro(s, r);
+	*ret = (struct nsim_block){
+		.bad = m.flags & BLK_BAD,
+		.factory_bad = m.flags & BLK_FACTORY_BAD,
+		.faults = m.faults,
+		.flip = m.flip < _NSIM_FLIP_MAX ? m.flip : NSIM_FLIP_NONE,
+		.erase_count = m.erase_count,
+		.next_page = m.next_page,
+	};
+	return op_end_ro(s, 0);
+}
+
+int nsim_get_info(struct nsim *s, struct nsim_info *ret)
+{
+	struct nsim_info i = { 0 };
+	int r = op_begin(s, false);
+
+	if (r < 0)
+		return r;
+	for (uint64_t b = 0; b < s->blocks; b++) {
+		struct nsim_meta m;
+		r = meta_load(s, b, &m);
+		if (r < 0)
+			return op_end_ro(s, r);
+		if (m.flags & BLK_BAD)
+			i.bad_blocks++;
+	}
+	i.geo = (struct nsim_geometry){ s->h.type, s->h.size, s->h.erasesize, s->h.writesize,
+					s->h.oobsize };
+	i.version = s->h.version;
+	i.oobfree_off = s->h.oobfree_off;
+	i.oobfree_len = s->h.oobfree_len;
+	i.blocks = s->blocks;
+	i.powercut_left = s->h.powercut_left;
+	i.power_cut = s->h.flags & HDR_CUT;
+	i.tear = s->h.flags & HDR_TEAR;
+	i.flip_ppm = s->h.flip_ppm;
+	i.fail_ppm = s->h.fail_ppm;
+	i.seed = s->h.seed;
+	i.cnt = (struct nsim_counters){
+		.erases = s->h.cnt[CNT_ERASES],
+		.programs = s->h.cnt[CNT_PROGRAMS],
+		.oob_programs = s->h.cnt[CNT_OOB_PROGRAMS],
+		.page_reads = s->h.cnt[CNT_PAGE_READS],
+		.corrected = s->h.cnt[CNT_CORRECTED],
+		.failed = s->h.cnt[CNT_FAILED],
+		.mutations = s->h.cnt[CNT_MUTATIONS],
+	};
+	*ret = i;
+	return op_end_ro(s, 0);
+}
+
+/* Change one block's metadata outside of the flash-op rules. */
+static int meta_update(struct nsim *s, uint64_t block, int (*fn)(struct nsim *s, uint64_t b,
+								    struct nsim_meta *m, uintptr_t v),
+		       uintptr_t v)
+{
+	struct nsim_meta m;
+	int r;
+
+	if (!s->writable)
+		return -EROFS;
+	r = op_begin(s, false);
+	if (r < 0)
+		return r;
+	if (block >= s->blocks)
+		return op_end(s, -EINVAL);
+	r = meta_load(s, block, &m);
+	if (r >= 0)
+		r = fn(s, block, &m, v);
+	if (r >= 0)
+		r = meta_store(s, block, &m);
+	return op_end(s, r);
+}
+
+static int set_faults_fn(struct nsim *s, uint64_t b, struct nsim_meta *m, uintptr_t v)
+{
+	m->faults = v & (NSIM_FAULT_PROGRAM | NSIM_FAULT_ERASE);
+	return 0;
+}
+
+static int set_flip_fn(struct nsim *s, uint64_t b, struct nsim_meta *m, uintptr_t v)
+{
+	if (s->h.type != NSIM_NAND)
+		return -EOPNOTSUPP; /* NOR has no ECC */
+	m->flip = v;
+	return 0;
+}
+
+int nsim_set_block_faults(struct nsim *s, uint64_t block, unsigned faults)
+{
+	if (faults & ~(unsigned)(NSIM_FAULT_PROGRAM | NSIM_FAULT_ERASE))
+		return -EINVAL;
+	return meta_update(s, block, set_faults_fn, faults);
+}
+
+int nsim_set_block_flip(struct nsim *s, uint64_t block, enum nsim_flip flip)
+{
+	if ((unsigned)flip >= _NSIM_FLIP_MAX)
+		return -EINVAL;
+	return meta_update(s, block, set_flip_fn, flip);
+}
+
+int nsim_set_factory_bad(struct nsim *s, uint64_t block)
+{
+	int r;
+
+	if (!s->writable)
+		return -EROFS;
+	r = op_begin(s, false);
+	if (r < 0)
+		return r;
+	if (block >= s->blocks)
+		return op_end(s, -EINVAL);
+	return op_end(s, set_bad(s, block, BLK_BAD | BLK_FACTORY_BAD));
+}
+
+int nsim_set_flip_rate(struct nsim *s, uint32_t flip_ppm, uint32_t fail_ppm, uint64_t seed)
+{
+	int r;
+
+	if (!s->writable)
+		return -EROFS;
+	if ((uint64_t)flip_ppm + fail_ppm > 1000000u)
+		return -EINVAL;
+	if (s->h.type != NSIM_NAND && (flip_ppm || fail_ppm))
+		return -EOPNOTSUPP;
+	r = op_begin(s, false);
+	if (r < 0)
+		return r;
+	s->h.flip_ppm = flip_ppm;
+	s->h.fail_ppm = fail_ppm;
+	s->h.seed = seed;
+	s->h.read_seq = 0;
+	return op_end(s, 0);
+}
+
+int nsim_set_powercut(struct nsim *s, int64_t ops, bool tear)
+{
+	int r;
+
+	if (!s->writable)
+		return -EROFS;
+	r = op_begin(s, false);
+	if (r < 0)
+		return r;
+	s->h.powercut_left = ops < 0 ? -1 : ops;
+	if (tear)
+		s->h.flags |= HDR_TEAR;
+	else
+		s->h.flags &= ~HDR_TEAR;
+	return op_end(s, 0);
+}
+
+int nsim_power_on(struct nsim *s)
+{
+	int r;
+
+	if (!s->writable)
+		return -EROFS;
+	r = op_begin(s, false);
+	if (r < 0)
+		return r;
+	s->h.flags &= ~(uint32_t)HDR_CUT;
+	s->h.powercut_left = -1;
+	return op_end(s, 0);
+}
