@@ -1,0 +1,638 @@
+/* env: libubootenv wrapper on file-backed envs (single and redundant),
+ * one store per transaction, torn and failed stores, config parsing,
+ * layout resolution (simulator file, fake sysfs). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "env.h"
+
+#define ENV_SIZE 0x2000u
+#define COPY0 0x1000u
+#define COPY1 0x3000u
+#define FILE_SIZE 0x6000u
+
+/* ---- syscall interposition on the env file (libubootenv calls libc) ---- */
+static char watched[PATH_MAX];
+static unsigned n_fsync;          /* fsyncs of the watched file = stores */
+static long fail_write_after = -1; /* >= 0: write that many bytes, then EIO */
+
+static bool is_watched(int fd)
+{
+	char link[64], target[PATH_MAX];
+	ssize_t n;
+
+	if (!watched[0])
+		return false;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return !strcmp(target, watched);
+}
+
+int fsync(int fd)
+{
+	static int (*real)(int);
+
+	if (!real)
+		real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+	if (is_watched(fd))
+		n_fsync++;
+	return real(fd);
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	static ssize_t (*real)(int, const void *, size_t);
+
+	if (!real)
+		real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+	if (fail_write_after >= 0 && is_watched(fd)) {
+		if (fail_write_after == 0) {
+			errno = EIO;
+			return -1;
+		}
+		if ((long)len > fail_write_after)
+			len = (size_t)fail_write_after;
+		ssize_t r = real(fd, buf, len);
+		if (r > 0)
+			fail_write_after -= r;
+		return r;
+	}
+	return real(fd, buf, len);
+}
+
+/* ---- helpers ---- */
+static void make_erased(const char *path, size_t size)
+{
+	unsigned char *b = malloc(size);
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(b);
+	assert_non_null(f);
+	memset(b, 0xff, size);
+	assert_int_equal(fwrite(b, 1, size, f), size);
+	fclose(f);
+	free(b);
+}
+
+static unsigned char *slurp(const char *path, size_t size)
+{
+	unsigned char *b = malloc(size);
+	FILE *f = fopen(path, "re");
+
+	assert_non_null(b);
+	assert_non_null(f);
+	assert_int_equal(fread(b, 1, size, f), size);
+	fclose(f);
+	return b;
+}
+
+static void spill(const char *path, const unsigned char *b, size_t size)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, size, f), size);
+	fclose(f);
+}
+
+struct fixture {
+	char dir[48];
+	char file[64];
+	struct env_device devs[2];
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/flashd-test-env-XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	snprintf(fx->file, sizeof(fx->file), "%s/env.bin", fx->dir);
+	make_erased(fx->file, FILE_SIZE);
+	fx->devs[0] = (struct env_device){ .path = fx->file, .offset = COPY0, .size = ENV_SIZE };
+	fx->devs[1] = (struct env_device){ .path = fx->file, .offset = COPY1, .size = ENV_SIZE };
+	assert_non_null(realpath(fx->file, watched));
+	n_fsync = 0;
+	fail_write_after = -1;
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char cmd[128];
+
+	watched[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
+	assert_int_equal(system(cmd), 0);
+	free(fx);
+	return 0;
+}
+
+static void expect_var(struct env *e, const char *name, const char *value)
+{
+	char *v = NULL;
+	int r = env_get(e, name, &v);
+
+	if (!value) {
+		if (r != -ENOENT)
+			fail_msg("%s: expected unset, got '%s'", name, v ? v : "?");
+		return;
+	}
+	if (r < 0)
+		fail_msg("%s: expected '%s', unset (%d)", name, value, r);
+	if (strcmp(v, value))
+		fail_msg("%s: expected '%s', got '%s'", name, value, v);
+	free(v);
+}
+
+/* Provision both fixtures' env with a default set and return it open. */
+static struct env *provision(struct fixture *fx, size_t n_copies)
+{
+	static const struct env_var vars[] = {
+		{ "BOOT_ORDER", "A B" }, { "BOOT_A_LEFT", "3" }, { "BOOT_B_LEFT", "3" },
+	};
+	struct env_error err = { "" };
+	struct env *e = NULL;
+
+	assert_int_equal(env_open_devices(fx->devs, n_copies, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_true(env_is_blank(e));
+	assert_int_equal(env_init_default(e, NULL, vars, ELEMENTSOF(vars), false, &err), 0);
+	assert_false(env_is_blank(e));
+	return e;
+}
+
+/* ---- tests ---- */
+static void test_blank(void **state)
+{
+	struct fixture *fx = *state;
+	struct env_error err = { "" };
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+
+	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), -ENODATA);
+	assert_null(e);
+	assert_non_null(strstr(err.msg, fx->file));
+	assert_non_null(strstr(err.msg, "no valid copy"));
+
+	assert_int_equal(env_open_devices(fx->devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_true(env_is_blank(e));
+	assert_true(env_is_redundant(e));
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set(t, "x", "1"), 0);
+	/* a plain change must not replace U-Boot's defaults on a blank env */
+	assert_int_equal(env_txn_commit(t, &err), -ENODATA);
+	assert_non_null(strstr(err.msg, "env init"));
+	assert_int_equal(n_fsync, 0);
+}
+
+static void test_init_default(void **state)
+{
+	struct fixture *fx = *state;
+	struct env_error err = { "" };
+	char initial[160];
+	FILE *f;
+	static const struct env_var vars[] = { { "BOOT_ORDER", "A B" }, { "bootdelay", "0" } };
+	struct env *e = NULL;
+
+	snprintf(initial, sizeof(initial), "%s/u-boot-initial-env", fx->dir);
+	f = fopen(initial, "we");
+	assert_non_null(f);
+	fputs("# defaults\nbootcmd=run flashd_boot\nbootdelay=2\nempty=\n", f);
+	fclose(f);
+
+	assert_int_equal(env_open_devices(fx->devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_int_equal(env_init_default(e, initial, vars, ELEMENTSOF(vars), false, &err), 0);
+	assert_int_equal(n_fsync, 1);
+	env_close(e);
+
+	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
+	expect_var(e, "bootcmd", "run flashd_boot");
+	expect_var(e, "bootdelay", "0"); /* vars override the defaults file */
+	expect_var(e, "BOOT_ORDER", "A B");
+	expect_var(e, "empty", NULL);
+	/* a valid env is never replaced by defaults unless forced */
+	assert_int_equal(env_init_default(e, initial, vars, 1, false, &err), -EEXIST);
+	assert_int_equal(n_fsync, 1);
+	assert_int_equal(env_init_default(e, NULL, vars, 1, true, &err), 0);
+	expect_var(e, "bootcmd", NULL);
+	expect_var(e, "BOOT_ORDER", "A B");
+	assert_int_equal(env_init_default(e, "/nonexistent/initial", vars, 1, true, &err),
+			 -ENOENT);
+	assert_non_null(strstr(err.msg, "/nonexistent/initial"));
+	env_close(e);
+}
+
+static void test_txn_one_store(void **state)
+{
+	struct fixture *fx = *state;
+	struct env_error err = { "" };
+	struct env *e = provision(fx, 2);
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	unsigned char *before, *after;
+	unsigned before_flags, after_flags;
+
+	env_close(e);
+	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
+	before = slurp(fx->file, FILE_SIZE);
+	n_fsync = 0;
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set(t, "BOOT_ORDER", "B A"), 0);
+	assert_int_equal(env_txn_set(t, "BOOT_B_LEFT", "2"), 0);
+	assert_int_equal(env_txn_set(t, "BOOT_B_LEFT", "3"), 0); /* last set wins */
+	assert_int_equal(env_txn_set(t, "BOOT_A_LEFT", NULL), 0);
+	assert_int_equal(env_txn_set(t, "new_var", "x y z"), 0);
+	assert_int_equal(env_txn_set(t, "bad=name", "1"), -EINVAL);
+	assert_int_equal(env_txn_set(t, "", "1"), -EINVAL);
+	assert_int_equal(env_txn_size(t), 4);
+	assert_int_equal(env_txn_commit(t, &err), 0);
+	assert_int_equal(n_fsync, 1);
+	env_close(e);
+	after = slurp(fx->file, FILE_SIZE);
+
+	/* exactly one copy rewritten, its flag one above the other's */
+	bool c0 = memcmp(before + COPY0, after + COPY0, ENV_SIZE) != 0;
+	bool c1 = memcmp(before + COPY1, after + COPY1, ENV_SIZE) != 0;
+	assert_true(c0 != c1);
+	before_flags = c0 ? after[COPY1 + 4] : after[COPY0 + 4];
+	after_flags = c0 ? after[COPY0 + 4] : after[COPY1 + 4];
+	assert_int_equal((after_flags - before_flags) & 0xff, 1);
+
+	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
+	expect_var(e, "BOOT_ORDER", "B A");
+	expect_var(e, "BOOT_B_LEFT", "3");
+	expect_var(e, "BOOT_A_LEFT", NULL);
+	expect_var(e, "new_var", "x y z");
+
+	/* iteration is complete and in name order */
+	void *it = NULL;
+	const char *name, *value, *prev = "";
+	size_t n = 0;
+	while (env_next(e, &it, &name, &value) > 0) {
+		assert_true(strcmp(prev, name) < 0);
+		prev = name;
+		n++;
+	}
+	assert_int_equal(n, 3);
+	env_close(e);
+	free(before);
+	free(after);
+}
+
+/* The old and new env values differ in every one of these variables. */
+static const struct env_var old_vars[] = {
+	{ "BOOT_ORDER", "A B" }, { "BOOT_A_LEFT", "3" }, { "BOOT_B_LEFT", "3" },
+};
+static const struct env_var new_vars[] = {
+	{ "BOOT_ORDER", "B A" }, { "BOOT_A_LEFT", "2" }, { "BOOT_B_LEFT", "1" },
+};
+
+/* 1 = all old values, 2 = all new, fails on anything mixed or invalid. */
+static int classify(struct fixture *fx, size_t n_copies, const char *what)
+{
+	struct env_error err = { "" };
+	_cleanup_env_ struct env *e = NULL;
+	bool is_old = true, is_new = true;
+
+	if (env_open_devices(fx->devs, n_copies, 0, &e, &err) < 0)
+		fail_msg("%s: env invalid after a torn store: %s", what, err.msg);
+	for (size_t i = 0; i < ELEMENTSOF(old_vars); i++) {
+		char *v = NULL;
+		if (env_get(e, old_vars[i].name, &v) < 0)
+			fail_msg("%s: %s lost", what, old_vars[i].name);
+		is_old &= !strcmp(v, old_vars[i].value);
+		is_new &= !strcmp(v, new_vars[i].value);
+		free(v);
+	}
+	if (!is_old && !is_new)
+		fail_msg("%s: the env mixes old and new state", what);
+	return is_new ? 2 : 1;
+}
+
+/* Power cut during a store: for tear points across the written copy, the
+ * device holds the new bytes up to the tear and then either the old bytes
+ * (NAND page/NOR word granularity) or 0xff (erased, not yet programmed). */
+static void test_power_cut_tear(void **state)
+{
+	struct fixture *fx = *state;
+	struct env_error err = { "" };
+	struct env *e = provision(fx, 2);
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	unsigned char *before, *after, *torn;
+	size_t copy, tears = 0, n_new = 0;
+
+	/* a second store so that both copies hold valid data before the cut */
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set(t, "unrelated", "1"), 0);
+	assert_int_equal(env_txn_commit(t, &err), 0);
+	env_close(e);
+
+	before = slurp(fx->file, FILE_SIZE);
+	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
+	env_txn_free(t);
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set_many(t, new_vars, ELEMENTSOF(new_vars)), 0);
+	assert_int_equal(env_txn_commit(t, &err), 0);
+	env_close(e);
+	after = slurp(fx->file, FILE_SIZE);
+
+	assert_true(memcmp(before + COPY0, after + COPY0, ENV_SIZE) == 0 ||
+		    memcmp(before + COPY1, after + COPY1, ENV_SIZE) == 0);
+	copy = memcmp(before + COPY0, after + COPY0, ENV_SIZE) ? COPY0 : COPY1;
+	assert_int_equal(classify(fx, 2, "complete store"), 2);
+
+	torn = malloc(FILE_SIZE);
+	assert_non_null(torn);
+	for (size_t k = 0;; k = k < 16 ? k + 1 : MIN(k + 251, ENV_SIZE)) {
+		for (int erased = 0; erased < 2; erased++) {
+			char what[64];
+			memcpy(torn, before, FILE_SIZE);
+			memcpy(torn + copy, after + copy, k);
+			if (erased)
+				memset(torn + copy + k, 0xff, ENV_SIZE - k);
+			spill(fx->file, torn, FILE_SIZE);
+			snprintf(what, sizeof(what), "tear at byte %zu%s", k, erased ? " (erased)" : "");
+			/* a tear past the last byte that differs is a complete write */
+			bool complete = !memcmp(torn + copy, after + copy, ENV_SIZE);
+			int got = classify(fx, 2, what);
+			if (got != (complete ? 2 : 1))
+				fail_msg("%s: expected the %s state", what, complete ? "new" : "old");
+			n_new += complete;
+			tears += !complete;
+		}
+		if (k == ENV_SIZE)
+			break;
+	}
+	/* most tear points really cut the copy short, and the full write counts */
+	assert_true(tears > 20);
+	assert_true(n_new >= 2);
+	free(torn);
+	free(before);
+	free(after);
+}
+
+/* A store that fails mid-write (I/O error) reports it, keeps the previous
+ * state on storage and in memory. */
+static void test_store_failure(void **state)
+{
+	struct fixture *fx = *state;
+	struct env_error err = { "" };
+	struct env *e = provision(fx, 2);
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set_many(t, new_vars, ELEMENTSOF(new_vars)), 0);
+	fail_write_after = ENV_SIZE / 2;
+	assert_int_equal(env_txn_commit(t, &err), -EIO);
+	fail_write_after = -1;
+	assert_non_null(strstr(err.msg, "store failed"));
+	assert_non_null(strstr(err.msg, fx->file));
+	/* memory was reloaded: the failed values are not visible */
+	expect_var(e, "BOOT_ORDER", "A B");
+	expect_var(e, "BOOT_B_LEFT", "3");
+	env_close(e);
+	assert_int_equal(classify(fx, 2, "failed store"), 1);
+
+	/* and the next store still works */
+	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
+	env_txn_free(t);
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set_many(t, new_vars, ELEMENTSOF(new_vars)), 0);
+	assert_int_equal(env_txn_commit(t, &err), 0);
+	env_close(e);
+	assert_int_equal(classify(fx, 2, "store after failure"), 2);
+}
+
+static void test_single_copy_and_space(void **state)
+{
+	struct fixture *fx = *state;
+	struct env_error err = { "" };
+	struct env *e = provision(fx, 1);
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	unsigned char *raw;
+	char *big = malloc(ENV_SIZE);
+
+	assert_false(env_is_redundant(e));
+	assert_non_null(strstr(env_describe(e), fx->file));
+	/* single copy layout: crc32 of the data area, then data */
+	raw = slurp(fx->file, FILE_SIZE);
+	uint32_t crc;
+	memcpy(&crc, raw + COPY0, 4);
+	assert_int_equal(crc, (uint32_t)crc32(0, raw + COPY0 + 4, ENV_SIZE - 4));
+	assert_memory_equal(raw + COPY0 + 4, "BOOT_A_LEFT=3", 14);
+	free(raw);
+
+	n_fsync = 0;
+	memset(big, 'x', ENV_SIZE - 1);
+	big[ENV_SIZE - 1] = '\0';
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set(t, "big", big), 0);
+	assert_int_equal(env_txn_commit(t, &err), -ENOSPC);
+	assert_non_null(strstr(err.msg, "do not fit"));
+	assert_int_equal(n_fsync, 0);
+	expect_var(e, "big", NULL);
+	env_close(e);
+	free(big);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void expect_config_error(struct fixture *fx, const char *text, int code, const char *msg)
+{
+	char cfg[160];
+	struct env_error err = { "" };
+	struct env *e = NULL;
+
+	snprintf(cfg, sizeof(cfg), "%s/fw_env.config", fx->dir);
+	write_text(cfg, text);
+	assert_int_equal(env_open_config(cfg, ENV_OPEN_ALLOW_BLANK, &e, &err), code);
+	assert_null(e);
+	if (!strstr(err.msg, msg))
+		fail_msg("error '%s' lacks '%s'", err.msg, msg);
+}
+
+static void test_config(void **state)
+{
+	struct fixture *fx = *state;
+	char cfg[160], text[512];
+	struct env_error err = { "" };
+	struct env *e = provision(fx, 2);
+
+	env_close(e);
+	snprintf(cfg, sizeof(cfg), "%s/fw_env.config", fx->dir);
+	snprintf(text, sizeof(text), "# comment\n\n%s 0x1000 0x2000 0x2000\n%s 0x3000 0x2000\n",
+		 fx->file, fx->file);
+	write_text(cfg, text);
+	assert_int_equal(env_open_config(cfg, 0, &e, &err), 0);
+	assert_true(env_is_redundant(e));
+	assert_int_equal(env_device(e, 1)->offset, 0x3000);
+	assert_int_equal(env_device(e, 0)->sector_size, 0x2000);
+	expect_var(e, "BOOT_ORDER", "A B");
+	env_close(e);
+
+	snprintf(text, sizeof(text), "%s 0x1000 8192\n", fx->file);
+	expect_config_error(fx, text, -EINVAL, "lacks the 0x prefix");
+	snprintf(text, sizeof(text), "%s 01000 0x2000\n", fx->file);
+	expect_config_error(fx, text, -EINVAL, "leading 0");
+	expect_config_error(fx, "/dev/mtdblock3 0x0 0x2000\n", -EINVAL, "mtdblock");
+	expect_config_error(fx, "/nonexistent/env 0x0 0x2000\n", -ENOENT, "/nonexistent/env");
+	snprintf(text, sizeof(text), "%s 0x1000\n", fx->file);
+	expect_config_error(fx, text, -EINVAL, ":1: expected");
+	snprintf(text, sizeof(text), "%s 0x5000 0x2000\n", fx->file);
+	expect_config_error(fx, text, -ENOSPC, "ends beyond");
+	snprintf(text, sizeof(text), "%s 0x0 0x1000\n%s 0x1000 0x1000\n%s 0x2000 0x1000\n",
+		 fx->file, fx->file, fx->file);
+	expect_config_error(fx, text, -EINVAL, ":3: more than two");
+	snprintf(text, sizeof(text), "%s 0x0 0x1000\n%s 0x1000 0x2000\n", fx->file, fx->file);
+	expect_config_error(fx, text, -EINVAL, "differ in size");
+	assert_int_equal(env_open_config("/nonexistent/fw_env.config", 0, &e, &err), -ENOENT);
+}
+
+/* A one-device NAND layout with a redundant env in two partitions. */
+static void fill_layout(struct layout *l, struct layout_device *d, struct layout_partition *p)
+{
+	*d = (struct layout_device){ .name = "nand0", .type = FLASH_NAND, .size = 0x100000,
+				     .erasesize = 0x4000, .writesize = 512 };
+	p[0] = (struct layout_partition){ .name = "u-boot", .dev = d, .offset = 0, .size = 0x10000 };
+	p[1] = (struct layout_partition){ .name = "env1", .dev = d, .offset = 0x10000, .size = 0x8000 };
+	p[2] = (struct layout_partition){ .name = "env2", .dev = d, .offset = 0x18000, .size = 0x8000 };
+	*l = (struct layout){ .path = "test.json", .devices = d, .n_devices = 1, .partitions = p,
+			      .n_partitions = 3 };
+	l->env.copies[0] = (struct layout_env_copy){ .part = &p[1], .offset = 0x4000, .size = 0x4000 };
+	l->env.copies[1] = (struct layout_env_copy){ .part = &p[2], .offset = 0, .size = 0x4000 };
+	l->env.n_copies = 2;
+}
+
+static void test_layout_sim(void **state)
+{
+	struct fixture *fx = *state;
+	struct layout l;
+	struct layout_device d;
+	struct layout_partition p[3];
+	struct env_error err = { "" };
+	char target[200], sim[160];
+	static const struct env_var vars[] = { { "BOOT_ORDER", "A B" } };
+	struct env *e = NULL;
+	unsigned char *raw;
+
+	fill_layout(&l, &d, p);
+	snprintf(sim, sizeof(sim), "%s/board.sim", fx->dir);
+	make_erased(sim, ENV_SIM_DATA_OFFSET + d.size);
+	snprintf(target, sizeof(target), "sim:%s", sim);
+	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), -ENODATA);
+	assert_int_equal(env_open_layout(&l, target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_int_equal(env_device(e, 0)->offset, ENV_SIM_DATA_OFFSET + 0x10000 + 0x4000);
+	assert_int_equal(env_device(e, 1)->offset, ENV_SIM_DATA_OFFSET + 0x18000);
+	assert_int_equal(env_device(e, 0)->sector_size, 0x4000);
+	assert_int_equal(env_init_default(e, NULL, vars, 1, false, &err), 0);
+	env_close(e);
+
+	/* the store landed in partition env2's first 16 KiB, with a valid CRC */
+	raw = slurp(sim, ENV_SIM_DATA_OFFSET + d.size);
+	const unsigned char *c = raw + ENV_SIM_DATA_OFFSET + 0x18000;
+	uint32_t crc;
+	memcpy(&crc, c, 4);
+	assert_int_equal(crc, (uint32_t)crc32(0, c + 5, 0x4000 - 5));
+	assert_memory_equal(c + 5, "BOOT_ORDER=A B", 15);
+	free(raw);
+
+	/* a directory target holds <device>.sim */
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "mkdir %s/boards && mv %s %s/boards/nand0.sim", fx->dir, sim,
+		 fx->dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(target, sizeof(target), "sim:%s/boards", fx->dir);
+	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), 0);
+	expect_var(e, "BOOT_ORDER", "A B");
+	env_close(e);
+
+	l.env.n_copies = 0;
+	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "fw_env.config"));
+	l.env.n_copies = 2;
+	l.env.copies[0].offset = 0x6000; /* 0x6000 + 0x4000 > 0x8000 */
+	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "does not fit partition env1"));
+	assert_int_equal(env_open_layout(&l, "usb:x", NULL, 0, &e, &err), -EINVAL);
+}
+
+static void test_layout_system(void **state)
+{
+	struct fixture *fx = *state;
+	struct layout l;
+	struct layout_device d;
+	struct layout_partition p[3];
+	struct env_error err = { "" };
+	char sys[96], cmd[1200];
+	struct env *e = NULL;
+
+	fill_layout(&l, &d, p);
+	snprintf(sys, sizeof(sys), "%s/sys", fx->dir);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %1$s/mtd0 %1$s/mtd0ro %1$s/mtd7 %1$s/mtd7ro %1$s/mtd12 && "
+		 "echo u-boot > %1$s/mtd0/name && echo env1 > %1$s/mtd7/name && "
+		 "echo env1 > %1$s/mtd7ro/name && echo env2 > %1$s/mtd12/name", sys);
+	assert_int_equal(system(cmd), 0);
+	/* the host has no MTD: resolution succeeds, opening /dev/mtd7 does not */
+	assert_int_equal(env_open_layout(&l, "system", sys, 0, &e, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "/dev/mtd7"));
+	snprintf(cmd, sizeof(cmd), "rm -r %s/mtd12", sys);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(env_open_layout(&l, NULL, sys, 0, &e, &err), -ENODEV);
+	assert_non_null(strstr(err.msg, "env2"));
+	assert_non_null(strstr(err.msg, sys));
+}
+
+static void test_names(void **state)
+{
+	assert_true(env_name_valid("BOOT_ORDER"));
+	assert_true(env_name_valid(".flags"));
+	assert_false(env_name_valid(""));
+	assert_false(env_name_valid(NULL));
+	assert_false(env_name_valid("a=b"));
+	assert_false(env_name_valid("a b"));
+	assert_false(env_name_valid("a\nb"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test_setup_teardown(test_blank, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_init_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_txn_one_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_power_cut_tear, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_single_copy_and_space, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_config, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_sim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_system, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
