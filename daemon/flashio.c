@@ -1,0 +1,422 @@
+/* Bad-block-skipping streaming writer and reader, verification, erasing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "flashio.h"
+#include "util.h"
+
+/* NOR is programmed in chunks of this size so that runs of 0xFF can be
+ * skipped; NAND uses its page. */
+#define NOR_PROGRAM_UNIT 4096u
+
+struct flashio_writer {
+	struct flash *f;
+	unsigned flags;
+	uint8_t *buf;    /* one erase block of pending data */
+	uint8_t *cmp;    /* FLASHIO_CHANGED_ONLY: the block as it is on flash */
+	size_t fill;
+	uint64_t pos;    /* next physical block in the window */
+	int error;       /* sticky */
+	bool finished;
+	struct flashio_stats st;
+};
+
+struct flashio_reader {
+	struct flash *f;
+	uint64_t pos;    /* physical offset in the window */
+	struct flashio_stats st;
+};
+
+int flashio_writer_new(struct flash *f, unsigned flags, struct flashio_writer **ret)
+{
+	struct flashio_writer *w;
+
+	if (!f->writable)
+		return -EROFS;
+	if (flags & ~(unsigned)(FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD))
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->f = f;
+	w->flags = flags;
+	w->buf = malloc(f->info.erasesize);
+	if (flags & FLASHIO_CHANGED_ONLY)
+		w->cmp = malloc(f->info.erasesize);
+	if (!w->buf || ((flags & FLASHIO_CHANGED_ONLY) && !w->cmp)) {
+		flashio_writer_free(w);
+		return -ENOMEM;
+	}
+	*ret = w;
+	return 0;
+}
+
+void flashio_writer_free(struct flashio_writer *w)
+{
+	if (!w)
+		return;
+	free(w->buf);
+	free(w->cmp);
+	free(w);
+}
+
+const struct flashio_stats *flashio_writer_stats(const struct flashio_writer *w)
+{
+	return &w->st;
+}
+
+uint64_t flashio_writer_offset(const struct flashio_writer *w)
+{
+	return w->pos;
+}
+
+static uint32_t program_unit(const struct flash *f)
+{
+	uint32_t u = f->info.writesize;
+
+	if (f->info.type == FLASH_NOR && f->info.erasesize % NOR_PROGRAM_UNIT == 0 &&
+	    NOR_PROGRAM_UNIT % u == 0)
+		u = NOR_PROGRAM_UNIT;
+	return u;
+}
+
+/* Program the block at off from w->buf, skipping all-0xFF units and
+ * merging consecutive ones into one write. */
+static int program_block(struct flashio_writer *w, uint64_t off)
+{
+	uint32_t es = w->f->info.erasesize, unit = program_unit(w->f);
+	uint32_t run = 0, start = 0;
+
+	for (uint32_t p = 0; p <= es; p += unit) {
+		bool data = p < es && !util_mem_is(w->buf + p, 0xff, unit);
+		int r;
+
+		if (data) {
+			if (!run)
+				start = p;
+			run += unit;
+			continue;
+		}
+		if (!run)
+			continue;
+		r = flash_write(w->f, off + start, w->buf + start, run);
+		if (r < 0)
+			return r;
+		run = 0;
+	}
+	return 0;
+}
+
+static int retire_block(struct flashio_writer *w, uint64_t off)
+{
+	int r = flash_block_markbad(w->f, off);
+
+	if (r < 0)
+		return r;
+	w->st.blocks_marked_bad++;
+	return 0;
+}
+
+/* Put w->buf (a full block, padded with 0xFF) on the next good block. */
+static int flush_block(struct flashio_writer *w)
+{
+	struct flash *f = w->f;
+	uint32_t es = f->info.erasesize;
+	int r;
+
+	for (;; w->pos += es) {
+		bool erase = true;
+
+		if (w->pos >= f->info.size)
+			return -ENOSPC;
+		r = flash_block_isbad(f, w->pos);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			w->st.blocks_bad_skipped++;
+			continue;
+		}
+		if (w->flags & FLASHIO_CHANGED_ONLY) {
+			r = flash_read(f, w->pos, w->cmp, es);
+			if (r == -EUCLEAN)
+				w->st.corrected++; /* rewrite it: scrubbing a weak block */
+			else if (r < 0 && r != -EBADMSG)
+				return r;
+			if (r == 0 && memcmp(w->cmp, w->buf, es) == 0) {
+				w->st.blocks_identical++;
+				w->pos += es;
+				return 0;
+			}
+			if (r == 0 && f->info.type == FLASH_NOR && util_mem_is(w->cmp, 0xff, es)) {
+				erase = false;
+				w->st.erases_skipped++;
+			}
+		}
+		if (erase) {
+			r = flash_erase_block(f, w->pos);
+			if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
+				r = retire_block(w, w->pos);
+				if (r < 0)
+					return r;
+				continue;
+			}
+			if (r < 0)
+				return r;
+			w->st.erases++;
+		}
+		r = program_block(w, w->pos);
+		if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
+			r = retire_block(w, w->pos);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (r < 0)
+			return r;
+		w->st.blocks_written++;
+		w->pos += es;
+		return 0;
+	}
+}
+
+ssize_t flashio_writer_write(struct flashio_writer *w, const void *buf, size_t len)
+{
+	size_t n;
+	int r;
+
+	if (w->error)
+		return w->error;
+	if (w->finished)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	n = MIN(len, w->f->info.erasesize - w->fill);
+	memcpy(w->buf + w->fill, buf, n);
+	w->fill += n;
+	if (w->fill == w->f->info.erasesize) {
+		r = flush_block(w);
+		if (r < 0)
+			return w->error = r;
+		w->fill = 0;
+	}
+	w->st.bytes += n;
+	return n;
+}
+
+int flashio_writer_write_all(struct flashio_writer *w, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = flashio_writer_write(w, p, len);
+		if (n < 0)
+			return n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int64_t flashio_writer_finish(struct flashio_writer *w)
+{
+	int r;
+
+	if (w->error)
+		return w->error;
+	if (w->finished)
+		return -EINVAL;
+	if (w->fill) {
+		/* the rest of the block must read as erased: pages of pure 0xFF
+		 * are not programmed, the last data page is padded */
+		memset(w->buf + w->fill, 0xff, w->f->info.erasesize - w->fill);
+		r = flush_block(w);
+		if (r < 0)
+			return w->error = r;
+		w->fill = 0;
+	}
+	w->finished = true;
+	return (int64_t)MIN(w->st.bytes, (uint64_t)INT64_MAX);
+}
+
+/* ---- reader ---------------------------------------------------------------- */
+
+int flashio_reader_new(struct flash *f, struct flashio_reader **ret)
+{
+	struct flashio_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->f = f;
+	*ret = r;
+	return 0;
+}
+
+void flashio_reader_free(struct flashio_reader *r)
+{
+	free(r);
+}
+
+const struct flashio_stats *flashio_reader_stats(const struct flashio_reader *r)
+{
+	return &r->st;
+}
+
+uint64_t flashio_reader_offset(const struct flashio_reader *r)
+{
+	return r->pos;
+}
+
+ssize_t flashio_reader_read(struct flashio_reader *r, void *buf, size_t len)
+{
+	struct flash *f = r->f;
+	uint32_t es = f->info.erasesize;
+	uint64_t in_block;
+	size_t n;
+	int q;
+
+	if (!len)
+		return 0;
+	/* at a block boundary: step over bad blocks */
+	while (r->pos < f->info.size && r->pos % es == 0) {
+		q = flash_block_isbad(f, r->pos);
+		if (q < 0)
+			return q;
+		if (!q)
+			break;
+		r->st.blocks_bad_skipped++;
+		r->pos += es;
+	}
+	if (r->pos >= f->info.size)
+		return 0;
+	in_block = es - r->pos % es;
+	n = MIN((uint64_t)len, in_block);
+	q = flash_read(f, r->pos, buf, n);
+	if (q == -EUCLEAN)
+		r->st.corrected++;
+	else if (q < 0)
+		return q;
+	r->pos += n;
+	r->st.bytes += n;
+	return n;
+}
+
+/* ---- verification ------------------------------------------------------------ */
+
+typedef int (*verify_next_fn)(void *ctx, uint8_t *buf, size_t len);
+
+static int verify(struct flash *f, uint64_t len, verify_next_fn next, void *ctx,
+		  uint64_t *ret_mismatch)
+{
+	_cleanup_free_ uint8_t *got = malloc(f->info.erasesize);
+	_cleanup_free_ uint8_t *want = malloc(f->info.erasesize);
+	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
+	uint64_t done = 0;
+	int r;
+
+	if (!got || !want)
+		return -ENOMEM;
+	r = flashio_reader_new(f, &rd);
+	if (r < 0)
+		return r;
+	while (done < len) {
+		size_t want_n = MIN(len - done, (uint64_t)f->info.erasesize);
+		ssize_t n = flashio_reader_read(rd, got, want_n);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -ENOSPC;
+		r = next(ctx, want, n);
+		if (r < 0)
+			return r;
+		if (memcmp(got, want, n)) {
+			size_t i = 0;
+			while (got[i] == want[i])
+				i++;
+			if (ret_mismatch)
+				*ret_mismatch = done + i;
+			return -EILSEQ;
+		}
+		done += n;
+	}
+	return 0;
+}
+
+struct buf_src {
+	const uint8_t *p;
+};
+
+static int buf_next(void *ctx, uint8_t *out, size_t len)
+{
+	struct buf_src *s = ctx;
+
+	memcpy(out, s->p, len);
+	s->p += len;
+	return 0;
+}
+
+static int fd_next(void *ctx, uint8_t *out, size_t len)
+{
+	ssize_t n = util_read_full(*(int *)ctx, out, len);
+
+	if (n < 0)
+		return n;
+	return (size_t)n == len ? 0 : -ENODATA; /* the file is shorter than promised */
+}
+
+int flashio_verify_buf(struct flash *f, const void *buf, size_t len, uint64_t *ret_mismatch)
+{
+	struct buf_src s = { buf };
+
+	return verify(f, len, buf_next, &s, ret_mismatch);
+}
+
+int flashio_verify_fd(struct flash *f, int fd, uint64_t len, uint64_t *ret_mismatch)
+{
+	return verify(f, len, fd_next, &fd, ret_mismatch);
+}
+
+/* ---- erasing ------------------------------------------------------------------ */
+
+int flashio_erase_block(struct flash *f, uint64_t off, unsigned flags, struct flashio_stats *st)
+{
+	int r = flash_block_isbad(f, off);
+
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		if (st)
+			st->blocks_bad_skipped++;
+		return 1;
+	}
+	r = flash_erase_block(f, off);
+	if (r == -EIO && (flags & FLASHIO_MARK_BAD)) {
+		r = flash_block_markbad(f, off);
+		if (r < 0)
+			return r;
+		if (st)
+			st->blocks_marked_bad++;
+		return 1;
+	}
+	if (r < 0)
+		return r;
+	if (st)
+		st->erases++;
+	return 0;
+}
+
+int flashio_erase_all(struct flash *f, unsigned flags, struct flashio_stats *ret)
+{
+	struct flashio_stats st = { 0 };
+
+	for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
+		int r = flashio_erase_block(f, off, flags, &st);
+		if (r < 0)
+			return r;
+	}
+	if (ret)
+		*ret = st;
+	return 0;
+}
