@@ -1,0 +1,499 @@
+/* slot: every state transition over a variable map, booted-slot detection
+ * from a fake /proc/cmdline, the boot script, and exactly one env store
+ * per transition on a real (file-backed, redundant) env. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "slot.h"
+
+/* ---- count stores: fsyncs of the env file (libubootenv: one per store) ---- */
+static char watched[PATH_MAX];
+static unsigned n_fsync;
+
+int fsync(int fd)
+{
+	static int (*real)(int);
+	char link[64], target[PATH_MAX];
+	ssize_t n;
+
+	if (!real)
+		real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n > 0 && watched[0]) {
+		target[n] = '\0';
+		if (!strcmp(target, watched))
+			n_fsync++;
+	}
+	return real(fd);
+}
+
+/* ---- a variable map standing in for the env ---- */
+struct vars {
+	const char *v[8][2];
+};
+
+static char *map_get(void *ud, const char *name)
+{
+	struct vars *m = ud;
+
+	for (size_t i = 0; i < ELEMENTSOF(m->v) && m->v[i][0]; i++)
+		if (!strcmp(m->v[i][0], name))
+			return m->v[i][1] ? strdup(m->v[i][1]) : NULL;
+	return NULL;
+}
+
+static const char *const AB[] = { "A", "B" };
+
+static void load(struct slot_state *st, const char *order, const char *a, const char *b)
+{
+	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b } } };
+	struct slot_error err = { "" };
+
+	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
+}
+
+static void expect_state(const struct slot_state *st, const char *order, unsigned a, unsigned b)
+{
+	char o[64];
+
+	slot_order_string(st, o, sizeof(o));
+	assert_string_equal(o, order);
+	assert_int_equal(st->slots[0].left, a);
+	assert_int_equal(st->slots[1].left, b);
+}
+
+/* changes as "NAME=VALUE;..." in order */
+static void expect_changes(const struct slot_changes *c, const char *want)
+{
+	char buf[256] = "";
+	size_t off = 0;
+
+	for (size_t i = 0; i < c->n; i++)
+		off += snprintf(buf + off, sizeof(buf) - off, "%s=%s;", c->vars[i].name,
+				c->vars[i].value);
+	assert_string_equal(buf, want);
+}
+
+static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
+		struct slot_state *n, struct slot_changes *c)
+{
+	struct slot_error err = { "" };
+	int r = slot_compute(st, op, slot, flags, n, c, &err);
+
+	if (r < 0)
+		fail_msg("%s: %s", slot_op_to_string(op), err.msg);
+}
+
+static void test_parse(void **state)
+{
+	struct slot_state st;
+	struct vars none = { { { NULL, NULL } } };
+	struct vars garbage = { { { "BOOT_A_LEFT", "x3" } } };
+	struct slot_error err = { "" };
+
+	/* unset variables read as the boot script defaults them */
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
+	expect_state(&st, "A B", 3, 3);
+	assert_false(st.order_set);
+	assert_false(st.slots[0].left_set);
+
+	load(&st, "B A", "0", "2");
+	expect_state(&st, "B A", 0, 2);
+	assert_int_equal(st.slots[1].order_pos, 0);
+	assert_int_equal(slot_health_of(&st, 0), SLOT_HEALTH_EXHAUSTED);
+	assert_int_equal(slot_health_of(&st, 1), SLOT_HEALTH_TRIAL);
+
+	/* duplicates and foreign names are skipped, as the script does */
+	load(&st, "C B B", "3", "3");
+	expect_state(&st, "B", 3, 3);
+	assert_true(st.order_foreign);
+	assert_int_equal(slot_health_of(&st, 0), SLOT_HEALTH_BAD);
+	assert_int_equal(slot_health_of(&st, 1), SLOT_HEALTH_GOOD);
+
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &garbage, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "BOOT_A_LEFT='x3'"));
+	assert_int_equal(slot_state_load(&st, AB, 2, 10, map_get, &none, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "setexpr"));
+	const char *bad[] = { "A", "B C" };
+	assert_int_equal(slot_state_load(&st, bad, 2, 3, map_get, &none, &err), -EINVAL);
+	const char *dup[] = { "A", "A" };
+	assert_int_equal(slot_state_load(&st, dup, 2, 3, map_get, &none, &err), -EINVAL);
+}
+
+static void test_activate(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+
+	load(&st, "A B", "3", "0");
+	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
+	expect_state(&n, "B A", 3, 3);
+	expect_changes(&c, "BOOT_ORDER=B A;BOOT_B_LEFT=3;");
+	assert_int_equal(slot_next_boot(&n), 1);
+
+	/* a slot marked bad comes back first */
+	load(&st, "A", "2", "0");
+	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
+	expect_state(&n, "B A", 2, 3);
+	/* already active with full tries: nothing to write */
+	load(&st, "B A", "3", "3");
+	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
+	assert_int_equal(c.n, 0);
+}
+
+static void test_mark_good(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+
+	load(&st, "B A", "3", "2");
+	run(&st, SLOT_OP_MARK_GOOD, 1, 0, &n, &c);
+	expect_state(&n, "B A", 3, 3);
+	expect_changes(&c, "BOOT_B_LEFT=3;");
+	/* a slot out of BOOT_ORDER goes back in, last: the primary stays */
+	load(&st, "A", "3", "0");
+	run(&st, SLOT_OP_MARK_GOOD, 1, 0, &n, &c);
+	expect_state(&n, "A B", 3, 3);
+	expect_changes(&c, "BOOT_ORDER=A B;BOOT_B_LEFT=3;");
+}
+
+static void test_mark_bad(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+	struct slot_error err = { "" };
+
+	load(&st, "B A", "3", "2");
+	run(&st, SLOT_OP_MARK_BAD, 1, 0, &n, &c);
+	expect_state(&n, "A", 3, 0);
+	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;");
+	assert_int_equal(slot_health_of(&n, 1), SLOT_HEALTH_BAD);
+	/* the last slot in BOOT_ORDER stays unless forced */
+	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, 0, 0, &st, &c, &err), -EBUSY);
+	assert_non_null(strstr(err.msg, "last slot"));
+	run(&n, SLOT_OP_MARK_BAD, 0, SLOT_FORCE, &st, &c);
+	expect_state(&st, "", 0, 0);
+	assert_int_equal(slot_next_boot(&st), -ENOENT);
+	assert_int_equal(slot_compute(&st, SLOT_OP_MARK_BAD, -1, 0, &n, &c, &err), -EINVAL);
+}
+
+static void test_rollback(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+	struct slot_error err = { "" };
+
+	/* booted B (the new one) rolls back to A with full tries */
+	load(&st, "B A", "1", "2");
+	run(&st, SLOT_OP_ROLLBACK, 1, 0, &n, &c);
+	expect_state(&n, "A B", 3, 2);
+	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=3;");
+	/* without a booted slot: from the primary */
+	run(&st, SLOT_OP_ROLLBACK, -1, 0, &n, &c);
+	expect_state(&n, "A B", 3, 2);
+	/* booted A after a fallback: rollback makes B primary again */
+	load(&st, "A B", "3", "0");
+	run(&st, SLOT_OP_ROLLBACK, 0, 0, &n, &c);
+	expect_state(&n, "B A", 3, 3);
+	/* never to a slot marked bad, unless forced */
+	load(&st, "A", "3", "0");
+	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 0, 0, &n, &c, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "marked bad"));
+	run(&st, SLOT_OP_ROLLBACK, 0, SLOT_FORCE, &n, &c);
+	expect_state(&n, "B A", 3, 3);
+}
+
+static void test_reset_and_init(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+	struct vars none = { { { NULL, NULL } } };
+	struct slot_error err = { "" };
+
+	load(&st, "A", "0", "0");
+	run(&st, SLOT_OP_RESET_COUNTERS, -1, 0, &n, &c);
+	expect_state(&n, "A", 3, 0); /* a bad slot stays bad */
+	expect_changes(&c, "BOOT_A_LEFT=3;");
+
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
+	run(&st, SLOT_OP_INIT, -1, 0, &n, &c);
+	expect_state(&n, "A B", 3, 3);
+	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;");
+	assert_int_equal(slot_op_from_string("mark-good"), SLOT_OP_MARK_GOOD);
+	assert_int_equal(slot_op_from_string("nope"), -EINVAL);
+}
+
+static void test_status(void **state)
+{
+	struct slot_state st;
+	struct slot_status s;
+
+	/* booted B on its first try after activation */
+	load(&st, "B A", "3", "2");
+	slot_status_compute(&st, 1, "flashd.slot", &s);
+	assert_int_equal(s.booted, 1);
+	assert_true(s.on_trial);
+	assert_false(s.fell_back);
+	assert_true(s.needs_health_check);
+	assert_int_equal(s.primary, 1);
+	assert_int_equal(s.next, 1);
+
+	/* B ran out of tries, U-Boot fell back to A */
+	load(&st, "B A", "3", "0");
+	slot_status_compute(&st, 0, "root", &s);
+	assert_true(s.fell_back);
+	assert_false(s.on_trial);
+	assert_false(s.needs_health_check);
+	assert_int_equal(s.next, 0);
+
+	load(&st, "A B", "0", "0");
+	slot_status_compute(&st, -1, NULL, &s);
+	assert_int_equal(s.booted, -1);
+	assert_int_equal(s.next, -1);
+	assert_false(s.fell_back);
+}
+
+static void test_state_vars(void **state)
+{
+	assert_true(slot_is_state_var("BOOT_ORDER"));
+	assert_true(slot_is_state_var("BOOT_A_LEFT"));
+	assert_true(slot_is_state_var("BOOT_rootfs_1_LEFT"));
+	assert_false(slot_is_state_var("BOOT__LEFT"));
+	assert_false(slot_is_state_var("bootcmd"));
+	assert_false(slot_is_state_var("BOOT_ORDERX"));
+}
+
+/* NOR device: u-boot, rootfs_a, rootfs_b; NAND device: ubi (rootfs_a/b volumes) */
+struct fake_layout {
+	struct layout l;
+	struct layout_device d[2];
+	struct layout_partition p[4];
+	struct layout_ubi ubi;
+	struct layout_ubi_volume vols[3];
+	struct layout_slot slots[2];
+	struct layout_slot_group g;
+};
+
+static void fake_layout(struct fake_layout *f, bool ubi)
+{
+	memset(f, 0, sizeof(*f));
+	f->d[0] = (struct layout_device){ .name = "nor0", .type = FLASH_NOR, .size = 0x1000000,
+					  .erasesize = 0x10000, .writesize = 1 };
+	f->d[1] = (struct layout_device){ .name = "nand0", .type = FLASH_NAND, .size = 0x8000000,
+					  .erasesize = 0x20000, .writesize = 2048 };
+	/* deliberately not in offset order in the file */
+	f->p[0] = (struct layout_partition){ .name = "rootfs_b", .dev = &f->d[0], .offset = 0x800000 };
+	f->p[1] = (struct layout_partition){ .name = "u-boot", .dev = &f->d[0], .offset = 0 };
+	f->p[2] = (struct layout_partition){ .name = "rootfs_a", .dev = &f->d[0], .offset = 0x100000 };
+	f->p[3] = (struct layout_partition){ .name = "ubi", .dev = &f->d[1], .offset = 0 };
+	f->vols[0] = (struct layout_ubi_volume){ .name = "data" };
+	f->vols[1] = (struct layout_ubi_volume){ .name = "rootfs_a" };
+	f->vols[2] = (struct layout_ubi_volume){ .name = "rootfs_b" };
+	f->ubi = (struct layout_ubi){ .part = &f->p[3], .volumes = f->vols, .n_volumes = 3 };
+	for (int i = 0; i < 2; i++) {
+		f->slots[i].name = (char *)AB[i];
+		if (ubi)
+			f->slots[i].rootfs = (struct layout_image_target){
+				.storage = LAYOUT_STORAGE_UBI, .part = &f->p[3],
+				.ubi_volume = f->vols[1 + i].name };
+		else
+			f->slots[i].rootfs = (struct layout_image_target){
+				.storage = LAYOUT_STORAGE_NOR, .part = &f->p[i ? 0 : 2] };
+	}
+	f->slots[1].has_kernel = true;
+	f->slots[1].kernel = (struct layout_image_target){ .storage = LAYOUT_STORAGE_NOR,
+							   .part = &f->p[1] };
+	f->g = (struct layout_slot_group){ .name = "rootfs", .max_tries = 3, .slots = f->slots,
+					   .n_slots = 2 };
+	f->l = (struct layout){ .path = "fake.json", .board = "fake board", .devices = f->d,
+				.n_devices = 2, .partitions = f->p, .n_partitions = 4,
+				.ubis = &f->ubi, .n_ubis = 1, .groups = &f->g, .n_groups = 1 };
+}
+
+static int booted(const struct fake_layout *f, const char *cmdline, const char **by)
+{
+	struct slot_error err = { "" };
+
+	*by = NULL;
+	return slot_booted_from_cmdline(cmdline, &f->l, &f->g, by, &err);
+}
+
+static void test_booted_cmdline(void **state)
+{
+	struct fake_layout f;
+	struct slot_error err = { "" };
+	const char *by;
+
+	fake_layout(&f, false);
+	assert_int_equal(booted(&f, "console=ttyS0 flashd.slot=B quiet\n", &by), 1);
+	assert_string_equal(by, "flashd.slot");
+	assert_int_equal(booted(&f, "rauc.slot=A root=/dev/mtdblock3", &by), 0);
+	assert_string_equal(by, "rauc.slot");
+	/* flashd.slot wins over rauc.slot and root; the last occurrence counts */
+	assert_int_equal(booted(&f, "flashd.slot=A rauc.slot=B flashd.slot=B", &by), 1);
+	/* partitions count by offset: u-boot=0, rootfs_a=1, rootfs_b=2 */
+	assert_int_equal(booted(&f, "root=/dev/mtdblock2 rootfstype=squashfs", &by), 1);
+	assert_string_equal(by, "root");
+	assert_int_equal(booted(&f, "root=/dev/mtdblock1", &by), 0);
+	assert_int_equal(booted(&f, "x=\"a b\" root=mtd:rootfs_b", &by), 1);
+	assert_int_equal(slot_booted_from_cmdline("root=/dev/mtdblock0", &f.l, &f.g, &by, &err),
+			 -ENOENT);
+	assert_non_null(strstr(err.msg, "names no slot"));
+	assert_int_equal(slot_booted_from_cmdline("flashd.slot=C", &f.l, &f.g, &by, &err),
+			 -EBADMSG);
+	assert_non_null(strstr(err.msg, "flashd.slot=C"));
+	/* a quoted value with a space is one word */
+	assert_int_equal(booted(&f, "foo=\"flashd.slot=A x\" flashd.slot=B", &by), 1);
+
+	fake_layout(&f, true);
+	assert_int_equal(booted(&f, "ubi.mtd=ubi ubi.block=0,rootfs_b root=/dev/ubiblock0_2", &by), 1);
+	assert_int_equal(booted(&f, "root=ubi0:rootfs_a", &by), 0);
+	assert_int_equal(booted(&f, "root=/dev/ubiblock0_0", &by), -ENOENT);
+}
+
+static void test_booted_file(void **state)
+{
+	struct fake_layout f;
+	struct slot_error err = { "" };
+	char path[] = "/tmp/flashd-test-cmdline-XXXXXX";
+	int fd = mkstemp(path);
+	const char *by = NULL;
+	static const char text[] = "BOOT_IMAGE=/vmlinuz root=/dev/mtdblock2 flashd.slot=A ro\n";
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	fake_layout(&f, false);
+	assert_int_equal(slot_booted(path, &f.l, &f.g, &by, &err), 0);
+	assert_string_equal(by, "flashd.slot");
+	unlink(path);
+	assert_int_equal(slot_booted(path, &f.l, &f.g, &by, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, path));
+}
+
+static void test_bootscript(void **state)
+{
+	struct fake_layout f;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	fake_layout(&f, false);
+	out = open_memstream(&buf, &len);
+	assert_int_equal(slot_bootscript(&f.l, out), 0);
+	fclose(out);
+	static const char *const want[] = {
+		"test -n \"${BOOT_ORDER}\" || setenv BOOT_ORDER \"A B\"\n",
+		"test -n \"${BOOT_B_LEFT}\" || setenv BOOT_B_LEFT 3\n",
+		"for s in ${BOOT_ORDER}; do\n",
+		"test \"${s}\" = \"B\" && test ${BOOT_B_LEFT} -gt 0; then\n",
+		"setexpr BOOT_B_LEFT ${BOOT_B_LEFT} - 1\n",
+		"setenv flashd_root \"root=/dev/mtdblock2 rootfstype=squashfs ro\"\n",
+		"setenv flashd_kernel_load 'mtd read u-boot ${kernel_addr_r}'\n",
+		"  setenv BOOT_A_LEFT 3\n  setenv BOOT_B_LEFT 3\n  saveenv\n  reset\n",
+		"flashd.slot=${flashd_slot}\"\n",
+		"run flashd_boot_cmd\n",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(want); i++)
+		if (!strstr(buf, want[i]))
+			fail_msg("boot script lacks '%s':\n%s", want[i], buf);
+	free(buf);
+
+	f.g.max_tries = 12;
+	out = open_memstream(&buf, &len);
+	assert_int_equal(slot_bootscript(&f.l, out), -EINVAL);
+	fclose(out);
+	free(buf);
+}
+
+/* Every transition, applied to a redundant file env, is exactly one store
+ * and reads back as computed. */
+static void test_apply_one_store(void **state)
+{
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
+	struct env_error eerr = { "" };
+	struct slot_error serr = { "" };
+	struct env_device devs[2];
+	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
+	static const struct { enum slot_op op; int slot; const char *order; unsigned a, b; } steps[] = {
+		{ SLOT_OP_INIT, -1, "A B", 3, 3 },
+		{ SLOT_OP_MARK_BAD, 1, "A", 3, 0 },      /* before writing B */
+		{ SLOT_OP_ACTIVATE, 1, "B A", 3, 3 },    /* after verifying B */
+		{ SLOT_OP_MARK_GOOD, 1, "B A", 3, 3 },
+		{ SLOT_OP_ROLLBACK, 1, "A B", 3, 3 },
+		{ SLOT_OP_MARK_BAD, 0, "B", 0, 3 },
+		{ SLOT_OP_RESET_COUNTERS, -1, "B", 0, 3 },
+		{ SLOT_OP_MARK_GOOD, 0, "B A", 3, 3 },
+	};
+	struct env *e = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/env.bin", dir);
+	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
+	assert_int_equal(system(cmd), 0);
+	assert_non_null(realpath(file, watched));
+	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
+	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
+	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
+	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	env_close(e);
+
+	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+		struct slot_state st, n;
+		struct slot_changes c;
+
+		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
+		assert_int_equal(slot_state_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
+		assert_int_equal(slot_compute(&st, steps[i].op, steps[i].slot, 0, &n, &c, &serr), 0);
+		n_fsync = 0;
+		assert_int_equal(slot_apply(e, &c, &eerr), 0);
+		if (n_fsync != (c.n ? 1u : 0u))
+			fail_msg("step %zu (%s): %u stores for %zu changes", i,
+				 slot_op_to_string(steps[i].op), n_fsync, c.n);
+		env_close(e);
+
+		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
+		assert_int_equal(slot_state_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
+		expect_state(&st, steps[i].order, steps[i].a, steps[i].b);
+		assert_true(st.order_set && st.slots[0].left_set && st.slots[1].left_set);
+		char *v = NULL;
+		assert_int_equal(env_get(e, "bootcmd", &v), 0); /* the rest of the env is kept */
+		free(v);
+		env_close(e);
+	}
+	watched[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_activate),
+		cmocka_unit_test(test_mark_good),
+		cmocka_unit_test(test_mark_bad),
+		cmocka_unit_test(test_rollback),
+		cmocka_unit_test(test_reset_and_init),
+		cmocka_unit_test(test_status),
+		cmocka_unit_test(test_state_vars),
+		cmocka_unit_test(test_booted_cmdline),
+		cmocka_unit_test(test_booted_file),
+		cmocka_unit_test(test_bootscript),
+		cmocka_unit_test(test_apply_one_store),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
