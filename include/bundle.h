@@ -1,0 +1,229 @@
+/* Signed update bundles: format (docs/bundle-format.md), streaming reader
+ * with bounded memory, and the host-side writer.
+ *
+ * A bundle is: a 32-byte header, the manifest (canonical JSON, the exact
+ * bytes that are signed), 0..4 Ed25519 signatures, then each image's
+ * payload in manifest order. The reader takes the stream in chunks of any
+ * size (from an event loop or a blocking fd), verifies the signatures
+ * before it parses the manifest, and hands uncompressed image bytes to the
+ * caller as they arrive; nothing beyond the manifest and one 64 KiB
+ * inflate window is buffered.
+ *
+ * Errors: -errno, with a message in struct bundle_error naming the image,
+ * field or byte offset. The codes callers may want to tell apart:
+ *   -EBADMSG          malformed bundle, tampered manifest framing, payload
+ *                     hash mismatch, corrupt gzip data, not a squashfs
+ *   -EKEYREJECTED     a signature by a trusted key does not verify
+ *   -ENOKEY           unsigned, or signed only by keys not in the keyring
+ *                     (refused unless policy.allow_unsigned)
+ *   -EPROTONOSUPPORT  a newer major format version, squashfs not 4.0
+ *   -EMEDIUMTYPE      compatible string does not match
+ *   -EFBIG            an image (or its squashfs) is larger than its slot
+ *   -ENXIO            an image for a slot member the caller has no room for
+ *   -ENODATA          stream ended early (truncated bundle)
+ *   -ECANCELED        a callback refused without an error code of its own */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "keyring.h"
+#include "squashfs.h"
+
+struct json_object;
+
+#define BUNDLE_MAGIC "FLASHDBL"
+#define BUNDLE_FORMAT_MAJOR 1
+#define BUNDLE_FORMAT_MINOR 0
+#define BUNDLE_HEADER_SIZE 32
+#define BUNDLE_SIG_ENTRY_SIZE (KEYRING_ID_SIZE + KEYRING_SIG_SIZE)
+#define BUNDLE_MAX_SIGNATURES 4
+#define BUNDLE_MAX_MANIFEST (64 * 1024)
+#define BUNDLE_MAX_IMAGES 8
+#define BUNDLE_MAX_IMAGE_SIZE (UINT64_C(1) << 40)
+#define BUNDLE_SLOT_MAX 32
+#define BUNDLE_COMPATIBLE_MAX 64
+#define BUNDLE_VERSION_MAX 64
+#define BUNDLE_DESCRIPTION_MAX 256
+#define BUNDLE_BUILD_DATE_LEN 20 /* "2026-12-01T12:00:00Z" */
+#define BUNDLE_INFLATE_CHUNK (64 * 1024)
+
+struct bundle_error {
+	char msg[512];
+};
+
+enum bundle_image_type {
+	BUNDLE_IMAGE_SQUASHFS,
+	BUNDLE_IMAGE_RAW,
+	_BUNDLE_IMAGE_TYPE_MAX,
+};
+
+enum bundle_compression {
+	BUNDLE_COMPRESSION_NONE,
+	BUNDLE_COMPRESSION_GZIP,
+	_BUNDLE_COMPRESSION_MAX,
+};
+
+enum bundle_trust {
+	BUNDLE_TRUST_VERIFIED,    /* a trusted key's signature verified */
+	BUNDLE_TRUST_UNSIGNED,    /* no signature; accepted by allow_unsigned */
+	BUNDLE_TRUST_UNKNOWN_KEY, /* signed by keys not in the keyring; accepted by allow_unsigned */
+	BUNDLE_TRUST_UNCHECKED,   /* signatures not looked at (policy.skip_signatures) */
+	_BUNDLE_TRUST_MAX,
+};
+
+struct bundle_image {
+	unsigned index;                      /* position in the manifest */
+	char slot[BUNDLE_SLOT_MAX + 1];      /* slot member: "rootfs", "kernel" */
+	enum bundle_image_type type;
+	enum bundle_compression compression;
+	uint64_t size;                       /* uncompressed bytes (written to flash) */
+	uint64_t stored_size;                /* bytes in the bundle */
+	uint8_t sha256[32];                  /* of the uncompressed image */
+	uint64_t offset;                     /* of the payload from the start of the bundle */
+};
+
+struct bundle_manifest {
+	unsigned format_major, format_minor;
+	char compatible[BUNDLE_COMPATIBLE_MAX + 1];
+	char version[BUNDLE_VERSION_MAX + 1];
+	char build_date[BUNDLE_BUILD_DATE_LEN + 1];
+	char description[BUNDLE_DESCRIPTION_MAX + 1];
+	struct bundle_image images[BUNDLE_MAX_IMAGES];
+	size_t n_images;
+	/* filled by the reader, not part of the signed JSON: */
+	enum bundle_trust trust;
+	bool is_signed;                      /* trust == BUNDLE_TRUST_VERIFIED */
+	unsigned n_signatures;
+	uint8_t signer_id[KEYRING_ID_SIZE];  /* valid when is_signed */
+	char signer_name[256];               /* keyring file of the signer, when is_signed */
+	uint32_t manifest_size;
+	uint64_t payload_offset;             /* first payload byte */
+	uint64_t total_size;                 /* whole bundle */
+};
+
+/* Room for one slot member, supplied by the caller (from the layout). */
+struct bundle_slot_limit {
+	const char *slot;
+	uint64_t max_size;
+};
+
+/* Pointers must stay valid for the reader's lifetime. */
+struct bundle_policy {
+	const struct keyring *keyring;       /* trusted keys (NULL = none) */
+	bool allow_unsigned;                 /* accept unsigned / unknown-key bundles */
+	bool skip_signatures;                /* inspection only (bundle info): trust UNCHECKED */
+	const char *compatible;              /* NULL: caller checks (bundle_manifest_check) */
+	const struct bundle_slot_limit *slots; /* NULL/0: caller checks */
+	size_t n_slots;
+};
+
+/* Callbacks return 0 to go on, -errno to refuse (optionally filling err;
+ * otherwise the reader writes a generic message). manifest may return
+ * BUNDLE_STOP to end reading after the manifest (bundle info). Any of
+ * them may be NULL. image_data gets the image's uncompressed bytes in
+ * order; the image is trustworthy only once image_end is called (its
+ * sha256 matched). For squashfs images the reader holds back the first
+ * 96 bytes until the superblock check passed. */
+#define BUNDLE_STOP 1
+struct bundle_reader_ops {
+	int (*manifest)(void *userdata, const struct bundle_manifest *m, struct bundle_error *err);
+	int (*image_begin)(void *userdata, const struct bundle_image *img, struct bundle_error *err);
+	int (*image_data)(void *userdata, const struct bundle_image *img, const void *buf,
+			  size_t len, struct bundle_error *err);
+	int (*image_end)(void *userdata, const struct bundle_image *img, struct bundle_error *err);
+};
+
+struct bundle_reader;
+
+int bundle_reader_new(const struct bundle_policy *policy, const struct bundle_reader_ops *ops,
+		      void *userdata, struct bundle_reader **ret);
+void bundle_reader_free(struct bundle_reader *r);
+static inline void bundle_reader_freep(struct bundle_reader **r) { if (*r) bundle_reader_free(*r); }
+#define _cleanup_bundle_reader_ __attribute__((cleanup(bundle_reader_freep)))
+
+/* Feed the next len bytes. Returns 0 (more wanted), BUNDLE_STOP (the
+ * manifest callback stopped reading; further input is ignored), or
+ * -errno. Errors are sticky: later calls return the same code and message. */
+int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
+		       struct bundle_error *err);
+/* End of stream: 0 when the bundle was complete (or stopped), -ENODATA
+ * naming where it was cut off otherwise. */
+int bundle_reader_finish(struct bundle_reader *r, struct bundle_error *err);
+/* Read fd to EOF in BUNDLE_INFLATE_CHUNK pieces, feed, finish. */
+int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct bundle_error *err);
+
+/* NULL until the manifest was verified and parsed. */
+const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader *r);
+bool bundle_reader_done(const struct bundle_reader *r);
+uint64_t bundle_reader_offset(const struct bundle_reader *r);  /* bytes consumed */
+/* Heap bytes the reader holds now / held at most (its own buffers and
+ * zlib's state; OpenSSL's digest context, a few hundred bytes, is not
+ * counted). Bounded by the manifest size plus the inflate window. */
+size_t bundle_reader_mem_current(const struct bundle_reader *r);
+size_t bundle_reader_mem_peak(const struct bundle_reader *r);
+
+/* The checks the reader applies from its policy, for callers that left
+ * policy.compatible / policy.slots empty and check in the manifest
+ * callback: compatible (NULL = skip) and slot room (n_slots 0 = skip). */
+int bundle_manifest_check(const struct bundle_manifest *m, const char *compatible,
+			  const struct bundle_slot_limit *slots, size_t n_slots,
+			  struct bundle_error *err);
+/* Parse and validate manifest bytes (canonical JSON) without the
+ * framing or signatures; used by the reader, the writer's self-check and
+ * the fuzzers. Trust fields are left zero. */
+int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *ret,
+			  struct bundle_error *err);
+/* JSON view of a manifest (for flashctl --json and the daemon status). */
+int bundle_manifest_to_json(const struct bundle_manifest *m, struct json_object **ret);
+
+const char *bundle_image_type_to_string(enum bundle_image_type t);
+int bundle_image_type_from_string(const char *s);    /* enum or -EINVAL */
+const char *bundle_compression_to_string(enum bundle_compression c);
+int bundle_compression_from_string(const char *s);   /* enum or -EINVAL */
+const char *bundle_trust_to_string(enum bundle_trust t);
+/* True for a valid slot member name: [a-z0-9_-]{1,32}. */
+bool bundle_slot_name_valid(const char *s);
+
+/* Host side. */
+struct bundle_create_image {
+	const char *slot;
+	const char *path;
+	enum bundle_image_type type;
+	enum bundle_compression compression;
+};
+
+struct bundle_create_params {
+	const char *compatible;
+	const char *version;
+	const char *build_date;              /* NULL: $SOURCE_DATE_EPOCH, else now (UTC) */
+	const char *description;             /* NULL: none */
+	const struct bundle_create_image *images;
+	size_t n_images;
+	void *const *keys;                   /* EVP_PKEY * Ed25519 private keys; none = unsigned */
+	size_t n_keys;
+	int gzip_level;                      /* 0: Z_DEFAULT_COMPRESSION */
+};
+
+struct bundle_create_result {
+	struct bundle_manifest manifest;     /* as a reader would see it (trust: UNCHECKED) */
+	bool has_squashfs[BUNDLE_MAX_IMAGES];
+	struct squashfs_info squashfs[BUNDLE_MAX_IMAGES];
+};
+
+/* Write a bundle to out_fd (may be a pipe: nothing is seeked). Images are
+ * read twice: once to hash (and compress, to learn the stored size), once
+ * to write; a file changing in between is an error. */
+int bundle_create(const struct bundle_create_params *p, int out_fd,
+		  struct bundle_create_result *ret, struct bundle_error *err);
+
+/* Ed25519 key pair as PEM: private_path (mode 0600, PKCS#8) and
+ * public_path (SubjectPublicKeyInfo, for the keyring). Refuses to
+ * overwrite existing files (-EEXIST). ret_id may be NULL. */
+int bundle_keygen(const char *private_path, const char *public_path,
+		  uint8_t ret_id[KEYRING_ID_SIZE], struct bundle_error *err);
+/* Load an Ed25519 private key (PEM) for bundle_create; free with
+ * bundle_key_free. */
+int bundle_key_load(const char *path, void **ret, struct bundle_error *err);
+void bundle_key_free(void *key);
