@@ -702,7 +702,8 @@ static int conn_handle_message(struct proto_conn *c, const char *data, size_t le
 	if (!tok)
 		return -ENOMEM;
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	msg = json_tokener_parse_ex(tok, data, (int) len);
+	/* data[len] is the NUL: with it, json-c sees the end of a top-level number */
+	msg = json_tokener_parse_ex(tok, data, (int) len + 1);
 	if (!msg || json_tokener_get_error(tok) != json_tokener_success) {
 		enum json_tokener_error e = json_tokener_get_error(tok);
 

@@ -1,0 +1,1223 @@
+/* Unit tests of the Varlink protocol core: framing, parsing, dispatch,
+ * parameter checks, authorization, fd passing, and the io.flashd IDL. The
+ * connections here have no socket: bytes are fed in with proto_conn_feed()
+ * and replies read back from the output queue. getpwuid_r/getgrouplist
+ * are faked (-Wl,--wrap) so that group membership can be tested. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cleanup_json.h"
+#include "proto.h"
+
+/* ---- fake user database ---- */
+
+static const struct {
+	uid_t uid;
+	const char *name;
+	gid_t gid;
+	gid_t supplementary[4];
+} fake_users[] = {
+	{ 1001, "tech", 1001, { 4242, 27 } },
+	{ 1002, "other", 1002, { 27 } },
+	{ 1003, "solo", 1003, { 0 } },
+};
+
+int __wrap_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **res);
+int __wrap_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **res)
+{
+	*res = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(fake_users); i++)
+		if (fake_users[i].uid == uid) {
+			memset(pw, 0, sizeof(*pw));
+			snprintf(buf, len, "%s", fake_users[i].name);
+			pw->pw_name = buf;
+			pw->pw_uid = uid;
+			pw->pw_gid = fake_users[i].gid;
+			*res = pw;
+			return 0;
+		}
+	return 0; /* not found */
+}
+
+int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngroups);
+int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngroups)
+{
+	for (size_t i = 0; i < ELEMENTSOF(fake_users); i++) {
+		gid_t list[5];
+		int n = 0;
+
+		if (strcmp(fake_users[i].name, user))
+			continue;
+		list[n++] = group;
+		for (size_t k = 0; k < 4 && fake_users[i].supplementary[k]; k++)
+			list[n++] = fake_users[i].supplementary[k];
+		if (*ngroups < n) {
+			*ngroups = n;
+			return -1;
+		}
+		memcpy(groups, list, n * sizeof(gid_t));
+		*ngroups = n;
+		return n;
+	}
+	*ngroups = 0;
+	return 0;
+}
+
+/* ---- test methods ---- */
+
+static struct proto_call *held_call;
+static int held_disconnects;
+static unsigned last_n_fds;
+static int last_fd = -1;
+
+static int m_get_status(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	_cleanup_json_ struct json_object *r = json_object_new_object();
+
+	json_object_object_add(r, "booted", json_object_new_string("A"));
+	return proto_reply(call, r);
+}
+
+static int m_set_env(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return proto_reply(call, params); /* echo */
+}
+
+static int m_install(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	_cleanup_json_ struct json_object *r = json_object_new_object();
+
+	last_n_fds = proto_call_n_fds(call);
+	last_fd = last_n_fds > 0 ? proto_call_take_fd(call, 0) : -1;
+	json_object_object_add(r, "n_fds", json_object_new_int(last_n_fds));
+	return proto_reply(call, r);
+}
+
+static void on_disconnect(struct proto_call *call, void *userdata)
+{
+	held_disconnects++;
+}
+
+static int m_activate(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	held_call = proto_call_ref(call); /* answered later by the test */
+	proto_call_set_disconnect_handler(call, on_disconnect, NULL);
+	return 0;
+}
+
+static int m_cancel(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return -EBUSY;
+}
+
+static int m_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return 0; /* forgets to answer */
+}
+
+static int m_overlay_reset(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return -EPERM;
+}
+
+static int m_rollback(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	for (int i = 0; i < 3; i++) {
+		_cleanup_json_ struct json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "percent", json_object_new_int(i * 33));
+		assert_int_equal(proto_reply_more(call, p), 0);
+	}
+	return proto_reply(call, NULL);
+}
+
+static const struct proto_method methods[] = {
+	{ "io.flashd", "GetStatus", m_get_status, 0, proto_params_none },
+	{ "io.flashd", "SetEnv", m_set_env, PROTO_NEEDS_AUTH, proto_params_set_env },
+	{ "io.flashd", "Install", m_install, PROTO_NEEDS_AUTH | PROTO_TAKES_FDS,
+	  proto_params_install },
+	{ "io.flashd", "Activate", m_activate, PROTO_NEEDS_AUTH, proto_params_activate },
+	{ "io.flashd", "Cancel", m_cancel, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "MarkGood", m_mark_good, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "OverlayReset", m_overlay_reset, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "Rollback", m_rollback, PROTO_NEEDS_AUTH | PROTO_NEEDS_MORE,
+	  proto_params_none },
+	{ NULL },
+};
+
+/* ---- fixture ---- */
+
+struct fx {
+	struct proto_server *server;
+	struct proto_conn *conn;
+};
+
+static const struct proto_peer root_peer = { .pid = 1, .uid = 0, .gid = 0 };
+
+static struct fx *fx_new(const struct proto_peer *peer)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	assert_int_equal(proto_server_new(NULL, -1, methods, NULL, &f->server), 0);
+	assert_int_equal(proto_conn_new(f->server, -1, peer ? peer : &root_peer, &f->conn), 0);
+	return f;
+}
+
+static int setup(void **state)
+{
+	*state = fx_new(NULL);
+	held_call = NULL;
+	held_disconnects = 0;
+	last_n_fds = 0;
+	last_fd = -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	proto_call_unref(TAKE_PTR(held_call));
+	proto_server_free(f->server); /* frees the connection too */
+	if (last_fd >= 0)
+		close(last_fd);
+	free(f);
+	return 0;
+}
+
+/* Feed text plus its terminating NUL. */
+static int feed(struct fx *f, const char *msg)
+{
+	return proto_conn_feed(f->conn, msg, strlen(msg) + 1, NULL, 0);
+}
+
+/* Take all queued replies as a JSON array. */
+static struct json_object *replies(struct fx *f)
+{
+	struct json_object *a = json_object_new_array();
+	size_t len, off = 0;
+	const char *out = proto_conn_output(f->conn, &len);
+
+	while (off < len) {
+		const char *nul = memchr(out + off, 0, len - off);
+		struct json_object *j;
+
+		assert_non_null(nul); /* every reply is NUL-terminated */
+		j = json_tokener_parse(out + off);
+		assert_non_null(j);
+		json_object_array_add(a, j);
+		off = nul - out + 1;
+	}
+	proto_conn_consume_output(f->conn, len);
+	return a;
+}
+
+/* The only reply; asserts there is exactly one. */
+static struct json_object *one_reply(struct fx *f)
+{
+	_cleanup_json_ struct json_object *a = replies(f);
+
+	assert_int_equal(json_object_array_length(a), 1);
+	return json_object_get(json_object_array_get_idx(a, 0));
+}
+
+static const char *get_str(struct json_object *o, const char *path)
+{
+	/* path: "key" or "key.sub" */
+	char buf[64], *dot;
+	struct json_object *v = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	dot = strchr(buf, '.');
+	if (dot)
+		*dot = 0;
+	if (!json_object_object_get_ex(o, buf, &v))
+		return NULL;
+	if (dot && !json_object_object_get_ex(v, dot + 1, &v))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static void assert_error(struct json_object *reply, const char *error, const char *key,
+			 const char *value)
+{
+	assert_non_null(get_str(reply, "error"));
+	assert_string_equal(get_str(reply, "error"), error);
+	if (key) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "parameters.%s", key);
+		assert_non_null(get_str(reply, path));
+		assert_string_equal(get_str(reply, path), value);
+	}
+}
+
+static void assert_protocol_error(struct fx *f, int r, int expect, const char *reason_part)
+{
+	_cleanup_json_ struct json_object *rep = NULL;
+
+	assert_int_equal(r, expect);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_PROTOCOL, NULL, NULL);
+	if (!strstr(get_str(rep, "parameters.reason"), reason_part))
+		fail_msg("reason \"%s\" does not contain \"%s\"", get_str(rep, "parameters.reason"),
+			 reason_part);
+	assert_true(proto_conn_is_dead(f->conn));
+	/* nothing more is read from a dead connection */
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\"}"), -EPIPE);
+	assert_int_equal(json_object_array_length(replies(f)), 0);
+}
+
+/* ---- parser ---- */
+
+static void test_valid_call(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL;
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\",\"parameters\":{}}"), 0);
+	rep = one_reply(f);
+	assert_null(get_str(rep, "error"));
+	assert_null(get_str(rep, "continues"));
+	assert_string_equal(get_str(rep, "parameters.booted"), "A");
+	/* no "parameters", unknown top-level keys and whitespace are fine */
+	json_object_put(rep);
+	assert_int_equal(feed(f, " {\"method\":\"io.flashd.GetStatus\",\"x-extra\":[1]} \n"), 0);
+	rep = one_reply(f);
+	assert_string_equal(get_str(rep, "parameters.booted"), "A");
+	assert_false(proto_conn_is_dead(f->conn));
+}
+
+static void test_get_info(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL;
+	struct json_object *p, *ifaces;
+
+	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.GetInfo\"}"), 0);
+	rep = one_reply(f);
+	assert_null(get_str(rep, "error"));
+	assert_true(json_object_object_get_ex(rep, "parameters", &p));
+	assert_string_equal(get_str(p, "vendor"), "flashd");
+	assert_string_equal(get_str(p, "product"), "flashd");
+	assert_string_equal(get_str(p, "version"), PACKAGE_VERSION);
+	assert_non_null(get_str(p, "url"));
+	assert_true(json_object_object_get_ex(p, "interfaces", &ifaces));
+	assert_int_equal(json_object_array_length(ifaces), 2);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(ifaces, 0)),
+			    "org.varlink.service");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(ifaces, 1)),
+			    "io.flashd");
+
+	json_object_put(rep);
+	assert_int_equal(proto_server_set_info(f->server, "ACME", NULL, "9.9", NULL), 0);
+	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.GetInfo\"}"), 0);
+	rep = one_reply(f);
+	assert_string_equal(get_str(rep, "parameters.vendor"), "ACME");
+	assert_string_equal(get_str(rep, "parameters.product"), "flashd");
+	assert_string_equal(get_str(rep, "parameters.version"), "9.9");
+}
+
+static void test_get_interface_description(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL;
+
+	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+				 "\"parameters\":{\"interface\":\"io.flashd\"}}"), 0);
+	rep = one_reply(f);
+	assert_null(get_str(rep, "error"));
+	assert_string_equal(get_str(rep, "parameters.description"), proto_flashd_description);
+	assert_non_null(strstr(proto_flashd_description, "\ninterface io.flashd\n"));
+
+	json_object_put(rep);
+	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+				 "\"parameters\":{\"interface\":\"org.varlink.service\"}}"), 0);
+	rep = one_reply(f);
+	assert_string_equal(get_str(rep, "parameters.description"), proto_service_description);
+
+	json_object_put(rep);
+	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+				 "\"parameters\":{\"interface\":\"com.example.none\"}}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_INTERFACE_NOT_FOUND, "interface", "com.example.none");
+
+	json_object_put(rep);
+	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.GetInterfaceDescription\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_INVALID_PARAMETER, "parameter", "interface");
+}
+
+static void test_bad_json(void **state)
+{
+	struct fx *f = *state;
+
+	assert_protocol_error(f, feed(f, "{\"method\": \"io.flashd.GetStatus\""), -EBADMSG,
+			      "not valid JSON");
+}
+
+static void test_bad_json_garbage(void **state)
+{
+	struct fx *f = *state;
+
+	assert_protocol_error(f, feed(f, "hello"), -EBADMSG, "not valid JSON");
+}
+
+static void test_trailing_data(void **state)
+{
+	struct fx *f = *state;
+
+	assert_protocol_error(f, feed(f, "{\"method\":\"io.flashd.GetStatus\"} {}"), -EBADMSG,
+			      "not valid JSON: unexpected character (near byte 33)");
+}
+
+static void test_invalid_utf8(void **state)
+{
+	struct fx *f = *state;
+
+	assert_protocol_error(f, feed(f, "{\"method\":\"io.flashd.GetStatus\",\"x\":\"\xff\xfe\"}"),
+			      -EBADMSG, "not valid JSON");
+}
+
+static void test_not_object(void **state)
+{
+	struct fx *f = *state;
+
+	assert_protocol_error(f, feed(f, "[\"io.flashd.GetStatus\"]"), -EBADMSG, "not a JSON object");
+	f = fx_new(NULL);
+	assert_protocol_error(f, feed(f, "42"), -EBADMSG, "not a JSON object");
+	proto_server_free(f->server);
+	free(f);
+}
+
+/* Envelope errors: the message is not a well-formed Varlink call. */
+static void test_envelope_types(void **state)
+{
+	static const struct {
+		const char *msg;
+		const char *reason;
+	} cases[] = {
+		{ "{\"parameters\":{}}", "\"method\"" },
+		{ "{\"method\":42}", "\"method\"" },
+		{ "{\"method\":null}", "\"method\"" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"parameters\":[]}", "\"parameters\"" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"parameters\":\"x\"}", "\"parameters\"" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"more\":\"yes\"}", "\"more\"" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"oneway\":1}", "\"oneway\"" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"upgrade\":true}", "upgrade" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"more\":true,\"oneway\":true}", "exclude" },
+		{ "{\"method\":\"GetStatus\"}", "interface.Method" },
+		{ "{\"method\":\"io.flashd.getStatus\"}", "interface.Method" },
+		{ "{\"method\":\"io..flashd.GetStatus\"}", "interface.Method" },
+		{ "{\"method\":\"io.flashd.\"}", "interface.Method" },
+		{ "{\"method\":\"flashd.Get-Status\"}", "interface.Method" },
+		{ "{\"method\":\"-io.flashd.GetStatus\"}", "interface.Method" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct fx *f = fx_new(NULL);
+
+		assert_protocol_error(f, feed(f, cases[i].msg), -EBADMSG, cases[i].reason);
+		proto_server_free(f->server);
+		free(f);
+	}
+	(void) state;
+}
+
+static void test_unknown_method(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL;
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Explode\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_METHOD_NOT_FOUND, "method", "io.flashd.Explode");
+	json_object_put(rep);
+
+	assert_int_equal(feed(f, "{\"method\":\"com.example.thing.Explode\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_INTERFACE_NOT_FOUND, "interface", "com.example.thing");
+	json_object_put(rep);
+
+	/* the service interface's unknown methods too */
+	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.Reboot\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_METHOD_NOT_FOUND, "method", "org.varlink.service.Reboot");
+	json_object_put(rep);
+
+	/* the connection goes on */
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\"}"), 0);
+	rep = one_reply(f);
+	assert_string_equal(get_str(rep, "parameters.booted"), "A");
+}
+
+static void test_parameters(void **state)
+{
+	static const struct {
+		const char *params;
+		const char *bad; /* NULL: accepted */
+	} cases[] = {
+		{ "{}", "name" },
+		{ "{\"value\":\"1\"}", "name" },
+		{ "{\"name\":null}", "name" },
+		{ "{\"name\":5}", "name" },
+		{ "{\"name\":[\"x\"]}", "name" },
+		{ "{\"name\":\"bootdelay\",\"value\":3}", "value" },
+		{ "{\"name\":\"bootdelay\",\"force\":\"true\"}", "force" },
+		{ "{\"name\":\"bootdelay\",\"bogus\":1}", "bogus" },
+		{ "{\"name\":\"bootdelay\"}", NULL },
+		{ "{\"name\":\"bootdelay\",\"value\":null,\"force\":null}", NULL },
+		{ "{\"name\":\"bootdelay\",\"value\":\"3\",\"force\":true}", NULL },
+	};
+	struct fx *f = *state;
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_json_ struct json_object *rep = NULL;
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "{\"method\":\"io.flashd.SetEnv\",\"parameters\":%s}",
+			 cases[i].params);
+		assert_int_equal(feed(f, msg), 0);
+		rep = one_reply(f);
+		if (cases[i].bad) {
+			assert_error(rep, PROTO_ERROR_INVALID_PARAMETER, "parameter", cases[i].bad);
+		} else {
+			assert_null(get_str(rep, "error"));
+			assert_string_equal(get_str(rep, "parameters.name"), "bootdelay");
+		}
+	}
+}
+
+static void test_oversized(void **state)
+{
+	struct fx *f = *state;
+	size_t n = PROTO_MAX_MESSAGE + 1;
+	_cleanup_free_ char *big = malloc(n);
+
+	assert_non_null(big);
+	memset(big, ' ', n);
+	/* in pieces: nothing happens until the limit is crossed */
+	assert_int_equal(proto_conn_feed(f->conn, big, n - 1, NULL, 0), 0);
+	assert_false(proto_conn_is_dead(f->conn));
+	assert_protocol_error(f, proto_conn_feed(f->conn, big, 1, NULL, 0), -EMSGSIZE,
+			      "longer than 1 MiB");
+}
+
+static void test_large_but_allowed(void **state)
+{
+	struct fx *f = *state;
+	size_t vlen = PROTO_MAX_MESSAGE - 100;
+	_cleanup_free_ char *msg = malloc(vlen + 100);
+	_cleanup_json_ struct json_object *rep = NULL;
+	int k;
+
+	assert_non_null(msg);
+	k = sprintf(msg, "{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"x\",\"value\":\"");
+	memset(msg + k, 'v', vlen - k - 4);
+	strcpy(msg + vlen - 4, "\"}}");
+	assert_true(strlen(msg) <= PROTO_MAX_MESSAGE);
+	assert_int_equal(feed(f, msg), 0);
+	rep = one_reply(f);
+	assert_null(get_str(rep, "error"));
+	assert_int_equal(strlen(get_str(rep, "parameters.value")), vlen - k - 4);
+}
+
+static const char two_calls[] =
+	"{\"method\":\"io.flashd.GetStatus\"}\0"
+	"{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"n\",\"value\":\"\xc3\xa9\"}}";
+
+/* Every split of a two-message stream into two reads gives the same
+ * replies, and no reply comes before its message's NUL. */
+static void test_split_everywhere(void **state)
+{
+	size_t total = sizeof(two_calls); /* with both NULs */
+	size_t first_nul = strlen(two_calls);
+
+	for (size_t k = 0; k <= total; k++) {
+		struct fx *f = fx_new(NULL);
+		_cleanup_json_ struct json_object *a = NULL, *b = NULL;
+
+		assert_int_equal(proto_conn_feed(f->conn, two_calls, k, NULL, 0), 0);
+		a = replies(f);
+		assert_int_equal(json_object_array_length(a), (k > first_nul) + (k == total));
+		assert_int_equal(proto_conn_feed(f->conn, two_calls + k, total - k, NULL, 0), 0);
+		b = replies(f);
+		assert_int_equal(json_object_array_length(a) + json_object_array_length(b), 2);
+		for (size_t i = 0; i < json_object_array_length(b); i++)
+			json_object_array_add(a, json_object_get(json_object_array_get_idx(b, i)));
+		assert_string_equal(get_str(json_object_array_get_idx(a, 0), "parameters.booted"), "A");
+		assert_string_equal(get_str(json_object_array_get_idx(a, 1), "parameters.value"),
+				    "\xc3\xa9");
+		proto_server_free(f->server);
+		free(f);
+	}
+	(void) state;
+}
+
+static void test_byte_by_byte(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *a = NULL;
+
+	for (size_t i = 0; i < sizeof(two_calls); i++)
+		assert_int_equal(proto_conn_feed(f->conn, two_calls + i, 1, NULL, 0), 0);
+	a = replies(f);
+	assert_int_equal(json_object_array_length(a), 2);
+	assert_string_equal(get_str(json_object_array_get_idx(a, 0), "parameters.booted"), "A");
+	assert_string_equal(get_str(json_object_array_get_idx(a, 1), "parameters.name"), "n");
+}
+
+static void test_multiple_in_one_read(void **state)
+{
+	static const char three[] =
+		"{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"a\"}}\0"
+		"{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"b\"}}\0"
+		"{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"c\"}}";
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *a = NULL;
+
+	assert_int_equal(proto_conn_feed(f->conn, three, sizeof(three), NULL, 0), 0);
+	a = replies(f);
+	assert_int_equal(json_object_array_length(a), 3);
+	assert_string_equal(get_str(json_object_array_get_idx(a, 0), "parameters.name"), "a");
+	assert_string_equal(get_str(json_object_array_get_idx(a, 1), "parameters.name"), "b");
+	assert_string_equal(get_str(json_object_array_get_idx(a, 2), "parameters.name"), "c");
+}
+
+static void test_oneway(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL;
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\",\"oneway\":true}"), 0);
+	/* errors are not sent for oneway calls either */
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Nope\",\"oneway\":true}"), 0);
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"z\"}}"), 0);
+	rep = one_reply(f);
+	assert_string_equal(get_str(rep, "parameters.name"), "z");
+}
+
+/* A call answered later holds the calls behind it; replies stay in order. */
+static void test_async_in_order(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *a = NULL, *b = NULL;
+	static const char msgs[] =
+		"{\"method\":\"io.flashd.Activate\",\"parameters\":{\"slot\":\"B\"}}\0"
+		"{\"method\":\"io.flashd.GetStatus\"}";
+
+	assert_int_equal(proto_conn_feed(f->conn, msgs, sizeof(msgs), NULL, 0), 0);
+	assert_non_null(held_call);
+	assert_string_equal(proto_call_method(held_call), "io.flashd.Activate");
+	a = replies(f);
+	assert_int_equal(json_object_array_length(a), 0);
+
+	assert_int_equal(proto_reply(held_call, NULL), 0);
+	assert_int_equal(proto_reply(held_call, NULL), -EALREADY);
+	assert_int_equal(proto_conn_process(f->conn), 0);
+	b = replies(f);
+	assert_int_equal(json_object_array_length(b), 2);
+	assert_null(get_str(json_object_array_get_idx(b, 0), "error"));
+	assert_string_equal(get_str(json_object_array_get_idx(b, 1), "parameters.booted"), "A");
+	assert_int_equal(held_disconnects, 0);
+}
+
+static void test_disconnect_handler(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Activate\",\"parameters\":{\"slot\":\"B\"}}"), 0);
+	assert_non_null(held_call);
+	assert_true(proto_call_is_connected(held_call));
+	proto_conn_free(f->conn);
+	f->conn = NULL;
+	assert_int_equal(held_disconnects, 1);
+	assert_false(proto_call_is_connected(held_call));
+	assert_int_equal(proto_reply(held_call, NULL), -ENOTCONN);
+	assert_int_equal(proto_server_n_connections(f->server), 0);
+}
+
+static void test_handler_failures(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL;
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Cancel\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_INTERNAL, "errno_name", "EBUSY");
+	json_object_put(rep);
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.MarkGood\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_INTERNAL, "errno_name", "ENOMSG");
+	json_object_put(rep);
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.OverlayReset\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_PERMISSION_DENIED, NULL, NULL);
+}
+
+static void test_more(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL, *a = NULL;
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Rollback\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_EXPECTED_MORE, NULL, NULL);
+
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Rollback\",\"more\":true}"), 0);
+	a = replies(f);
+	assert_int_equal(json_object_array_length(a), 4);
+	for (int i = 0; i < 3; i++) {
+		struct json_object *r = json_object_array_get_idx(a, i), *c;
+
+		assert_true(json_object_object_get_ex(r, "continues", &c));
+		assert_true(json_object_get_boolean(c));
+		assert_int_equal(atoi(get_str(r, "parameters.percent")), i * 33);
+	}
+	assert_null(get_str(json_object_array_get_idx(a, 3), "continues"));
+	assert_null(get_str(json_object_array_get_idx(a, 3), "error"));
+}
+
+/* ---- authorization ---- */
+
+static void test_peer_authorized(void **state)
+{
+	struct proto_peer p = { .pid = 99 };
+
+	p.uid = 0;
+	assert_int_equal(proto_peer_authorized(&p, (gid_t)-1), 1);
+	p.uid = 1001, p.gid = 1001;
+	assert_int_equal(proto_peer_authorized(&p, (gid_t)-1), 0); /* root only */
+	assert_int_equal(proto_peer_authorized(&p, 4242), 1);      /* supplementary */
+	assert_int_equal(proto_peer_authorized(&p, 1001), 1);      /* primary */
+	assert_int_equal(proto_peer_authorized(&p, 5555), 0);
+	p.uid = 1002, p.gid = 1002;
+	assert_int_equal(proto_peer_authorized(&p, 4242), 0);
+	p.gid = 4242; /* e.g. sg/newgrp: the process's gid counts */
+	assert_int_equal(proto_peer_authorized(&p, 4242), 1);
+	p.uid = 7777, p.gid = 7777; /* not in the user database */
+	assert_int_equal(proto_peer_authorized(&p, 4242), 0);
+	(void) state;
+}
+
+static void auth_case(gid_t group, uid_t uid, gid_t gid, const char *msg, bool allowed)
+{
+	struct proto_peer peer = { .pid = 42, .uid = uid, .gid = gid };
+	struct fx *f = fx_new(&peer);
+	_cleanup_json_ struct json_object *rep = NULL;
+
+	proto_server_set_auth_group(f->server, group);
+	assert_int_equal(feed(f, msg), 0);
+	rep = one_reply(f);
+	if (allowed)
+		assert_null(get_str(rep, "error"));
+	else
+		assert_error(rep, PROTO_ERROR_PERMISSION_DENIED, NULL, NULL);
+	assert_int_equal(proto_conn_peer(f->conn)->uid, uid);
+	proto_server_free(f->server);
+	free(f);
+}
+
+static void test_dispatch_auth(void **state)
+{
+	static const char set[] = "{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"x\"}}";
+	static const char get[] = "{\"method\":\"io.flashd.GetStatus\"}";
+	static const char bad_params[] = "{\"method\":\"io.flashd.SetEnv\",\"parameters\":{}}";
+
+	auth_case((gid_t)-1, 0, 0, set, true);
+	auth_case((gid_t)-1, 1001, 1001, set, false);
+	auth_case((gid_t)-1, 1001, 1001, get, true);   /* reading is open */
+	auth_case(4242, 1001, 1001, set, true);        /* member of the socket group */
+	auth_case(4242, 1002, 1002, set, false);
+	auth_case(4242, 1003, 1003, get, true);
+	/* refused before the parameters are looked at */
+	auth_case(4242, 1002, 1002, bad_params, false);
+	(void) state;
+}
+
+static void test_auth_group_name(void **state)
+{
+	struct fx *f = *state;
+
+	/* the real group database: "root" exists everywhere */
+	assert_int_equal(proto_server_set_auth_group_name(f->server, "root"), 0);
+	assert_int_equal(proto_server_set_auth_group_name(f->server, "no-such-group-xyz"), -ENOENT);
+}
+
+/* ---- fd passing ---- */
+
+static bool fd_is_closed_peer(int wfd)
+{
+	/* the read end is gone when writing fails with EPIPE */
+	return write(wfd, "x", 1) < 0 && errno == EPIPE;
+}
+
+static void test_fd_passing(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_json_ struct json_object *rep = NULL;
+	static const char get[] = "{\"method\":\"io.flashd.GetStatus\"}";
+	static const char inst[] = "{\"method\":\"io.flashd.Install\",\"parameters\":{\"fd\":0}}";
+	int p[2];
+	char buf[8];
+
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	/* GetStatus first (no fd), then Install with the fd on its first byte */
+	assert_int_equal(proto_conn_feed(f->conn, get, sizeof(get), NULL, 0), 0);
+	assert_int_equal(proto_conn_feed(f->conn, inst, sizeof(inst), &p[0], 1), 0);
+	json_object_put(replies(f));
+	assert_int_equal(last_n_fds, 1);
+	assert_true(last_fd >= 0);
+	assert_int_equal(write(p[1], "bundle", 6), 6);
+	assert_int_equal(read(last_fd, buf, sizeof(buf)), 6);
+	assert_memory_equal(buf, "bundle", 6);
+	close(p[1]);
+
+	/* an fd sent with a method that takes none is closed */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(proto_conn_feed(f->conn, get, sizeof(get), &p[0], 1), 0);
+	rep = one_reply(f);
+	assert_string_equal(get_str(rep, "parameters.booted"), "A");
+	assert_true(fd_is_closed_peer(p[1]));
+	close(p[1]);
+}
+
+static void test_fd_with_split_message(void **state)
+{
+	struct fx *f = *state;
+	static const char inst[] = "{\"method\":\"io.flashd.Install\",\"parameters\":{\"fd\":0}}";
+	int p[2];
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	/* fd arrives with the second half: still the same message */
+	assert_int_equal(proto_conn_feed(f->conn, inst, 10, NULL, 0), 0);
+	assert_int_equal(proto_conn_feed(f->conn, inst + 10, sizeof(inst) - 10, &p[0], 1), 0);
+	json_object_put(replies(f));
+	assert_int_equal(last_n_fds, 1);
+	close(p[1]);
+}
+
+static void test_too_many_fds(void **state)
+{
+	struct fx *f = *state;
+	int fds[PROTO_MAX_PENDING_FDS + 1], w[PROTO_MAX_PENDING_FDS + 1];
+
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+		int p[2];
+
+		assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+		fds[i] = p[0];
+		w[i] = p[1];
+	}
+	assert_protocol_error(f, proto_conn_feed(f->conn, "{", 1, fds, ELEMENTSOF(fds)), -ENOBUFS,
+			      "file descriptors");
+	proto_conn_free(f->conn);
+	f->conn = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+		assert_true(fd_is_closed_peer(w[i])); /* none leaked */
+		close(w[i]);
+	}
+}
+
+/* ---- the IDL ---- */
+
+/* A small parser of the Varlink interface definition language (no varlink
+ * tooling is packaged for Debian 12): checks the syntax and collects the
+ * input parameters of each method. */
+struct idl {
+	const char *p;
+	char err[160];
+	char types[32][32];
+	unsigned n_types;
+	char refs[64][32];
+	unsigned n_refs;
+};
+
+static void idl_skip(struct idl *x)
+{
+	for (;;) {
+		while (isspace((unsigned char) *x->p))
+			x->p++;
+		if (*x->p != '#')
+			return;
+		while (*x->p && *x->p != '\n')
+			x->p++;
+	}
+}
+
+static bool idl_word(struct idl *x, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	idl_skip(x);
+	while (isalnum((unsigned char) x->p[n]) || x->p[n] == '_' || x->p[n] == '.')
+		n++;
+	if (n == 0 || n >= len)
+		return false;
+	memcpy(buf, x->p, n);
+	buf[n] = 0;
+	x->p += n;
+	return true;
+}
+
+static bool idl_tok(struct idl *x, const char *t)
+{
+	idl_skip(x);
+	if (strncmp(x->p, t, strlen(t)))
+		return false;
+	x->p += strlen(t);
+	return true;
+}
+
+static bool field_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!islower((unsigned char) s[0]) || s[n - 1] == '_')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char) s[i]) || s[i] == '_'))
+			return false;
+	return true;
+}
+
+static bool type_name_ok(const char *s)
+{
+	if (!isupper((unsigned char) s[0]))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char) *s))
+			return false;
+	return true;
+}
+
+struct idl_field {
+	char name[32];
+	char type[32]; /* the outermost type word, e.g. "string", "[]", "Slot" */
+	bool nullable;
+};
+
+static bool idl_struct(struct idl *x, struct idl_field *fields, unsigned *n_fields);
+
+static bool idl_type(struct idl *x, struct idl_field *f)
+{
+	char w[32];
+
+	f->nullable = idl_tok(x, "?");
+	if (idl_tok(x, "[]")) {
+		snprintf(f->type, sizeof(f->type), "[]");
+		return idl_type(x, &(struct idl_field) { 0 });
+	}
+	if (idl_tok(x, "[string]")) {
+		snprintf(f->type, sizeof(f->type), "[string]");
+		return idl_type(x, &(struct idl_field) { 0 });
+	}
+	idl_skip(x);
+	if (*x->p == '(') {
+		snprintf(f->type, sizeof(f->type), "()");
+		return idl_struct(x, NULL, NULL);
+	}
+	if (!idl_word(x, w, sizeof(w))) {
+		snprintf(x->err, sizeof(x->err), "type expected near \"%.20s\"", x->p);
+		return false;
+	}
+	snprintf(f->type, sizeof(f->type), "%s", w);
+	if (!strcmp(w, "bool") || !strcmp(w, "int") || !strcmp(w, "float") ||
+	    !strcmp(w, "string") || !strcmp(w, "object"))
+		return true;
+	if (!type_name_ok(w)) {
+		snprintf(x->err, sizeof(x->err), "bad type name \"%s\"", w);
+		return false;
+	}
+	if (x->n_refs < ELEMENTSOF(x->refs))
+		snprintf(x->refs[x->n_refs++], 32, "%s", w);
+	return true;
+}
+
+/* "(a: T, b: U)" or an enum "(x, y, z)" or "()" */
+static bool idl_struct(struct idl *x, struct idl_field *fields, unsigned *n_fields)
+{
+	unsigned n = 0;
+	int is_enum = -1;
+
+	if (!idl_tok(x, "(")) {
+		snprintf(x->err, sizeof(x->err), "'(' expected near \"%.20s\"", x->p);
+		return false;
+	}
+	if (idl_tok(x, ")"))
+		goto done;
+	for (;;) {
+		struct idl_field f = { 0 };
+
+		if (!idl_word(x, f.name, sizeof(f.name)) || !field_name_ok(f.name)) {
+			snprintf(x->err, sizeof(x->err), "bad field name near \"%.20s\"", x->p);
+			return false;
+		}
+		if (idl_tok(x, ":")) {
+			if (is_enum == 1 || !idl_type(x, &f))
+				return false;
+			is_enum = 0;
+		} else {
+			if (is_enum == 0) {
+				snprintf(x->err, sizeof(x->err), "':' expected after \"%s\"", f.name);
+				return false;
+			}
+			is_enum = 1;
+		}
+		if (fields && n < 16)
+			fields[n] = f;
+		n++;
+		if (idl_tok(x, ")"))
+			break;
+		if (!idl_tok(x, ",")) {
+			snprintf(x->err, sizeof(x->err), "',' or ')' expected near \"%.20s\"", x->p);
+			return false;
+		}
+	}
+done:
+	if (n_fields)
+		*n_fields = n;
+	return true;
+}
+
+struct idl_method {
+	char name[32];
+	struct idl_field in[16];
+	unsigned n_in;
+};
+
+/* Parse text; fill methods. Returns false with x->err set on a syntax error. */
+static bool idl_parse(struct idl *x, const char *text, const char *iface,
+		      struct idl_method *out, unsigned *n_methods)
+{
+	char w[32], name[32];
+
+	x->p = text;
+	*n_methods = 0;
+	if (!idl_word(x, w, sizeof(w)) || strcmp(w, "interface") || !idl_word(x, name, sizeof(name)) ||
+	    strcmp(name, iface)) {
+		snprintf(x->err, sizeof(x->err), "does not start with 'interface %s'", iface);
+		return false;
+	}
+	for (;;) {
+		idl_skip(x);
+		if (!*x->p)
+			break;
+		if (!idl_word(x, w, sizeof(w)) || !idl_word(x, name, sizeof(name)) ||
+		    !type_name_ok(name)) {
+			snprintf(x->err, sizeof(x->err), "member expected near \"%.20s\"", x->p);
+			return false;
+		}
+		if (!strcmp(w, "type")) {
+			snprintf(x->types[x->n_types++], 32, "%s", name);
+			if (!idl_struct(x, NULL, NULL))
+				return false;
+		} else if (!strcmp(w, "method")) {
+			struct idl_method *m = &out[(*n_methods)++];
+
+			snprintf(m->name, sizeof(m->name), "%s", name);
+			if (!idl_struct(x, m->in, &m->n_in) || !idl_tok(x, "->") ||
+			    !idl_struct(x, NULL, NULL)) {
+				if (!x->err[0])
+					snprintf(x->err, sizeof(x->err), "method %s: '->' expected", name);
+				return false;
+			}
+		} else if (!strcmp(w, "error")) {
+			if (!idl_struct(x, NULL, NULL))
+				return false;
+		} else {
+			snprintf(x->err, sizeof(x->err), "unknown keyword \"%s\"", w);
+			return false;
+		}
+	}
+	for (unsigned i = 0; i < x->n_refs; i++) {
+		bool found = false;
+
+		for (unsigned k = 0; k < x->n_types; k++)
+			found |= !strcmp(x->refs[i], x->types[k]);
+		if (!found) {
+			snprintf(x->err, sizeof(x->err), "type %s is used but not defined", x->refs[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void test_idl_syntax(void **state)
+{
+	struct idl_method ms[32];
+	unsigned n;
+	struct idl x = { 0 };
+
+	if (!idl_parse(&x, proto_flashd_description, "io.flashd", ms, &n))
+		fail_msg("io.flashd.varlink: %s", x.err);
+	assert_int_equal(n, 13);
+	memset(&x, 0, sizeof(x));
+	if (!idl_parse(&x, proto_service_description, "org.varlink.service", ms, &n))
+		fail_msg("org.varlink.service: %s", x.err);
+	assert_int_equal(n, 2);
+
+	/* the parser itself rejects what it should */
+	memset(&x, 0, sizeof(x));
+	assert_false(idl_parse(&x, "interface io.flashd\nmethod A(Bad: int) -> ()\n", "io.flashd", ms, &n));
+	memset(&x, 0, sizeof(x));
+	assert_false(idl_parse(&x, "interface io.flashd\nmethod A(x: Missing) -> ()\n", "io.flashd", ms, &n));
+	memset(&x, 0, sizeof(x));
+	assert_false(idl_parse(&x, "interface io.flashd\nmethod A(x: int)\n", "io.flashd", ms, &n));
+	(void) state;
+}
+
+/* The parameter tables in proto.c match the IDL's method inputs. */
+static void test_idl_matches_tables(void **state)
+{
+	static const struct {
+		const char *method;
+		const struct proto_param *params;
+	} tables[] = {
+		{ "GetStatus", proto_params_none },
+		{ "Install", proto_params_install },
+		{ "Cancel", proto_params_none },
+		{ "MarkGood", proto_params_none },
+		{ "MarkBad", proto_params_mark_bad },
+		{ "Activate", proto_params_activate },
+		{ "Rollback", proto_params_none },
+		{ "OverlayReset", proto_params_none },
+		{ "OverlayStatus", proto_params_none },
+		{ "GetEnv", proto_params_get_env },
+		{ "SetEnv", proto_params_set_env },
+		{ "ListEnv", proto_params_none },
+		{ "FlashInfo", proto_params_flash_info },
+	};
+	static const char *const type_words[_PROTO_TYPE_MAX] = {
+		[PROTO_TYPE_BOOL] = "bool", [PROTO_TYPE_INT] = "int",
+		[PROTO_TYPE_FLOAT] = "float", [PROTO_TYPE_STRING] = "string",
+		[PROTO_TYPE_OBJECT] = "object", [PROTO_TYPE_ARRAY] = "[]",
+	};
+	struct idl_method ms[32];
+	struct idl x = { 0 };
+	unsigned n;
+
+	assert_true(idl_parse(&x, proto_flashd_description, "io.flashd", ms, &n));
+	assert_int_equal(n, ELEMENTSOF(tables));
+	for (unsigned i = 0; i < n; i++) {
+		const struct proto_param *t = NULL;
+		unsigned k = 0;
+
+		for (size_t j = 0; j < ELEMENTSOF(tables); j++)
+			if (!strcmp(tables[j].method, ms[i].name))
+				t = tables[j].params;
+		if (!t)
+			fail_msg("IDL method %s has no parameter table", ms[i].name);
+		for (; t[k].name; k++) {
+			if (k >= ms[i].n_in)
+				fail_msg("%s: table has extra parameter %s", ms[i].name, t[k].name);
+			if (strcmp(t[k].name, ms[i].in[k].name) ||
+			    strcmp(type_words[t[k].type], ms[i].in[k].type) ||
+			    t[k].required == ms[i].in[k].nullable)
+				fail_msg("%s: parameter %d: table %s/%s/%s, IDL %s: %s%s", ms[i].name, k,
+					 t[k].name, type_words[t[k].type],
+					 t[k].required ? "required" : "optional", ms[i].in[k].name,
+					 ms[i].in[k].nullable ? "?" : "", ms[i].in[k].type);
+		}
+		assert_int_equal(k, ms[i].n_in);
+	}
+	(void) state;
+}
+
+/* The IDL names each error proto.h defines for io.flashd. */
+static void test_idl_errors(void **state)
+{
+	static const char *const errors[] = {
+		PROTO_ERROR_BUSY, PROTO_ERROR_DENIED, PROTO_ERROR_INSTALL_FAILED,
+		PROTO_ERROR_INVALID_BUNDLE, PROTO_ERROR_NO_SUCH_SLOT, PROTO_ERROR_NO_SUCH_PARTITION,
+		PROTO_ERROR_ENV_REFUSED, PROTO_ERROR_CANCELLED, PROTO_ERROR_PROTOCOL,
+		PROTO_ERROR_INTERNAL,
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(errors); i++) {
+		char line[128];
+
+		assert_true(!strncmp(errors[i], "io.flashd.", 10));
+		snprintf(line, sizeof(line), "\nerror %s (", errors[i] + 10);
+		if (!strstr(proto_flashd_description, line))
+			fail_msg("io.flashd.varlink does not define %s", errors[i]);
+	}
+	(void) state;
+}
+
+static void test_server_new_validates(void **state)
+{
+	static const struct proto_method bad_iface[] = {
+		{ "flashd", "GetStatus", m_get_status, 0, NULL }, { NULL },
+	};
+	static const struct proto_method bad_name[] = {
+		{ "io.flashd", "get_status", m_get_status, 0, NULL }, { NULL },
+	};
+	struct proto_server *s = NULL;
+
+	assert_int_equal(proto_server_new(NULL, -1, bad_iface, NULL, &s), -EINVAL);
+	assert_int_equal(proto_server_new(NULL, -1, bad_name, NULL, &s), -EINVAL);
+	assert_int_equal(proto_server_new(NULL, 3, methods, NULL, &s), -EINVAL);
+	assert_null(s);
+	(void) state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(n) cmocka_unit_test_setup_teardown(n, setup, teardown)
+		T(test_valid_call),
+		T(test_get_info),
+		T(test_get_interface_description),
+		T(test_bad_json),
+		T(test_bad_json_garbage),
+		T(test_trailing_data),
+		T(test_invalid_utf8),
+		T(test_not_object),
+		cmocka_unit_test(test_envelope_types),
+		T(test_unknown_method),
+		T(test_parameters),
+		T(test_oversized),
+		T(test_large_but_allowed),
+		cmocka_unit_test(test_split_everywhere),
+		T(test_byte_by_byte),
+		T(test_multiple_in_one_read),
+		T(test_oneway),
+		T(test_async_in_order),
+		T(test_disconnect_handler),
+		T(test_handler_failures),
+		T(test_more),
+		cmocka_unit_test(test_peer_authorized),
+		cmocka_unit_test(test_dispatch_auth),
+		T(test_auth_group_name),
+		T(test_fd_passing),
+		T(test_fd_with_split_message),
+		T(test_too_many_fds),
+		cmocka_unit_test(test_idl_syntax),
+		cmocka_unit_test(test_idl_matches_tables),
+		cmocka_unit_test(test_idl_errors),
+		cmocka_unit_test(test_server_new_validates),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
