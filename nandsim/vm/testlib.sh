@@ -1,0 +1,84 @@
+# shellcheck shell=bash
+# Helpers for tests/vm/*.sh, which run as root inside the harness VM.
+# Source it: . "$top_srcdir/nandsim/vm/testlib.sh"
+# Exit statuses: 0 pass, 77 skip (a kernel module or device is missing),
+# anything else fail. Every helper that checks something fails the test
+# with a message naming what was compared and where.
+
+set -u
+VM_TEST_NAME=$(basename "$0")
+FLASHCTL=${FLASHCTL:-${top_builddir:-.}/flashctl}
+
+vm_fail() { echo "FAIL: $VM_TEST_NAME: $*" >&2; exit 1; }
+vm_skip() { echo "SKIP: $VM_TEST_NAME: $*" >&2; exit 77; }
+vm_log() { echo "--- $*"; }
+
+# Run a command, fail the test (with its output) when it fails.
+vm_run() {
+	local out rc
+	out=$("$@" 2>&1); rc=$?
+	[ $rc = 0 ] || vm_fail "'$*' exited $rc: $out"
+	[ -n "$out" ] && printf '%s\n' "$out"
+	return 0
+}
+
+# Run a command that must fail; its output is printed.
+vm_run_fails() {
+	local out rc
+	out=$("$@" 2>&1); rc=$?
+	[ $rc != 0 ] || vm_fail "'$*' succeeded but should have failed: $out"
+	printf '%s\n' "$out"
+}
+
+vm_expect_eq() { # ACTUAL EXPECTED WHAT
+	[ "$1" = "$2" ] || vm_fail "$3: got '$1', expected '$2'"
+}
+
+vm_need_module() {
+	local m
+	for m in "$@"; do
+		modprobe -q -n "$m" 2>/dev/null || vm_skip "kernel $(uname -r) has no module $m"
+	done
+}
+
+# vm_sysfs mtdN ATTR: /sys/class/mtd/mtdN/ATTR
+vm_sysfs() {
+	local f="/sys/class/mtd/$1/$2"
+	[ -r "$f" ] || vm_fail "$f: missing"
+	cat "$f"
+}
+
+# vm_mtd_by_name NAME: the /dev/mtdN whose MTD name is NAME.
+vm_mtd_by_name() {
+	local d
+	for d in /sys/class/mtd/mtd*; do
+		case "$d" in *ro) continue ;; esac
+		[ "$(cat "$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return 0; }
+	done
+	vm_fail "no MTD device named '$1' in /proc/mtd: $(tr '\n' ';' </proc/mtd)"
+}
+
+# A flashctl command must exist (be in its group's --help); a missing one
+# is a failure, not a skip: these tests are what the command is for.
+vm_need_flashctl() { # GROUP CMD
+	[ -x "$FLASHCTL" ] || vm_fail "$FLASHCTL: not built"
+	"$FLASHCTL" "$1" --help 2>&1 | grep -qE "^ +$2( |$)" ||
+		vm_fail "'flashctl $1 $2' is not implemented in this build ($FLASHCTL $1 --help does not list it)"
+}
+
+vm_flashctl() { vm_run "$FLASHCTL" "$@"; }
+
+# Mark the kernel log; vm_dmesg_since_mark prints what came after.
+VM_MARK=0
+vm_mark() {
+	VM_MARK=$((VM_MARK + 1))
+	echo "vm-mark: $VM_TEST_NAME $VM_MARK $$" >/dev/kmsg
+}
+vm_dmesg_since_mark() {
+	dmesg | sed -n "/vm-mark: $VM_TEST_NAME $VM_MARK $\$/,\$p" | tail -n +2
+}
+
+# vm_json_get JSON JQ-FILTER: fails when the path is absent.
+vm_json_get() {
+	jq -er "$2" <<<"$1" 2>/dev/null || vm_fail "JSON has no $2: $1"
+}
