@@ -1,5 +1,269 @@
-#include "cli.h"
-/* env commands: filled in by the env module work */
+/* flashctl env get|set|list|init: the U-Boot environment through
+ * libubootenv. set refuses the slot variables (BOOT_ORDER, BOOT_x_LEFT)
+ * without --force: use 'flashctl slot' so the state is changed whole. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "cleanup_json.h"
+#include "cmd_env.h"
+#include "conf.h"
+#include "slot.h"
+
+/* layout.c is another area's module: reference it weakly so flashctl links
+ * before it lands (then --layout reports that layouts are unsupported). */
+#pragma weak layout_load
+#pragma weak layout_free
+
+bool cli_env_option(struct cli_env_args *a, int c, const char *arg)
+{
+	switch (c) {
+	case 0x100: a->config = arg; return true;
+	case 0x101: a->layout = arg; return true;
+	case 0x102: a->target = arg; return true;
+	case 0x103: a->env_config = arg; return true;
+	case 0x104: a->sysfs = arg; return true;
+	case 0x105: a->cmdline = arg; return true;
+	case 'f': a->force = true; return true;
+	}
+	return false;
+}
+
+int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bool need_layout,
+		 struct env **ret_env, struct layout **ret_layout)
+{
+	_cleanup_conf_ struct conf *conf = NULL;
+	_cleanup_layout_ struct layout *l = NULL;
+	struct conf_error cerr = { "" };
+	struct env_error eerr = { "" };
+	const char *layout, *target;
+	int r;
+
+	r = conf_new(&conf);
+	if (r < 0)
+		return CLI_EXIT_FAIL;
+	r = conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, !a->config, &cerr);
+	if (r < 0) {
+		cli_error(ctx, "%s", cerr.msg);
+		return CLI_EXIT_INVALID;
+	}
+	layout = a->layout ? a->layout : conf->layout;
+	target = a->target ? a->target : conf->target;
+	if (layout) {
+		struct layout_error lerr = { "" };
+		if (!layout_load) {
+			cli_error(ctx, "%s: this flashctl was built without layout support", layout);
+			return CLI_EXIT_FAIL;
+		}
+		r = layout_load(layout, &l, &lerr);
+		if (r < 0) {
+			cli_error(ctx, "%s", lerr.msg);
+			return CLI_EXIT_INVALID;
+		}
+	} else if (need_layout) {
+		cli_error(ctx, "no layout: give --layout FILE or set layout= in %s",
+			  a->config ? a->config : CONF_DEFAULT_PATH);
+		return CLI_EXIT_USAGE;
+	}
+	if (a->env_config || !l || l->env.n_copies == 0)
+		r = env_open_config(a->env_config, flags, ret_env, &eerr);
+	else
+		r = env_open_layout(l, target, a->sysfs, flags, ret_env, &eerr);
+	if (r < 0) {
+		cli_error(ctx, "%s", eerr.msg);
+		return r == -ENODATA || r == -EINVAL ? CLI_EXIT_INVALID :
+		       r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+	}
+	if (ret_layout)
+		*ret_layout = TAKE_PTR(l);
+	return CLI_EXIT_OK;
+}
+
+static const struct option env_opts[] = { CLI_ENV_OPTIONS, { NULL, 0, NULL, 0 } };
+
+/* Parse the shared options; argv[optind..] are the operands. */
+static int parse(struct cli_ctx *ctx, int argc, char **argv, struct cli_env_args *a)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "f", env_opts, NULL)) >= 0)
+		if (!cli_env_option(a, c, optarg))
+			return CLI_EXIT_USAGE;
+	return CLI_EXIT_OK;
+}
+
+static int env_get_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_env_args a = {};
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *j = NULL;
+	int r = parse(ctx, argc, argv, &a), ret = CLI_EXIT_OK;
+
+	if (r)
+		return r;
+	if (optind >= argc) {
+		cli_error(ctx, "env get: give one or more variable names");
+		return CLI_EXIT_USAGE;
+	}
+	r = cli_env_open(ctx, &a, 0, false, &e, NULL);
+	if (r)
+		return r;
+	j = json_object_new_object();
+	for (int i = optind; i < argc; i++) {
+		_cleanup_free_ char *v = NULL;
+		if (env_get(e, argv[i], &v) < 0) {
+			cli_error(ctx, "%s: not set in the U-Boot env %s", argv[i], env_describe(e));
+			json_object_object_add(j, argv[i], NULL);
+			ret = CLI_EXIT_FAIL;
+			continue;
+		}
+		if (!ctx->json)
+			printf(argc - optind > 1 ? "%s=%s\n" : "%.0s%s\n", argv[i], v);
+		json_object_object_add(j, argv[i], json_object_new_string(v));
+	}
+	if (ctx->json)
+		cli_print_json(TAKE_PTR(j));
+	return ret;
+}
+
+static int env_list_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_env_args a = {};
+	_cleanup_env_ struct env *e = NULL;
+	struct json_object *j, *vars;
+	const char *name, *value;
+	void *it = NULL;
+	int r = parse(ctx, argc, argv, &a);
+
+	if (r)
+		return r;
+	r = cli_env_open(ctx, &a, 0, false, &e, NULL);
+	if (r)
+		return r;
+	j = json_object_new_object();
+	vars = json_object_new_object();
+	json_object_object_add(j, "device", json_object_new_string(env_describe(e)));
+	json_object_object_add(j, "redundant", json_object_new_boolean(env_is_redundant(e)));
+	json_object_object_add(j, "variables", vars);
+	while (env_next(e, &it, &name, &value) > 0) {
+		if (!ctx->json)
+			printf("%s=%s\n", name, value);
+		json_object_object_add(vars, name, json_object_new_string(value));
+	}
+	if (ctx->json)
+		cli_print_json(j);
+	else
+		json_object_put(j);
+	return CLI_EXIT_OK;
+}
+
+/* set NAME=VALUE... | set NAME VALUE; NAME= deletes. One store for all. */
+static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_env_args a = {};
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
+	struct env_error err = { "" };
+	int r = parse(ctx, argc, argv, &a);
+
+	if (r)
+		return r;
+	if (optind >= argc) {
+		cli_error(ctx, "env set: give NAME=VALUE... or NAME VALUE (NAME= deletes)");
+		return CLI_EXIT_USAGE;
+	}
+	r = cli_env_open(ctx, &a, 0, false, &e, NULL);
+	if (r)
+		return r;
+	if (env_txn_new(e, &t) < 0)
+		return CLI_EXIT_FAIL;
+	bool pair = argc - optind == 2 && !strchr(argv[optind], '=');
+	for (int i = optind; i < argc; i += pair ? 2 : 1) {
+		_cleanup_free_ char *name = strdup(argv[i]);
+		char *eq = name ? strchr(name, '=') : NULL;
+		const char *value = pair ? argv[i + 1] : eq ? eq + 1 : NULL;
+
+		if (!name)
+			return CLI_EXIT_FAIL;
+		if (!pair && !eq) {
+			cli_error(ctx, "env set: '%s': expected NAME=VALUE", argv[i]);
+			return CLI_EXIT_USAGE;
+		}
+		if (eq)
+			*eq = '\0';
+		if (value && !*value)
+			value = NULL;
+		if (slot_is_state_var(name) && !a.force) {
+			cli_error(ctx, "env set: %s is slot state; use 'flashctl slot "
+				  "activate|mark-good|mark-bad|rollback' (or --force)", name);
+			return CLI_EXIT_DENIED;
+		}
+		if (env_txn_set(t, name, value) < 0) {
+			cli_error(ctx, "env set: '%s' is not a valid variable name", name);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	r = env_txn_commit(t, &err);
+	if (r < 0) {
+		cli_error(ctx, "%s", err.msg);
+		return r == -ENODATA || r == -ENOSPC ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
+	}
+	if (!ctx->quiet && !ctx->json)
+		printf("%zu variable(s) written to %s\n", env_txn_size(t), env_describe(e));
+	return CLI_EXIT_OK;
+}
+
+/* Provision an erased env: U-Boot defaults file + NAME=VALUE, one store. */
+static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = { CLI_ENV_OPTIONS,
+		{ "defaults", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 } };
+	struct cli_env_args a = {};
+	_cleanup_env_ struct env *e = NULL;
+	struct env_error err = { "" };
+	struct env_var vars[64];
+	const char *defaults = NULL;
+	size_t n = 0;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "fd:", opts, NULL)) >= 0) {
+		if (c == 'd')
+			defaults = optarg;
+		else if (!cli_env_option(&a, c, optarg))
+			return CLI_EXIT_USAGE;
+	}
+	for (int i = optind; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		if (!eq || n == ELEMENTSOF(vars)) {
+			cli_error(ctx, "env init: '%s': expected NAME=VALUE (at most %zu)", argv[i],
+				  ELEMENTSOF(vars));
+			return CLI_EXIT_USAGE;
+		}
+		*eq = '\0';
+		vars[n++] = (struct env_var){ argv[i], eq + 1 };
+	}
+	r = cli_env_open(ctx, &a, ENV_OPEN_ALLOW_BLANK, false, &e, NULL);
+	if (r)
+		return r;
+	r = env_init_default(e, defaults, vars, n, a.force, &err);
+	if (r < 0) {
+		cli_error(ctx, "%s", err.msg);
+		return r == -EEXIST ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+	}
+	if (!ctx->quiet && !ctx->json)
+		printf("U-Boot env %s initialised\n", env_describe(e));
+	return CLI_EXIT_OK;
+}
+
 const struct cli_cmd cli_env_cmds[] = {
+	{ "get", "NAME... " CLI_ENV_USAGE, "print variables of the U-Boot env", env_get_cmd, NULL },
+	{ "set", "NAME=VALUE... | NAME VALUE [--force] " CLI_ENV_USAGE,
+	  "change variables with one env write (NAME= deletes; slot variables need --force)",
+	  env_set_cmd, NULL },
+	{ "list", CLI_ENV_USAGE, "print the whole U-Boot env", env_list_cmd, NULL },
+	{ "init", "[--defaults u-boot-initial-env] [NAME=VALUE...] [--force] " CLI_ENV_USAGE,
+	  "provision an erased env (defaults file + variables, one write)", env_init_cmd, NULL },
 	{ NULL },
 };

@@ -1,5 +1,258 @@
-#include "cli.h"
-/* slot commands: filled in by the slot module work */
+/* flashctl slot status|mark-good|mark-bad|activate|rollback|reset-counters
+ * |init|bootscript: A/B state in the U-Boot env; each change is one env
+ * write (slot.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "cleanup_json.h"
+#include "cmd_env.h"
+#include "slot.h"
+
+#pragma weak layout_load
+#pragma weak layout_free
+
+struct slot_ctx {
+	struct cli_env_args a;
+	struct env *env;
+	struct layout *layout;
+	const struct layout_slot_group *group;
+	struct slot_state st;
+	int booted;
+	const char *booted_by;
+};
+
+static void slot_ctx_done(struct slot_ctx *s)
+{
+	env_close(s->env);
+	if (s->layout)
+		layout_free(s->layout);
+}
+
+static const struct option slot_opts[] = { CLI_ENV_OPTIONS, { NULL, 0, NULL, 0 } };
+
+static int slot_open(struct cli_ctx *ctx, int argc, char **argv, struct slot_ctx *s)
+{
+	struct slot_error err = { "" };
+	int c, r;
+
+	s->booted = -1;
+	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)
+		if (!cli_env_option(&s->a, c, optarg))
+			return CLI_EXIT_USAGE;
+	r = cli_env_open(ctx, &s->a, 0, true, &s->env, &s->layout);
+	if (r)
+		return r;
+	if (s->layout->n_groups < 1) {
+		cli_error(ctx, "%s: no slot group", s->layout->path);
+		return CLI_EXIT_INVALID;
+	}
+	s->group = &s->layout->groups[0];
+	r = slot_state_load_group(&s->st, s->group, env_get_dup, s->env, &err);
+	if (r < 0) {
+		cli_error(ctx, "U-Boot env %s: %s", env_describe(s->env), err.msg);
+		return CLI_EXIT_INVALID;
+	}
+	r = slot_booted(s->a.cmdline, s->layout, s->group, &s->booted_by, &err);
+	s->booted = r >= 0 ? r : -1;
+	return CLI_EXIT_OK;
+}
+
+static const char *slot_name(const struct slot_ctx *s, int i)
+{
+	return i >= 0 ? s->st.slots[i].name : NULL;
+}
+
+static struct json_object *json_str_or_null(const char *v)
+{
+	return v ? json_object_new_string(v) : NULL;
+}
+
+static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
+{
+	struct slot_status st;
+	char order[128];
+
+	slot_status_compute(&s->st, s->booted, s->booted_by, &st);
+	slot_order_string(&s->st, order, sizeof(order));
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object(), *slots = json_object_new_array();
+
+		json_object_object_add(j, "group", json_object_new_string(s->group->name));
+		json_object_object_add(j, "env", json_object_new_string(env_describe(s->env)));
+		json_object_object_add(j, "boot_order", json_object_new_string(order));
+		json_object_object_add(j, "max_tries", json_object_new_int(s->st.max_tries));
+		json_object_object_add(j, "booted", json_str_or_null(slot_name(s, st.booted)));
+		json_object_object_add(j, "booted_by", json_str_or_null(st.booted_by));
+		json_object_object_add(j, "primary", json_str_or_null(slot_name(s, st.primary)));
+		json_object_object_add(j, "next_boot", json_str_or_null(slot_name(s, st.next)));
+		json_object_object_add(j, "on_trial", json_object_new_boolean(st.on_trial));
+		json_object_object_add(j, "fell_back", json_object_new_boolean(st.fell_back));
+		json_object_object_add(j, "needs_health_check",
+				       json_object_new_boolean(st.needs_health_check));
+		for (size_t i = 0; i < s->st.n_slots; i++) {
+			struct json_object *o = json_object_new_object();
+			json_object_object_add(o, "name", json_object_new_string(s->st.slots[i].name));
+			json_object_object_add(o, "tries_left", json_object_new_int(s->st.slots[i].left));
+			json_object_object_add(o, "state", json_object_new_string(
+				slot_health_to_string(slot_health_of(&s->st, i))));
+			json_object_object_add(o, "booted", json_object_new_boolean((int)i == st.booted));
+			json_object_array_add(slots, o);
+		}
+		json_object_object_add(j, "slots", slots);
+		cli_print_json(j);
+		return CLI_EXIT_OK;
+	}
+	printf("group:      %s (U-Boot env %s)\n", s->group->name, env_describe(s->env));
+	printf("BOOT_ORDER: %s%s\n", order, s->st.order_set ? "" : " (unset: boot script default)");
+	printf("booted:     %s%s%s%s\n", st.booted >= 0 ? slot_name(s, st.booted) : "unknown",
+	       st.booted_by ? " (from " : "", st.booted_by ? st.booted_by : "",
+	       st.booted_by ? "=)" : "");
+	printf("next boot:  %s\n", st.next >= 0 ? slot_name(s, st.next) :
+	       "none: U-Boot will reset the counters");
+	if (st.fell_back)
+		printf("warning:    fell back: the booted slot is not first in BOOT_ORDER\n");
+	if (st.on_trial)
+		printf("trial:      the booted slot is not marked good yet\n");
+	for (size_t i = 0; i < s->st.n_slots; i++)
+		printf("  %c %-8s %u/%u tries left, %s\n", (int)i == st.booted ? '*' : ' ',
+		       s->st.slots[i].name, s->st.slots[i].left, s->st.max_tries,
+		       slot_health_to_string(slot_health_of(&s->st, i)));
+	return CLI_EXIT_OK;
+}
+
+static int slot_status_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	_cleanup_(slot_ctx_done) struct slot_ctx s = {};
+	int r = slot_open(ctx, argc, argv, &s);
+
+	return r ? r : print_status(ctx, &s);
+}
+
+/* One operation: resolve the slot operand, compute, write once, show. */
+static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
+{
+	_cleanup_(slot_ctx_done) struct slot_ctx s = {};
+	struct slot_state n;
+	struct slot_changes c;
+	struct slot_error err = { "" };
+	struct env_error eerr = { "" };
+	int slot = -1, r;
+
+	r = slot_open(ctx, argc, argv, &s);
+	if (r)
+		return r;
+	if (optind < argc) {
+		if (!strcmp(argv[optind], "booted"))
+			slot = s.booted;
+		else if ((slot = slot_find(&s.st, argv[optind])) < 0) {
+			cli_error(ctx, "%s: no slot '%s' in group %s", slot_op_to_string(op),
+				  argv[optind], s.group->name);
+			return CLI_EXIT_USAGE;
+		}
+	} else if (op == SLOT_OP_MARK_GOOD || op == SLOT_OP_MARK_BAD || op == SLOT_OP_ROLLBACK) {
+		slot = s.booted; /* RAUC's default: the booted slot */
+	}
+	if (slot < 0 && op != SLOT_OP_ROLLBACK && op != SLOT_OP_RESET_COUNTERS &&
+	    op != SLOT_OP_INIT) {
+		cli_error(ctx, "%s: the booted slot is unknown (kernel command line has no "
+			  "flashd.slot=); name the slot", slot_op_to_string(op));
+		return CLI_EXIT_USAGE;
+	}
+	r = slot_compute(&s.st, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c, &err);
+	if (r < 0) {
+		cli_error(ctx, "%s", err.msg);
+		return r == -EBUSY || r == -ENOENT ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+	}
+	r = slot_apply(s.env, &c, &eerr);
+	if (r < 0) {
+		cli_error(ctx, "%s", eerr.msg);
+		return CLI_EXIT_FAIL;
+	}
+	s.st = n;
+	if (ctx->quiet)
+		return CLI_EXIT_OK;
+	if (!ctx->json)
+		printf("%s%s%s: %zu variable(s) written in one env store\n", slot_op_to_string(op),
+		       slot >= 0 ? " " : "", slot >= 0 ? slot_name(&s, slot) : "", c.n);
+	return print_status(ctx, &s);
+}
+
+static int slot_activate_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return run_op(ctx, argc, argv, SLOT_OP_ACTIVATE);
+}
+static int slot_mark_good_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return run_op(ctx, argc, argv, SLOT_OP_MARK_GOOD);
+}
+static int slot_mark_bad_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return run_op(ctx, argc, argv, SLOT_OP_MARK_BAD);
+}
+static int slot_rollback_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return run_op(ctx, argc, argv, SLOT_OP_ROLLBACK);
+}
+static int slot_reset_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return run_op(ctx, argc, argv, SLOT_OP_RESET_COUNTERS);
+}
+static int slot_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return run_op(ctx, argc, argv, SLOT_OP_INIT);
+}
+
+static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_env_args a = {};
+	_cleanup_layout_ struct layout *l = NULL;
+	struct layout_error err = { "" };
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)
+		if (!cli_env_option(&a, c, optarg))
+			return CLI_EXIT_USAGE;
+	if (!a.layout) {
+		cli_error(ctx, "slot bootscript: give --layout FILE");
+		return CLI_EXIT_USAGE;
+	}
+	if (!layout_load) {
+		cli_error(ctx, "%s: this flashctl was built without layout support", a.layout);
+		return CLI_EXIT_FAIL;
+	}
+	r = layout_load(a.layout, &l, &err);
+	if (r < 0) {
+		cli_error(ctx, "%s", err.msg);
+		return CLI_EXIT_INVALID;
+	}
+	r = slot_bootscript(l, stdout);
+	if (r < 0) {
+		cli_error(ctx, "%s: cannot make a boot script: %s", a.layout, strerror(-r));
+		return CLI_EXIT_INVALID;
+	}
+	return CLI_EXIT_OK;
+}
+
+#define SLOT_USAGE "[SLOT|booted] [--force] [--cmdline FILE] " CLI_ENV_USAGE
+
 const struct cli_cmd cli_slot_cmds[] = {
+	{ "status", "[--cmdline FILE] " CLI_ENV_USAGE,
+	  "booted slot, BOOT_ORDER, tries left, trial and fallback state", slot_status_cmd, NULL },
+	{ "mark-good", SLOT_USAGE, "full tries for SLOT (default: the booted one)",
+	  slot_mark_good_cmd, NULL },
+	{ "mark-bad", SLOT_USAGE, "take SLOT (default: booted) out of BOOT_ORDER, 0 tries",
+	  slot_mark_bad_cmd, NULL },
+	{ "activate", SLOT_USAGE, "make SLOT primary with full tries", slot_activate_cmd, NULL },
+	{ "rollback", SLOT_USAGE, "make the other slot primary (from SLOT, default: booted)",
+	  slot_rollback_cmd, NULL },
+	{ "reset-counters", SLOT_USAGE, "full tries for every slot in BOOT_ORDER", slot_reset_cmd,
+	  NULL },
+	{ "init", SLOT_USAGE, "BOOT_ORDER = every slot, full tries (provisioning)", slot_init_cmd,
+	  NULL },
+	{ "bootscript", "--layout FILE", "print the U-Boot boot script for a layout",
+	  slot_bootscript_cmd, NULL },
 	{ NULL },
 };
