@@ -14,7 +14,7 @@
 
 static char th_dir[64];
 
-static void th_cleanup(void)
+static inline void th_cleanup(void)
 {
 	char cmd[128];
 
@@ -25,7 +25,7 @@ static void th_cleanup(void)
 	}
 }
 
-static const char *th_tmpdir(void)
+static inline const char *th_tmpdir(void)
 {
 	if (!th_dir[0]) {
 		snprintf(th_dir, sizeof(th_dir), "/tmp/flashd-bundle-test-XXXXXX");
@@ -39,8 +39,8 @@ static const char *th_tmpdir(void)
 }
 
 /* Run a shell command; returns its exit status (or -1). */
-static int th_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int th_sh(const char *fmt, ...)
+static inline int th_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int th_sh(const char *fmt, ...)
 {
 	char cmd[4096];
 	va_list ap;
@@ -53,7 +53,7 @@ static int th_sh(const char *fmt, ...)
 	return st < 0 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
 }
 
-static char *th_path(const char *name)
+static inline char *th_path(const char *name)
 {
 	char *p;
 
@@ -62,7 +62,7 @@ static char *th_path(const char *name)
 	return p;
 }
 
-static void th_write(const char *path, const void *buf, size_t len)
+static inline void th_write(const char *path, const void *buf, size_t len)
 {
 	FILE *f = fopen(path, "we");
 
@@ -72,7 +72,7 @@ static void th_write(const char *path, const void *buf, size_t len)
 	}
 }
 
-static uint8_t *th_read(const char *path, size_t *ret_len)
+static inline uint8_t *th_read(const char *path, size_t *ret_len)
 {
 	FILE *f = fopen(path, "re");
 	uint8_t *buf;
@@ -89,7 +89,7 @@ static uint8_t *th_read(const char *path, size_t *ret_len)
 }
 
 /* Deterministic pseudo-random bytes (xorshift), half compressible. */
-static void th_fill(uint8_t *buf, size_t len, uint32_t seed)
+static inline void th_fill(uint8_t *buf, size_t len, uint32_t seed)
 {
 	uint32_t x = seed ? seed : 1;
 
@@ -103,7 +103,7 @@ static void th_fill(uint8_t *buf, size_t len, uint32_t seed)
 
 /* A squashfs made by the real mksquashfs from a small tree with `kib` KiB
  * of file data. NULL when mksquashfs lacks the compressor. */
-static char *th_make_squashfs(const char *name, const char *comp, size_t kib, const char *extra)
+static inline char *th_make_squashfs(const char *name, const char *comp, size_t kib, const char *extra)
 {
 	char *src = th_path("sqsrc"), *out = th_path(name);
 	char *file;

@@ -1,0 +1,1067 @@
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <zlib.h>
+
+#include "bundle-test-helpers.h"
+#include "bundle.h"
+#include "cleanup.h"
+#include "cleanup_json.h"
+
+/* Fixture: a trusted key (bundle_keygen), an untrusted one (openssl
+ * command line), a keyring holding only the trusted public key, a real
+ * squashfs rootfs and a raw kernel image. */
+static char *ring_dir, *trusted_key, *untrusted_key, *rootfs_path, *kernel_path;
+static void *trusted, *untrusted;
+static struct keyring *ring;
+static uint8_t rootfs_sha[32], kernel_sha[32];
+static size_t rootfs_len, kernel_len;
+
+static void sha256(const void *p, size_t n, uint8_t out[32])
+{
+	unsigned len;
+
+	assert_int_equal(EVP_Digest(p, n, out, &len, EVP_sha256(), NULL), 1);
+}
+
+static int setup(void **state)
+{
+	struct bundle_error err = { "" };
+	struct keyring_error kerr = { "" };
+	char *pub;
+	uint8_t *buf;
+
+	rootfs_path = th_make_squashfs("rootfs.sqfs", "gzip", 384, NULL);
+	if (!rootfs_path || th_sh("openssl version >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "mksquashfs or openssl missing: skipping\n");
+		exit(77);
+	}
+	ring_dir = th_path("ring");
+	trusted_key = th_path("trusted.key");
+	untrusted_key = th_path("untrusted.key");
+	pub = th_path("ring/trusted.pub");
+	assert_int_equal(mkdir(ring_dir, 0755), 0);
+	assert_int_equal(bundle_keygen(trusted_key, pub, NULL, &err), 0);
+	assert_int_equal(th_sh("openssl genpkey -algorithm ed25519 -out %s", untrusted_key), 0);
+	assert_int_equal(bundle_key_load(trusted_key, &trusted, &err), 0);
+	assert_int_equal(bundle_key_load(untrusted_key, &untrusted, &err), 0);
+	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
+	free(pub);
+
+	kernel_path = th_path("zImage");
+	kernel_len = 300 * 1024 + 17;
+	buf = malloc(kernel_len);
+	th_fill(buf, kernel_len, 99);
+	th_write(kernel_path, buf, kernel_len);
+	sha256(buf, kernel_len, kernel_sha);
+	free(buf);
+	buf = th_read(rootfs_path, &rootfs_len);
+	sha256(buf, rootfs_len, rootfs_sha);
+	free(buf);
+	setenv("SOURCE_DATE_EPOCH", "1767225600", 1); /* 2026-01-01 */
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	bundle_key_free(trusted);
+	bundle_key_free(untrusted);
+	keyring_free(ring);
+	free(ring_dir);
+	free(trusted_key);
+	free(untrusted_key);
+	free(rootfs_path);
+	free(kernel_path);
+	return 0;
+}
+
+/* ---- building bundles ---- */
+
+struct spec {
+	bool gzip_rootfs, gzip_kernel, no_kernel;
+	void *keys[3];
+	size_t n_keys;
+	const char *compatible;
+};
+
+static uint8_t *make_bundle(const struct spec *s, size_t *ret_len, struct bundle_create_result *res)
+{
+	struct bundle_create_image imgs[] = {
+		{ "rootfs", rootfs_path, BUNDLE_IMAGE_SQUASHFS,
+		  s->gzip_rootfs ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE },
+		{ "kernel", kernel_path, BUNDLE_IMAGE_RAW,
+		  s->gzip_kernel ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE },
+	};
+	struct bundle_create_params p = {
+		.compatible = s->compatible ? s->compatible : "acme,board-v1",
+		.version = "2026.12.1",
+		.description = "test bundle",
+		.images = imgs,
+		.n_images = s->no_kernel ? 1 : 2,
+		.keys = s->keys,
+		.n_keys = s->n_keys,
+	};
+	struct bundle_error err = { "" };
+	char *out = th_path("out.fbd");
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	uint8_t *data;
+	int r;
+
+	assert_true(fd >= 0);
+	r = bundle_create(&p, fd, res, &err);
+	if (r < 0)
+		fail_msg("bundle_create: %d %s", r, err.msg);
+	close(fd);
+	data = th_read(out, ret_len);
+	free(out);
+	return data;
+}
+
+static uint8_t *signed_bundle(bool gzip, size_t *len)
+{
+	struct spec s = { .gzip_rootfs = gzip, .gzip_kernel = gzip, .keys = { trusted }, .n_keys = 1 };
+
+	return make_bundle(&s, len, NULL);
+}
+
+/* ---- reading: a collector that records what the callbacks saw ---- */
+
+struct seen {
+	unsigned manifests, begins, ends;
+	unsigned data_calls;
+	struct bundle_manifest m;
+	EVP_MD_CTX *sha[BUNDLE_MAX_IMAGES];
+	uint64_t bytes[BUNDLE_MAX_IMAGES];
+	uint8_t md[BUNDLE_MAX_IMAGES][32];
+	char order[256];
+	int stop_after_manifest;
+	int fail_data;                  /* return this from image_data */
+};
+
+static int on_manifest(void *u, const struct bundle_manifest *m, struct bundle_error *err)
+{
+	struct seen *s = u;
+
+	s->manifests++;
+	s->m = *m;
+	strcat(s->order, "M");
+	return s->stop_after_manifest;
+}
+
+static int on_begin(void *u, const struct bundle_image *img, struct bundle_error *err)
+{
+	struct seen *s = u;
+
+	s->begins++;
+	strcat(s->order, "B");
+	s->sha[img->index] = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(s->sha[img->index], EVP_sha256(), NULL);
+	return 0;
+}
+
+static int on_data(void *u, const struct bundle_image *img, const void *buf, size_t len,
+		   struct bundle_error *err)
+{
+	struct seen *s = u;
+
+	assert_true(len > 0);
+	s->data_calls++;
+	if (s->fail_data)
+		return s->fail_data;
+	s->bytes[img->index] += len;
+	EVP_DigestUpdate(s->sha[img->index], buf, len);
+	return 0;
+}
+
+static int on_end(void *u, const struct bundle_image *img, struct bundle_error *err)
+{
+	struct seen *s = u;
+	unsigned n;
+
+	s->ends++;
+	strcat(s->order, "E");
+	EVP_DigestFinal_ex(s->sha[img->index], s->md[img->index], &n);
+	return 0;
+}
+
+static const struct bundle_reader_ops collect_ops = {
+	.manifest = on_manifest, .image_begin = on_begin, .image_data = on_data, .image_end = on_end,
+};
+
+static void seen_free(struct seen *s)
+{
+	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++)
+		EVP_MD_CTX_free(s->sha[i]);
+}
+
+static struct bundle_policy default_policy(void)
+{
+	return (struct bundle_policy) { .keyring = ring };
+}
+
+/* Feed data in chunks of `chunk` bytes, then finish; returns the first
+ * error (or 0) and fills err. */
+static int feed_all(const struct bundle_policy *pol, const uint8_t *data, size_t len,
+		    size_t chunk, struct seen *s, struct bundle_error *err, size_t *ret_peak)
+{
+	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
+	int ret = 0;
+
+	assert_int_equal(bundle_reader_new(pol, &collect_ops, s, &r), 0);
+	for (size_t off = 0; off < len && ret == 0; off += chunk)
+		ret = bundle_reader_feed(r, data + off, MIN(chunk, len - off), err);
+	if (ret == 0 || ret == BUNDLE_STOP)
+		ret = bundle_reader_finish(r, err);
+	if (ret_peak)
+		*ret_peak = bundle_reader_mem_peak(r);
+	if (ret == 0 && s->stop_after_manifest == 0) {
+		assert_true(bundle_reader_done(r));
+		assert_int_equal(bundle_reader_offset(r), len);
+	}
+	return ret;
+}
+
+static void expect_refusal(const struct bundle_policy *pol, const uint8_t *data, size_t len,
+			   int code, const char *msg)
+{
+	struct seen s = { 0 };
+	struct bundle_error err = { "" };
+	/* odd chunk size: refusals must not depend on chunk boundaries */
+	int r = feed_all(pol, data, len, 1021, &s, &err, NULL);
+
+	if (r != code || !strstr(err.msg, msg))
+		fail_msg("got %d \"%s\", expected %d \"%s\"", r, err.msg, code, msg);
+	seen_free(&s);
+}
+
+/* ---- round trips ---- */
+
+static void check_roundtrip(const uint8_t *data, size_t len, size_t chunk)
+{
+	struct bundle_policy pol = default_policy();
+	struct bundle_error err = { "" };
+	struct seen s = { 0 };
+	int r = feed_all(&pol, data, len, chunk, &s, &err, NULL);
+
+	if (r != 0)
+		fail_msg("chunk %zu: %d %s", chunk, r, err.msg);
+	assert_string_equal(s.order, "MBEBE");
+	assert_int_equal(s.m.trust, BUNDLE_TRUST_VERIFIED);
+	assert_true(s.m.is_signed);
+	assert_non_null(strstr(s.m.signer_name, "ring/trusted.pub"));
+	assert_string_equal(s.m.compatible, "acme,board-v1");
+	assert_string_equal(s.m.build_date, "2026-01-01T00:00:00Z");
+	assert_int_equal(s.m.total_size, len);
+	assert_int_equal(s.bytes[0], rootfs_len);
+	assert_int_equal(s.bytes[1], kernel_len);
+	assert_memory_equal(s.md[0], rootfs_sha, 32);
+	assert_memory_equal(s.md[1], kernel_sha, 32);
+	seen_free(&s);
+}
+
+static void test_roundtrip_chunk_sizes(void **state)
+{
+	static const size_t chunks[] = { 1, 3, 7, 31, 95, 97, 4093, 65536, 65537, 1 << 20 };
+	size_t len;
+
+	for (int gzip = 0; gzip < 2; gzip++) {
+		uint8_t *b = signed_bundle(gzip, &len);
+		for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++)
+			check_roundtrip(b, len, chunks[i]);
+		check_roundtrip(b, len, len);
+		free(b);
+	}
+}
+
+static void test_random_chunks(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(true, &len);
+	uint32_t x = 12345;
+
+	for (int round = 0; round < 5; round++) {
+		_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
+		struct bundle_error err = { "" };
+		struct seen s = { 0 };
+		size_t off = 0;
+
+		assert_int_equal(bundle_reader_new(&pol, &collect_ops, &s, &r), 0);
+		while (off < len) {
+			x = x * 1103515245 + 12345;
+			size_t n = MIN((size_t)(x >> 8) % 20000, len - off); /* includes 0 */
+			assert_int_equal(bundle_reader_feed(r, b + off, n, &err), 0);
+			off += n;
+		}
+		assert_int_equal(bundle_reader_finish(r, &err), 0);
+		assert_memory_equal(s.md[0], rootfs_sha, 32);
+		assert_memory_equal(s.md[1], kernel_sha, 32);
+		seen_free(&s);
+	}
+	free(b);
+}
+
+static void test_read_fd_from_pipe(void **state)
+{
+	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
+	struct bundle_policy pol = default_policy();
+	struct bundle_error err = { "" };
+	struct seen s = { 0 };
+	int fds[2];
+	size_t len;
+	uint8_t *b = signed_bundle(true, &len);
+	pid_t pid;
+	int st;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		/* small writes, so the reader sees many partial reads */
+		for (size_t off = 0; off < len; off += 777)
+			if (write(fds[1], b + off, MIN(777, len - off)) < 0)
+				_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	assert_int_equal(bundle_reader_new(&pol, &collect_ops, &s, &r), 0);
+	assert_int_equal(bundle_reader_read_fd(r, fds[0], &err), 0);
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(s.ends, 2);
+	assert_memory_equal(s.md[0], rootfs_sha, 32);
+	seen_free(&s);
+	free(b);
+}
+
+/* ---- memory bound ---- */
+
+static size_t peak_for_image(size_t mib, bool gzip)
+{
+	struct bundle_create_image img = { "kernel", NULL, BUNDLE_IMAGE_RAW,
+					   gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE };
+	struct bundle_create_params p = {
+		.compatible = "acme,board-v1", .version = "1", .images = &img, .n_images = 1,
+		.keys = &trusted, .n_keys = 1, .gzip_level = 1,
+	};
+	struct bundle_policy pol = default_policy();
+	struct bundle_error err = { "" };
+	struct seen s = { 0 };
+	char *in = th_path("big.img"), *out = th_path("big.fbd");
+	uint8_t *buf = malloc(mib << 20), *data;
+	size_t len, peak;
+	int fd;
+
+	th_fill(buf, mib << 20, 5);
+	th_write(in, buf, mib << 20);
+	free(buf);
+	img.path = in;
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), 0);
+	close(fd);
+	data = th_read(out, &len);
+	assert_int_equal(feed_all(&pol, data, len, 65536, &s, &err, &peak), 0);
+	assert_int_equal(s.bytes[0], mib << 20);
+	seen_free(&s);
+	free(data);
+	free(in);
+	free(out);
+	return peak;
+}
+
+static void test_memory_bounded(void **state)
+{
+	size_t gz1 = peak_for_image(1, true), gz16 = peak_for_image(16, true);
+	size_t raw1 = peak_for_image(1, false), raw16 = peak_for_image(16, false);
+
+	printf("reader peak heap: gzip 1 MiB %zu B, 16 MiB %zu B; raw 1 MiB %zu B, 16 MiB %zu B\n",
+	       gz1, gz16, raw1, raw16);
+	/* independent of the image size (the manifest differs by a few digits) */
+	assert_true(gz16 <= gz1 + 16);
+	assert_true(raw16 <= raw1 + 16);
+	/* inflate window + state + one output chunk + manifest + reader */
+	assert_true(gz16 < 160 * 1024);
+	assert_true(raw16 < 16 * 1024);
+}
+
+/* ---- trust ---- */
+
+static void test_unsigned(void **state)
+{
+	struct spec sp = { .no_kernel = true };
+	struct bundle_policy pol = default_policy();
+	struct bundle_error err = { "" };
+	struct seen s = { 0 };
+	size_t len;
+	uint8_t *b = make_bundle(&sp, &len, NULL);
+
+	expect_refusal(&pol, b, len, -ENOKEY, "not signed");
+	pol.allow_unsigned = true;
+	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	assert_int_equal(s.m.trust, BUNDLE_TRUST_UNSIGNED);
+	assert_false(s.m.is_signed);
+	assert_int_equal(s.m.n_signatures, 0);
+	assert_int_equal(s.ends, 1);
+	seen_free(&s);
+	free(b);
+}
+
+static void test_unknown_key(void **state)
+{
+	struct spec sp = { .no_kernel = true, .keys = { untrusted }, .n_keys = 1 };
+	struct bundle_policy pol = default_policy();
+	struct bundle_error err = { "" };
+	struct seen s = { 0 };
+	size_t len;
+	uint8_t *b = make_bundle(&sp, &len, NULL);
+
+	expect_refusal(&pol, b, len, -ENOKEY, "unknown key");
+	pol.keyring = NULL; /* no keyring at all: same refusal */
+	expect_refusal(&pol, b, len, -ENOKEY, "0 trusted key");
+	pol.keyring = ring;
+	pol.allow_unsigned = true;
+	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	assert_int_equal(s.m.trust, BUNDLE_TRUST_UNKNOWN_KEY);
+	assert_false(s.m.is_signed);
+	assert_int_equal(s.m.n_signatures, 1);
+	seen_free(&s);
+	free(b);
+}
+
+static void test_two_signatures(void **state)
+{
+	struct spec sp = { .no_kernel = true, .keys = { untrusted, trusted }, .n_keys = 2 };
+	struct bundle_policy pol = default_policy();
+	struct bundle_error err = { "" };
+	struct seen s = { 0 };
+	size_t len;
+	uint8_t *b = make_bundle(&sp, &len, NULL);
+
+	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	assert_int_equal(s.m.trust, BUNDLE_TRUST_VERIFIED);
+	assert_int_equal(s.m.n_signatures, 2);
+	assert_memory_equal(s.m.signer_id, keyring_get(ring, 0)->id, KEYRING_ID_SIZE);
+	seen_free(&s);
+	free(b);
+}
+
+static uint32_t manifest_size(const uint8_t *b)
+{
+	return b[12] | b[13] << 8 | b[14] << 16 | (uint32_t)b[15] << 24;
+}
+
+static void test_wrong_signature(void **state)
+{
+	size_t len;
+	uint8_t *b = signed_bundle(false, &len);
+	size_t sig = BUNDLE_HEADER_SIZE + manifest_size(b) + KEYRING_ID_SIZE;
+	struct bundle_policy pol = default_policy();
+
+	b[sig + 5] ^= 0x20;
+	expect_refusal(&pol, b, len, -EKEYREJECTED, "does not verify");
+	/* a bad signature by a trusted key is refused even when unsigned is allowed */
+	pol.allow_unsigned = true;
+	expect_refusal(&pol, b, len, -EKEYREJECTED, "does not verify");
+	free(b);
+}
+
+static void test_tampered_manifest(void **state)
+{
+	size_t len;
+	uint8_t *b = signed_bundle(false, &len);
+	struct bundle_policy pol = default_policy();
+	char *v = memmem(b, len, "2026.12.1", 9);
+	struct seen s = { 0 };
+	struct bundle_error err = { "" };
+
+	assert_non_null(v);
+	v[8] = '2';  /* same length, still valid JSON */
+	assert_int_equal(feed_all(&pol, b, len, 100, &s, &err, NULL), -EKEYREJECTED);
+	assert_non_null(strstr(err.msg, "manifest tampered"));
+	assert_int_equal(s.manifests, 0); /* nothing reached the caller */
+	assert_int_equal(s.data_calls, 0);
+	free(b);
+}
+
+/* ---- payload ---- */
+
+static void test_tampered_payload(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+
+	for (int gzip = 0; gzip < 2; gzip++) {
+		uint8_t *b = signed_bundle(gzip, &len);
+		struct seen s = { 0 };
+		struct bundle_error err = { "" };
+		struct bundle_manifest m;
+		uint32_t ms = manifest_size(b);
+		size_t kernel_off;
+		int r;
+
+		assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
+		kernel_off = BUNDLE_HEADER_SIZE + ms + BUNDLE_SIG_ENTRY_SIZE + m.images[0].stored_size;
+		b[kernel_off + m.images[1].stored_size / 2] ^= 0x04;
+		r = feed_all(&pol, b, len, 65536, &s, &err, NULL);
+		assert_int_equal(r, -EBADMSG);
+		/* image 0 completed; image 1 did not reach image_end */
+		assert_string_equal(s.order, "MBEB");
+		assert_non_null(strstr(err.msg, "image 1 \"kernel\""));
+		if (!gzip)
+			assert_non_null(strstr(err.msg, "sha256 mismatch"));
+		seen_free(&s);
+		free(b);
+	}
+}
+
+static void test_tampered_superblock(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(false, &len);
+	uint32_t ms = manifest_size(b);
+	struct seen s = { 0 };
+	struct bundle_error err = { "" };
+
+	b[BUNDLE_HEADER_SIZE + ms + BUNDLE_SIG_ENTRY_SIZE] = 'X';
+	assert_int_equal(feed_all(&pol, b, len, 13, &s, &err, NULL), -EBADMSG);
+	assert_non_null(strstr(err.msg, "image 0 \"rootfs\": not a squashfs"));
+	assert_int_equal(s.data_calls, 0); /* not one byte reached "flash" */
+	seen_free(&s);
+	free(b);
+}
+
+static void test_truncated(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(true, &len);
+	uint32_t ms = manifest_size(b);
+	const size_t cuts[] = { 0, 1, 31, 32, 33, 32 + ms - 1, 32 + ms, 32 + ms + 50,
+				32 + ms + 96, 32 + ms + 96 + 1000, len / 2, len - 1 };
+	const char *where[] = { "empty", "header", "header", "manifest", "manifest", "manifest",
+				"signatures", "signatures", "image 0", "image 0", "image", "image 1" };
+
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		struct seen s = { 0 };
+		struct bundle_error err = { "" };
+		int r = feed_all(&pol, b, cuts[i], 4096, &s, &err, NULL);
+
+		if (r != -ENODATA || !strstr(err.msg, where[i]))
+			fail_msg("cut at %zu: %d \"%s\", expected \"%s\"", cuts[i], r, err.msg,
+				 where[i]);
+		assert_int_equal(s.ends == 2, false);
+		seen_free(&s);
+	}
+	free(b);
+}
+
+static void test_trailing_data(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(false, &len), *b2 = malloc(len + 3);
+
+	memcpy(b2, b, len);
+	memcpy(b2 + len, "xyz", 3);
+	expect_refusal(&pol, b2, len + 3, -EBADMSG, "trailing data");
+	free(b);
+	free(b2);
+}
+
+/* ---- policy ---- */
+
+static void test_compatible(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(false, &len);
+	struct seen s = { 0 };
+	struct bundle_error err = { "" };
+
+	pol.compatible = "acme,board-v2";
+	expect_refusal(&pol, b, len, -EMEDIUMTYPE, "bundle is for \"acme,board-v1\", this system "
+		       "is \"acme,board-v2\"");
+	pol.compatible = "acme,board-v1";
+	assert_int_equal(feed_all(&pol, b, len, 8192, &s, &err, NULL), 0);
+	assert_int_equal(bundle_manifest_check(&s.m, "other", NULL, 0, &err), -EMEDIUMTYPE);
+	assert_int_equal(bundle_manifest_check(&s.m, NULL, NULL, 0, &err), 0);
+	seen_free(&s);
+	free(b);
+}
+
+static void test_slot_limits(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(true, &len);
+	struct bundle_slot_limit fits[] = { { "rootfs", rootfs_len }, { "kernel", 4 << 20 } };
+	struct bundle_slot_limit small[] = { { "rootfs", rootfs_len - 1 }, { "kernel", 4 << 20 } };
+	struct bundle_slot_limit no_kernel[] = { { "rootfs", 8 << 20 } };
+	struct seen s = { 0 };
+	struct bundle_error err = { "" };
+
+	pol.slots = fits;
+	pol.n_slots = 2;
+	assert_int_equal(feed_all(&pol, b, len, 8192, &s, &err, NULL), 0);
+	pol.slots = small;
+	expect_refusal(&pol, b, len, -EFBIG, "image 0 \"rootfs\"");
+	pol.slots = no_kernel;
+	pol.n_slots = 1;
+	expect_refusal(&pol, b, len, -ENXIO, "no \"kernel\" member");
+	seen_free(&s);
+	free(b);
+}
+
+static void test_callbacks_refuse_and_stop(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(false, &len);
+	struct bundle_error err = { "" };
+	struct seen s = { .fail_data = -EIO };
+	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
+
+	assert_int_equal(feed_all(&pol, b, len, 8192, &s, &err, NULL), -EIO);
+	assert_non_null(strstr(err.msg, "refused by the caller"));
+	seen_free(&s);
+
+	/* errors are sticky */
+	memset(&s, 0, sizeof(s));
+	s.fail_data = -ENOSPC;
+	assert_int_equal(bundle_reader_new(&pol, &collect_ops, &s, &r), 0);
+	assert_int_equal(bundle_reader_feed(r, b, len, &err), -ENOSPC);
+	err.msg[0] = '\0';
+	assert_int_equal(bundle_reader_feed(r, b, 10, &err), -ENOSPC);
+	assert_non_null(strstr(err.msg, "refused"));
+	assert_int_equal(bundle_reader_finish(r, &err), -ENOSPC);
+	seen_free(&s);
+
+	/* info-style: stop after the manifest, even on a truncated stream */
+	memset(&s, 0, sizeof(s));
+	s.stop_after_manifest = BUNDLE_STOP;
+	pol.skip_signatures = true;
+	pol.keyring = NULL;
+	assert_int_equal(feed_all(&pol, b, len - 1000, 8192, &s, &err, NULL), 0);
+	assert_string_equal(s.order, "M");
+	assert_int_equal(s.m.trust, BUNDLE_TRUST_UNCHECKED);
+	seen_free(&s);
+	free(b);
+}
+
+/* ---- hand-made bundles: framing and manifest refusals ---- */
+
+static uint8_t *craft(const char *manifest, unsigned major, unsigned minor, void *key,
+		      const void *payload, size_t plen, size_t *ret_len)
+{
+	size_t mlen = strlen(manifest), n_sigs = key ? 1 : 0;
+	size_t len = BUNDLE_HEADER_SIZE + mlen + n_sigs * BUNDLE_SIG_ENTRY_SIZE + plen;
+	uint8_t *b = calloc(1, len), *h = b;
+
+	memcpy(h, "FLASHDBL", 8);
+	h[8] = major;
+	h[10] = minor;
+	h[12] = mlen & 0xff;
+	h[13] = mlen >> 8;
+	h[14] = mlen >> 16;
+	h[16] = n_sigs;
+	uint32_t c = crc32(0, h, 20);
+	h[20] = c;
+	h[21] = c >> 8;
+	h[22] = c >> 16;
+	h[23] = c >> 24;
+	memcpy(b + BUNDLE_HEADER_SIZE, manifest, mlen);
+	if (key) {
+		uint8_t *e = b + BUNDLE_HEADER_SIZE + mlen;
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+		size_t siglen = 64;
+		assert_int_equal(keyring_key_id_pkey(key, e), 0);
+		assert_int_equal(EVP_DigestSignInit(ctx, NULL, NULL, NULL, key), 1);
+		assert_int_equal(EVP_DigestSign(ctx, e + 32, &siglen, (const uint8_t *)manifest,
+						mlen), 1);
+		EVP_MD_CTX_free(ctx);
+	}
+	memcpy(b + len - plen, payload, plen);
+	*ret_len = len;
+	return b;
+}
+
+#define HEAD "{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\"," \
+	"\"build_date\":\"2026-01-01T00:00:00Z\","
+/* sha256 of "hello" */
+#define HELLO_SHA "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+#define IMG(extra) "{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\"" HELLO_SHA \
+	"\",\"compression\":\"none\",\"stored_size\":5" extra "}"
+
+static void craft_expect(const char *manifest, unsigned major, unsigned minor, int code,
+			 const char *msg)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = craft(manifest, major, minor, trusted, "hello", 5, &len);
+
+	if (code == 0) {
+		struct seen s = { 0 };
+		struct bundle_error err = { "" };
+		int r = feed_all(&pol, b, len, 3, &s, &err, NULL);
+		if (r != 0)
+			fail_msg("%s: %d %s", manifest, r, err.msg);
+		assert_memory_equal(s.md[0], s.m.images[0].sha256, 32);
+		seen_free(&s);
+	} else {
+		expect_refusal(&pol, b, len, code, msg);
+	}
+	free(b);
+}
+
+static void test_crafted_manifests(void **state)
+{
+	/* the baseline is accepted: the test builder follows the spec */
+	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 0, 0, NULL);
+	/* versions */
+	craft_expect(HEAD "\"images\":[" IMG("") "]}", 2, 0, -EPROTONOSUPPORT, "format 2.0");
+	craft_expect("{\"format_major\":2,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT,
+		     "format 2.x");
+	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 1, -EBADMSG, "header says format 1.1");
+	/* unknown fields: refused at our minor, ignored from a newer minor */
+	craft_expect(HEAD "\"images\":[" IMG("") "],\"delta\":true}", 1, 0, -EBADMSG,
+		     "unknown field \"delta\"");
+	craft_expect(HEAD "\"images\":[" IMG(",\"verity\":\"x\"") "]}", 1, 0, -EBADMSG,
+		     "images[0]: unknown field \"verity\"");
+	craft_expect("{\"format_major\":1,\"format_minor\":3,\"compatible\":\"x\",\"version\":\"1\","
+		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG(",\"verity\":{\"a\":1}")
+		     "],\"delta\":[1,2]}", 1, 3, 0, NULL);
+	/* canonical form */
+	craft_expect("{ \"format_major\":1}", 1, 0, -EBADMSG, "canonical form at byte 1");
+	craft_expect(HEAD "\"version\":\"2\",\"images\":[" IMG("") "]}", 1, 0, -EBADMSG, "canonical");
+	craft_expect(HEAD "\"images\":[" IMG("") "]}\n", 1, 0, -EBADMSG, "canonical");
+	craft_expect(HEAD "\"images\":[" IMG("") "]", 1, 0, -EBADMSG, "invalid JSON");
+	craft_expect("[1,2]", 1, 0, -EBADMSG, "must be a JSON object");
+	craft_expect(HEAD "\"images\":[" IMG("") "]}\xff", 1, 0, -EBADMSG, "");
+	/* fields */
+	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		     "\"images\":[" IMG("") "]}", 1, 0, -EBADMSG, "missing field \"build_date\"");
+	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x y\",\"version\":\"1\","
+		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0,
+		     -EBADMSG, "compatible");
+	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		     "\"build_date\":\"2026-02-30T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0,
+		     -EBADMSG, "build_date");
+	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":1,"
+		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0,
+		     -EBADMSG, "version: must be a string");
+	craft_expect(HEAD "\"images\":[]}", 1, 0, -EBADMSG, "0 images");
+	craft_expect(HEAD "\"images\":[" IMG("") "," IMG("") "]}", 1, 0, -EBADMSG, "appears twice");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"../etc\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
+		     "not a slot member name");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"Kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
+		     "not a slot member name");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"ext4\",\"size\":5,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
+		     "unknown image type");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"xz\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
+		     "unknown compression");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":-5,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
+		     "images[0].size: -5 out of range");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5.0,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
+		     "must be an integer");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
+		     "2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824\",\"compression\":"
+		     "\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG, "hex digits");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":4}]}", 1, 0, -EBADMSG,
+		     "differs from size");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"squashfs\",\"size\":5,"
+		     "\"sha256\":\"" HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0,
+		     -EBADMSG, "smaller than a superblock");
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
+		     HELLO_SHA "\",\"compression\":\"none\"}]}", 1, 0, -EBADMSG,
+		     "images[0]: missing field \"stored_size\"");
+	/* payload hash */
+	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
+		     "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9825\",\"compression\""
+		     ":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG, "sha256 mismatch");
+}
+
+static void test_too_many_images(void **state)
+{
+	char m[8192];
+	size_t n = snprintf(m, sizeof(m), HEAD "\"images\":[");
+
+	for (int i = 0; i < 9; i++)
+		n += snprintf(m + n, sizeof(m) - n, "%s{\"slot\":\"s%d\",\"type\":\"raw\",\"size\":5,"
+			      "\"sha256\":\"" HELLO_SHA "\",\"compression\":\"none\","
+			      "\"stored_size\":5}", i ? "," : "", i);
+	snprintf(m + n, sizeof(m) - n, "]}");
+	craft_expect(m, 1, 0, -EBADMSG, "9 images, must be 1..8");
+}
+
+static void test_crafted_framing(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = craft(HEAD "\"images\":[" IMG("") "]}", 1, 0, trusted, "hello", 5, &len);
+	uint8_t *c = malloc(len);
+
+	memcpy(c, b, len);
+	c[0] = 'f';
+	expect_refusal(&pol, c, len, -EBADMSG, "not a flashd bundle");
+	memcpy(c, b, len);
+	c[13] ^= 1; /* manifest size, crc not updated */
+	expect_refusal(&pol, c, len, -EBADMSG, "crc32 mismatch");
+	memcpy(c, b, len);
+	c[28] = 1; /* reserved */
+	expect_refusal(&pol, c, len, -EBADMSG, "reserved bytes");
+	free(c);
+	free(b);
+
+	/* oversized manifest and too many signatures, with a valid crc */
+	static const struct { size_t off; uint8_t v; const char *msg; } hdr[] = {
+		{ 14, 0x01, "manifest size 65" }, /* 64 KiB + ... */
+		{ 16, 5, "5 signatures" },
+	};
+	for (size_t i = 0; i < 2; i++) {
+		b = craft(HEAD "\"images\":[" IMG("") "]}", 1, 0, NULL, "hello", 5, &len);
+		b[hdr[i].off] = hdr[i].v;
+		uint32_t crc = crc32(0, b, 20);
+		b[20] = crc; b[21] = crc >> 8; b[22] = crc >> 16; b[23] = crc >> 24;
+		expect_refusal(&pol, b, len, -EBADMSG, hdr[i].msg);
+		free(b);
+	}
+}
+
+static void test_crafted_gzip(void **state)
+{
+	/* gzip of "hello" followed by junk inside stored_size, and cut short */
+	uint8_t gz[64], payload[80];
+	z_stream z = { 0 };
+	char m[1024];
+	size_t len, gzlen;
+	struct bundle_policy pol = default_policy();
+	uint8_t *b;
+
+	assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = (Bytef *)"hello";
+	z.avail_in = 5;
+	z.next_out = gz;
+	z.avail_out = sizeof(gz);
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	gzlen = sizeof(gz) - z.avail_out;
+	deflateEnd(&z);
+
+	memcpy(payload, gz, gzlen);
+	memcpy(payload + gzlen, "JUNK", 4);
+	snprintf(m, sizeof(m), HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,"
+		 "\"sha256\":\"" HELLO_SHA "\",\"compression\":\"gzip\",\"stored_size\":%zu}]}",
+		 gzlen + 4);
+	b = craft(m, 1, 0, trusted, payload, gzlen + 4, &len);
+	expect_refusal(&pol, b, len, -EBADMSG, "gzip stream ends 4 bytes before");
+	free(b);
+
+	snprintf(m, sizeof(m), HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,"
+		 "\"sha256\":\"" HELLO_SHA "\",\"compression\":\"gzip\",\"stored_size\":%zu}]}",
+		 gzlen - 4);
+	b = craft(m, 1, 0, trusted, payload, gzlen - 4, &len);
+	expect_refusal(&pol, b, len, -EBADMSG, "gzip stream incomplete");
+	free(b);
+
+	payload[gzlen - 8] ^= 1; /* crc32 in the gzip trailer */
+	snprintf(m, sizeof(m), HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,"
+		 "\"sha256\":\"" HELLO_SHA "\",\"compression\":\"gzip\",\"stored_size\":%zu}]}", gzlen);
+	b = craft(m, 1, 0, trusted, payload, gzlen, &len);
+	expect_refusal(&pol, b, len, -EBADMSG, "corrupt gzip data");
+	free(b);
+
+	/* expands past its declared size */
+	payload[gzlen - 8] ^= 1;
+	snprintf(m, sizeof(m), HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":4,"
+		 "\"sha256\":\"" HELLO_SHA "\",\"compression\":\"gzip\",\"stored_size\":%zu}]}", gzlen);
+	b = craft(m, 1, 0, trusted, payload, gzlen, &len);
+	expect_refusal(&pol, b, len, -EBADMSG, "runs past its declared size 4");
+	free(b);
+}
+
+static void test_not_squashfs_in_bundle(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	uint8_t img[4096];
+	uint8_t sha[32];
+	char m[1024], hexs[65];
+	size_t len;
+	uint8_t *b;
+
+	th_fill(img, sizeof(img), 3);
+	sha256(img, sizeof(img), sha);
+	for (int i = 0; i < 32; i++)
+		sprintf(hexs + 2 * i, "%02x", sha[i]);
+	snprintf(m, sizeof(m), HEAD "\"images\":[{\"slot\":\"rootfs\",\"type\":\"squashfs\","
+		 "\"size\":4096,\"sha256\":\"%s\",\"compression\":\"none\",\"stored_size\":4096}]}",
+		 hexs);
+	b = craft(m, 1, 0, trusted, img, sizeof(img), &len);
+	expect_refusal(&pol, b, len, -EBADMSG, "image 0 \"rootfs\": not a squashfs");
+	free(b);
+}
+
+/* ---- writer ---- */
+
+static void test_create_deterministic_and_openssl_verifiable(void **state)
+{
+	struct bundle_create_result res;
+	size_t l1, l2;
+	struct spec sp = { .gzip_rootfs = true, .keys = { trusted }, .n_keys = 1 };
+	uint8_t *a = make_bundle(&sp, &l1, &res), *b = make_bundle(&sp, &l2, NULL);
+	char *mp = th_path("m.json"), *sp_ = th_path("m.sig"), *pub = th_path("ring/trusted.pub");
+
+	assert_int_equal(l1, l2);
+	assert_memory_equal(a, b, l1);
+	assert_int_equal(res.manifest.total_size, l1);
+	assert_true(res.has_squashfs[0]);
+	assert_false(res.has_squashfs[1]);
+	assert_int_equal(res.squashfs[0].compression, SQUASHFS_COMP_GZIP);
+	assert_int_equal(res.manifest.images[0].size, rootfs_len);
+	assert_true(res.manifest.images[0].stored_size < rootfs_len);
+	assert_memory_equal(res.manifest.images[0].sha256, rootfs_sha, 32);
+	assert_int_equal(res.manifest.images[1].offset,
+			 res.manifest.images[0].offset + res.manifest.images[0].stored_size);
+
+	/* the signature is plain Ed25519 over the manifest bytes (docs/bundle-format.md) */
+	uint32_t ms = manifest_size(a);
+	th_write(mp, a + BUNDLE_HEADER_SIZE, ms);
+	th_write(sp_, a + BUNDLE_HEADER_SIZE + ms + KEYRING_ID_SIZE, KEYRING_SIG_SIZE);
+	assert_int_equal(th_sh("openssl pkeyutl -verify -rawin -pubin -inkey %s -in %s -sigfile %s "
+			       ">/dev/null", pub, mp, sp_), 0);
+	free(a);
+	free(b);
+	free(mp);
+	free(sp_);
+	free(pub);
+}
+
+static void test_create_refusals(void **state)
+{
+	struct bundle_create_image img = { "rootfs", NULL, BUNDLE_IMAGE_SQUASHFS,
+					   BUNDLE_COMPRESSION_NONE };
+	struct bundle_create_params p = {
+		.compatible = "x", .version = "1", .images = &img, .n_images = 1,
+	};
+	struct bundle_error err = { "" };
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	img.path = kernel_path; /* not a squashfs */
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "zImage: not a squashfs"));
+	img.path = "/nonexistent/rootfs";
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "/nonexistent/rootfs"));
+	img.path = rootfs_path;
+	img.slot = "root/fs";
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), -EINVAL);
+	img.slot = "rootfs";
+	p.compatible = "has space";
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "compatible"));
+	p.compatible = "x";
+	p.build_date = "yesterday";
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), -EBADMSG);
+	p.build_date = NULL;
+	p.keys = &untrusted;
+	p.n_keys = 5;
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), -EINVAL);
+	p.n_keys = 0;
+	assert_int_equal(bundle_create(&p, fd, NULL, &err), 0);
+	close(fd);
+}
+
+static void test_keygen(void **state)
+{
+	char *priv = th_path("kg.key"), *pub = th_path("kg.pub");
+	struct bundle_error err = { "" };
+	struct keyring_error kerr = { "" };
+	_cleanup_keyring_ struct keyring *k = NULL;
+	uint8_t id[KEYRING_ID_SIZE];
+	struct stat st;
+	void *key;
+
+	assert_int_equal(bundle_keygen(priv, pub, id, &err), 0);
+	assert_int_equal(stat(priv, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(bundle_keygen(priv, pub, NULL, &err), -EEXIST);
+	assert_int_equal(keyring_new(&k), 0);
+	assert_int_equal(keyring_add_file(k, pub, &kerr), 0);
+	assert_memory_equal(keyring_get(k, 0)->id, id, KEYRING_ID_SIZE);
+	assert_int_equal(bundle_key_load(pub, &key, &err), -EINVAL); /* public, not private */
+	assert_int_equal(bundle_key_load(priv, &key, &err), 0);
+	bundle_key_free(key);
+	free(priv);
+	free(pub);
+}
+
+static void test_manifest_json(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t len;
+	uint8_t *b = signed_bundle(true, &len);
+	struct seen s = { 0 };
+	struct bundle_error err = { "" };
+	_cleanup_json_ struct json_object *j = NULL;
+	struct json_object *v, *img;
+
+	assert_int_equal(feed_all(&pol, b, len, 65536, &s, &err, NULL), 0);
+	assert_int_equal(bundle_manifest_to_json(&s.m, &j), 0);
+	assert_true(json_object_object_get_ex(j, "trust", &v));
+	assert_string_equal(json_object_get_string(v), "verified");
+	assert_true(json_object_object_get_ex(j, "images", &v));
+	assert_int_equal(json_object_array_length(v), 2);
+	img = json_object_array_get_idx(v, 1);
+	assert_true(json_object_object_get_ex(img, "compression", &v));
+	assert_string_equal(json_object_get_string(v), "gzip");
+	assert_true(json_object_object_get_ex(img, "size", &v));
+	assert_int_equal(json_object_get_int64(v), kernel_len);
+	seen_free(&s);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_chunk_sizes),
+		cmocka_unit_test(test_random_chunks),
+		cmocka_unit_test(test_read_fd_from_pipe),
+		cmocka_unit_test(test_memory_bounded),
+		cmocka_unit_test(test_unsigned),
+		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_two_signatures),
+		cmocka_unit_test(test_wrong_signature),
+		cmocka_unit_test(test_tampered_manifest),
+		cmocka_unit_test(test_tampered_payload),
+		cmocka_unit_test(test_tampered_superblock),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_trailing_data),
+		cmocka_unit_test(test_compatible),
+		cmocka_unit_test(test_slot_limits),
+		cmocka_unit_test(test_callbacks_refuse_and_stop),
+		cmocka_unit_test(test_crafted_manifests),
+		cmocka_unit_test(test_too_many_images),
+		cmocka_unit_test(test_crafted_framing),
+		cmocka_unit_test(test_crafted_gzip),
+		cmocka_unit_test(test_not_squashfs_in_bundle),
+		cmocka_unit_test(test_create_deterministic_and_openssl_verifiable),
+		cmocka_unit_test(test_create_refusals),
+		cmocka_unit_test(test_keygen),
+		cmocka_unit_test(test_manifest_json),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
