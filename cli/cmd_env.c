@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "cleanup_json.h"
@@ -51,6 +52,11 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 	}
 	layout = a->layout ? a->layout : conf->layout;
 	target = a->target ? a->target : conf->target;
+	/* env commands need a layout only to find the env: not with
+	 * --env-config, and a configured default that is absent means
+	 * /etc/fw_env.config */
+	if (!need_layout && (a->env_config || (!a->layout && layout && access(layout, F_OK) < 0)))
+		layout = NULL;
 	if (layout) {
 		struct layout_error lerr = { "" };
 		if (!layout_load) {

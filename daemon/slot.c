@@ -563,7 +563,9 @@ static void root_args(const struct layout *l, const struct layout_slot *s, char 
 	}
 }
 
-/* U-Boot commands loading the slot's kernel to ${kernel_addr_r}. */
+/* The script line setting the U-Boot commands that load the slot's kernel
+ * to ${kernel_addr_r}; none without a kernel in the slot (the board's
+ * flashd_boot_cmd loads it then). */
 static void kernel_load(const struct layout_slot *s, char *buf, size_t len)
 {
 	const struct layout_image_target *t = &s->kernel;
@@ -574,11 +576,12 @@ static void kernel_load(const struct layout_slot *s, char *buf, size_t len)
 	switch (t->storage) {
 	case LAYOUT_STORAGE_NOR:
 	case LAYOUT_STORAGE_NAND:
-		snprintf(buf, len, "mtd read %s ${kernel_addr_r}", t->part->name);
+		snprintf(buf, len, "    setenv flashd_kernel_load 'mtd read %s ${kernel_addr_r}'\n",
+			 t->part->name);
 		return;
 	case LAYOUT_STORAGE_UBI:
-		snprintf(buf, len, "ubi part %s && ubi read ${kernel_addr_r} %s", t->part->name,
-			 t->ubi_volume);
+		snprintf(buf, len, "    setenv flashd_kernel_load 'ubi part %s && ubi read "
+			 "${kernel_addr_r} %s'\n", t->part->name, t->ubi_volume);
 		return;
 	case LAYOUT_STORAGE_FILE:
 	case _LAYOUT_STORAGE_MAX:
@@ -628,7 +631,7 @@ int slot_bootscript(const struct layout *l, FILE *out)
 			"    setexpr BOOT_%s_LEFT ${BOOT_%s_LEFT} - 1\n"
 			"    setenv flashd_slot %s\n"
 			"    setenv flashd_root \"%s\"\n"
-			"    setenv flashd_kernel_load '%s'\n"
+			"%s"
 			"  fi\n", n, n, n, n, n, root, kern);
 	}
 	fprintf(out, "done\n"

@@ -1,0 +1,127 @@
+#!/bin/sh
+# The bootloader contract against a real U-Boot (Debian's qemu_arm64 build
+# in qemu-system-aarch64): flashctl writes the env image through
+# libubootenv, U-Boot imports it, 'source's our mkimage'd boot script from
+# NOR flash and must pick the slot the contract says. The script's final
+# boot step (flashd_boot_cmd) is overridden to print what it would boot.
+#
+# Limit: saveenv into qemu's pflash fails ("Flash buffer write timeout"),
+# so the decremented counter is asserted from the script's own view (the
+# value it would have saved), not read back from flash.
+# Exit 77 (skip) only when the packages cannot be installed.
+set -u
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+FLASHCTL="$top_builddir/flashctl"
+UBOOT=/usr/lib/u-boot/qemu_arm64/u-boot.bin
+fail=0
+
+need() {
+	command -v qemu-system-aarch64 >/dev/null && command -v mkimage >/dev/null &&
+		[ -f "$UBOOT" ]
+}
+if ! need; then
+	echo "installing u-boot-qemu qemu-system-arm u-boot-tools"
+	if [ "$(id -u)" = 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q u-boot-qemu qemu-system-arm \
+			u-boot-tools >/dev/null 2>&1 ||
+		{ apt-get update -q >/dev/null 2>&1 &&
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q u-boot-qemu \
+			qemu-system-arm u-boot-tools >/dev/null 2>&1; }
+	fi
+	need || { echo "SKIP: u-boot-qemu/qemu-system-arm/u-boot-tools unavailable"; exit 77; }
+fi
+[ -x "$FLASHCTL" ] || { echo "FAIL: $FLASHCTL not built"; exit 1; }
+
+work=$(mktemp -d /tmp/flashd-test-uboot-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# flash0: U-Boot at 0, the boot script image at 48 MiB (memory-mapped NOR)
+mkflash0() {
+	truncate -s 0 "$work/flash0.bin"
+	dd if="$UBOOT" of="$work/flash0.bin" conv=notrunc status=none
+	mkimage -A arm64 -T script -C none -n "flashd boot" -d "$1" "$work/boot.scr" >/dev/null ||
+		{ echo "FAIL: mkimage rejected $1"; exit 1; }
+	dd if="$work/boot.scr" of="$work/flash0.bin" bs=1M seek=48 conv=notrunc status=none
+	truncate -s 64M "$work/flash0.bin"
+}
+
+# flash1 holds the env: CONFIG_ENV_ADDR 0x4000000 = its start, 0x40000, one copy
+echo "$work/env.bin 0x0 0x40000 0x40000" > "$work/fw_env.config"
+cat > "$work/defaults" <<'EOF'
+bootdelay=0
+bootcmd=source 0x3000000
+flashd_boot_cmd=echo "FLASHD-BOOT slot=${flashd_slot} left=${BOOT_A_LEFT},${BOOT_B_LEFT} args=${bootargs}"; poweroff
+EOF
+
+# run_case NAME "VAR=VALUE..." EXPECT-REGEX [MUST-NOT-REGEX]
+run_case() {
+	name=$1 vars=$2 expect=$3 forbid=${4:-}
+	rm -f "$work/env.bin"
+	truncate -s 64M "$work/env.bin"
+	# vars: NAME=VALUE separated by ';' (values may hold spaces)
+	oldifs=$IFS; IFS=';'
+	# shellcheck disable=SC2086
+	set -- $vars
+	IFS=$oldifs
+	if ! "$FLASHCTL" -q env init --env-config "$work/fw_env.config" \
+		--defaults "$work/defaults" "$@"; then
+		echo "FAIL [$name]: flashctl env init"; fail=1; return
+	fi
+	timeout 60 qemu-system-aarch64 -M virt -cpu cortex-a57 -m 256 -nographic -no-reboot \
+		-drive if=pflash,format=raw,file="$work/flash0.bin",readonly=on \
+		-drive if=pflash,format=raw,file="$work/env.bin" \
+		</dev/null >"$work/serial.log" 2>&1
+	tr -d '\r' < "$work/serial.log" > "$work/serial.txt"
+	if ! grep -q "Loading Environment from Flash... OK" "$work/serial.txt"; then
+		echo "FAIL [$name]: U-Boot did not accept the env flashctl wrote"
+		fail=1
+	elif ! grep -Eq "$expect" "$work/serial.txt"; then
+		echo "FAIL [$name]: serial output lacks /$expect/"
+		fail=1
+	elif [ -n "$forbid" ] && grep -Eq "$forbid" "$work/serial.txt"; then
+		echo "FAIL [$name]: serial output has /$forbid/"
+		fail=1
+	else
+		echo "ok   [$name]: $(grep -E "$expect" "$work/serial.txt" | head -1)"
+		return
+	fi
+	sed 's/^/    | /' "$work/serial.txt" | tail -30
+}
+
+n=0
+for scr in "$top_srcdir"/layouts/*.bootscr; do
+	[ -s "$scr" ] || continue
+	n=$((n + 1))
+	json=${scr%.bootscr}.json
+	echo "== $(basename "$scr")"
+	# the checked-in script must be what flashd generates for the layout
+	if [ -f "$json" ] && "$FLASHCTL" slot bootscript --layout "$json" > "$work/gen.txt" 2>/dev/null
+	then
+		if ! cmp -s "$work/gen.txt" "$scr"; then
+			echo "FAIL: $scr differs from 'flashctl slot bootscript --layout $json'"
+			diff -u "$scr" "$work/gen.txt" | head -20
+			fail=1
+		fi
+	else
+		echo "note: cannot regenerate $scr from $json (layout support missing?)"
+	fi
+	mkflash0 "$scr"
+	run_case "A first, tries left" "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3" \
+		"FLASHD-BOOT slot=A left=2,3 args=.* flashd\.slot=A$"
+	run_case "A out of tries falls back to B" "BOOT_ORDER=A B;BOOT_A_LEFT=0;BOOT_B_LEFT=3" \
+		"FLASHD-BOOT slot=B left=0,2 args=.* flashd\.slot=B$"
+	run_case "B primary on its last try" "BOOT_ORDER=B A;BOOT_A_LEFT=3;BOOT_B_LEFT=1" \
+		"FLASHD-BOOT slot=B left=3,0 "
+	run_case "B marked bad is skipped" "BOOT_ORDER=A;BOOT_A_LEFT=1;BOOT_B_LEFT=3" \
+		"FLASHD-BOOT slot=A left=0,3 "
+	run_case "unset state boots A by default" "" \
+		"FLASHD-BOOT slot=A left=2,3 "
+	run_case "none left: counters reset, reset" "BOOT_ORDER=A B;BOOT_A_LEFT=0;BOOT_B_LEFT=0" \
+		"flashd: no slot with tries left: resetting BOOT_ORDER and counters" "FLASHD-BOOT"
+	grep -q "resetting \.\.\." "$work/serial.txt" ||
+		{ echo "FAIL [none left]: U-Boot did not reset"; fail=1; }
+done
+[ "$n" -gt 0 ] || { echo "FAIL: no layouts/*.bootscr"; exit 1; }
+exit $fail
