@@ -206,7 +206,7 @@ static int client_read_message(struct client *c, char **ret)
 	size_t scanned = 0;
 
 	for (;;) {
-		char *nul = memchr(c->in + scanned, 0, c->in_len - scanned);
+		char *nul = c->in_len > scanned ? memchr(c->in + scanned, 0, c->in_len - scanned) : NULL;
 		ssize_t n;
 		int r;
 

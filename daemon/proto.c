@@ -789,7 +789,8 @@ static int conn_process(struct proto_conn *c)
 	int r;
 
 	while (!c->current && !c->dead && !c->broken) {
-		char *nul = memchr(c->in + c->in_scan, 0, c->in_len - c->in_scan);
+		char *nul = c->in_len > c->in_scan ?
+			memchr(c->in + c->in_scan, 0, c->in_len - c->in_scan) : NULL;
 		size_t start = c->in_start, len;
 
 		if (!nul) {

@@ -227,6 +227,13 @@ static struct json_object *replies(struct fx *f)
 	return a;
 }
 
+static size_t n_replies(struct fx *f)
+{
+	_cleanup_json_ struct json_object *a = replies(f);
+
+	return json_object_array_length(a);
+}
+
 /* The only reply; asserts there is exactly one. */
 static struct json_object *one_reply(struct fx *f)
 {
@@ -280,7 +287,7 @@ static void assert_protocol_error(struct fx *f, int r, int expect, const char *r
 	assert_true(proto_conn_is_dead(f->conn));
 	/* nothing more is read from a dead connection */
 	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\"}"), -EPIPE);
-	assert_int_equal(json_object_array_length(replies(f)), 0);
+	assert_int_equal(n_replies(f), 0);
 }
 
 /* ---- parser ---- */
