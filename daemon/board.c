@@ -1,0 +1,165 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "board.h"
+#include "cleanup.h"
+#include "nsim.h"
+#include "util.h"
+
+struct board {
+	const struct layout *layout;
+	char *target;
+	bool sim;
+	bool writable;
+	struct flash **devs;   /* sim: one root device per layout device, opened lazily */
+};
+
+static const char SIM_PREFIX[] = "sim:";
+
+bool board_is_sim(const struct board *b) { return b->sim; }
+const struct layout *board_layout(const struct board *b) { return b->layout; }
+
+int board_open(const struct layout *l, const char *target, bool writable, struct board **ret)
+{
+	_cleanup_(board_closep) struct board *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	if (!target || !*target)
+		target = "system";
+	b->sim = !strncmp(target, SIM_PREFIX, strlen(SIM_PREFIX));
+	if (!b->sim && strcmp(target, "system"))
+		return -EINVAL;
+	b->layout = l;
+	b->writable = writable;
+	b->target = strdup(target);
+	b->devs = calloc(l->n_devices ? l->n_devices : 1, sizeof(*b->devs));
+	if (!b->target || !b->devs)
+		return -ENOMEM;
+	*ret = TAKE_PTR(b);
+	return 0;
+}
+
+void board_close(struct board *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; b->devs && i < b->layout->n_devices; i++)
+		flash_close(b->devs[i]);
+	free(b->devs);
+	free(b->target);
+	free(b);
+}
+
+int board_sim_device_path(const char *target, const struct layout *l,
+			  const struct layout_device *d, char **ret)
+{
+	const char *path = target + strlen(SIM_PREFIX);
+	struct stat st;
+	char *p;
+
+	if (strncmp(target, SIM_PREFIX, strlen(SIM_PREFIX)))
+		return -EINVAL;
+	/* a directory holds one file per device; a plain path is the only device */
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (asprintf(&p, "%s/%s.sim", path, d->name) < 0)
+			return -ENOMEM;
+	} else {
+		if (l->n_devices > 1)
+			return -EISDIR;
+		p = strdup(path);
+		if (!p)
+			return -ENOMEM;
+	}
+	*ret = p;
+	return 0;
+}
+
+static int sim_device(struct board *b, const struct layout_device *d, struct flash **ret)
+{
+	size_t i = d - b->layout->devices;
+	_cleanup_free_ char *path = NULL, *spec = NULL;
+	int r;
+
+	if (!b->devs[i]) {
+		r = board_sim_device_path(b->target, b->layout, d, &path);
+		if (r < 0)
+			return r;
+		if (asprintf(&spec, "sim:%s", path) < 0)
+			return -ENOMEM;
+		r = flash_open(spec, b->writable, &b->devs[i]);
+		if (r < 0)
+			return r;
+		/* the simulator must be the chip the layout describes */
+		if (b->devs[i]->info.size != d->size || b->devs[i]->info.erasesize != d->erasesize ||
+		    b->devs[i]->info.type != d->type) {
+			flash_close(b->devs[i]);
+			b->devs[i] = NULL;
+			return -EMEDIUMTYPE;
+		}
+	}
+	*ret = b->devs[i];
+	return 0;
+}
+
+int board_open_partition(struct board *b, const struct layout_partition *p, struct flash **ret)
+{
+	_cleanup_free_ char *spec = NULL;
+	struct flash *dev;
+	int r;
+
+	if (b->sim) {
+		r = sim_device(b, p->dev, &dev);
+		if (r < 0)
+			return r;
+		return flash_open_window(dev, p->name, p->offset, p->size, ret);
+	}
+	if (asprintf(&spec, "mtd:%s", p->name) < 0)
+		return -ENOMEM;
+	return flash_open(spec, b->writable && !p->readonly, ret);
+}
+
+int board_open_partition_by_name(struct board *b, const char *name, struct flash **ret)
+{
+	const struct layout_partition *p = layout_find_partition(b->layout, name);
+
+	if (!p)
+		return -ENOENT;
+	return board_open_partition(b, p, ret);
+}
+
+/* /dev/mtdN for the MTD partition called name, found through sysfs. */
+static int mtd_dev_by_name(const char *name, char **ret)
+{
+	for (int i = 0; i < 256; i++) {
+		char path[64], line[128];
+		if (snprintf(path, sizeof(path), "/sys/class/mtd/mtd%d/name", i) < 0)
+			return -ENOMEM;
+		if (util_read_line(path, line, sizeof(line)) < 0)
+			continue;
+		if (!strcmp(line, name))
+			return asprintf(ret, "/dev/mtd%d", i) < 0 ? -ENOMEM : 0;
+	}
+	return -ENODEV;
+}
+
+int board_partition_path(struct board *b, const struct layout_partition *p, char **ret_path,
+			 uint64_t *ret_offset)
+{
+	int r;
+
+	if (!b->sim) {
+		r = mtd_dev_by_name(p->name, ret_path);
+		if (r >= 0)
+			*ret_offset = 0;
+		return r;
+	}
+	r = board_sim_device_path(b->target, b->layout, p->dev, ret_path);
+	if (r >= 0)
+		*ret_offset = nsim_data_offset() + p->offset;
+	return r;
+}

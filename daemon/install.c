@@ -1,0 +1,551 @@
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/evp.h>
+
+#include "cleanup.h"
+#include "env.h"
+#include "flashio.h"
+#include "install.h"
+#include "slot.h"
+#include "util.h"
+
+struct install_target {
+	const struct bundle_image *img;      /* from the manifest */
+	const struct layout_image_target *lt;
+	struct flash *flash;
+	struct flashio_writer *writer;
+	int64_t written;
+};
+
+struct install {
+	struct install_params p;
+	const struct layout *layout;
+	const struct layout_slot_group *group;
+	struct bundle_policy policy;
+	struct bundle_reader *reader;
+	struct bundle_slot_limit limits[2];
+	enum install_phase phase;
+	int slot;                            /* target slot index in group */
+	struct install_target targets[BUNDLE_MAX_IMAGES];
+	size_t n_targets;
+	struct install_target *current;      /* being written */
+	/* verify state */
+	size_t verify_idx;
+	struct flashio_reader *vreader;
+	EVP_MD_CTX *md;
+	uint64_t vleft;
+	uint8_t *vbuf;
+	size_t vbuf_size;
+	struct install_stats stats;
+	uint64_t total;
+	int error;                           /* sticky */
+	struct install_error err;
+	size_t mem_peak;
+};
+
+static const char *const phase_names[_INSTALL_PHASE_MAX] = {
+	[INSTALL_PHASE_MANIFEST] = "manifest",
+	[INSTALL_PHASE_WRITE] = "write",
+	[INSTALL_PHASE_VERIFY] = "verify",
+	[INSTALL_PHASE_ACTIVATE] = "activate",
+	[INSTALL_PHASE_DONE] = "done",
+	[INSTALL_PHASE_FAILED] = "failed",
+};
+
+const char *install_phase_to_string(enum install_phase p)
+{
+	return p < _INSTALL_PHASE_MAX ? phase_names[p] : NULL;
+}
+
+void install_version_var(const char *slot, char *buf, size_t len)
+{
+	snprintf(buf, len, "FLASHD_%s_VERSION", slot);
+}
+
+static _printf_(3, 4) int fail(struct install *in, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (in->error)
+		return in->error;
+	va_start(ap, fmt);
+	vsnprintf(in->err.msg, sizeof(in->err.msg), fmt, ap);
+	va_end(ap);
+	in->error = r;
+	in->phase = INSTALL_PHASE_FAILED;
+	in->stats.finished = time(NULL);
+	return r;
+}
+
+static int report(struct install *in, int r, struct install_error *err)
+{
+	if (r < 0 && err)
+		*err = in->err;
+	return r;
+}
+
+static const char *slot_name(const struct install *in)
+{
+	return in->slot >= 0 ? in->group->slots[in->slot].name : NULL;
+}
+
+static void progress(struct install *in, const char *image)
+{
+	struct install_progress pr = {
+		.phase = in->phase,
+		.done = in->stats.bytes_written + in->stats.bytes_verified,
+		.total = in->total,
+		.image = image,
+		.slot = slot_name(in),
+	};
+
+	if (!in->p.progress)
+		return;
+	pr.percent = in->phase == INSTALL_PHASE_DONE ? 100 :
+		     pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
+	in->p.progress(in->p.userdata, &pr);
+}
+
+/* ---- env transactions: exactly one store each ---- */
+
+static int env_change(struct install *in, enum slot_op op, const char *version)
+{
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	struct slot_state st, nst;
+	struct slot_changes ch;
+	struct slot_error serr = { "" };
+	struct env_error eerr = { "" };
+	char var[64];
+	int r;
+
+	r = env_open_layout(in->layout, in->p.target, NULL, 0, &e, &eerr);
+	if (r < 0)
+		return fail(in, r, "cannot open the U-Boot env: %s", eerr.msg);
+	r = slot_state_load_group(&st, in->group, env_get_dup, e, &serr);
+	if (r >= 0)
+		r = slot_compute(&st, op, in->slot, SLOT_FORCE, &nst, &ch, &serr);
+	if (r < 0)
+		return fail(in, r, "slot state: %s", serr.msg);
+	r = env_txn_new(e, &t);
+	for (size_t i = 0; r >= 0 && i < ch.n; i++)
+		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value);
+	install_version_var(in->group->slots[in->slot].name, var, sizeof(var));
+	if (r >= 0)
+		r = env_txn_set(t, var, version);
+	if (r >= 0)
+		r = env_txn_commit(t, &eerr);
+	if (r < 0)
+		return fail(in, r, "writing the U-Boot env (%s): %s", env_describe(e),
+			    eerr.msg[0] ? eerr.msg : strerror(-r));
+	return 0;
+}
+
+/* ---- manifest: pick the target, check room, mark it bad ---- */
+
+static int pick_slot(struct install *in)
+{
+	struct slot_error serr = { "" };
+	int booted;
+
+	if (in->p.slot) {
+		for (size_t i = 0; i < in->group->n_slots; i++)
+			if (!strcmp(in->group->slots[i].name, in->p.slot))
+				return (int)i;
+		return fail(in, -ENOENT, "slot group '%s' has no slot '%s'", in->group->name,
+			    in->p.slot);
+	}
+	booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, &serr);
+	if (booted == -ENOENT)
+		return fail(in, -ENOENT, "cannot tell which slot is booted (no flashd.slot=, "
+			    "rauc.slot= or matching root= in %s): refusing to guess the target",
+			    in->p.cmdline ? in->p.cmdline : "/proc/cmdline");
+	if (booted < 0)
+		return fail(in, booted, "booted slot: %s", serr.msg);
+	/* A/B: the target is the one that is not running */
+	return in->group->n_slots == 2 ? 1 - booted : fail(in, -EINVAL, "slot group '%s' "
+			"has %zu slots; name the target", in->group->name, in->group->n_slots);
+}
+
+static const struct layout_image_target *member_target(const struct layout_slot *s,
+						       const char *member)
+{
+	if (!strcmp(member, "rootfs"))
+		return &s->rootfs;
+	if (!strcmp(member, "kernel") && s->has_kernel)
+		return &s->kernel;
+	return NULL;
+}
+
+static int open_target(struct install *in, struct install_target *t)
+{
+	const struct layout_partition *part = t->lt->part;
+	int r;
+
+	if (t->lt->storage != LAYOUT_STORAGE_NOR && t->lt->storage != LAYOUT_STORAGE_NAND)
+		return fail(in, -EOPNOTSUPP, "image '%s': %s slots are not written by this "
+			    "version of flashd", t->img->slot,
+			    layout_storage_to_string(t->lt->storage));
+	r = board_open_partition(in->p.board, part, &t->flash);
+	if (r < 0)
+		return fail(in, r, "cannot open partition '%s' for image '%s': %s", part->name,
+			    t->img->slot, strerror(-r));
+	r = flashio_writer_new(t->flash, FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD, &t->writer);
+	if (r < 0)
+		return fail(in, r, "partition '%s': %s", part->name, strerror(-r));
+	return 0;
+}
+
+static int on_manifest(void *userdata, const struct bundle_manifest *m, struct bundle_error *err)
+{
+	struct install *in = userdata;
+	const struct layout_slot *s;
+	int r;
+
+	r = pick_slot(in);
+	if (r < 0)
+		goto refuse;
+	in->slot = r;
+	s = &in->group->slots[in->slot];
+	for (size_t i = 0; i < m->n_images; i++) {
+		struct install_target *t = &in->targets[i];
+		t->img = &m->images[i];
+		t->lt = member_target(s, t->img->slot);
+		if (!t->lt) {
+			r = fail(in, -ENXIO, "bundle image '%s' has no place in slot %s of group "
+				 "'%s'", t->img->slot, s->name, in->group->name);
+			goto refuse;
+		}
+		if (t->lt->part && t->img->size > t->lt->part->size) {
+			r = fail(in, -EFBIG, "image '%s' (%" PRIu64 " bytes) is larger than "
+				 "partition '%s' (%" PRIu64 " bytes)", t->img->slot, t->img->size,
+				 t->lt->part->name, t->lt->part->size);
+			goto refuse;
+		}
+		in->total += 2 * t->img->size;
+	}
+	in->n_targets = m->n_images;
+	for (size_t i = 0; i < in->n_targets; i++)
+		if ((r = open_target(in, &in->targets[i])) < 0)
+			goto refuse;
+	/* nothing on flash changes before this single store */
+	r = env_change(in, SLOT_OP_MARK_BAD, NULL);
+	if (r < 0)
+		goto refuse;
+	in->phase = INSTALL_PHASE_WRITE;
+	progress(in, NULL);
+	return 0;
+refuse:
+	snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
+	return r;
+}
+
+static struct install_target *target_of(struct install *in, const struct bundle_image *img)
+{
+	return img->index < in->n_targets ? &in->targets[img->index] : NULL;
+}
+
+static int on_image_begin(void *userdata, const struct bundle_image *img, struct bundle_error *err)
+{
+	struct install *in = userdata;
+
+	in->current = target_of(in, img);
+	return in->current ? 0 : -EINVAL;
+}
+
+static int on_image_data(void *userdata, const struct bundle_image *img, const void *buf,
+			 size_t len, struct bundle_error *err)
+{
+	struct install *in = userdata;
+	struct install_target *t = in->current;
+	int r;
+
+	r = flashio_writer_write_all(t->writer, buf, len);
+	if (r < 0) {
+		fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
+		     img->slot, t->lt->part->name, flashio_writer_offset(t->writer),
+		     r == -ENOSPC ? "no good erase block left (too many bad blocks)" : strerror(-r));
+		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
+		return r;
+	}
+	in->stats.bytes_written += len;
+	progress(in, img->slot);
+	return 0;
+}
+
+static void add_writer_stats(struct install *in, const struct flashio_stats *st)
+{
+	in->stats.erases += st->erases;
+	in->stats.blocks_written += st->blocks_written;
+	in->stats.blocks_skipped += st->blocks_identical;
+	in->stats.blocks_bad += st->blocks_bad_skipped + st->blocks_marked_bad;
+}
+
+static int on_image_end(void *userdata, const struct bundle_image *img, struct bundle_error *err)
+{
+	struct install *in = userdata;
+	struct install_target *t = in->current;
+
+	t->written = flashio_writer_finish(t->writer);
+	if (t->written < 0) {
+		fail(in, (int)t->written, "finishing image '%s' on partition '%s': %s", img->slot,
+		     t->lt->part->name, strerror((int)-t->written));
+		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
+		return (int)t->written;
+	}
+	add_writer_stats(in, flashio_writer_stats(t->writer));
+	flashio_writer_free(t->writer);
+	t->writer = NULL;
+	in->current = NULL;
+	return 0;
+}
+
+static const struct bundle_reader_ops reader_ops = {
+	.manifest = on_manifest,
+	.image_begin = on_image_begin,
+	.image_data = on_image_data,
+	.image_end = on_image_end,
+};
+
+/* ---- life cycle ---- */
+
+int install_new(const struct install_params *p, struct install **ret)
+{
+	_cleanup_(install_freep) struct install *in = calloc(1, sizeof(*in));
+	int r;
+
+	if (!in)
+		return -ENOMEM;
+	in->p = *p;
+	in->layout = board_layout(p->board);
+	in->group = p->group ? p->group : in->layout->n_groups ? &in->layout->groups[0] : NULL;
+	if (!in->group)
+		return -ENOENT;
+	in->slot = -1;
+	in->policy = (struct bundle_policy){
+		.keyring = p->keyring,
+		.allow_unsigned = p->allow_unsigned,
+		.compatible = in->layout->compatible,
+	};
+	r = bundle_reader_new(&in->policy, &reader_ops, in, &in->reader);
+	if (r < 0)
+		return r;
+	in->stats.started = time(NULL);
+	*ret = TAKE_PTR(in);
+	return 0;
+}
+
+void install_free(struct install *in)
+{
+	if (!in)
+		return;
+	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++) {
+		flashio_writer_free(in->targets[i].writer);
+		flash_close(in->targets[i].flash);
+	}
+	flashio_reader_free(in->vreader);
+	EVP_MD_CTX_free(in->md);
+	free(in->vbuf);
+	bundle_reader_free(in->reader);
+	free(in);
+}
+
+int install_feed(struct install *in, const void *buf, size_t len, struct install_error *err)
+{
+	struct bundle_error berr = { "" };
+	int r;
+
+	if (in->error)
+		return report(in, in->error, err);
+	if (in->phase != INSTALL_PHASE_MANIFEST && in->phase != INSTALL_PHASE_WRITE)
+		return report(in, fail(in, -EINVAL, "bundle data after the end of the bundle"), err);
+	r = bundle_reader_feed(in->reader, buf, len, &berr);
+	if (r < 0)
+		return report(in, fail(in, r, "%s", berr.msg), err);
+	return 0;
+}
+
+int install_finish_input(struct install *in, struct install_error *err)
+{
+	struct bundle_error berr = { "" };
+	int r;
+
+	if (in->error)
+		return report(in, in->error, err);
+	r = bundle_reader_finish(in->reader, &berr);
+	if (r < 0)
+		return report(in, fail(in, r, "%s", berr.msg), err);
+	if (in->phase != INSTALL_PHASE_WRITE)
+		return report(in, fail(in, -ENODATA, "the bundle ended before its manifest"), err);
+	in->phase = INSTALL_PHASE_VERIFY;
+	progress(in, NULL);
+	return 0;
+}
+
+void install_cancel(struct install *in)
+{
+	fail(in, -ECANCELED, "cancelled; slot %s stays marked bad",
+	     slot_name(in) ? slot_name(in) : "(none chosen yet)");
+}
+
+/* ---- verify: read every written byte back, one erase block per step ---- */
+
+static int verify_begin(struct install *in, struct install_target *t)
+{
+	uint32_t eb = t->flash->info.erasesize;
+	int r;
+
+	if (in->vbuf_size < eb) {
+		free(in->vbuf);
+		in->vbuf = malloc(eb);
+		if (!in->vbuf)
+			return -ENOMEM;
+		in->vbuf_size = eb;
+	}
+	in->mem_peak = MAX(in->mem_peak, in->vbuf_size + bundle_reader_mem_peak(in->reader));
+	r = flashio_reader_new(t->flash, &in->vreader);
+	if (r < 0)
+		return r;
+	if (!in->md && !(in->md = EVP_MD_CTX_new()))
+		return -ENOMEM;
+	if (EVP_DigestInit_ex(in->md, EVP_sha256(), NULL) != 1)
+		return -EIO;
+	in->vleft = t->img->size;
+	return 0;
+}
+
+static int verify_end(struct install *in, struct install_target *t)
+{
+	uint8_t md[32];
+	unsigned mdlen = 0;
+
+	if (EVP_DigestFinal_ex(in->md, md, &mdlen) != 1 || mdlen != sizeof(md))
+		return fail(in, -EIO, "sha256 failed");
+	if (memcmp(md, t->img->sha256, sizeof(md)))
+		return fail(in, -EBADMSG, "read-back of image '%s' from partition '%s' does not "
+			    "match its sha256: the flash did not keep what was written; slot %s "
+			    "stays marked bad", t->img->slot, t->lt->part->name, slot_name(in));
+	flashio_reader_free(in->vreader);
+	in->vreader = NULL;
+	in->verify_idx++;
+	return 0;
+}
+
+static int verify_step(struct install *in)
+{
+	struct install_target *t = &in->targets[in->verify_idx];
+	ssize_t n;
+	int r;
+
+	if (!in->vreader && (r = verify_begin(in, t)) < 0)
+		return fail(in, r, "verify of image '%s': %s", t->img->slot, strerror(-r));
+	if (in->vleft == 0)
+		return verify_end(in, t);
+	n = flashio_reader_read(in->vreader, in->vbuf, MIN(in->vleft, in->vbuf_size));
+	if (n == 0)
+		n = -ENOSPC;
+	if (n < 0)
+		return fail(in, (int)n, "read-back of image '%s' from partition '%s' at 0x%" PRIx64
+			    ": %s; slot %s stays marked bad", t->img->slot, t->lt->part->name,
+			    flashio_reader_offset(in->vreader),
+			    n == -EBADMSG ? "uncorrectable ECC error" : strerror((int)-n),
+			    slot_name(in));
+	EVP_DigestUpdate(in->md, in->vbuf, n);
+	in->vleft -= n;
+	in->stats.bytes_verified += n;
+	progress(in, t->img->slot);
+	return 0;
+}
+
+int install_step(struct install *in, struct install_error *err)
+{
+	int r;
+
+	if (in->error)
+		return report(in, in->error, err);
+	switch (in->phase) {
+	case INSTALL_PHASE_VERIFY:
+		r = in->verify_idx < in->n_targets ? verify_step(in) : 0;
+		if (r < 0)
+			return report(in, r, err);
+		if (in->verify_idx == in->n_targets) {
+			in->phase = in->p.activate ? INSTALL_PHASE_ACTIVATE : INSTALL_PHASE_DONE;
+			progress(in, NULL);
+		}
+		return in->phase == INSTALL_PHASE_DONE ? 0 : 1;
+	case INSTALL_PHASE_ACTIVATE:
+		r = env_change(in, SLOT_OP_ACTIVATE, bundle_reader_manifest(in->reader)->version);
+		if (r < 0)
+			return report(in, r, err);
+		in->phase = INSTALL_PHASE_DONE;
+		in->stats.finished = time(NULL);
+		progress(in, NULL);
+		return 0;
+	case INSTALL_PHASE_DONE:
+		return 0;
+	case INSTALL_PHASE_MANIFEST:
+	case INSTALL_PHASE_WRITE:
+	case INSTALL_PHASE_FAILED:
+	case _INSTALL_PHASE_MAX:
+		break;
+	}
+	return report(in, fail(in, -EINVAL, "install_step in phase %s",
+			       install_phase_to_string(in->phase)), err);
+}
+
+int install_run_fd(struct install *in, int fd, volatile int *cancel, struct install_error *err)
+{
+	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
+	ssize_t n;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (cancel && *cancel) {
+			install_cancel(in);
+			return report(in, in->error, err);
+		}
+		n = util_read_full(fd, buf, BUNDLE_INFLATE_CHUNK);
+		if (n < 0)
+			return report(in, fail(in, (int)n, "reading the bundle: %s",
+					       strerror((int)-n)), err);
+		if (n == 0)
+			break;
+		r = install_feed(in, buf, n, err);
+		if (r < 0)
+			return r;
+	}
+	r = install_finish_input(in, err);
+	while (r >= 0) {
+		if (cancel && *cancel) {
+			install_cancel(in);
+			return report(in, in->error, err);
+		}
+		r = install_step(in, err);
+		if (r == 0)
+			break;
+	}
+	return r;
+}
+
+enum install_phase install_get_phase(const struct install *in) { return in->phase; }
+const struct install_stats *install_get_stats(const struct install *in) { return &in->stats; }
+const struct bundle_manifest *install_get_manifest(const struct install *in)
+{
+	return bundle_reader_manifest(in->reader);
+}
+const char *install_get_slot(const struct install *in) { return slot_name(in); }
+size_t install_mem_peak(const struct install *in)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < in->n_targets; i++)
+		if (in->targets[i].flash)
+			w = MAX(w, in->targets[i].flash->info.erasesize);
+	return MAX(in->mem_peak, w + bundle_reader_mem_peak(in->reader));
+}

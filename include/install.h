@@ -1,0 +1,109 @@
+/* The update engine: a bundle stream goes in; either the target slot ends
+ * up holding the verified image and activated (one env store), or it
+ * stays marked bad and the env is otherwise unchanged.
+ *
+ * Order of work:
+ *   1. manifest verified (signature, compatible, sizes, squashfs header)
+ *   2. target = the slot of the group that is not booted; ONE env store
+ *      marks it bad (out of BOOT_ORDER, 0 tries, version forgotten)
+ *   3. each payload streams into its partition through flashio writers
+ *      (bad-block skipping, unchanged erase blocks skipped), hashed by the
+ *      bundle reader on the way
+ *   4. every written byte is read back and hashed against the manifest
+ *   5. ONE env store activates the slot (first in BOOT_ORDER, full tries,
+ *      FLASHD_<slot>_VERSION set)
+ *
+ * The engine is incremental so the daemon can drive it in small steps:
+ * install_feed() with bundle bytes (at most one erase block of flash I/O
+ * per erase block of payload), install_finish_input() at EOF, then
+ * install_step() until it returns 0. Memory is fixed: one erase block per
+ * writer plus the bundle reader's bounded window. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "board.h"
+#include "bundle.h"
+#include "keyring.h"
+#include "layout.h"
+
+struct install_error {
+	char msg[512];
+};
+
+enum install_phase {
+	INSTALL_PHASE_MANIFEST,   /* waiting for the signed manifest */
+	INSTALL_PHASE_WRITE,      /* streaming payloads to flash */
+	INSTALL_PHASE_VERIFY,     /* reading back */
+	INSTALL_PHASE_ACTIVATE,   /* the env store */
+	INSTALL_PHASE_DONE,
+	INSTALL_PHASE_FAILED,
+	_INSTALL_PHASE_MAX,
+};
+
+struct install_progress {
+	enum install_phase phase;
+	unsigned percent;         /* 0..100 over the whole install */
+	uint64_t done;            /* bytes of work done: written + read back */
+	uint64_t total;           /* 2 x the images' sizes, 0 before the manifest */
+	const char *image;        /* slot member being written or verified */
+	const char *slot;         /* target slot, NULL before the manifest */
+};
+
+struct install_stats {
+	uint64_t bytes_written;   /* payload bytes streamed */
+	uint64_t bytes_verified;
+	uint64_t erases;          /* erase operations on the target */
+	uint64_t blocks_written;
+	uint64_t blocks_skipped;  /* unchanged erase blocks left as they were */
+	uint64_t blocks_bad;      /* bad blocks skipped */
+	time_t started, finished;
+};
+
+struct install_params {
+	struct board *board;              /* where the slots are */
+	const char *target;               /* board target for the env: "system" / "sim:PATH" */
+	const struct layout_slot_group *group; /* NULL = the layout's first */
+	const char *cmdline;              /* to find the booted slot; NULL = /proc/cmdline */
+	const char *slot;                 /* force the target slot (provisioning); NULL = inactive */
+	const struct keyring *keyring;
+	bool allow_unsigned;
+	bool activate;                    /* step 5 (false: leave the slot written, marked bad) */
+	/* Called on every phase change and about every erase block of work. */
+	void (*progress)(void *userdata, const struct install_progress *p);
+	void *userdata;
+};
+
+struct install;
+
+int install_new(const struct install_params *p, struct install **ret);
+void install_free(struct install *in);
+static inline void install_freep(struct install **in) { if (*in) install_free(*in); }
+#define _cleanup_install_ __attribute__((cleanup(install_freep)))
+
+/* Feed bundle bytes. -errno on failure (err says what); the target slot
+ * stays marked bad and the engine refuses further input. */
+int install_feed(struct install *in, const void *buf, size_t len, struct install_error *err);
+/* End of the bundle stream: -ENODATA when it was cut short. */
+int install_finish_input(struct install *in, struct install_error *err);
+/* One bounded piece of the verify/activate work: 1 = call again, 0 = done. */
+int install_step(struct install *in, struct install_error *err);
+/* Stop: the slot stays marked bad; later calls return -ECANCELED. */
+void install_cancel(struct install *in);
+
+/* Blocking: read fd to EOF in chunks, then step to the end. cancel, when
+ * not NULL, is polled between chunks (a signal handler may set it). */
+int install_run_fd(struct install *in, int fd, volatile int *cancel, struct install_error *err);
+
+enum install_phase install_get_phase(const struct install *in);
+const char *install_phase_to_string(enum install_phase p);
+const struct install_stats *install_get_stats(const struct install *in);
+/* NULL before the manifest. */
+const struct bundle_manifest *install_get_manifest(const struct install *in);
+const char *install_get_slot(const struct install *in);
+/* Size in bytes of the reader's and writers' buffers (bounded memory check). */
+size_t install_mem_peak(const struct install *in);
+
+/* Env variable holding the version installed in a slot: FLASHD_A_VERSION. */
+void install_version_var(const char *slot, char *buf, size_t len);
