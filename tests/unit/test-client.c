@@ -571,6 +571,57 @@ static void test_listen(void **state)
 	assert_null(c);
 }
 
+/* Socket activation: the fd at SD_LISTEN_FDS_START, checked to be a
+ * listening AF_UNIX stream socket. Run in a child: it rearranges fd 3. */
+static int activated_child(int kind)
+{
+	int fd, r;
+
+	if (kind == 0) {
+		unsetenv("LISTEN_FDS");
+		return proto_listen_activated(&fd) == 0 ? 0 : 20;
+	}
+	if (kind == 1) {
+		char path[192];
+
+		snprintf(path, sizeof(path), "%s/activated.sock", srv.dir);
+		if (proto_listen(path, &fd) < 0 || dup2(fd, 3) != 3)
+			return 21;
+	} else {
+		fd = open("/dev/null", O_RDONLY);
+		if (fd < 0 || dup2(fd, 3) != 3)
+			return 22;
+	}
+	{
+		char pid[32];
+
+		snprintf(pid, sizeof(pid), "%d", (int) getpid());
+		setenv("LISTEN_PID", pid, 1);
+		setenv("LISTEN_FDS", "1", 1);
+	}
+	fd = -1;
+	r = proto_listen_activated(&fd);
+	if (kind == 1)
+		return r == 1 && fd == 3 && (fcntl(3, F_GETFL) & O_NONBLOCK) && !getenv("LISTEN_FDS") ? 0 : 23;
+	return r == -EINVAL && fd == -1 ? 0 : 24;
+}
+
+static void test_listen_activated(void **state)
+{
+	for (int kind = 0; kind < 3; kind++) {
+		pid_t pid = fork();
+		int status;
+
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(activated_child(kind));
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	(void) state;
+}
+
 static void test_error_to_errno(void **state)
 {
 	_cleanup_json_ struct json_object *p = json_object_new_object();
@@ -598,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_oversized_raw),
 		cmocka_unit_test(test_permission_denied),
 		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_listen_activated),
 		cmocka_unit_test(test_error_to_errno),
 	};
 

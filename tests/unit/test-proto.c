@@ -1171,6 +1171,32 @@ static void test_idl_errors(void **state)
 	(void) state;
 }
 
+static char logged[512];
+
+static void log_hook(void *userdata, const struct proto_peer *peer, const char *msg)
+{
+	snprintf(logged, sizeof(logged), "pid %d uid %u: %s", (int) peer->pid, (unsigned) peer->uid,
+		 msg);
+}
+
+static void test_log_hook(void **state)
+{
+	struct proto_peer peer = { .pid = 4711, .uid = 1002, .gid = 1002 };
+	struct fx *f = fx_new(&peer);
+
+	proto_server_set_log(f->server, log_hook, NULL);
+	logged[0] = 0;
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"x\"}}"), 0);
+	assert_string_equal(logged, "pid 4711 uid 1002: io.flashd.SetEnv refused: uid 1002 is not root");
+	json_object_put(replies(f));
+	assert_int_equal(feed(f, "{oops"), -EBADMSG);
+	assert_non_null(strstr(logged, "pid 4711 uid 1002: protocol error: message is not valid JSON"));
+	assert_non_null(strstr(logged, "closing the connection"));
+	proto_server_free(f->server);
+	free(f);
+	(void) state;
+}
+
 static void test_server_new_validates(void **state)
 {
 	static const struct proto_method bad_iface[] = {
@@ -1222,6 +1248,7 @@ int main(void)
 		cmocka_unit_test(test_idl_syntax),
 		cmocka_unit_test(test_idl_matches_tables),
 		cmocka_unit_test(test_idl_errors),
+		cmocka_unit_test(test_log_hook),
 		cmocka_unit_test(test_server_new_validates),
 #undef T
 	};
