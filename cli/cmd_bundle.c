@@ -59,8 +59,8 @@ static void hex32(const uint8_t *p, char out[65])
 }
 
 /* Room per slot member from the layout: the smallest partition holding
- * that member in any slot of the first group (raw NOR/NAND targets only;
- * UBI and file targets have no fixed size here). */
+ * that member in any slot of the first group (UBI volumes and files have
+ * no fixed size here: the member is allowed, its size unchecked). */
 struct limits {
 	struct bundle_slot_limit l[2];
 	size_t n;
@@ -68,12 +68,9 @@ struct limits {
 
 static void limits_add(struct limits *lim, const char *member, const struct layout_image_target *t)
 {
+	bool raw = (t->storage == LAYOUT_STORAGE_NOR || t->storage == LAYOUT_STORAGE_NAND) && t->part;
 	size_t i;
 
-	if (t->storage != LAYOUT_STORAGE_NOR && t->storage != LAYOUT_STORAGE_NAND)
-		return;
-	if (!t->part)
-		return;
 	for (i = 0; i < lim->n; i++)
 		if (!strcmp(lim->l[i].slot, member))
 			break;
@@ -82,7 +79,8 @@ static void limits_add(struct limits *lim, const char *member, const struct layo
 			return;
 		lim->l[lim->n++] = (struct bundle_slot_limit) { member, UINT64_MAX };
 	}
-	lim->l[i].max_size = MIN(lim->l[i].max_size, t->part->size);
+	if (raw)
+		lim->l[i].max_size = MIN(lim->l[i].max_size, t->part->size);
 }
 
 /* The compatible string (and, with layout.c, the slot sizes) of a layout. */
