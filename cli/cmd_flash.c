@@ -1,5 +1,803 @@
+/* flashctl flash: inspect, erase, write and read MTD devices and simulator
+ * files, with bad-block skipping (mtd-utils semantics). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+
 #include "cli.h"
-/* flash commands: filled in by the flash module work */
+#include "cleanup_json.h"
+#include "flash.h"
+#include "flashio.h"
+#include "jffs2.h"
+#include "nsim.h"
+#include "util.h"
+
+struct dev_opts {
+	uint64_t offset;
+	uint64_t size;
+	bool have_window;
+};
+
+enum {
+	OPT_OFFSET = 0x100,
+	OPT_SIZE,
+	OPT_CHANGED_ONLY,
+	OPT_MARK_BAD,
+	OPT_NO_VERIFY,
+	OPT_JFFS2,
+	OPT_LENGTH,
+	OPT_TYPE,
+	OPT_ERASE_BLOCK,
+	OPT_PAGE,
+	OPT_OOB,
+	OPT_BAD_BLOCKS,
+	OPT_FORCE,
+};
+
+#define DEV_OPTIONS \
+	{ "offset", required_argument, NULL, OPT_OFFSET }, \
+	{ "size", required_argument, NULL, OPT_SIZE }
+
+static void evp_freep(EVP_MD_CTX **c)
+{
+	EVP_MD_CTX_free(*c);
+}
+
+static int parse_size_opt(struct cli_ctx *ctx, const char *opt, const char *v, uint64_t *ret)
+{
+	int r = util_parse_size(v, ret);
+
+	if (r < 0)
+		cli_error(ctx, "invalid %s '%s': expected a size like 4096, 0x1000 or 128KiB", opt, v);
+	return r;
+}
+
+/* Handles --offset/--size; returns 1 when the option was one of them. */
+static int dev_opt(struct cli_ctx *ctx, int c, struct dev_opts *d)
+{
+	switch (c) {
+	case OPT_OFFSET:
+		d->have_window = true;
+		return parse_size_opt(ctx, "--offset", optarg, &d->offset) < 0 ? -EINVAL : 1;
+	case OPT_SIZE:
+		d->have_window = true;
+		return parse_size_opt(ctx, "--size", optarg, &d->size) < 0 ? -EINVAL : 1;
+	}
+	return 0;
+}
+
+static const char *open_hint(int r)
+{
+	switch (r) {
+	case -EPROTONOSUPPORT:
+		return " (use sim:PATH, /dev/mtdN or mtd:NAME)";
+	case -EMEDIUMTYPE:
+		return " (not a flash simulator file or unsupported MTD type)";
+	case -ENOTTY:
+		return " (not an MTD character device)";
+	case -ENODEV:
+		return " (no MTD device with that name)";
+	case -EINVAL:
+	case -ERANGE:
+		return " (a window must be erase-block aligned and inside the device)";
+	}
+	return "";
+}
+
+static int open_dev(struct cli_ctx *ctx, const char *spec, const struct dev_opts *d,
+		    bool writable, struct flash **ret)
+{
+	_cleanup_flash_ struct flash *f = NULL;
+	struct flash *w;
+	int r;
+
+	r = flash_open(spec, writable, &f);
+	if (r < 0) {
+		cli_error(ctx, "cannot open %s: %s%s", spec, strerror(-r), open_hint(r));
+		return r;
+	}
+	if (d->have_window) {
+		uint64_t size = d->size;
+
+		if (!size && d->offset <= f->info.size)
+			size = f->info.size - d->offset;
+		r = flash_open_window(f, NULL, d->offset, size, &w);
+		if (r < 0) {
+			cli_error(ctx, "%s: window offset %#" PRIx64 " size %#" PRIx64
+				  " is not erase-block (%#" PRIx32 ") aligned or not inside the %#"
+				  PRIx64 " byte device", spec, d->offset, size, f->info.erasesize,
+				  f->info.size);
+			return r;
+		}
+		flash_close(f);
+		f = w;
+	}
+	*ret = TAKE_PTR(f);
+	return 0;
+}
+
+static int usage_error(struct cli_ctx *ctx, const char *cmd, const char *msg)
+{
+	cli_error(ctx, "%s (see '%s flash %s --help')", msg, ctx->prog, cmd);
+	return CLI_EXIT_USAGE;
+}
+
+static void add_u64(struct json_object *o, const char *k, uint64_t v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+/* ---- info ------------------------------------------------------------------ */
+
+/* Everything info reports, as JSON; text output is formatted from it. */
+static int info_build(struct cli_ctx *ctx, const char *spec, struct flash *f,
+		      struct json_object **ret)
+{
+	_cleanup_json_ struct json_object *j = json_object_new_object();
+	struct json_object *bad = json_object_new_array();
+	struct json_object *ecc = json_object_new_object();
+	struct flash_stats st;
+	struct nsim *s = flash_sim_nsim(f);
+	struct flash_mtd_sysfs sys;
+	int r;
+
+	json_object_object_add(j, "device", json_object_new_string(spec));
+	json_object_object_add(j, "backend", json_object_new_string(f->ops->name));
+	json_object_object_add(j, "name", json_object_new_string(f->info.name));
+	json_object_object_add(j, "type", json_object_new_string(flash_type_to_string(f->info.type)));
+	add_u64(j, "offset", f->base);
+	add_u64(j, "size", f->info.size);
+	add_u64(j, "erasesize", f->info.erasesize);
+	add_u64(j, "writesize", f->info.writesize);
+	add_u64(j, "oobsize", f->info.oobsize);
+	add_u64(j, "oobavail", f->info.oobavail);
+	add_u64(j, "blocks", flash_blocks(f));
+	json_object_object_add(j, "bad_blocks", bad);
+	for (uint64_t b = 0; b < flash_blocks(f); b++) {
+		r = flash_block_isbad(f, b * f->info.erasesize);
+		if (r < 0) {
+			cli_error(ctx, "%s: bad-block check of block %" PRIu64 " failed: %s", spec, b,
+				  strerror(-r));
+			json_object_put(ecc);
+			return CLI_EXIT_FAIL;
+		}
+		if (r)
+			json_object_array_add(bad, json_object_new_uint64(b));
+	}
+	json_object_object_add(j, "ecc", ecc);
+	r = flash_get_stats(f, &st);
+	if (r < 0) {
+		cli_error(ctx, "%s: cannot read ECC statistics: %s", spec, strerror(-r));
+		return CLI_EXIT_FAIL;
+	}
+	add_u64(ecc, "corrected", st.corrected);
+	add_u64(ecc, "failed", st.failed);
+	if (s) {
+		struct json_object *o = json_object_new_object();
+		struct nsim_info i;
+		uint64_t first = f->base / f->info.erasesize, min = UINT64_MAX, max = 0, sum = 0;
+
+		json_object_object_add(j, "sim", o);
+		r = nsim_get_info(s, &i);
+		if (r < 0) {
+			cli_error(ctx, "%s: cannot read the simulator state: %s", spec, strerror(-r));
+			return CLI_EXIT_FAIL;
+		}
+		for (uint64_t b = 0; b < flash_blocks(f); b++) {
+			struct nsim_block blk;
+			if (nsim_get_block(s, first + b, &blk) < 0)
+				continue;
+			min = MIN(min, (uint64_t)blk.erase_count);
+			max = MAX(max, (uint64_t)blk.erase_count);
+			sum += blk.erase_count;
+		}
+		add_u64(o, "erase_count_min", min == UINT64_MAX ? 0 : min);
+		add_u64(o, "erase_count_max", max);
+		add_u64(o, "erase_count_total", sum);
+		json_object_object_add(o, "power_cut", json_object_new_boolean(i.power_cut));
+		json_object_object_add(o, "powercut_left", json_object_new_int64(i.powercut_left));
+		json_object_object_add(o, "tear", json_object_new_boolean(i.tear));
+		add_u64(o, "flip_ppm", i.flip_ppm);
+		add_u64(o, "fail_ppm", i.fail_ppm);
+		add_u64(o, "seed", i.seed);
+		add_u64(o, "erases", i.cnt.erases);
+		add_u64(o, "programs", i.cnt.programs);
+		add_u64(o, "oob_programs", i.cnt.oob_programs);
+		add_u64(o, "page_reads", i.cnt.page_reads);
+		add_u64(o, "mutations", i.cnt.mutations);
+	}
+	if (flash_mtd_get_sysfs(f, &sys) >= 0) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(j, "mtd", o);
+		add_u64(o, "index", sys.index);
+		json_object_object_add(o, "name", json_object_new_string(sys.name));
+		json_object_object_add(o, "type", json_object_new_string(sys.type));
+		add_u64(o, "size", sys.size);
+		add_u64(o, "offset", sys.offset);
+		add_u64(o, "flags", sys.flags);
+		if (sys.have_ecc) {
+			add_u64(o, "bad_blocks", sys.bad_blocks);
+			add_u64(o, "bbt_blocks", sys.bbt_blocks);
+			add_u64(o, "corrected_bits", sys.corrected_bits);
+			add_u64(o, "ecc_failures", sys.ecc_failures);
+			add_u64(o, "ecc_strength", sys.ecc_strength);
+			add_u64(o, "bitflip_threshold", sys.bitflip_threshold);
+		}
+	}
+	*ret = TAKE_PTR(j);
+	return CLI_EXIT_OK;
+}
+
+static void print_kv_size(const char *k, uint64_t v)
+{
+	char b[32];
+
+	printf("%-16s %s (%" PRIu64 " bytes)\n", k, util_format_size(v, b, sizeof(b)), v);
+}
+
+static int info_text(const char *spec, struct flash *f, struct json_object *j)
+{
+	struct json_object *bad, *o, *v;
+
+	printf("%-16s %s (%s backend)\n", "device:", spec,
+	       json_object_get_string(json_object_object_get(j, "backend")));
+	printf("%-16s %s\n", "name:", f->info.name);
+	printf("%-16s %s\n", "type:", flash_type_to_string(f->info.type));
+	if (f->root != f)
+		printf("%-16s %#" PRIx64 " on the device\n", "window offset:", f->base);
+	print_kv_size("size:", f->info.size);
+	print_kv_size("erase block:", f->info.erasesize);
+	print_kv_size("write size:", f->info.writesize);
+	if (f->info.type == FLASH_NAND)
+		printf("%-16s %" PRIu32 " bytes (%" PRIu32 " free in the AUTO layout)\n", "oob:",
+		       f->info.oobsize, f->info.oobavail);
+	bad = json_object_object_get(j, "bad_blocks");
+	printf("%-16s %" PRIu64 " (%zu bad", "blocks:", flash_blocks(f), json_object_array_length(bad));
+	for (size_t i = 0; i < json_object_array_length(bad); i++)
+		printf("%s%s", i ? ", " : ": ", json_object_get_string(json_object_array_get_idx(bad, i)));
+	printf(")\n");
+	o = json_object_object_get(j, "ecc");
+	printf("%-16s %s corrected, %s uncorrectable\n", "ecc:",
+	       json_object_get_string(json_object_object_get(o, "corrected")),
+	       json_object_get_string(json_object_object_get(o, "failed")));
+	if (json_object_object_get_ex(j, "sim", &o)) {
+		printf("%-16s min %s, max %s, total %s\n", "erase counts:",
+		       json_object_get_string(json_object_object_get(o, "erase_count_min")),
+		       json_object_get_string(json_object_object_get(o, "erase_count_max")),
+		       json_object_get_string(json_object_object_get(o, "erase_count_total")));
+		if (json_object_get_boolean(json_object_object_get(o, "power_cut")))
+			printf("%-16s CUT (mutating ops refused until 'nsimctl power-on')\n", "power:");
+		else if (json_object_get_int64(json_object_object_get(o, "powercut_left")) >= 0)
+			printf("%-16s cut armed after %s more ops%s\n", "power:",
+			       json_object_get_string(json_object_object_get(o, "powercut_left")),
+			       json_object_get_boolean(json_object_object_get(o, "tear")) ?
+			       " (tearing)" : "");
+		if (json_object_get_int64(json_object_object_get(o, "flip_ppm")) ||
+		    json_object_get_int64(json_object_object_get(o, "fail_ppm")))
+			printf("%-16s %s ppm corrected, %s ppm uncorrectable per page read\n",
+			       "bitflips:", json_object_get_string(json_object_object_get(o, "flip_ppm")),
+			       json_object_get_string(json_object_object_get(o, "fail_ppm")));
+	}
+	if (json_object_object_get_ex(j, "mtd", &o)) {
+		printf("%-16s mtd%s \"%s\" type %s\n", "mtd:",
+		       json_object_get_string(json_object_object_get(o, "index")),
+		       json_object_get_string(json_object_object_get(o, "name")),
+		       json_object_get_string(json_object_object_get(o, "type")));
+		if (json_object_object_get_ex(o, "ecc_strength", &v))
+			printf("%-16s strength %s, corrected_bits %s, ecc_failures %s, bad_blocks %s\n",
+			       "mtd ecc:", json_object_get_string(v),
+			       json_object_get_string(json_object_object_get(o, "corrected_bits")),
+			       json_object_get_string(json_object_object_get(o, "ecc_failures")),
+			       json_object_get_string(json_object_object_get(o, "bad_blocks")));
+	}
+	return CLI_EXIT_OK;
+}
+
+static int cmd_info(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = { DEV_OPTIONS, { NULL, 0, NULL, 0 } };
+	_cleanup_flash_ struct flash *f = NULL;
+	_cleanup_json_ struct json_object *j = NULL;
+	struct dev_opts d = { 0 };
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
+		r = dev_opt(ctx, c, &d);
+		if (r <= 0)
+			return CLI_EXIT_USAGE;
+	}
+	if (argc - optind != 1)
+		return usage_error(ctx, "info", "expected one DEVICE");
+	if (open_dev(ctx, argv[optind], &d, false, &f) < 0)
+		return CLI_EXIT_FAIL;
+	r = info_build(ctx, argv[optind], f, &j);
+	if (r != CLI_EXIT_OK)
+		return r;
+	if (!ctx->json)
+		return info_text(argv[optind], f, j);
+	cli_print_json(TAKE_PTR(j));
+	return CLI_EXIT_OK;
+}
+
+/* ---- erase ----------------------------------------------------------------- */
+
+static int cmd_erase(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		DEV_OPTIONS,
+		{ "jffs2", no_argument, NULL, OPT_JFFS2 },
+		{ "mark-bad", no_argument, NULL, OPT_MARK_BAD },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_flash_ struct flash *f = NULL;
+	struct dev_opts d = { 0 };
+	bool jffs2 = false, markbad = false;
+	uint64_t erased, bad, marked;
+	const char *spec;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "j", opts, NULL)) >= 0) {
+		if (c == OPT_JFFS2 || c == 'j')
+			jffs2 = true;
+		else if (c == OPT_MARK_BAD)
+			markbad = true;
+		else if (dev_opt(ctx, c, &d) <= 0)
+			return CLI_EXIT_USAGE;
+	}
+	if (argc - optind != 1)
+		return usage_error(ctx, "erase", "expected one DEVICE");
+	spec = argv[optind];
+	if (open_dev(ctx, spec, &d, true, &f) < 0)
+		return CLI_EXIT_FAIL;
+	r = flash_unlock(f);
+	if (r < 0) {
+		cli_error(ctx, "%s: cannot unlock: %s", spec, strerror(-r));
+		return CLI_EXIT_FAIL;
+	}
+	if (jffs2) {
+		struct jffs2_erase_stats st = { 0 };
+
+		for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
+			r = jffs2_erase_block(f, off, markbad ? JFFS2_ERASE_MARK_BAD : 0, &st);
+			if (r < 0) {
+				cli_error(ctx, "%s: erase with clean marker failed at offset %#" PRIx64
+					  ": %s%s", spec, off, strerror(-r),
+					  r == -EIO ? " (--mark-bad retires failing blocks)" : "");
+				return CLI_EXIT_FAIL;
+			}
+		}
+		erased = st.erased, bad = st.bad, marked = st.marked_bad;
+	} else {
+		struct flashio_stats st = { 0 };
+
+		for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
+			r = flashio_erase_block(f, off, markbad ? FLASHIO_MARK_BAD : 0, &st);
+			if (r < 0) {
+				cli_error(ctx, "%s: erase failed at offset %#" PRIx64 ": %s%s", spec,
+					  off, strerror(-r),
+					  r == -EIO ? " (--mark-bad retires failing blocks)" : "");
+				return CLI_EXIT_FAIL;
+			}
+		}
+		erased = st.erases, bad = st.blocks_bad_skipped, marked = st.blocks_marked_bad;
+	}
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "device", json_object_new_string(spec));
+		json_object_object_add(j, "jffs2", json_object_new_boolean(jffs2));
+		add_u64(j, "erased", erased);
+		add_u64(j, "bad_skipped", bad);
+		add_u64(j, "marked_bad", marked);
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
+		printf("%s: erased %" PRIu64 " blocks%s, skipped %" PRIu64 " bad, marked %" PRIu64
+		       " bad\n", spec, erased, jffs2 ? " with JFFS2 clean markers" : "", bad, marked);
+	}
+	return CLI_EXIT_OK;
+}
+
+/* ---- write ----------------------------------------------------------------- */
+
+static int hex_digest(EVP_MD_CTX *c, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned n;
+
+	if (!EVP_DigestFinal_ex(c, md, &n))
+		return -EIO;
+	for (unsigned i = 0; i < n && i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/* Read back len bytes of the logical stream and hash them. */
+static int readback_digest(struct flash *f, uint64_t len, char out[65], uint64_t *ret_at)
+{
+	_cleanup_(evp_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
+	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
+	_cleanup_free_ uint8_t *buf = malloc(f->info.erasesize);
+	int r;
+
+	if (!c || !buf || !EVP_DigestInit_ex(c, EVP_sha256(), NULL))
+		return -ENOMEM;
+	r = flashio_reader_new(f, &rd);
+	if (r < 0)
+		return r;
+	while (len) {
+		ssize_t n = flashio_reader_read(rd, buf, MIN(len, (uint64_t)f->info.erasesize));
+		if (n <= 0) {
+			*ret_at = flashio_reader_offset(rd);
+			return n < 0 ? n : -ENOSPC;
+		}
+		EVP_DigestUpdate(c, buf, n);
+		len -= n;
+	}
+	return hex_digest(c, out);
+}
+
+static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		DEV_OPTIONS,
+		{ "changed-only", no_argument, NULL, OPT_CHANGED_ONLY },
+		{ "mark-bad", no_argument, NULL, OPT_MARK_BAD },
+		{ "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_flash_ struct flash *f = NULL;
+	_cleanup_(flashio_writer_freep) struct flashio_writer *w = NULL;
+	_cleanup_(evp_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct dev_opts d = { 0 };
+	unsigned flags = 0;
+	bool verify = true;
+	const char *spec, *img;
+	char want[65] = "", got[65] = "";
+	const struct flashio_stats *st;
+	int64_t total;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
+		if (c == OPT_CHANGED_ONLY)
+			flags |= FLASHIO_CHANGED_ONLY;
+		else if (c == OPT_MARK_BAD)
+			flags |= FLASHIO_MARK_BAD;
+		else if (c == OPT_NO_VERIFY)
+			verify = false;
+		else if (dev_opt(ctx, c, &d) <= 0)
+			return CLI_EXIT_USAGE;
+	}
+	if (argc - optind != 2)
+		return usage_error(ctx, "write", "expected DEVICE and IMAGE");
+	spec = argv[optind];
+	img = argv[optind + 1];
+	fd = strcmp(img, "-") ? open(img, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
+	if (fd < 0) {
+		cli_error(ctx, "cannot open image %s: %m", img);
+		return CLI_EXIT_FAIL;
+	}
+	if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+		cli_error(ctx, "cannot set up SHA-256");
+		return CLI_EXIT_FAIL;
+	}
+	if (open_dev(ctx, spec, &d, true, &f) < 0)
+		return CLI_EXIT_FAIL;
+	buf = malloc(f->info.erasesize);
+	if (!buf)
+		return CLI_EXIT_FAIL;
+	r = flash_unlock(f);
+	if (r >= 0)
+		r = flashio_writer_new(f, flags, &w);
+	if (r < 0) {
+		cli_error(ctx, "%s: %s", spec, strerror(-r));
+		return CLI_EXIT_FAIL;
+	}
+	for (;;) {
+		ssize_t n = util_read_full(fd, buf, f->info.erasesize);
+
+		if (n < 0) {
+			cli_error(ctx, "reading %s: %s", img, strerror((int)-n));
+			return CLI_EXIT_FAIL;
+		}
+		if (n == 0)
+			break;
+		EVP_DigestUpdate(md, buf, n);
+		r = flashio_writer_write_all(w, buf, n);
+		if (r < 0)
+			break;
+	}
+	total = r < 0 ? r : flashio_writer_finish(w);
+	if (total < 0) {
+		r = (int)total;
+		if (r == -ENOSPC)
+			cli_error(ctx, "%s: %s does not fit: no good erase block left at offset %#"
+				  PRIx64 " (%" PRIu64 " bad blocks skipped)", spec, img,
+				  flashio_writer_offset(w), flashio_writer_stats(w)->blocks_bad_skipped);
+		else
+			cli_error(ctx, "%s: writing %s failed at block offset %#" PRIx64 ": %s%s", spec,
+				  img, flashio_writer_offset(w), strerror(-r),
+				  r == -EIO ? " (--mark-bad retires failing blocks)" : "");
+		return CLI_EXIT_FAIL;
+	}
+	st = flashio_writer_stats(w);
+	if (hex_digest(md, want) < 0)
+		return CLI_EXIT_FAIL;
+	if (verify) {
+		uint64_t at = 0;
+
+		r = readback_digest(f, total, got, &at);
+		if (r < 0) {
+			cli_error(ctx, "%s: read-back of %s failed at offset %#" PRIx64 ": %s", spec,
+				  img, at, strerror(-r));
+			return CLI_EXIT_FAIL;
+		}
+		if (strcmp(want, got)) {
+			cli_error(ctx, "%s: verification failed: wrote sha256 %s, read back %s", spec,
+				  want, got);
+			return CLI_EXIT_FAIL;
+		}
+	}
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "device", json_object_new_string(spec));
+		json_object_object_add(j, "image", json_object_new_string(img));
+		add_u64(j, "bytes", total);
+		json_object_object_add(j, "sha256", json_object_new_string(want));
+		json_object_object_add(j, "verified", json_object_new_boolean(verify));
+		add_u64(j, "blocks_written", st->blocks_written);
+		add_u64(j, "blocks_identical", st->blocks_identical);
+		add_u64(j, "blocks_bad_skipped", st->blocks_bad_skipped);
+		add_u64(j, "blocks_marked_bad", st->blocks_marked_bad);
+		add_u64(j, "erases", st->erases);
+		add_u64(j, "erases_skipped", st->erases_skipped);
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
+		printf("%s: wrote %" PRId64 " bytes: %" PRIu64 " blocks written, %" PRIu64
+		       " identical (skipped), %" PRIu64 " bad skipped, %" PRIu64 " marked bad, %"
+		       PRIu64 " erases%s\n", spec, total, st->blocks_written, st->blocks_identical,
+		       st->blocks_bad_skipped, st->blocks_marked_bad, st->erases,
+		       verify ? "; verified" : "");
+	}
+	return CLI_EXIT_OK;
+}
+
+/* ---- read ------------------------------------------------------------------ */
+
+static int cmd_read(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		DEV_OPTIONS,
+		{ "length", required_argument, NULL, OPT_LENGTH },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_flash_ struct flash *f = NULL;
+	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct dev_opts d = { 0 };
+	uint64_t len = UINT64_MAX, done = 0;
+	const char *spec, *out;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
+		if (c == OPT_LENGTH) {
+			if (parse_size_opt(ctx, "--length", optarg, &len) < 0)
+				return CLI_EXIT_USAGE;
+		} else if (dev_opt(ctx, c, &d) <= 0) {
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2)
+		return usage_error(ctx, "read", "expected DEVICE and OUTFILE");
+	spec = argv[optind];
+	out = argv[optind + 1];
+	if (open_dev(ctx, spec, &d, false, &f) < 0)
+		return CLI_EXIT_FAIL;
+	fd = strcmp(out, "-") ? open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+			      : dup(STDOUT_FILENO);
+	if (fd < 0) {
+		cli_error(ctx, "cannot create %s: %m", out);
+		return CLI_EXIT_FAIL;
+	}
+	buf = malloc(f->info.erasesize);
+	r = buf ? flashio_reader_new(f, &rd) : -ENOMEM;
+	if (r < 0)
+		return CLI_EXIT_FAIL;
+	while (done < len) {
+		ssize_t n = flashio_reader_read(rd, buf, MIN(len - done, (uint64_t)f->info.erasesize));
+
+		if (n < 0) {
+			cli_error(ctx, "%s: read failed at offset %#" PRIx64 ": %s", spec,
+				  flashio_reader_offset(rd), strerror((int)-n));
+			return CLI_EXIT_FAIL;
+		}
+		if (n == 0)
+			break;
+		r = util_write_full(fd, buf, n);
+		if (r < 0) {
+			cli_error(ctx, "writing %s: %s", out, strerror(-r));
+			return CLI_EXIT_FAIL;
+		}
+		done += n;
+	}
+	if (len != UINT64_MAX && done < len) {
+		cli_error(ctx, "%s: only %" PRIu64 " of %" PRIu64 " bytes in good blocks", spec, done,
+			  len);
+		return CLI_EXIT_FAIL;
+	}
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+		const struct flashio_stats *st = flashio_reader_stats(rd);
+
+		json_object_object_add(j, "device", json_object_new_string(spec));
+		add_u64(j, "bytes", done);
+		add_u64(j, "blocks_bad_skipped", st->blocks_bad_skipped);
+		add_u64(j, "corrected", st->corrected);
+		cli_print_json(j);
+	}
+	return CLI_EXIT_OK;
+}
+
+/* ---- markbad --------------------------------------------------------------- */
+
+static int cmd_markbad(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = { DEV_OPTIONS, { NULL, 0, NULL, 0 } };
+	_cleanup_flash_ struct flash *f = NULL;
+	struct dev_opts d = { 0 };
+	uint64_t off;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
+		if (dev_opt(ctx, c, &d) <= 0)
+			return CLI_EXIT_USAGE;
+	if (argc - optind != 2)
+		return usage_error(ctx, "markbad", "expected DEVICE and OFFSET");
+	if (parse_size_opt(ctx, "OFFSET", argv[optind + 1], &off) < 0)
+		return CLI_EXIT_USAGE;
+	if (open_dev(ctx, argv[optind], &d, true, &f) < 0)
+		return CLI_EXIT_FAIL;
+	r = flash_block_markbad(f, off);
+	if (r < 0) {
+		cli_error(ctx, "%s: cannot mark the block at %#" PRIx64 " bad: %s", argv[optind], off,
+			  strerror(-r));
+		return CLI_EXIT_FAIL;
+	}
+	if (!ctx->quiet && !ctx->json)
+		printf("%s: block %" PRIu64 " (offset %#" PRIx64 ") marked bad\n", argv[optind],
+		       off / f->info.erasesize, off - off % f->info.erasesize);
+	return CLI_EXIT_OK;
+}
+
+/* ---- sim-create ------------------------------------------------------------ */
+
+static int cmd_sim_create(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "type", required_argument, NULL, OPT_TYPE },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "erase-block", required_argument, NULL, OPT_ERASE_BLOCK },
+		{ "page", required_argument, NULL, OPT_PAGE },
+		{ "oob", required_argument, NULL, OPT_OOB },
+		{ "bad-blocks", required_argument, NULL, OPT_BAD_BLOCKS },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nsim_geometry g = { .type = _NSIM_TYPE_MAX };
+	_cleanup_nsim_ struct nsim *s = NULL;
+	uint64_t page = 0, oob = 0, es = 0;
+	bool have_page = false, have_oob = false;
+	const char *bad = NULL;
+	unsigned flags = 0;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
+		switch (c) {
+		case OPT_TYPE:
+			r = nsim_type_from_string(optarg);
+			if (r < 0)
+				return usage_error(ctx, "sim-create", "--type must be nand or nor");
+			g.type = r;
+			break;
+		case OPT_SIZE:
+			if (parse_size_opt(ctx, "--size", optarg, &g.size) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_ERASE_BLOCK:
+			if (parse_size_opt(ctx, "--erase-block", optarg, &es) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_PAGE:
+			if (parse_size_opt(ctx, "--page", optarg, &page) < 0)
+				return CLI_EXIT_USAGE;
+			have_page = true;
+			break;
+		case OPT_OOB:
+			if (parse_size_opt(ctx, "--oob", optarg, &oob) < 0)
+				return CLI_EXIT_USAGE;
+			have_oob = true;
+			break;
+		case OPT_BAD_BLOCKS:
+			bad = optarg;
+			break;
+		case OPT_FORCE:
+			flags |= NSIM_CREATE_FORCE;
+			break;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1)
+		return usage_error(ctx, "sim-create", "expected one FILE");
+	if (g.type == _NSIM_TYPE_MAX || !g.size || !es)
+		return usage_error(ctx, "sim-create", "--type, --size and --erase-block are required");
+	if (es > UINT32_MAX || page > UINT32_MAX || oob > UINT32_MAX)
+		return usage_error(ctx, "sim-create", "sizes too large");
+	g.erasesize = es;
+	g.writesize = have_page ? page : g.type == NSIM_NAND ? 2048 : 1;
+	g.oobsize = have_oob ? oob : g.type == NSIM_NAND ? g.writesize / 32 : 0;
+	r = nsim_create(argv[optind], &g, flags);
+	if (r < 0) {
+		cli_error(ctx, "cannot create simulator %s: %s%s", argv[optind], strerror(-r),
+			  r == -EINVAL ? " (size must be a multiple of the erase block, the erase "
+			  "block of the page; NAND: page a power of two >= 256 with >= 16 OOB "
+			  "bytes; NOR: no --page/--oob)" : r == -EEXIST ? " (--force overwrites)" : "");
+		return CLI_EXIT_FAIL;
+	}
+	r = nsim_open(argv[optind], true, &s);
+	if (r < 0) {
+		cli_error(ctx, "cannot open %s: %s", argv[optind], strerror(-r));
+		return CLI_EXIT_FAIL;
+	}
+	for (const char *p = bad; p && *p;) {
+		char *end;
+		unsigned long long b = strtoull(p, &end, 0);
+
+		if (end == p || (*end && *end != ',') || nsim_set_factory_bad(s, b) < 0) {
+			cli_error(ctx, "invalid --bad-blocks '%s': expected block numbers below %" PRIu64
+				  " separated by commas", bad, g.size / g.erasesize);
+			nsim_close(TAKE_PTR(s));
+			unlink(argv[optind]);
+			return CLI_EXIT_USAGE;
+		}
+		p = *end ? end + 1 : end;
+	}
+	if (!ctx->quiet && !ctx->json)
+		printf("created %s: %s, %" PRIu64 " blocks\n", argv[optind],
+		       nsim_type_to_string(g.type), g.size / g.erasesize);
+	return CLI_EXIT_OK;
+}
+
 const struct cli_cmd cli_flash_cmds[] = {
+	{ "info", "DEVICE [--offset O] [--size S] [--json]",
+	  "geometry, bad blocks and ECC counters of an MTD device or simulator file\n"
+	  "DEVICE: sim:PATH, /dev/mtdN or mtd:NAME; PATH@OFFSET+SIZE or --offset/--size\n"
+	  "select an erase-block aligned window.", cmd_info, NULL },
+	{ "erase", "[--jffs2] [--mark-bad] [--offset O] [--size S] DEVICE",
+	  "erase every good block (flash_erase); --jffs2 writes JFFS2 clean markers\n"
+	  "(NOR in-band, NAND in OOB); --mark-bad marks blocks failing to erase bad.",
+	  cmd_erase, NULL },
+	{ "write", "[--changed-only] [--mark-bad] [--no-verify] [--offset O] [--size S] DEVICE IMAGE",
+	  "write IMAGE ('-' = stdin) over the good blocks (nandwrite semantics), then read it\n"
+	  "back and compare SHA-256. --changed-only leaves identical blocks alone;\n"
+	  "--mark-bad retires blocks failing to erase/program and moves on.", cmd_write, NULL },
+	{ "read", "[--length N] [--offset O] [--size S] DEVICE OUTFILE",
+	  "read the good blocks (nanddump --bb=skipbad) into OUTFILE ('-' = stdout).",
+	  cmd_read, NULL },
+	{ "markbad", "DEVICE OFFSET", "mark the erase block containing OFFSET bad.", cmd_markbad, NULL },
+	{ "sim-create", "FILE --type nand|nor --size S --erase-block S [--page S] [--oob S] "
+	  "[--bad-blocks 3,17] [--force]",
+	  "create a simulator file (all erased). NAND defaults: 2 KiB pages, page/32 OOB.\n"
+	  "Fault injection and power cuts: see nsimctl(1).", cmd_sim_create, NULL },
 	{ NULL },
 };
