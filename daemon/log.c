@@ -1,0 +1,44 @@
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <systemd/sd-journal.h>
+
+#include "log.h"
+
+static bool log_journal;
+static int log_max = LOG_INFO;
+
+static const char *const log_prefix[] = {
+	[LOG_EMERG] = "emergency", [LOG_ALERT] = "alert", [LOG_CRIT] = "critical",
+	[LOG_ERR] = "error", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+
+void log_open(void)
+{
+	/* systemd sets JOURNAL_STREAM when stderr goes to the journal */
+	log_journal = getenv("JOURNAL_STREAM") != NULL;
+}
+
+void log_set_max_level(int level)
+{
+	log_max = level;
+}
+
+void log_msg(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_max)
+		return;
+	va_start(ap, fmt);
+	if (log_journal) {
+		sd_journal_printv(level, fmt, ap);
+	} else {
+		fprintf(stderr, "flashd[%s]: ", log_prefix[level & 7]);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+}

@@ -1,0 +1,1134 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <systemd/sd-daemon.h>
+
+#include "board.h"
+#include "cleanup_json.h"
+#include "env.h"
+#include "install.h"
+#include "keyring.h"
+#include "layout.h"
+#include "log.h"
+#include "manager.h"
+#include "proto.h"
+#include "record.h"
+#include "slot.h"
+#include "util.h"
+#include "worker.h"
+
+#define OVERLAY_RESET_VAR "FLASHD_OVERLAY_RESET"
+#define BOOT_STATE_FILE "/run/flashd/boot.json"
+
+struct operation {
+	const char *name;              /* "install", "health-check"; NULL = idle */
+	struct worker *worker;
+	struct proto_call *call;
+	int bundle_fd;
+	char *slot;                    /* requested target */
+	bool activate;
+	bool cancelled;
+	struct json_object *final;     /* the worker's last report */
+	struct json_object *last;      /* the last progress report */
+	sd_event_source *timeout;
+	time_t started;
+};
+
+struct manager {
+	struct conf *conf;
+	struct layout *layout;
+	const struct layout_slot_group *group;
+	struct keyring *keyring;
+	sd_event *event;
+	struct proto_server *server;
+	struct operation op;
+};
+
+/* ---- helpers ---- */
+
+static struct json_object *jstr(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static int open_env(struct manager *m, struct env **ret, struct env_error *err)
+{
+	return env_open_layout(m->layout, m->conf->target, NULL, 0, ret, err);
+}
+
+struct slot_view {
+	struct slot_state st;
+	struct slot_status status;
+	char *versions[SLOT_MAX];
+	bool reset_pending;
+};
+
+static void slot_view_done(struct slot_view *v)
+{
+	for (size_t i = 0; i < SLOT_MAX; i++)
+		free(v->versions[i]);
+}
+
+/* Slot state and status from the env and the kernel command line. */
+static int load_slots(struct manager *m, struct env *e, struct slot_view *v, char *why,
+		      size_t whylen)
+{
+	struct slot_error serr = { "" };
+	const char *by = NULL;
+	char *reset;
+	int booted, r;
+
+	*v = (struct slot_view){ 0 };
+	r = slot_state_load_group(&v->st, m->group, env_get_dup, e, &serr);
+	if (r < 0) {
+		snprintf(why, whylen, "%s", serr.msg);
+		return r;
+	}
+	booted = slot_booted(m->conf->cmdline, m->layout, m->group, &by, &serr);
+	slot_status_compute(&v->st, booted < 0 ? -1 : booted, booted < 0 ? NULL : by, &v->status);
+	for (size_t i = 0; i < m->group->n_slots && i < SLOT_MAX; i++) {
+		char var[64];
+		install_version_var(m->group->slots[i].name, var, sizeof(var));
+		v->versions[i] = env_get_dup(e, var);
+	}
+	reset = env_get_dup(e, OVERLAY_RESET_VAR);
+	v->reset_pending = reset && !strcmp(reset, "1");
+	free(reset);
+	return 0;
+}
+
+static int reply_env_error(struct proto_call *call, int r, const struct env_error *err)
+{
+	return proto_error_errno(call, r, err->msg[0] ? err->msg : strerror(-r));
+}
+
+/* ---- status ---- */
+
+static const char *slot_state_name(const struct slot_view *v, size_t i)
+{
+	static const char *const names[_SLOT_HEALTH_MAX] = {
+		[SLOT_HEALTH_GOOD] = "good",
+		[SLOT_HEALTH_TRIAL] = "trial",
+		[SLOT_HEALTH_EXHAUSTED] = "bad",
+		[SLOT_HEALTH_BAD] = "bad",
+	};
+	enum slot_health h = slot_health_of(&v->st, i);
+
+	if (h == SLOT_HEALTH_BAD && !v->versions[i])
+		return "empty";
+	return names[h];
+}
+
+static struct json_object *slots_json(struct manager *m, const struct slot_view *v)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < m->group->n_slots; i++) {
+		const struct layout_slot *s = &m->group->slots[i];
+		struct json_object *o = json_object_new_object();
+		const struct slot_info *si = &v->st.slots[i];
+
+		json_object_object_add(o, "name", json_object_new_string(s->name));
+		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
+							       s->rootfs.ubi_volume));
+		json_object_object_add(o, "state", json_object_new_string(slot_state_name(v, i)));
+		json_object_object_add(o, "version", jstr(v->versions[i]));
+		json_object_object_add(o, "tries_left", json_object_new_int(si->left));
+		json_object_object_add(o, "priority", si->order_pos >= 0 ?
+				       json_object_new_int(si->order_pos) : NULL);
+		json_object_object_add(o, "booted", json_object_new_boolean(v->status.booted == (int)i));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static struct json_object *partition_json(struct board *b, const struct layout_partition *p)
+{
+	_cleanup_flash_ struct flash *f = NULL;
+	_cleanup_free_ char *dev = NULL;
+	struct flash_stats st = { 0 };
+	struct json_object *o = json_object_new_object();
+	uint64_t off;
+	int r;
+
+	json_object_object_add(o, "name", json_object_new_string(p->name));
+	if (board_partition_path(b, p, &dev, &off) >= 0)
+		json_object_object_add(o, "device", json_object_new_string(dev));
+	json_object_object_add(o, "type", json_object_new_string(flash_type_to_string(p->dev->type)));
+	json_object_object_add(o, "size", json_object_new_int64(p->size));
+	json_object_object_add(o, "erase_size", json_object_new_int64(p->dev->erasesize));
+	json_object_object_add(o, "write_size", json_object_new_int64(p->dev->writesize));
+	json_object_object_add(o, "oob_size", json_object_new_int64(p->dev->oobsize));
+	r = board_open_partition(b, p, &f);
+	if (r >= 0)
+		r = flash_get_stats(f, &st);
+	if (r >= 0) {
+		json_object_object_add(o, "bad_blocks", json_object_new_int64(st.badblocks));
+		json_object_object_add(o, "ecc_corrected", json_object_new_int64(st.corrected));
+		json_object_object_add(o, "ecc_failed", json_object_new_int64(st.failed));
+	} else {
+		json_object_object_add(o, "bad_blocks", json_object_new_int(0));
+		json_object_object_add(o, "ecc_corrected", NULL);
+		json_object_object_add(o, "ecc_failed", NULL);
+		json_object_object_add(o, "error", json_object_new_string(strerror(-r)));
+	}
+	return o;
+}
+
+static struct json_object *flash_json(struct manager *m, const char *only)
+{
+	_cleanup_board_ struct board *b = NULL;
+	struct json_object *arr = json_object_new_array();
+
+	if (board_open(m->layout, m->conf->target, false, &b) < 0)
+		return arr;
+	for (size_t i = 0; i < m->layout->n_partitions; i++)
+		if (!only || !strcmp(only, m->layout->partitions[i].name))
+			json_object_array_add(arr, partition_json(b, &m->layout->partitions[i]));
+	return arr;
+}
+
+static struct json_object *overlay_json(struct manager *m, bool reset_pending)
+{
+	_cleanup_json_ struct json_object *boot = NULL;
+	_cleanup_free_ char *text = NULL;
+	struct json_object *o = json_object_new_object(), *ov = NULL, *v;
+	const struct layout_overlay *lo = m->layout->n_overlays ? &m->layout->overlays[0] : NULL;
+	const char *state = lo ? "unknown" : "none";
+
+	/* flashd boot records what it mounted */
+	if (util_read_file(BOOT_STATE_FILE, 1 << 16, &text, NULL) >= 0 &&
+	    (boot = json_tokener_parse(text)) && json_object_object_get_ex(boot, "overlay", &ov) &&
+	    json_object_object_get_ex(ov, "state", &v))
+		state = json_object_get_string(v);
+	if (reset_pending)
+		state = "reset_pending";
+	json_object_object_add(o, "state", json_object_new_string(state));
+	json_object_object_add(o, "partition", jstr(lo && lo->part ? lo->part->name : NULL));
+	json_object_object_add(o, "fstype", jstr(lo ? layout_overlay_type_to_string(lo->type) : NULL));
+	if (ov && json_object_object_get_ex(ov, "size", &v))
+		json_object_object_add(o, "size", json_object_get(v));
+	else
+		json_object_object_add(o, "size", NULL);
+	if (ov && json_object_object_get_ex(ov, "used", &v))
+		json_object_object_add(o, "used", json_object_get(v));
+	else
+		json_object_object_add(o, "used", NULL);
+	/* mainline JFFS2 lacks RENAME_WHITEOUT; the boot probe says for sure */
+	if (ov && json_object_object_get_ex(ov, "rename_whiteout", &v))
+		json_object_object_add(o, "rename_whiteout", json_object_get(v));
+	else
+		json_object_object_add(o, "rename_whiteout",
+				       json_object_new_boolean(lo && lo->type != LAYOUT_OVERLAY_JFFS2));
+	return o;
+}
+
+static struct json_object *last_install_json(struct manager *m)
+{
+	_cleanup_json_ struct json_object *arr = NULL;
+	struct json_object *r, *o, *v;
+	static const char *const keys[] = { "slot", "version", "result", "started", "finished",
+					    "bytes", "erases", "blocks_skipped", "signer" };
+
+	if (record_load(m->conf->state_dir, &arr) < 0 || json_object_array_length(arr) == 0)
+		return NULL;
+	r = json_object_array_get_idx(arr, 0);
+	o = json_object_new_object();
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (json_object_object_get_ex(r, keys[i], &v))
+			json_object_object_add(o, keys[i], json_object_get(v));
+	json_object_object_add(o, "reason", json_object_object_get_ex(r, "error", &v) ?
+			       json_object_get(v) : NULL);
+	json_object_object_add(o, "bundle_sha256", NULL);
+	return o;
+}
+
+static int method_get_status(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct env_error eerr = { "" };
+	struct slot_view v;
+	char why[256];
+	int r;
+
+	r = open_env(m, &e, &eerr);
+	if (r < 0)
+		return reply_env_error(call, r, &eerr);
+	r = load_slots(m, e, &v, why, sizeof(why));
+	env_close(TAKE_PTR(e)); /* do not hold the env lock while reading flash */
+	if (r < 0)
+		return proto_error_errno(call, r, why);
+	json_object_object_add(o, "layout", json_object_new_string(m->layout->path));
+	json_object_object_add(o, "board", jstr(m->layout->board));
+	json_object_object_add(o, "compatible", jstr(m->layout->compatible));
+	json_object_object_add(o, "slots", slots_json(m, &v));
+	json_object_object_add(o, "booted", v.status.booted >= 0 ?
+			       jstr(m->group->slots[v.status.booted].name) : NULL);
+	json_object_object_add(o, "trial", json_object_new_boolean(v.status.on_trial));
+	json_object_object_add(o, "fallback", json_object_new_boolean(v.status.fell_back));
+	json_object_object_add(o, "next", v.status.next >= 0 ?
+			       jstr(m->group->slots[v.status.next].name) : NULL);
+	json_object_object_add(o, "last_install", last_install_json(m));
+	json_object_object_add(o, "overlay", overlay_json(m, v.reset_pending));
+	json_object_object_add(o, "flash", flash_json(m, NULL));
+	json_object_object_add(o, "allow_unsigned", json_object_new_boolean(m->conf->allow_unsigned));
+	json_object_object_add(o, "operation", jstr(m->op.name));
+	if (m->op.last)
+		json_object_object_add(o, "progress", json_object_get(m->op.last));
+	slot_view_done(&v);
+	return proto_reply(call, o);
+}
+
+/* ---- install: a worker process does the flash I/O ---- */
+
+static const char *const step_names[_INSTALL_PHASE_MAX] = {
+	[INSTALL_PHASE_MANIFEST] = "verify",
+	[INSTALL_PHASE_WRITE] = "write",
+	[INSTALL_PHASE_VERIFY] = "readback",
+	[INSTALL_PHASE_ACTIVATE] = "activate",
+	[INSTALL_PHASE_DONE] = "done",
+	[INSTALL_PHASE_FAILED] = "failed",
+};
+
+struct job_ctx {
+	int fd;
+	unsigned last_percent;
+	enum install_phase last_phase;
+	const char *version;
+	struct install *in;
+};
+
+static void job_progress(void *userdata, const struct install_progress *p)
+{
+	struct job_ctx *ctx = userdata;
+	_cleanup_json_ struct json_object *o = NULL;
+	const struct bundle_manifest *man = install_get_manifest(ctx->in);
+
+	/* one report per percent or step keeps the pipe and the client calm */
+	if (p->percent == ctx->last_percent && p->phase == ctx->last_phase)
+		return;
+	ctx->last_percent = p->percent;
+	ctx->last_phase = p->phase;
+	o = json_object_new_object();
+	json_object_object_add(o, "percent", json_object_new_int(p->percent));
+	json_object_object_add(o, "bytes_done", json_object_new_int64(p->done));
+	json_object_object_add(o, "bytes_total", json_object_new_int64(p->total));
+	json_object_object_add(o, "step", json_object_new_string(step_names[p->phase]));
+	json_object_object_add(o, "image", jstr(p->image));
+	json_object_object_add(o, "slot", jstr(p->slot));
+	json_object_object_add(o, "version", jstr(man ? man->version : NULL));
+	worker_report(ctx->fd, o);
+}
+
+static bool bundle_error_class(int r)
+{
+	static const int codes[] = { -EBADMSG, -EKEYREJECTED, -ENOKEY, -EPROTONOSUPPORT,
+				     -EMEDIUMTYPE, -EFBIG, -ENXIO, -ENODATA };
+
+	for (size_t i = 0; i < ELEMENTSOF(codes); i++)
+		if (codes[i] == r)
+			return true;
+	return false;
+}
+
+static struct json_object *final_report(struct install *in, int r, const struct install_error *err)
+{
+	const struct install_stats *st = install_get_stats(in);
+	const struct bundle_manifest *man = install_get_manifest(in);
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "final", json_object_new_boolean(true));
+	json_object_object_add(o, "result", json_object_new_string(
+		r >= 0 ? "success" : r == -ECANCELED ? "cancelled" : "failed"));
+	json_object_object_add(o, "errno", json_object_new_int(-r));
+	json_object_object_add(o, "error", r < 0 ? jstr(err->msg) : NULL);
+	/* bundle problems found before anything was written */
+	json_object_object_add(o, "invalid_bundle", json_object_new_boolean(
+		r < 0 && bundle_error_class(r) && st->bytes_written == 0));
+	json_object_object_add(o, "slot", jstr(install_get_slot(in)));
+	json_object_object_add(o, "version", jstr(man ? man->version : NULL));
+	json_object_object_add(o, "compatible", jstr(man ? man->compatible : NULL));
+	json_object_object_add(o, "signer", jstr(man && man->is_signed ? man->signer_name : NULL));
+	json_object_object_add(o, "bytes", json_object_new_int64(st->bytes_written));
+	json_object_object_add(o, "erases", json_object_new_int64(st->erases));
+	json_object_object_add(o, "blocks_skipped", json_object_new_int64(st->blocks_skipped));
+	json_object_object_add(o, "blocks_written", json_object_new_int64(st->blocks_written));
+	json_object_object_add(o, "started", json_object_new_int64(st->started));
+	json_object_object_add(o, "finished", json_object_new_int64(time(NULL)));
+	return o;
+}
+
+/* Runs in the worker process. */
+static int install_job(int report_fd, volatile int *cancel, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_board_ struct board *b = NULL;
+	_cleanup_install_ struct install *in = NULL;
+	_cleanup_json_ struct json_object *fin = NULL;
+	struct install_error err = { "" };
+	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
+	struct install_params p = {
+		.target = m->conf->target,
+		.group = m->group,
+		.cmdline = m->conf->cmdline,
+		.slot = m->op.slot,
+		.keyring = m->keyring,
+		.allow_unsigned = m->conf->allow_unsigned,
+		.activate = m->op.activate,
+		.progress = job_progress,
+		.userdata = &ctx,
+	};
+	int r;
+
+	r = board_open(m->layout, m->conf->target, true, &b);
+	if (r < 0)
+		return r;
+	p.board = b;
+	r = install_new(&p, &in);
+	if (r < 0)
+		return r;
+	ctx.in = in;
+	r = install_run_fd(in, m->op.bundle_fd, cancel, &err);
+	fin = final_report(in, r, &err);
+	worker_report(report_fd, fin);
+	return r;
+}
+
+static void op_clear(struct manager *m)
+{
+	struct operation *op = &m->op;
+
+	worker_free(op->worker);
+	proto_call_unref(op->call);
+	if (op->bundle_fd >= 0)
+		close(op->bundle_fd);
+	free(op->slot);
+	json_object_put(op->final);
+	json_object_put(op->last);
+	sd_event_source_disable_unref(op->timeout);
+	*op = (struct operation){ .bundle_fd = -1 };
+	sd_notify(0, "STATUS=idle");
+}
+
+static void install_on_line(struct worker *w, struct json_object *msg, void *userdata)
+{
+	struct manager *m = userdata;
+	struct json_object *v;
+
+	if (json_object_object_get_ex(msg, "final", &v)) {
+		json_object_put(m->op.final);
+		m->op.final = json_object_get(msg);
+		return;
+	}
+	json_object_put(m->op.last);
+	m->op.last = json_object_get(msg);
+	if (json_object_object_get_ex(msg, "percent", &v))
+		sd_notifyf(0, "STATUS=installing: %d%%", json_object_get_int(v));
+	if (m->op.call)
+		proto_reply_more(m->op.call, msg);
+}
+
+static const char *jget(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
+}
+
+static int64_t jget_int(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
+}
+
+static void install_record(struct manager *m, const char *result, const char *error)
+{
+	struct json_object *f = m->op.final;
+	struct record r = {
+		.started = m->op.started,
+		.finished = time(NULL),
+		.group = m->group->name,
+		.slot = jget(f, "slot"),
+		.version = jget(f, "version"),
+		.compatible = jget(f, "compatible"),
+		.result = result,
+		.error = error,
+		.bytes = jget_int(f, "bytes"),
+		.erases = jget_int(f, "erases"),
+		.blocks_skipped = jget_int(f, "blocks_skipped"),
+		.signer = jget(f, "signer"),
+	};
+	int ret = record_append(m->conf->state_dir, &r);
+
+	if (ret < 0)
+		log_warning("cannot keep the install record in %s: %s", m->conf->state_dir,
+			    strerror(-ret));
+}
+
+static void install_on_done(struct worker *w, int code, int status, void *userdata)
+{
+	struct manager *m = userdata;
+	struct json_object *f = m->op.final;
+	const char *result = jget(f, "result"), *error = jget(f, "error");
+	char why[160];
+	struct proto_call *call = m->op.call;
+
+	if (!result) {
+		snprintf(why, sizeof(why), "the install worker died (%s %d) before it finished; "
+			 "the target slot stays marked bad", code == CLD_EXITED ? "exit" : "signal",
+			 status);
+		result = "failed";
+		error = why;
+	}
+	if (!strcmp(result, "success"))
+		log_info("installed version %s into slot %s (%" PRId64 " bytes, %" PRId64
+			 " erases, %" PRId64 " unchanged blocks skipped)", jget(f, "version"),
+			 jget(f, "slot"), jget_int(f, "bytes"), jget_int(f, "erases"),
+			 jget_int(f, "blocks_skipped"));
+	else
+		log_error("install %s: %s", result, error);
+	install_record(m, result, error);
+	if (call && proto_call_is_connected(call)) {
+		if (!strcmp(result, "success")) {
+			_cleanup_json_ struct json_object *o = json_object_new_object();
+			json_object_object_add(o, "percent", json_object_new_int(100));
+			json_object_object_add(o, "bytes_done", json_object_new_int64(jget_int(m->op.last, "bytes_total")));
+			json_object_object_add(o, "bytes_total", json_object_new_int64(jget_int(m->op.last, "bytes_total")));
+			json_object_object_add(o, "step", json_object_new_string("done"));
+			json_object_object_add(o, "image", NULL);
+			json_object_object_add(o, "slot", jstr(jget(f, "slot")));
+			json_object_object_add(o, "version", jstr(jget(f, "version")));
+			proto_reply(call, o);
+		} else if (!strcmp(result, "cancelled")) {
+			proto_error(call, PROTO_ERROR_CANCELLED, NULL);
+		} else {
+			struct json_object *v;
+			bool invalid = f && json_object_object_get_ex(f, "invalid_bundle", &v) &&
+				       json_object_get_boolean(v);
+			proto_error_string(call, invalid ? PROTO_ERROR_INVALID_BUNDLE :
+					   PROTO_ERROR_INSTALL_FAILED, "reason", error);
+		}
+	}
+	op_clear(m);
+}
+
+static void install_on_disconnect(struct proto_call *call, void *userdata)
+{
+	struct manager *m = userdata;
+
+	if (m->op.call != call)
+		return;
+	log_warning("install client went away: cancelling");
+	m->op.cancelled = true;
+	worker_cancel(m->op.worker);
+}
+
+static int busy(struct manager *m, struct proto_call *call)
+{
+	return proto_error_string(call, PROTO_ERROR_BUSY, "operation", m->op.name);
+}
+
+static int install_open_bundle(struct proto_call *call, struct json_object *params)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(params, "fd", &v) && v)
+		return proto_call_take_fd(call, json_object_get_int(v));
+	if (json_object_object_get_ex(params, "path", &v) && v) {
+		const char *path = json_object_get_string(v);
+		int fd;
+		if (path[0] != '/')
+			return -EINVAL;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
+	return -ENOENT;
+}
+
+static int method_install(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	struct json_object *v;
+	int fd, r;
+
+	if (m->op.name)
+		return busy(m, call);
+	fd = install_open_bundle(call, params);
+	if (fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL))
+		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
+	if (fd < 0)
+		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, or an "
+					 "absolute path the daemon can read)");
+	m->op = (struct operation){ .name = "install", .bundle_fd = fd, .activate = true,
+				    .started = time(NULL) };
+	if (json_object_object_get_ex(params, "slot", &v) && v)
+		m->op.slot = strdup(json_object_get_string(v));
+	if (json_object_object_get_ex(params, "activate", &v) && v)
+		m->op.activate = json_object_get_boolean(v);
+	m->op.call = proto_call_ref(call);
+	proto_call_set_disconnect_handler(call, install_on_disconnect, m);
+	r = worker_start(m->event, install_job, install_on_line, install_on_done, m, &m->op.worker);
+	if (r < 0) {
+		op_clear(m);
+		return proto_error_errno(call, r, "cannot start the install worker");
+	}
+	log_info("install started by uid %u (worker pid %d)", proto_call_peer(call)->uid,
+		 (int)worker_pid(m->op.worker));
+	sd_notify(0, "STATUS=installing");
+	return 0;
+}
+
+static int method_cancel(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	bool running = m->op.name && m->op.worker && !strcmp(m->op.name, "install");
+
+	if (running) {
+		log_notice("install cancelled by uid %u", proto_call_peer(call)->uid);
+		m->op.cancelled = true;
+		worker_cancel(m->op.worker);
+	}
+	json_object_object_add(o, "cancelled", json_object_new_boolean(running));
+	return proto_reply(call, o);
+}
+
+/* ---- slot operations: one env store each ---- */
+
+enum slot_change_error {
+	SLOT_CHANGE_ENV,       /* env unreadable/unwritable */
+	SLOT_CHANGE_NO_SLOT,   /* no such slot (or none to roll back to) */
+	SLOT_CHANGE_REFUSED,   /* the state logic refuses */
+};
+
+/* op on slot name (NULL = booted) in one env store. On failure *ret_kind
+ * and why say what went wrong. */
+static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
+		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct slot_error serr = { "" };
+	struct slot_state nst;
+	struct slot_changes ch;
+	struct slot_view v;
+	int idx, r;
+
+	*ret_kind = SLOT_CHANGE_ENV;
+	r = open_env(m, &e, &eerr);
+	if (r < 0) {
+		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
+		return r;
+	}
+	r = load_slots(m, e, &v, why, whylen);
+	if (r < 0)
+		return r;
+	slot_view_done(&v);
+	idx = name ? slot_find(&v.st, name) : v.status.booted;
+	if (idx < 0 && op != SLOT_OP_ROLLBACK) {
+		*ret_kind = SLOT_CHANGE_NO_SLOT;
+		snprintf(why, whylen, "%s", name ? name : "(booted slot unknown)");
+		return -ENOENT;
+	}
+	r = slot_compute(&v.st, op, op == SLOT_OP_ROLLBACK ? -1 : idx, flags, &nst, &ch, &serr);
+	if (r < 0) {
+		*ret_kind = op == SLOT_OP_ROLLBACK ? SLOT_CHANGE_NO_SLOT : SLOT_CHANGE_REFUSED;
+		snprintf(why, whylen, "%s", serr.msg);
+		return r;
+	}
+	r = slot_apply(e, &ch, &eerr);
+	if (r < 0) {
+		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
+		return r;
+	}
+	*ret_idx = op == SLOT_OP_ROLLBACK ? (int)nst.order[0] : idx;
+	return 0;
+}
+
+static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, const char *name,
+		   unsigned flags)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	enum slot_change_error kind;
+	char why[512];
+	int idx, r;
+
+	if (m->op.name)
+		return busy(m, call);
+	r = slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
+	if (r < 0) {
+		switch (kind) {
+		case SLOT_CHANGE_NO_SLOT:
+			return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", why);
+		case SLOT_CHANGE_REFUSED:
+			return proto_error_string(call, PROTO_ERROR_DENIED, "reason", why);
+		case SLOT_CHANGE_ENV:
+			break;
+		}
+		return proto_error_errno(call, r, why);
+	}
+	log_notice("%s of slot %s by uid %u", slot_op_to_string(op), m->group->slots[idx].name,
+		   proto_call_peer(call)->uid);
+	if (op != SLOT_OP_ACTIVATE)
+		json_object_object_add(o, "slot", json_object_new_string(m->group->slots[idx].name));
+	return proto_reply(call, o);
+}
+
+static const char *param_str(struct json_object *params, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+static int method_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return slot_op(userdata, call, SLOT_OP_MARK_GOOD, NULL, 0);
+}
+
+static int method_mark_bad(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return slot_op(userdata, call, SLOT_OP_MARK_BAD, param_str(params, "slot"), 0);
+}
+
+static int method_activate(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return slot_op(userdata, call, SLOT_OP_ACTIVATE, param_str(params, "slot"), 0);
+}
+
+static int method_rollback(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return slot_op(userdata, call, SLOT_OP_ROLLBACK, NULL, 0);
+}
+
+/* ---- env ---- */
+
+static int method_get_env(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	_cleanup_free_ char *value = NULL;
+	struct env_error eerr = { "" };
+	const char *name = param_str(params, "name");
+	int r;
+
+	r = open_env(m, &e, &eerr);
+	if (r < 0)
+		return reply_env_error(call, r, &eerr);
+	r = env_get(e, name, &value);
+	if (r < 0 && r != -ENOENT)
+		return proto_error_errno(call, r, "reading the U-Boot env");
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "value", jstr(value));
+	return proto_reply(call, o);
+}
+
+static bool env_protected(const char *name)
+{
+	return slot_is_state_var(name) || !strncmp(name, "FLASHD_", 7);
+}
+
+static int method_set_env(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	struct env_error eerr = { "" };
+	const char *name = param_str(params, "name"), *value = param_str(params, "value");
+	struct json_object *v;
+	bool force = json_object_object_get_ex(params, "force", &v) && v &&
+		     json_object_get_boolean(v);
+	int r;
+
+	if (m->op.name)
+		return busy(m, call);
+	if (!env_name_valid(name))
+		return proto_error(call, PROTO_ERROR_ENV_REFUSED, json_object_new_object()) < 0 ? -EINVAL :
+		       0;
+	if (env_protected(name) && !force) {
+		_cleanup_json_ struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "reason", json_object_new_string(
+			"managed by flashd (boot selection / install state): use mark-good, "
+			"activate, rollback, or force"));
+		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
+	}
+	r = open_env(m, &e, &eerr);
+	if (r >= 0)
+		r = env_txn_new(e, &t);
+	if (r >= 0)
+		r = env_txn_set(t, name, value && *value ? value : NULL);
+	if (r >= 0)
+		r = env_txn_commit(t, &eerr);
+	if (r < 0) {
+		_cleanup_json_ struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "reason", json_object_new_string(
+			eerr.msg[0] ? eerr.msg : strerror(-r)));
+		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
+	}
+	log_notice("env %s %s by uid %u%s", value ? "set" : "delete", name,
+		   proto_call_peer(call)->uid, force ? " (forced)" : "");
+	return proto_reply(call, NULL);
+}
+
+static int method_list_env(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct json_object *vars = json_object_new_object();
+	struct env_error eerr = { "" };
+	const char *name, *value;
+	void *it = NULL;
+	int r;
+
+	json_object_object_add(o, "variables", vars);
+	r = open_env(m, &e, &eerr);
+	if (r < 0)
+		return reply_env_error(call, r, &eerr);
+	while (env_next(e, &it, &name, &value) > 0)
+		json_object_object_add(vars, name, json_object_new_string(value));
+	return proto_reply(call, o);
+}
+
+/* ---- overlay and flash ---- */
+
+static int method_overlay_status(struct proto_call *call, struct json_object *params,
+				 void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	_cleanup_free_ char *reset = NULL;
+	struct env_error eerr = { "" };
+	int r;
+
+	r = open_env(m, &e, &eerr);
+	if (r < 0)
+		return reply_env_error(call, r, &eerr);
+	reset = env_get_dup(e, OVERLAY_RESET_VAR);
+	json_object_object_add(o, "overlay", overlay_json(m, reset && !strcmp(reset, "1")));
+	return proto_reply(call, o);
+}
+
+static int method_overlay_reset(struct proto_call *call, struct json_object *params,
+				void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct env_error eerr = { "" };
+	int r;
+
+	if (m->op.name)
+		return busy(m, call);
+	if (!m->layout->n_overlays)
+		return proto_error_string(call, PROTO_ERROR_DENIED, "reason",
+					  "the layout has no overlay");
+	/* flashd boot erases the overlay at the next boot, then clears this */
+	r = open_env(m, &e, &eerr);
+	if (r >= 0)
+		r = env_txn_new(e, &t);
+	if (r >= 0)
+		r = env_txn_set(t, OVERLAY_RESET_VAR, "1");
+	if (r >= 0)
+		r = env_txn_commit(t, &eerr);
+	if (r < 0)
+		return reply_env_error(call, r, &eerr);
+	log_notice("overlay reset requested by uid %u: takes effect at the next boot",
+		   proto_call_peer(call)->uid);
+	json_object_object_add(o, "overlay", overlay_json(m, true));
+	return proto_reply(call, o);
+}
+
+static int method_flash_info(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	const char *part = param_str(params, "partition");
+
+	if (part && !layout_find_partition(m->layout, part))
+		return proto_error_string(call, PROTO_ERROR_NO_SUCH_PARTITION, "partition", part);
+	json_object_object_add(o, "partitions", flash_json(m, part));
+	return proto_reply(call, o);
+}
+
+static const struct proto_method manager_methods[] = {
+	{ "io.flashd", "GetStatus", method_get_status, 0, proto_params_none },
+	{ "io.flashd", "Install", method_install, PROTO_NEEDS_AUTH | PROTO_TAKES_FDS,
+	  proto_params_install },
+	{ "io.flashd", "Cancel", method_cancel, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "MarkGood", method_mark_good, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "MarkBad", method_mark_bad, PROTO_NEEDS_AUTH, proto_params_mark_bad },
+	{ "io.flashd", "Activate", method_activate, PROTO_NEEDS_AUTH, proto_params_activate },
+	{ "io.flashd", "Rollback", method_rollback, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "OverlayReset", method_overlay_reset, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "OverlayStatus", method_overlay_status, 0, proto_params_none },
+	{ "io.flashd", "GetEnv", method_get_env, 0, proto_params_get_env },
+	{ "io.flashd", "SetEnv", method_set_env, PROTO_NEEDS_AUTH, proto_params_set_env },
+	{ "io.flashd", "ListEnv", method_list_env, 0, proto_params_none },
+	{ "io.flashd", "FlashInfo", method_flash_info, 0, proto_params_flash_info },
+	{ NULL },
+};
+
+/* ---- health check of a slot on trial ---- */
+
+static int health_job(int report_fd, volatile int *cancel, void *userdata)
+{
+	struct manager *m = userdata;
+
+	execl("/bin/sh", "sh", "-c", m->conf->health_command, (char *)NULL);
+	return -errno;
+}
+
+static void health_verdict(struct manager *m, bool good, const char *what)
+{
+	enum slot_change_error kind;
+	char why[512];
+	int idx, r;
+
+	r = slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL, SLOT_FORCE, &idx,
+			&kind, why, sizeof(why));
+	if (r < 0) {
+		log_error("health check %s, but the slot state could not be changed: %s", what, why);
+		return;
+	}
+	if (good) {
+		log_notice("health check passed: slot %s marked good", m->group->slots[idx].name);
+		return;
+	}
+	log_error("health check %s: slot %s marked bad", what, m->group->slots[idx].name);
+	if (m->conf->health_reboot) {
+		log_notice("rebooting into the other slot");
+		sync();
+		if (reboot(RB_AUTOBOOT) < 0)
+			log_error("reboot failed: %s", strerror(errno));
+	}
+}
+
+static void health_on_done(struct worker *w, int code, int status, void *userdata)
+{
+	struct manager *m = userdata;
+	char what[64];
+
+	if (code == CLD_EXITED && status == 0) {
+		health_verdict(m, true, "passed");
+	} else {
+		snprintf(what, sizeof(what), "failed (%s %d)",
+			 code == CLD_EXITED ? "exit status" : "signal", status);
+		health_verdict(m, false, what);
+	}
+	op_clear(m);
+}
+
+static int health_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	health_verdict(m, false, "timed out");
+	op_clear(m); /* kills the check */
+	return 0;
+}
+
+static int health_start(struct manager *m)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct slot_view v;
+	char why[256];
+	int r;
+
+	r = open_env(m, &e, &eerr);
+	if (r < 0) {
+		log_warning("no health check: cannot read the U-Boot env: %s", eerr.msg);
+		return 0;
+	}
+	r = load_slots(m, e, &v, why, sizeof(why));
+	env_close(TAKE_PTR(e));
+	if (r < 0)
+		return 0;
+	slot_view_done(&v);
+	if (!v.status.needs_health_check)
+		return 0;
+	if (!m->conf->health_command) {
+		log_notice("slot %s is on trial; no health check configured: mark it good with "
+			   "'flashctl slot mark-good'", m->group->slots[v.status.booted].name);
+		return 0;
+	}
+	log_info("slot %s is on trial: running the health check '%s'",
+		 m->group->slots[v.status.booted].name, m->conf->health_command);
+	m->op = (struct operation){ .name = "health-check", .bundle_fd = -1, .started = time(NULL) };
+	r = worker_start(m->event, health_job, NULL, health_on_done, m, &m->op.worker);
+	if (r >= 0)
+		r = sd_event_add_time_relative(m->event, &m->op.timeout, CLOCK_MONOTONIC,
+					       (uint64_t)m->conf->health_timeout * 1000000, 0,
+					       health_on_timeout, m);
+	if (r < 0) {
+		op_clear(m);
+		log_error("cannot run the health check: %s", strerror(-r));
+	}
+	return r;
+}
+
+/* ---- life cycle ---- */
+
+static void proto_log(void *userdata, const struct proto_peer *peer, const char *msg)
+{
+	log_warning("control socket (pid %d uid %u): %s", (int)peer->pid, peer->uid, msg);
+}
+
+int manager_new(struct conf *conf, struct manager **ret, struct manager_error *err)
+{
+	_cleanup_(manager_freep) struct manager *m = calloc(1, sizeof(*m));
+	struct layout_error lerr = { "" };
+	struct keyring_error kerr = { "" };
+	int r;
+
+	if (!m) {
+		conf_free(conf);
+		return -ENOMEM;
+	}
+	m->conf = conf;
+	m->op.bundle_fd = -1;
+	r = layout_load(conf->layout, &m->layout, &lerr);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "layout: %s", lerr.msg);
+		return r;
+	}
+	if (!m->layout->n_groups) {
+		snprintf(err->msg, sizeof(err->msg), "layout %s has no slot group", conf->layout);
+		return -EINVAL;
+	}
+	m->group = &m->layout->groups[0];
+	r = keyring_load_dir(conf->keyring, &m->keyring, &kerr);
+	if (r == -ENOKEY || r == -ENOENT) {
+		/* no keys: only unsigned bundles could pass, and only when allowed */
+		log_warning("no trusted keys in %s: signed bundles will be refused%s",
+			    conf->keyring, conf->allow_unsigned ? "" : ", and so will unsigned ones");
+		r = keyring_new(&m->keyring);
+	}
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "keyring: %s", kerr.msg[0] ? kerr.msg : strerror(-r));
+		return r;
+	}
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+void manager_free(struct manager *m)
+{
+	if (!m)
+		return;
+	op_clear(m);
+	proto_server_free(m->server);
+	sd_event_unref(m->event);
+	keyring_free(m->keyring);
+	layout_free(m->layout);
+	conf_free(m->conf);
+	free(m);
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct manager *m = userdata;
+
+	log_info("received %s, stopping", strsignal(si->ssi_signo));
+	sd_notify(0, "STOPPING=1");
+	if (m->op.worker && m->op.name && !strcmp(m->op.name, "install")) {
+		/* the worker leaves the slot marked bad; nothing half-activated */
+		worker_cancel(m->op.worker);
+	}
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int listen_socket(struct manager *m, int *ret_fd, struct manager_error *err)
+{
+	int r = proto_listen_activated(ret_fd);
+
+	if (r > 0) {
+		log_info("listening on the socket passed by systemd");
+		return 0;
+	}
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "socket activation: expected one AF_UNIX "
+			 "stream socket from systemd");
+		return r;
+	}
+	r = proto_listen(m->conf->socket, ret_fd);
+	if (r < 0)
+		snprintf(err->msg, sizeof(err->msg), "cannot listen on %s: %s%s", m->conf->socket,
+			 strerror(-r), r == -EADDRINUSE ? " (another flashd is running)" : "");
+	else
+		log_info("listening on %s", m->conf->socket);
+	return r;
+}
+
+int manager_startup(struct manager *m, struct manager_error *err)
+{
+	sigset_t mask;
+	int fd = -1, r;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	r = sd_event_default(&m->event);
+	if (r >= 0)
+		r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
+	if (r >= 0)
+		r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+	if (r >= 0)
+		r = sd_event_set_watchdog(m->event, true);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "event loop: %s", strerror(-r));
+		return r;
+	}
+	r = listen_socket(m, &fd, err);
+	if (r < 0)
+		return r;
+	r = proto_server_new(m->event, fd, manager_methods, m, &m->server);
+	if (r < 0) {
+		close(fd);
+		snprintf(err->msg, sizeof(err->msg), "control socket: %s", strerror(-r));
+		return r;
+	}
+	proto_server_set_info(m->server, "flashd project", "flashd", PACKAGE_VERSION, NULL);
+	proto_server_set_log(m->server, proto_log, m);
+	if (m->conf->socket_group) {
+		r = proto_server_set_auth_group_name(m->server, m->conf->socket_group);
+		if (r < 0) {
+			snprintf(err->msg, sizeof(err->msg), "socket-group=%s: no such group",
+				 m->conf->socket_group);
+			return r;
+		}
+	}
+	health_start(m);
+	return 0;
+}
+
+int manager_run(struct manager *m)
+{
+	int r;
+
+	sd_notifyf(0, "READY=1\nSTATUS=idle, board %s", m->layout->board ? m->layout->board : "?");
+	log_info("ready: board %s, layout %s, target %s", m->layout->board ? m->layout->board : "?",
+		 m->conf->layout, m->conf->target);
+	r = sd_event_loop(m->event);
+	sd_notify(0, "STOPPING=1");
+	return r;
+}

@@ -1,0 +1,190 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "util.h"
+#include "worker.h"
+
+#define WORKER_LINE_MAX 4096
+
+struct worker {
+	pid_t pid;
+	int fd;                    /* read end of the report pipe */
+	sd_event_source *io, *child;
+	worker_line_fn on_line;
+	worker_done_fn on_done;
+	void *userdata;
+	char buf[WORKER_LINE_MAX];
+	size_t len;
+	bool eof, exited;
+	int code, status;
+};
+
+static volatile int worker_cancelled;
+
+static void on_sigterm(int sig)
+{
+	worker_cancelled = 1;
+}
+
+static void maybe_done(struct worker *w)
+{
+	/* every line is delivered before the exit status */
+	if (w->eof && w->exited && w->on_done) {
+		worker_done_fn fn = w->on_done;
+		w->on_done = NULL;
+		fn(w, w->code, w->status, w->userdata);
+	}
+}
+
+static void deliver_lines(struct worker *w)
+{
+	char *nl;
+
+	while ((nl = memchr(w->buf, '\n', w->len))) {
+		struct json_object *j;
+		*nl = '\0';
+		j = json_tokener_parse(w->buf);
+		if (j && w->on_line)
+			w->on_line(w, j, w->userdata);
+		json_object_put(j);
+		w->len -= nl + 1 - w->buf;
+		memmove(w->buf, nl + 1, w->len);
+	}
+	if (w->len == sizeof(w->buf)) /* an overlong line: drop it */
+		w->len = 0;
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct worker *w = userdata;
+	ssize_t n = read(fd, w->buf + w->len, sizeof(w->buf) - w->len);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n > 0) {
+		w->len += n;
+		deliver_lines(w);
+		return 0;
+	}
+	w->eof = true;
+	sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	maybe_done(w);
+	return 0;
+}
+
+static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata)
+{
+	struct worker *w = userdata;
+
+	w->exited = true;
+	w->code = si->si_code;
+	w->status = si->si_status;
+	maybe_done(w);
+	return 0;
+}
+
+static _Noreturn void run_child(int fd, worker_job_fn job, void *userdata)
+{
+	struct sigaction sa = { .sa_handler = on_sigterm };
+	sigset_t all;
+	int r;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* the parent blocks signals for sd-event; the job must get SIGTERM */
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+	r = job(fd, &worker_cancelled, userdata);
+	close(fd);
+	_exit(r < 0 ? 1 : 0);
+}
+
+int worker_start(sd_event *e, worker_job_fn job, worker_line_fn on_line, worker_done_fn on_done,
+		 void *userdata, struct worker **ret)
+{
+	_cleanup_free_ struct worker *w = calloc(1, sizeof(*w));
+	int p[2], r;
+
+	if (!w)
+		return -ENOMEM;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	w->pid = fork();
+	if (w->pid < 0) {
+		r = -errno;
+		close(p[0]);
+		close(p[1]);
+		return r;
+	}
+	if (w->pid == 0) {
+		close(p[0]);
+		run_child(p[1], job, userdata);
+	}
+	close(p[1]);
+	w->fd = p[0];
+	fcntl(w->fd, F_SETFL, O_NONBLOCK);
+	w->on_line = on_line;
+	w->on_done = on_done;
+	w->userdata = userdata;
+	r = sd_event_add_io(e, &w->io, w->fd, EPOLLIN, on_io, w);
+	if (r >= 0)
+		r = sd_event_add_child(e, &w->child, w->pid, WEXITED, on_child, w);
+	if (r < 0) {
+		kill(w->pid, SIGKILL);
+		waitpid(w->pid, NULL, 0);
+		sd_event_source_unref(w->io);
+		close(w->fd);
+		return r;
+	}
+	*ret = TAKE_PTR(w);
+	return 0;
+}
+
+int worker_cancel(struct worker *w)
+{
+	if (!w || w->exited)
+		return 0;
+	return kill(w->pid, SIGTERM) < 0 ? -errno : 0;
+}
+
+pid_t worker_pid(const struct worker *w)
+{
+	return w->pid;
+}
+
+void worker_free(struct worker *w)
+{
+	if (!w)
+		return;
+	if (!w->exited) {
+		kill(w->pid, SIGKILL);
+		waitpid(w->pid, NULL, 0);
+	}
+	sd_event_source_disable_unref(w->io);
+	sd_event_source_disable_unref(w->child);
+	close(w->fd);
+	free(w);
+}
+
+int worker_report(int fd, struct json_object *msg)
+{
+	const char *s = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(s);
+	char line[WORKER_LINE_MAX];
+	ssize_t n;
+
+	if (len + 1 > sizeof(line))
+		return -EMSGSIZE;
+	memcpy(line, s, len);
+	line[len] = '\n';
+	n = util_write_full(fd, line, len + 1);
+	return n < 0 ? (int)n : 0;
+}
