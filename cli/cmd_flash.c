@@ -90,6 +90,19 @@ static const char *open_hint(int r)
 	return "";
 }
 
+static const char *io_hint(int r)
+{
+	switch (r) {
+	case -EIO:
+		return " (--mark-bad retires failing blocks)";
+	case -ESHUTDOWN:
+		return " (simulated power cut: writes are refused until 'nsimctl power-on')";
+	case -EINVAL:
+		return " (the flash refused the program: not erased, or a page written twice)";
+	}
+	return "";
+}
+
 static int open_dev(struct cli_ctx *ctx, const char *spec, const struct dev_opts *d,
 		    bool writable, struct flash **ret)
 {
@@ -368,8 +381,7 @@ static int cmd_erase(struct cli_ctx *ctx, int argc, char **argv)
 			r = jffs2_erase_block(f, off, markbad ? JFFS2_ERASE_MARK_BAD : 0, &st);
 			if (r < 0) {
 				cli_error(ctx, "%s: erase with clean marker failed at offset %#" PRIx64
-					  ": %s%s", spec, off, strerror(-r),
-					  r == -EIO ? " (--mark-bad retires failing blocks)" : "");
+					  ": %s%s", spec, off, strerror(-r), io_hint(r));
 				return CLI_EXIT_FAIL;
 			}
 		}
@@ -381,8 +393,7 @@ static int cmd_erase(struct cli_ctx *ctx, int argc, char **argv)
 			r = flashio_erase_block(f, off, markbad ? FLASHIO_MARK_BAD : 0, &st);
 			if (r < 0) {
 				cli_error(ctx, "%s: erase failed at offset %#" PRIx64 ": %s%s", spec,
-					  off, strerror(-r),
-					  r == -EIO ? " (--mark-bad retires failing blocks)" : "");
+					  off, strerror(-r), io_hint(r));
 				return CLI_EXIT_FAIL;
 			}
 		}
@@ -524,8 +535,7 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 				  flashio_writer_offset(w), flashio_writer_stats(w)->blocks_bad_skipped);
 		else
 			cli_error(ctx, "%s: writing %s failed at block offset %#" PRIx64 ": %s%s", spec,
-				  img, flashio_writer_offset(w), strerror(-r),
-				  r == -EIO ? " (--mark-bad retires failing blocks)" : "");
+				  img, flashio_writer_offset(w), strerror(-r), io_hint(r));
 		return CLI_EXIT_FAIL;
 	}
 	st = flashio_writer_stats(w);
@@ -669,8 +679,8 @@ static int cmd_markbad(struct cli_ctx *ctx, int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	r = flash_block_markbad(f, off);
 	if (r < 0) {
-		cli_error(ctx, "%s: cannot mark the block at %#" PRIx64 " bad: %s", argv[optind], off,
-			  strerror(-r));
+		cli_error(ctx, "%s: cannot mark the block at %#" PRIx64 " bad: %s%s", argv[optind], off,
+			  strerror(-r), io_hint(r));
 		return CLI_EXIT_FAIL;
 	}
 	if (!ctx->quiet && !ctx->json)
