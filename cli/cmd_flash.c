@@ -491,7 +491,7 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 		return usage_error(ctx, "write", "expected DEVICE and IMAGE");
 	spec = argv[optind];
 	img = argv[optind + 1];
-	fd = strcmp(img, "-") ? open(img, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
+	fd = strcmp(img, "-") ? open(img, O_RDONLY | O_CLOEXEC) : fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0) {
 		cli_error(ctx, "cannot open image %s: %m", img);
 		return CLI_EXIT_FAIL;
@@ -614,7 +614,7 @@ static int cmd_read(struct cli_ctx *ctx, int argc, char **argv)
 	if (open_dev(ctx, spec, &d, false, &f) < 0)
 		return CLI_EXIT_FAIL;
 	fd = strcmp(out, "-") ? open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-			      : dup(STDOUT_FILENO);
+			      : fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0) {
 		cli_error(ctx, "cannot create %s: %m", out);
 		return CLI_EXIT_FAIL;
