@@ -75,10 +75,44 @@ vm_mark() {
 	echo "vm-mark: $VM_TEST_NAME $VM_MARK $$" >/dev/kmsg
 }
 vm_dmesg_since_mark() {
-	dmesg | sed -n "/vm-mark: $VM_TEST_NAME $VM_MARK $\$/,\$p" | tail -n +2
+	dmesg | sed -n "/vm-mark: $VM_TEST_NAME $VM_MARK $$\$/,\$p" | tail -n +2
 }
 
 # vm_json_get JSON JQ-FILTER: fails when the path is absent.
 vm_json_get() {
 	jq -er "$2" <<<"$1" 2>/dev/null || vm_fail "JSON has no $2: $1"
+}
+
+# vm_raw_dump /dev/mtdN: the whole partition on stdout, NAND with OOB
+# (where the JFFS2 cleanmarkers live), NOR as plain bytes.
+vm_raw_dump() {
+	case "$(vm_sysfs "${1#/dev/}" type)" in
+	nand|mlc-nand) nanddump -q --oob --bb=dumpbad -f /dev/stdout "$1" ;;
+	*) cat "$1" ;;
+	esac
+}
+
+# vm_jffs2_mount_leaves_flash_alone /dev/mtdN MOUNT-SOURCE
+# Mount JFFS2 read-write, give its GC thread time to erase what it wants
+# to, unmount, and fail if the raw flash changed. The kernel re-erases
+# every erase block without a cleanmarker and writes one itself, silently
+# (only jffs2_dbg messages) when the block was all 0xFF, so the raw
+# content is the signal, plus any scan complaint in the kernel log.
+vm_jffs2_mount_leaves_flash_alone() {
+	local dev=$1 src=$2 mnt
+	mnt=$(mktemp -d /tmp/jffs2.XXXXXX)
+	vm_raw_dump "$dev" >/tmp/.before || vm_fail "cannot dump $dev"
+	vm_mark
+	vm_run mount -t jffs2 "$src" "$mnt"
+	sleep 3
+	vm_run umount "$mnt"
+	vm_raw_dump "$dev" >/tmp/.after || vm_fail "cannot dump $dev"
+	if ! cmp -s /tmp/.before /tmp/.after; then
+		vm_fail "mounting JFFS2 on $dev ($src) changed the raw flash (first difference: $(cmp /tmp/.before /tmp/.after 2>&1 | head -1)): the kernel re-erased blocks, so they had no valid cleanmarker"
+	fi
+	if vm_dmesg_since_mark | grep -E 'jffs2.*(cleanmarker|Empty flash|Magic bitmask|CRC failed|not found at)'; then
+		vm_fail "the JFFS2 scan of $dev complained (kernel log above)"
+	fi
+	rm -f /tmp/.before /tmp/.after
+	rmdir "$mnt"
 }
