@@ -35,6 +35,11 @@ extern const struct cli_cmd cli_flash_cmds[];
 extern const struct cli_cmd cli_slot_cmds[];
 extern const struct cli_cmd cli_env_cmds[];
 extern const struct cli_cmd cli_bundle_cmds[];
+extern const struct cli_cmd cli_overlay_cmds[];
+/* Commands answered by the running daemon (cmd_daemon.c). */
+int cli_status(struct cli_ctx *ctx, int argc, char **argv);
+int cli_install(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cancel(struct cli_ctx *ctx, int argc, char **argv);
 
 /* "flashctl: <msg>" on stderr. */
 void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);

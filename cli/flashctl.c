@@ -8,6 +8,14 @@
 #include "cli.h"
 
 static const struct cli_cmd top_cmds[] = {
+	{ "status", "[--socket PATH]", "board, slots, last install, overlay and flash health",
+	  cli_status, NULL },
+	{ "install", "[--socket PATH] [--slot X] [--no-activate] BUNDLE|-",
+	  "install a bundle into the inactive slot, with progress; Ctrl-C cancels", cli_install,
+	  NULL },
+	{ "cancel", "[--socket PATH]", "cancel the running install (the slot stays marked bad)",
+	  cli_cancel, NULL },
+	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
 	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
 	{ "flash", NULL, "inspect and write flash devices (MTD or simulator)", NULL, cli_flash_cmds },
 	{ "slot", NULL, "A/B slot state: status, mark-good, mark-bad, activate, rollback", NULL, cli_slot_cmds },

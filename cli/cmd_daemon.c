@@ -1,0 +1,433 @@
+/* flashctl commands that talk to the running flashd over its Varlink
+ * socket: status, install, cancel, overlay. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup_json.h"
+#include "cli.h"
+#include "client.h"
+#include "util.h"
+
+#define DEFAULT_SOCKET "/run/flashd/flashd.sock"
+
+static const char *socket_path(const char *opt)
+{
+	const char *env = getenv("FLASHD_SOCKET");
+
+	return opt ? opt : env && *env ? env : DEFAULT_SOCKET;
+}
+
+static int connect_daemon(struct cli_ctx *ctx, const char *sock, struct client **ret)
+{
+	int r = client_connect(sock, ret);
+
+	if (r < 0)
+		cli_error(ctx, "cannot reach flashd at %s: %s (is it running? 'systemctl start "
+			  "flashd', or pass --socket / set FLASHD_SOCKET)", sock, strerror(-r));
+	return r;
+}
+
+/* Exit code and one message for a failed call. */
+static int call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what)
+{
+	char buf[512];
+	const char *name = client_error_name(c);
+
+	if (name)
+		cli_error(ctx, "%s: %s", what, client_error_message(c, buf, sizeof(buf)));
+	else
+		cli_error(ctx, "%s: %s", what, strerror(-r));
+	if (r == -EACCES || r == -EBUSY || r == -EPERM)
+		return CLI_EXIT_DENIED;
+	if (r == -EBADMSG || r == -EINVAL)
+		return CLI_EXIT_INVALID;
+	return CLI_EXIT_FAIL;
+}
+
+static const struct option sock_opts[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Parse just --socket; returns the index of the first operand or -1. */
+static int parse_sock(struct cli_ctx *ctx, int argc, char **argv, const char **sock)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:", sock_opts, NULL)) >= 0) {
+		if (c != 's')
+			return -1;
+		*sock = optarg;
+	}
+	return optind;
+}
+
+/* ---- status ---- */
+
+static const char *js(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+/* For printing: "-" when absent. */
+static const char *jp(struct json_object *o, const char *k)
+{
+	const char *s = js(o, k);
+
+	return s ? s : "-";
+}
+
+static int64_t ji(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : -1;
+}
+
+static bool jb(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
+}
+
+static struct json_object *jo(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static void print_time(const char *label, int64_t t)
+{
+	char buf[64];
+	time_t tt = t;
+	struct tm tm;
+
+	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm));
+	printf("%s%s", label, buf);
+}
+
+static void print_slots(struct json_object *st)
+{
+	struct json_object *slots = jo(st, "slots");
+
+	printf("Slots:\n");
+	for (size_t i = 0; slots && i < json_object_array_length(slots); i++) {
+		struct json_object *s = json_object_array_get_idx(slots, i);
+		int64_t prio = ji(s, "priority");
+		char pr[24] = "-";
+		if (prio >= 0)
+			snprintf(pr, sizeof(pr), "%" PRId64, prio + 1);
+		printf("  %-2s %-12s %-6s version %-12s tries %" PRId64 "  boot order %s%s\n",
+		       jp(s, "name"), jp(s, "partition"), jp(s, "state"),
+		       jp(s, "version"), ji(s, "tries_left"), pr,
+		       jb(s, "booted") ? "  [booted]" : "");
+	}
+}
+
+static void print_flash(struct json_object *st)
+{
+	struct json_object *fl = jo(st, "flash");
+	char size[32];
+
+	printf("Flash:\n");
+	for (size_t i = 0; fl && i < json_object_array_length(fl); i++) {
+		struct json_object *p = json_object_array_get_idx(fl, i);
+		printf("  %-18s %-4s %10s  bad blocks %" PRId64, jp(p, "name"), jp(p, "type"),
+		       util_format_size(ji(p, "size"), size, sizeof(size)), ji(p, "bad_blocks"));
+		if (ji(p, "ecc_corrected") >= 0)
+			printf("  ECC corrected %" PRId64 " failed %" PRId64, ji(p, "ecc_corrected"),
+			       ji(p, "ecc_failed"));
+		printf("\n");
+	}
+}
+
+static void print_status(struct json_object *st)
+{
+	struct json_object *li = jo(st, "last_install"), *ov = jo(st, "overlay"), *pr;
+
+	printf("Board:        %s (compatible %s)\n", jp(st, "board"), jp(st, "compatible"));
+	printf("Layout:       %s\n", jp(st, "layout"));
+	printf("Booted slot:  %s%s%s\n", js(st, "booted") ? jp(st, "booted") : "unknown",
+	       jb(st, "trial") ? ", on trial (not yet marked good)" : "",
+	       jb(st, "fallback") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
+	printf("Next boot:    %s\n", js(st, "next") ? jp(st, "next") :
+	       "none (the bootloader will reset the counters)");
+	print_slots(st);
+	if (li) {
+		printf("Last install: version %s into slot %s: %s", jp(li, "version"),
+		       jp(li, "slot"), jp(li, "result"));
+		print_time(", finished ", ji(li, "finished"));
+		if (js(li, "reason"))
+			printf("\n              %s", jp(li, "reason"));
+		printf("\n");
+	} else {
+		printf("Last install: none\n");
+	}
+	printf("Overlay:      %s", jp(ov, "state"));
+	if (js(ov, "fstype"))
+		printf(" (%s on %s)", jp(ov, "fstype"), jp(ov, "partition"));
+	if (js(ov, "fstype") && !jb(ov, "rename_whiteout"))
+		printf(", no RENAME_WHITEOUT: renaming files of the root image fails");
+	printf("\n");
+	print_flash(st);
+	printf("Unsigned bundles: %s\n", jb(st, "allow_unsigned") ? "ACCEPTED (allow-unsigned=yes)" :
+	       "refused");
+	if (js(st, "operation")) {
+		pr = jo(st, "progress");
+		printf("Operation:    %s", jp(st, "operation"));
+		if (pr)
+			printf(" %" PRId64 "%% (%s)", ji(pr, "percent"), jp(pr, "step"));
+		printf("\n");
+	}
+}
+
+static int status_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	_cleanup_(client_freep) struct client *c = NULL;
+	_cleanup_json_ struct json_object *st = NULL;
+	const char *sock = NULL;
+	int r, i = parse_sock(ctx, argc, argv, &sock);
+
+	if (i < 0 || i != argc)
+		return CLI_EXIT_USAGE;
+	if (connect_daemon(ctx, socket_path(sock), &c) < 0)
+		return CLI_EXIT_FAIL;
+	r = client_call_simple(c, "io.flashd.GetStatus", NULL, &st);
+	if (r < 0)
+		return call_failed(ctx, c, r, "status");
+	if (ctx->json)
+		cli_print_json(json_object_get(st));
+	else
+		print_status(st);
+	return CLI_EXIT_OK;
+}
+
+/* ---- install ---- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	interrupted = 1;
+}
+
+struct install_ui {
+	struct cli_ctx *ctx;
+	const char *sock;
+	bool tty;
+	bool cancel_sent;
+	char last_step[32];
+	int last_percent;
+};
+
+static void send_cancel(struct install_ui *ui)
+{
+	_cleanup_(client_freep) struct client *c = NULL;
+	_cleanup_json_ struct json_object *res = NULL;
+
+	ui->cancel_sent = true;
+	fprintf(stderr, "\nflashctl: cancelling the install...\n");
+	if (client_connect(ui->sock, &c) >= 0)
+		client_call_simple(c, "io.flashd.Cancel", NULL, &res);
+}
+
+static void draw_bar(struct install_ui *ui, struct json_object *p)
+{
+	int64_t pct = ji(p, "percent");
+	const char *step = jp(p, "step");
+	char done[32], total[32];
+	int width = 30, fill = (int)(pct * width / 100);
+
+	if (ui->tty) {
+		fprintf(stderr, "\r%-8s [%.*s%*s] %3" PRId64 "%%  %s / %s  %-8s", step, fill,
+			"##############################", width - fill, "", pct,
+			util_format_size(ji(p, "bytes_done") & ~1023LL, done, sizeof(done)),
+			util_format_size(ji(p, "bytes_total") & ~1023LL, total, sizeof(total)),
+			jp(p, "image"));
+		fflush(stderr);
+	} else if (strcmp(step, ui->last_step) || pct / 10 != ui->last_percent / 10) {
+		fprintf(stderr, "%s %" PRId64 "%% slot %s%s%s\n", step, pct, jp(p, "slot"),
+			js(p, "image") ? " image " : "", js(p, "image") ? jp(p, "image") : "");
+	}
+	snprintf(ui->last_step, sizeof(ui->last_step), "%s", step);
+	ui->last_percent = (int)pct;
+}
+
+static int install_reply(struct client *c, struct json_object *params, const char *error,
+			 bool continues, void *userdata)
+{
+	struct install_ui *ui = userdata;
+
+	if (interrupted && !ui->cancel_sent)
+		send_cancel(ui);
+	if (error)
+		return 0;
+	if (ui->ctx->json) {
+		if (continues)
+			printf("%s\n", json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN));
+		else
+			cli_print_json(json_object_get(params));
+		fflush(stdout);
+		return 0;
+	}
+	if (!ui->ctx->quiet)
+		draw_bar(ui, params);
+	if (!continues) {
+		if (ui->tty && !ui->ctx->quiet)
+			fputc('\n', stderr);
+		printf("Installed version %s into slot %s; it boots next (on trial until marked "
+		       "good).\n", jp(params, "version"),
+		       jp(params, "slot"));
+	}
+	return 0;
+}
+
+static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "slot", required_argument, NULL, 'S' },
+		{ "no-activate", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_(client_freep) struct client *c = NULL;
+	_cleanup_json_ struct json_object *params = json_object_new_object();
+	_cleanup_close_ int fd = -1;
+	struct install_ui ui = { .ctx = ctx, .last_percent = -100 };
+	struct sigaction sa = { .sa_handler = on_sigint };
+	const char *sock = NULL, *file;
+	int opt, idx, r;
+
+	while ((opt = getopt_long(argc, argv, "s:", opts, NULL)) >= 0) {
+		switch (opt) {
+		case 's': sock = optarg; break;
+		case 'S': json_object_object_add(params, "slot", json_object_new_string(optarg)); break;
+		case 'n': json_object_object_add(params, "activate", json_object_new_boolean(false)); break;
+		default: return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cli_error(ctx, "install takes one bundle file, or - for standard input");
+		return CLI_EXIT_USAGE;
+	}
+	file = argv[optind];
+	/* the daemon reads the bundle straight from this fd: no copy is made */
+	fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
+	if (fd < 0) {
+		cli_error(ctx, "cannot open bundle %s: %s", file, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	ui.sock = socket_path(sock);
+	if (connect_daemon(ctx, ui.sock, &c) < 0)
+		return CLI_EXIT_FAIL;
+	client_set_timeout(c, 0); /* progress keeps coming; a slow flash is no error */
+	idx = client_push_fd(c, fd);
+	if (idx < 0) {
+		cli_error(ctx, "cannot pass the bundle: %s", strerror(-idx));
+		return CLI_EXIT_FAIL;
+	}
+	json_object_object_add(params, "fd", json_object_new_int(idx));
+	ui.tty = isatty(STDERR_FILENO);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	r = client_call(c, "io.flashd.Install", params, CLIENT_MORE, install_reply, &ui);
+	if (ui.tty && !ctx->json)
+		fputc('\n', stderr);
+	if (r == -ECANCELED) {
+		cli_error(ctx, "install cancelled: the target slot stays marked bad, the booted "
+			  "slot is untouched");
+		return CLI_EXIT_FAIL;
+	}
+	if (r < 0)
+		return call_failed(ctx, c, r, "install failed");
+	return CLI_EXIT_OK;
+}
+
+static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *method,
+		       void (*print)(struct json_object *))
+{
+	_cleanup_(client_freep) struct client *c = NULL;
+	_cleanup_json_ struct json_object *res = NULL;
+	const char *sock = NULL;
+	int r, i = parse_sock(ctx, argc, argv, &sock);
+
+	if (i < 0 || i != argc)
+		return CLI_EXIT_USAGE;
+	if (connect_daemon(ctx, socket_path(sock), &c) < 0)
+		return CLI_EXIT_FAIL;
+	r = client_call_simple(c, method, NULL, &res);
+	if (r < 0)
+		return call_failed(ctx, c, r, method + strlen("io.flashd."));
+	if (ctx->json)
+		cli_print_json(json_object_get(res));
+	else
+		print(res);
+	return CLI_EXIT_OK;
+}
+
+static void print_cancel(struct json_object *res)
+{
+	printf(jb(res, "cancelled") ? "Install cancelled.\n" : "Nothing to cancel.\n");
+}
+
+static void print_overlay(struct json_object *res)
+{
+	struct json_object *ov = jo(res, "overlay");
+
+	printf("Overlay: %s\n", jp(ov, "state"));
+	if (js(ov, "fstype"))
+		printf("  %s on %s\n", jp(ov, "fstype"), jp(ov, "partition"));
+	if (!strcmp(jp(ov, "state"), "reset_pending"))
+		printf("  all local changes are erased at the next boot\n");
+	if (!strcmp(jp(ov, "state"), "tmpfs"))
+		printf("  WARNING: changes are kept in RAM only and lost at reboot\n");
+}
+
+static int cancel_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return simple_call(ctx, argc, argv, "io.flashd.Cancel", print_cancel);
+}
+
+static int overlay_status_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return simple_call(ctx, argc, argv, "io.flashd.OverlayStatus", print_overlay);
+}
+
+static int overlay_reset_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return simple_call(ctx, argc, argv, "io.flashd.OverlayReset", print_overlay);
+}
+
+int cli_status(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return status_cmd(ctx, argc, argv);
+}
+
+int cli_install(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return install_cmd(ctx, argc, argv);
+}
+
+int cli_cancel(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return cancel_cmd(ctx, argc, argv);
+}
+
+const struct cli_cmd cli_overlay_cmds[] = {
+	{ "status", "[--socket PATH]", "state of the writable overlay", overlay_status_cmd, NULL },
+	{ "reset", "[--socket PATH]", "erase all local changes at the next boot (factory reset)",
+	  overlay_reset_cmd, NULL },
+	{ NULL },
+};
