@@ -43,6 +43,8 @@ struct layout_device {
 	uint32_t writesize;   /* page size; 1 for NOR */
 	uint32_t oobsize;
 	char *nandsim_id;     /* optional "0x20,0xaa,0x00,0x15" (kernel nandsim id_bytes) */
+	char *mtd_id;         /* kernel MTD name of the chip (mtdparts= mtd-id); NULL = derived,
+			       * see layout_device_mtd_id() */
 };
 
 struct layout_partition {
@@ -164,3 +166,34 @@ int layout_nandsim(const struct layout *l, const struct layout_device *dev,
  * tests, normally "/sys/class/mtd"). On mismatch: -ENODEV/-EINVAL and err
  * names the partition and the differing field. */
 int layout_check_system(const struct layout *l, const char *sysfs_root, struct layout_error *err);
+
+/* --- additions (layout module) --- */
+
+const char *layout_flash_type_to_string(enum flash_type t);
+const char *layout_ubi_vol_type_to_string(enum layout_ubi_vol_type t);
+
+/* The MTD name the kernel gives the chip: d->mtd_id when set; else for a
+ * NAND with nandsim_id the kernel's chip name ("NAND 128MiB 3,3V 8-bit");
+ * else d->name. */
+const char *layout_device_mtd_id(const struct layout_device *d);
+
+/* "mtdparts=<mtd-id>:<size>@<offset>(<name>)[ro],..." for one device only
+ * (the part vm-load-board and cmdlinepart.mtdparts= take). */
+int layout_mtdparts_device(const struct layout *l, const struct layout_device *dev, char **ret);
+
+/* Roles of a partition, comma separated, e.g. "slot rootfs.A rootfs",
+ * "env", "bootloader", "ubi", "overlay /etc", "lower NAME"; "" when unused.
+ * Returns the number of roles. */
+int layout_partition_roles(const struct layout *l, const struct layout_partition *p,
+			   char *buf, size_t len);
+
+/* UBI capacity estimate of a UBI partition as validation uses it:
+ * LEB size (PEB minus the EC and VID headers: 2 pages on NAND, 128 bytes
+ * on NOR) and the LEBs available to volumes (PEBs minus 2 for the layout
+ * volume, 4 reserved for wear-levelling/atomic change/fastmap, and on
+ * NAND the kernel's default bad-block reserve of 20 per 1024 PEBs). */
+int layout_ubi_capacity(const struct layout_ubi *u, uint64_t *ret_leb_size, uint64_t *ret_lebs);
+
+/* Size of the storage behind an image target (partition or UBI volume);
+ * 0 for files (unknown until installed). */
+uint64_t layout_target_size(const struct layout *l, const struct layout_image_target *t);
