@@ -205,6 +205,44 @@ static int slot_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	return run_op(ctx, argc, argv, SLOT_OP_INIT);
 }
 
+/* What U-Boot does at power-on, for simulated boards: choose, decrement,
+ * save once; prints the kernel argument the script would pass. */
+static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	_cleanup_(slot_ctx_done) struct slot_ctx s = {};
+	struct slot_state n;
+	struct slot_changes c;
+	struct env_error eerr = { "" };
+	int i, r;
+
+	r = slot_open(ctx, argc, argv, &s);
+	if (r)
+		return r;
+	i = slot_boot_select(&s.st, &n, &c);
+	r = slot_apply(s.env, &c, &eerr);
+	if (r < 0) {
+		cli_error(ctx, "%s", eerr.msg);
+		return CLI_EXIT_FAIL;
+	}
+	if (i < 0) {
+		cli_error(ctx, "no slot has tries left: the boot script restored BOOT_ORDER and "
+			  "the counters and resets the board; run boot-select again");
+		return CLI_EXIT_FAIL;
+	}
+	if (ctx->json) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "slot", json_object_new_string(slot_name(&s, i)));
+		json_object_object_add(o, "tries_left", json_object_new_int(n.slots[i].left));
+		char arg[64];
+		snprintf(arg, sizeof(arg), "flashd.slot=%s", slot_name(&s, i));
+		json_object_object_add(o, "cmdline", json_object_new_string(arg));
+		cli_print_json(o);
+	} else {
+		printf("flashd.slot=%s\n", slot_name(&s, i));
+	}
+	return CLI_EXIT_OK;
+}
+
 static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_env_args a = {};
@@ -252,6 +290,9 @@ const struct cli_cmd cli_slot_cmds[] = {
 	  NULL },
 	{ "init", SLOT_USAGE, "BOOT_ORDER = every slot, full tries (provisioning)", slot_init_cmd,
 	  NULL },
+	{ "boot-select", "[--cmdline FILE] " CLI_ENV_USAGE,
+	  "do what the boot script does at power-on (pick, decrement, save); for simulated boards",
+	  slot_boot_select_cmd, NULL },
 	{ "bootscript", "--layout FILE", "print the U-Boot boot script for a layout",
 	  slot_bootscript_cmd, NULL },
 	{ NULL },

@@ -653,3 +653,29 @@ int slot_bootscript(const struct layout *l, FILE *out)
 		"reset\n");
 	return ferror(out) ? -EIO : 0;
 }
+
+int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
+		     struct slot_changes *ret_changes)
+{
+	struct slot_state n = *st;
+	int i = slot_next_boot(st);
+
+	if (i < 0) {
+		/* the script restores every slot with full tries, saves, resets */
+		size_t idx[SLOT_MAX];
+		for (size_t k = 0; k < n.n_slots; k++) {
+			idx[k] = k;
+			set_left(&n, k, n.max_tries);
+		}
+		set_order(&n, idx, n.n_slots);
+		diff_changes(st, &n, ret_changes);
+		*ret_state = n;
+		return -EAGAIN;
+	}
+	set_left(&n, i, n.slots[i].left - 1);
+	if (!n.order_set) /* the script's setenv of the default is saved too */
+		n.order_set = true;
+	diff_changes(st, &n, ret_changes);
+	*ret_state = n;
+	return i;
+}

@@ -129,6 +129,14 @@ int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
 int slot_booted(const char *path, const struct layout *l, const struct layout_slot_group *g,
 		const char **ret_by, struct slot_error *err);
 
+/* The boot script's choice at power-on: the first slot in BOOT_ORDER
+ * with tries left gets its counter decremented (the changes the script
+ * saves before booting); returns its index. With none left, the changes
+ * restore every slot with full tries and -EAGAIN says the board resets.
+ * Used to simulate reboots on the simulator and in tests. */
+int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
+		     struct slot_changes *ret_changes);
+
 /* Write c with one env transaction. */
 int slot_apply(struct env *e, const struct slot_changes *c, struct env_error *err);
 
