@@ -16,10 +16,6 @@
 #include "layout.h"
 #include "util.h"
 
-/* layout.c is another area's module: referenced weakly so flashctl links
- * before it lands; without it --layout only reads the compatible string. */
-#pragma weak layout_load
-#pragma weak layout_free
 
 #define OPT_COMPATIBLE 0x100
 #define OPT_LAYOUT 0x101
@@ -83,41 +79,26 @@ static void limits_add(struct limits *lim, const char *member, const struct layo
 		lim->l[i].max_size = MIN(lim->l[i].max_size, t->part->size);
 }
 
-/* The compatible string (and, with layout.c, the slot sizes) of a layout. */
+/* The compatible string and the slot sizes of a layout. */
 static int layout_info(struct cli_ctx *ctx, const char *path, char **ret_compat,
 		       struct limits *lim)
 {
-	if (layout_load) {
-		struct layout_error lerr = { "" };
-		struct layout *l = NULL;
-		int r = layout_load(path, &l, &lerr);
+	_cleanup_layout_ struct layout *l = NULL;
+	struct layout_error lerr = { "" };
+	int r = layout_load(path, &l, &lerr);
 
-		if (r < 0) {
-			cli_error(ctx, "%s", lerr.msg);
-			return CLI_EXIT_INVALID;
+	if (r < 0) {
+		cli_error(ctx, "%s", lerr.msg);
+		return CLI_EXIT_INVALID;
+	}
+	*ret_compat = l->compatible ? strdup(l->compatible) : NULL;
+	if (lim && l->n_groups > 0) {
+		for (size_t i = 0; i < l->groups[0].n_slots; i++) {
+			const struct layout_slot *s = &l->groups[0].slots[i];
+			limits_add(lim, "rootfs", &s->rootfs);
+			if (s->has_kernel)
+				limits_add(lim, "kernel", &s->kernel);
 		}
-		*ret_compat = l->compatible ? strdup(l->compatible) : NULL;
-		if (lim && l->n_groups > 0) {
-			for (size_t i = 0; i < l->groups[0].n_slots; i++) {
-				const struct layout_slot *s = &l->groups[0].slots[i];
-				limits_add(lim, "rootfs", &s->rootfs);
-				if (s->has_kernel)
-					limits_add(lim, "kernel", &s->kernel);
-			}
-		}
-		layout_free(l);
-	} else {
-		_cleanup_json_ struct json_object *j = json_object_from_file(path);
-		struct json_object *c;
-
-		if (!j) {
-			cli_error(ctx, "%s: cannot read the layout: %s", path,
-				  json_util_get_last_err() ? json_util_get_last_err() : "error");
-			return CLI_EXIT_INVALID;
-		}
-		*ret_compat = json_object_object_get_ex(j, "compatible", &c) &&
-			json_object_is_type(c, json_type_string) ?
-			strdup(json_object_get_string(c)) : NULL;
 	}
 	if (!*ret_compat) {
 		cli_error(ctx, "%s: the layout has no \"compatible\" string", path);

@@ -162,8 +162,9 @@ static void print_status(struct json_object *st)
 	printf("Booted slot:  %s%s%s\n", js(st, "booted") ? jp(st, "booted") : "unknown",
 	       jb(st, "trial") ? ", on trial (not yet marked good)" : "",
 	       jb(st, "fallback") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
-	printf("Next boot:    %s\n", js(st, "next") ? jp(st, "next") :
-	       "none (the bootloader will reset the counters)");
+	printf("Next boot:    %s%s\n", js(st, "next") ? jp(st, "next") :
+	       "none (the bootloader will reset the counters)",
+	       jb(st, "switch_pending") ? " (newly activated: reboot to switch)" : "");
 	print_slots(st);
 	if (li) {
 		printf("Last install: version %s into slot %s: %s", jp(li, "version"),

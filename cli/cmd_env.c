@@ -15,8 +15,6 @@
 
 /* layout.c is another area's module: reference it weakly so flashctl links
  * before it lands (then --layout reports that layouts are unsupported). */
-#pragma weak layout_load
-#pragma weak layout_free
 
 bool cli_env_option(struct cli_env_args *a, int c, const char *arg)
 {
@@ -59,10 +57,6 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 		layout = NULL;
 	if (layout) {
 		struct layout_error lerr = { "" };
-		if (!layout_load) {
-			cli_error(ctx, "%s: this flashctl was built without layout support", layout);
-			return CLI_EXIT_FAIL;
-		}
 		r = layout_load(layout, &l, &lerr);
 		if (r < 0) {
 			cli_error(ctx, "%s", lerr.msg);

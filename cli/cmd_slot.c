@@ -11,8 +11,6 @@
 #include "cmd_env.h"
 #include "slot.h"
 
-#pragma weak layout_load
-#pragma weak layout_free
 
 struct slot_ctx {
 	struct cli_env_args a;
@@ -256,10 +254,6 @@ static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	if (!a.layout) {
 		cli_error(ctx, "slot bootscript: give --layout FILE");
 		return CLI_EXIT_USAGE;
-	}
-	if (!layout_load) {
-		cli_error(ctx, "%s: this flashctl was built without layout support", a.layout);
-		return CLI_EXIT_FAIL;
 	}
 	r = layout_load(a.layout, &l, &err);
 	if (r < 0) {

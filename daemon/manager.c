@@ -275,6 +275,7 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 			       jstr(m->group->slots[v.status.booted].name) : NULL);
 	json_object_object_add(o, "trial", json_object_new_boolean(v.status.on_trial));
 	json_object_object_add(o, "fallback", json_object_new_boolean(v.status.fell_back));
+	json_object_object_add(o, "switch_pending", json_object_new_boolean(v.status.switch_pending));
 	json_object_object_add(o, "next", v.status.next >= 0 ?
 			       jstr(m->group->slots[v.status.next].name) : NULL);
 	json_object_object_add(o, "last_install", last_install_json(m));

@@ -371,7 +371,11 @@ void slot_status_compute(const struct slot_state *st, int booted, const char *bo
 	if (s.booted >= 0) {
 		s.booted_by = booted_by;
 		s.on_trial = st->slots[s.booted].left < st->max_tries;
-		s.fell_back = s.booted != s.primary;
+		/* the primary was tried (used tries) and the script moved on; a
+		 * primary with all its tries was activated after this boot */
+		s.fell_back = s.primary >= 0 && s.booted != s.primary &&
+			      st->slots[s.primary].left < st->max_tries;
+		s.switch_pending = s.primary >= 0 && s.booted != s.primary && !s.fell_back;
 		s.needs_health_check = s.on_trial;
 	}
 	*ret = s;

@@ -81,7 +81,8 @@ struct slot_status {
 	int primary;            /* first in BOOT_ORDER, -1 = empty order */
 	int next;               /* what U-Boot picks next boot, -1 = none (it resets counters) */
 	bool on_trial;          /* the booted slot has used tries (not marked good) */
-	bool fell_back;         /* the booted slot is not first in BOOT_ORDER */
+	bool fell_back;         /* the booted slot is not first in BOOT_ORDER, whose primary used tries */
+	bool switch_pending;    /* another slot was activated (full tries): it boots next */
 	bool needs_health_check; /* on trial: run the health check, then mark-good or mark-bad */
 };
 

@@ -257,6 +257,14 @@ static void test_status(void **state)
 	assert_false(s.on_trial);
 	assert_false(s.needs_health_check);
 	assert_int_equal(s.next, 0);
+	assert_false(s.switch_pending);
+
+	/* B was just activated while A runs: a pending switch, not a fallback */
+	load(&st, "B A", "2", "3");
+	slot_status_compute(&st, 0, "flashd.slot", &s);
+	assert_false(s.fell_back);
+	assert_true(s.switch_pending);
+	assert_int_equal(s.next, 1);
 
 	load(&st, "A B", "0", "0");
 	slot_status_compute(&st, -1, NULL, &s);
