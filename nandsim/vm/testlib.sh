@@ -116,3 +116,19 @@ vm_jffs2_mount_leaves_flash_alone() {
 	rm -f /tmp/.before /tmp/.after
 	rmdir "$mnt"
 }
+
+# vm_mtdinfo_field /dev/mtdN LABEL: the number (or word) after "LABEL:" in
+# mtdinfo's output, e.g. "Eraseblock size" -> 131072.
+vm_mtdinfo_field() {
+	mtdinfo "$1" | sed -n "s/^$2: *\([^ ,]*\).*/\1/p" | head -1
+}
+
+# vm_kernel_bad_blocks /dev/mtdN: indexes of the bad erase blocks as the
+# kernel reports them (MEMGETBADBLOCK through flash_erase, which skips
+# them). Erases the partition.
+vm_kernel_bad_blocks() {
+	local es
+	es=$(vm_sysfs "${1#/dev/}" erasesize)
+	flash_erase "$1" 0 0 2>&1 | sed -n 's/.*Skipping bad block at \(0x\)\{0,1\}\([0-9a-fA-F]*\).*/\2/p' |
+	while read -r hex; do echo $(( 0x$hex / es )); done
+}
