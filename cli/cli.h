@@ -40,6 +40,7 @@ extern const struct cli_cmd cli_overlay_cmds[];
 int cli_status(struct cli_ctx *ctx, int argc, char **argv);
 int cli_install(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cancel(struct cli_ctx *ctx, int argc, char **argv);
+int cli_provision(struct cli_ctx *ctx, int argc, char **argv);
 
 /* "flashctl: <msg>" on stderr. */
 void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);

@@ -16,6 +16,10 @@ static const struct cli_cmd top_cmds[] = {
 	{ "cancel", "[--socket PATH]", "cancel the running install (the slot stays marked bad)",
 	  cli_cancel, NULL },
 	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
+	{ "provision", "--layout FILE --bundle FILE (--keyring DIR|--allow-unsigned) [--both-slots] "
+	  "[--include-bootloader] [--initial-env FILE] [--dry-run] system|sim:PATH|image:PREFIX",
+	  "lay out a blank board: erase, initial env, slot A (and B), overlay, read back",
+	  cli_provision, NULL },
 	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
 	{ "flash", NULL, "inspect and write flash devices (MTD or simulator)", NULL, cli_flash_cmds },
 	{ "slot", NULL, "A/B slot state: status, mark-good, mark-bad, activate, rollback", NULL, cli_slot_cmds },

@@ -1,0 +1,594 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+
+#include "board.h"
+#include "bundle.h"
+#include "cleanup_json.h"
+#include "env.h"
+#include "flashio.h"
+#include "install.h"
+#include "jffs2.h"
+#include "nsim.h"
+#include "provision.h"
+#include "slot.h"
+#include "util.h"
+
+static const char *const action_names[_PROVISION_ACTION_MAX] = {
+	[PROVISION_KEEP] = "keep",
+	[PROVISION_ERASE] = "erase",
+	[PROVISION_ENV] = "env",
+	[PROVISION_IMAGE] = "image",
+	[PROVISION_OVERLAY] = "overlay",
+	[PROVISION_UNSUPPORTED] = "unsupported",
+};
+
+const char *provision_action_to_string(enum provision_action a)
+{
+	return a < _PROVISION_ACTION_MAX ? action_names[a] : NULL;
+}
+
+struct prov {
+	const struct provision_params *p;
+	struct provision_error *err;
+	const struct layout *l;
+	const struct layout_slot_group *g;
+	char target[4096];            /* board target: "system" or "sim:PATH" */
+	char *image_prefix;           /* image: targets */
+	struct bundle_manifest man;
+	struct provision_region *regions; /* one per partition */
+	char (*details)[160];
+};
+
+static _printf_(3, 4) int fail(struct prov *pv, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(pv->err->msg, sizeof(pv->err->msg), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static bool slot_installed(const struct prov *pv, size_t i)
+{
+	return i == 0 || pv->p->both_slots;
+}
+
+static bool manifest_has(const struct prov *pv, const char *member)
+{
+	for (size_t i = 0; i < pv->man.n_images; i++)
+		if (!strcmp(pv->man.images[i].slot, member))
+			return true;
+	return false;
+}
+
+/* ---- plan: what happens to each partition ---- */
+
+static void plan_slot_member(struct prov *pv, const struct layout_image_target *t, size_t slot,
+			     const char *member)
+{
+	struct provision_region *r;
+	size_t idx;
+
+	if (!t->part || (t->storage != LAYOUT_STORAGE_NOR && t->storage != LAYOUT_STORAGE_NAND))
+		return;
+	idx = t->part - pv->l->partitions;
+	r = &pv->regions[idx];
+	if (slot_installed(pv, slot) && manifest_has(pv, member)) {
+		r->action = PROVISION_IMAGE;
+		snprintf(pv->details[idx], sizeof(pv->details[idx]), "%s of slot %s: version %s",
+			 member, pv->g->slots[slot].name, pv->man.version);
+	} else {
+		snprintf(pv->details[idx], sizeof(pv->details[idx]), "%s of slot %s: left empty",
+			 member, pv->g->slots[slot].name);
+	}
+}
+
+static void plan(struct prov *pv)
+{
+	const struct layout *l = pv->l;
+
+	for (size_t i = 0; i < l->n_partitions; i++) {
+		pv->regions[i] = (struct provision_region){ .part = &l->partitions[i],
+							    .action = PROVISION_ERASE,
+							    .detail = pv->details[i] };
+		snprintf(pv->details[i], sizeof(pv->details[i]), "unused by the layout");
+	}
+	if (l->bootloader) {
+		size_t i = l->bootloader - l->partitions;
+		pv->regions[i].action = pv->p->include_bootloader ? PROVISION_ERASE : PROVISION_KEEP;
+		snprintf(pv->details[i], sizeof(pv->details[i]), "bootloader%s",
+			 pv->p->include_bootloader ? " (erased: --include-bootloader)" : "");
+	}
+	for (size_t c = 0; c < l->env.n_copies; c++) {
+		size_t i = l->env.copies[c].part - l->partitions;
+		pv->regions[i].action = PROVISION_ENV;
+		snprintf(pv->details[i], sizeof(pv->details[i]), "U-Boot env copy %zu of %zu", c + 1,
+			 l->env.n_copies);
+	}
+	for (size_t u = 0; u < l->n_ubis; u++) {
+		size_t i = l->ubis[u].part - l->partitions;
+		pv->regions[i].action = PROVISION_UNSUPPORTED;
+		snprintf(pv->details[i], sizeof(pv->details[i]), "UBI (%zu volumes): not laid out "
+			 "by this version, use ubiformat/ubimkvol", l->ubis[u].n_volumes);
+	}
+	for (size_t s = 0; s < pv->g->n_slots; s++) {
+		plan_slot_member(pv, &pv->g->slots[s].rootfs, s, "rootfs");
+		if (pv->g->slots[s].has_kernel)
+			plan_slot_member(pv, &pv->g->slots[s].kernel, s, "kernel");
+	}
+	for (size_t o = 0; o < l->n_overlays; o++) {
+		const struct layout_overlay *ov = &l->overlays[o];
+		size_t i;
+		if (ov->type != LAYOUT_OVERLAY_JFFS2 || !ov->part)
+			continue;
+		i = ov->part - l->partitions;
+		pv->regions[i].action = PROVISION_OVERLAY;
+		snprintf(pv->details[i], sizeof(pv->details[i]), "JFFS2 overlay for %s: empty, "
+			 "cleanmarkers", ov->path);
+	}
+}
+
+/* ---- the bundle is checked completely before flash is touched ---- */
+
+static int verify_bundle(struct prov *pv)
+{
+	_cleanup_(bundle_reader_freep) struct bundle_reader *r = NULL;
+	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC);
+	struct bundle_error berr = { "" };
+	struct bundle_policy pol = {
+		.keyring = pv->p->keyring,
+		.allow_unsigned = pv->p->allow_unsigned,
+		.compatible = pv->l->compatible,
+	};
+	int ret;
+
+	if (fd < 0)
+		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+	ret = bundle_reader_new(&pol, NULL, NULL, &r);
+	if (ret >= 0)
+		ret = bundle_reader_read_fd(r, fd, &berr);
+	if (ret < 0)
+		return fail(pv, ret, "bundle %s refused: %s", pv->p->bundle,
+			    berr.msg[0] ? berr.msg : strerror(-ret));
+	pv->man = *bundle_reader_manifest(r);
+	return 0;
+}
+
+/* ---- target set-up ---- */
+
+static int sim_prepare(struct prov *pv, const char *path)
+{
+	const struct layout_device *d = &pv->l->devices[0];
+	struct nsim_geometry geo = {
+		.type = d->type == FLASH_NAND ? NSIM_NAND : NSIM_NOR,
+		.size = d->size,
+		.erasesize = d->erasesize,
+		.writesize = d->type == FLASH_NAND ? d->writesize : 1,
+		.oobsize = d->type == FLASH_NAND ? d->oobsize : 0,
+	};
+	int r;
+
+	if (pv->l->n_devices != 1)
+		return fail(pv, -EOPNOTSUPP, "simulator targets take one-device layouts; %s has %zu",
+			    pv->l->path, pv->l->n_devices);
+	if (access(path, F_OK) == 0)
+		return 0; /* existing board: its geometry is checked when opened */
+	r = nsim_create(path, &geo, 0);
+	if (r < 0)
+		return fail(pv, r, "cannot create simulator %s: %s", path, strerror(-r));
+	return 0;
+}
+
+static int prepare_target(struct prov *pv)
+{
+	const char *t = pv->p->target;
+	struct layout_error lerr = { "" };
+	int r;
+
+	if (!strncmp(t, "sim:", 4)) {
+		snprintf(pv->target, sizeof(pv->target), "%s", t);
+		return pv->p->dry_run ? 0 : sim_prepare(pv, t + 4);
+	}
+	if (!strncmp(t, "image:", 6)) {
+		pv->image_prefix = strdup(t + 6);
+		if (!pv->image_prefix)
+			return -ENOMEM;
+		snprintf(pv->target, sizeof(pv->target), "sim:%s.sim.tmp", t + 6);
+		if (pv->p->dry_run)
+			return 0;
+		unlink(pv->target + 4);
+		return sim_prepare(pv, pv->target + 4);
+	}
+	if (!strcmp(t, "system")) {
+		snprintf(pv->target, sizeof(pv->target), "system");
+		r = layout_check_system(pv->l, pv->p->sysfs, &lerr);
+		if (r < 0)
+			return fail(pv, r, "the running system's flash does not match the layout: %s",
+				    lerr.msg);
+		return 0;
+	}
+	return fail(pv, -EINVAL, "unknown target '%s' (system, sim:PATH or image:PREFIX)", t);
+}
+
+/* ---- the steps ---- */
+
+static int erase_regions(struct prov *pv, struct board *b)
+{
+	for (size_t i = 0; i < pv->l->n_partitions; i++) {
+		struct provision_region *r = &pv->regions[i];
+		_cleanup_flash_ struct flash *f = NULL;
+		int ret;
+
+		if (r->action == PROVISION_KEEP || r->action == PROVISION_UNSUPPORTED)
+			continue;
+		ret = board_open_partition(b, r->part, &f);
+		if (ret < 0)
+			return fail(pv, ret, "partition %s: %s", r->part->name, strerror(-ret));
+		if (r->action == PROVISION_OVERLAY) {
+			struct jffs2_erase_stats st = { 0 };
+			ret = jffs2_erase_partition(f, FLASHIO_MARK_BAD, &st);
+			r->erased = st.erased;
+			r->bad = st.bad + st.marked_bad;
+		} else {
+			struct flashio_stats st = { 0 };
+			ret = flashio_erase_all(f, FLASHIO_MARK_BAD, &st);
+			r->erased = st.erases;
+			r->bad = st.blocks_bad_skipped + st.blocks_marked_bad;
+		}
+		if (ret < 0)
+			return fail(pv, ret, "erasing partition %s: %s", r->part->name, strerror(-ret));
+	}
+	return 0;
+}
+
+/* Fresh env: U-Boot's defaults plus every slot in BOOT_ORDER with full
+ * tries; the installs then mark-bad/activate as in the field. */
+static int init_env(struct prov *pv)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct env_var vars[SLOT_MAX + 1];
+	char order[SLOT_MAX * (SLOT_NAME_MAX + 1)] = "", names[SLOT_MAX][SLOT_NAME_MAX + 16];
+	char tries[8];
+	size_t n = 0;
+	int r;
+
+	if (!pv->l->env.n_copies)
+		return fail(pv, -ENOENT, "layout %s has no U-Boot env", pv->l->path);
+	snprintf(tries, sizeof(tries), "%u", pv->g->max_tries);
+	for (size_t i = 0; i < pv->g->n_slots && i < SLOT_MAX; i++) {
+		size_t len = strlen(order);
+		snprintf(order + len, sizeof(order) - len, "%s%s", i ? " " : "", pv->g->slots[i].name);
+		slot_left_var(pv->g->slots[i].name, names[i], sizeof(names[i]));
+		vars[n++] = (struct env_var){ names[i], tries };
+	}
+	vars[n++] = (struct env_var){ "BOOT_ORDER", order };
+	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, ENV_OPEN_ALLOW_BLANK, &e, &eerr);
+	if (r >= 0)
+		r = env_init_default(e, pv->p->initial_env, vars, n, true, &eerr);
+	if (r < 0)
+		return fail(pv, r, "initial U-Boot env: %s", eerr.msg);
+	return 0;
+}
+
+static int install_slot(struct prov *pv, struct board *b, const char *slot)
+{
+	_cleanup_install_ struct install *in = NULL;
+	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC);
+	struct install_error ierr = { "" };
+	struct install_params ip = {
+		.board = b,
+		.target = pv->target,
+		.group = pv->g,
+		.slot = slot,
+		.keyring = pv->p->keyring,
+		.allow_unsigned = pv->p->allow_unsigned,
+		.activate = true,
+	};
+	int r;
+
+	if (fd < 0)
+		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+	r = install_new(&ip, &in);
+	if (r >= 0)
+		r = install_run_fd(in, fd, NULL, &ierr);
+	if (r < 0)
+		return fail(pv, r, "installing into slot %s: %s", slot,
+			    ierr.msg[0] ? ierr.msg : strerror(-r));
+	return 0;
+}
+
+/* Slots left empty go out of BOOT_ORDER (one store each). */
+static int retire_empty_slots(struct prov *pv)
+{
+	for (size_t i = 0; i < pv->g->n_slots; i++) {
+		_cleanup_env_ struct env *e = NULL;
+		struct env_error eerr = { "" };
+		struct slot_error serr = { "" };
+		struct slot_state st, nst;
+		struct slot_changes ch;
+		int r;
+
+		if (slot_installed(pv, i))
+			continue;
+		r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, &eerr);
+		if (r < 0)
+			return fail(pv, r, "U-Boot env: %s", eerr.msg);
+		r = slot_state_load_group(&st, pv->g, env_get_dup, e, &serr);
+		if (r >= 0)
+			r = slot_compute(&st, SLOT_OP_MARK_BAD, i, SLOT_FORCE, &nst, &ch, &serr);
+		if (r < 0)
+			return fail(pv, r, "slot state: %s", serr.msg);
+		r = slot_apply(e, &ch, &eerr);
+		if (r < 0)
+			return fail(pv, r, "U-Boot env: %s", eerr.msg);
+	}
+	return 0;
+}
+
+/* Read back what provisioning promised: the env boots slot A, the overlay
+ * blocks carry cleanmarkers (images were verified by the installs). */
+static int check_board(struct prov *pv, struct board *b)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct slot_error serr = { "" };
+	struct slot_state st;
+	int r;
+
+	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, &eerr);
+	if (r < 0)
+		return fail(pv, r, "reading back the U-Boot env: %s", eerr.msg);
+	r = slot_state_load_group(&st, pv->g, env_get_dup, e, &serr);
+	if (r < 0 || slot_next_boot(&st) != 0)
+		return fail(pv, -EIO, "reading back the U-Boot env: slot %s would not boot first",
+			    pv->g->slots[0].name);
+	for (size_t i = 0; i < pv->l->n_partitions; i++) {
+		_cleanup_flash_ struct flash *f = NULL;
+		if (pv->regions[i].action != PROVISION_OVERLAY)
+			continue;
+		r = board_open_partition(b, pv->regions[i].part, &f);
+		for (uint64_t off = 0; r >= 0 && off < f->info.size; off += f->info.erasesize) {
+			if (flash_block_isbad(f, off) == 1)
+				continue;
+			r = jffs2_block_is_clean(f, off);
+			if (r == 0)
+				r = -EIO;
+		}
+		if (r < 0)
+			return fail(pv, r, "reading back the overlay %s: a block lacks its cleanmarker",
+				    pv->regions[i].part->name);
+	}
+	return 0;
+}
+
+/* ---- factory images ---- */
+
+static int hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	return 0;
+}
+
+struct export {
+	struct nsim *s;
+	struct nsim_info info;
+	int data_fd, oob_fd;
+	struct json_object *good;      /* blocks that must be good (NAND) */
+};
+
+/* Copy one erase block to the image files; returns 1 when it holds data. */
+static int export_block(struct export *x, uint64_t blk, uint8_t *buf, uint8_t *oob,
+			EVP_MD_CTX *md)
+{
+	uint32_t eb = x->info.geo.erasesize, ws = x->info.geo.writesize;
+	uint64_t off = blk * eb;
+	bool used = false;
+	int r = nsim_read(x->s, off, buf, eb);
+
+	if (r < 0 && r != -EUCLEAN)
+		memset(buf, 0xff, eb); /* a bad block: the programmer skips it */
+	used = !util_mem_is(buf, 0xff, eb);
+	if (md)
+		EVP_DigestUpdate(md, buf, eb);
+	if (util_write_full(x->data_fd, buf, eb) < 0)
+		return -errno;
+	if (x->oob_fd < 0)
+		return used;
+	for (uint32_t p = 0; p < eb / ws; p++) {
+		if (nsim_read_oob_raw(x->s, off + (uint64_t)p * ws, oob, x->info.geo.oobsize) < 0)
+			memset(oob, 0xff, x->info.geo.oobsize);
+		used = used || !util_mem_is(oob, 0xff, x->info.geo.oobsize);
+		if (util_write_full(x->oob_fd, buf + (size_t)p * ws, ws) < 0 ||
+		    util_write_full(x->oob_fd, oob, x->info.geo.oobsize) < 0)
+			return -errno;
+	}
+	return used;
+}
+
+static int export_image(struct prov *pv)
+{
+	_cleanup_free_ char *data = NULL, *oobf = NULL, *rep = NULL;
+	_cleanup_free_ uint8_t *buf = NULL, *oob = NULL;
+	_cleanup_json_ struct json_object *j = json_object_new_object();
+	struct json_object *parts = json_object_new_array();
+	struct export x = { .data_fd = -1, .oob_fd = -1, .good = json_object_new_array() };
+	bool nand;
+	int r;
+
+	r = nsim_open(pv->target + 4, false, &x.s);
+	if (r < 0)
+		return fail(pv, r, "reopening %s: %s", pv->target + 4, strerror(-r));
+	nsim_get_info(x.s, &x.info);
+	nand = x.info.geo.type == NSIM_NAND;
+	buf = malloc(x.info.geo.erasesize);
+	oob = malloc(x.info.geo.oobsize + 1);
+	if (asprintf(&data, "%s.bin", pv->image_prefix) < 0 ||
+	    asprintf(&oobf, "%s.oob.bin", pv->image_prefix) < 0 ||
+	    asprintf(&rep, "%s.json", pv->image_prefix) < 0 || !buf || !oob) {
+		r = -ENOMEM;
+		goto out;
+	}
+	x.data_fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (nand)
+		x.oob_fd = open(oobf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (x.data_fd < 0 || (nand && x.oob_fd < 0)) {
+		r = fail(pv, -errno, "cannot write the factory image %s: %s", data, strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < pv->l->n_partitions; i++) {
+		struct provision_region *reg = &pv->regions[i];
+		EVP_MD_CTX *md = EVP_MD_CTX_new();
+		uint64_t first = reg->part->offset / x.info.geo.erasesize;
+		uint64_t n = reg->part->size / x.info.geo.erasesize;
+		struct json_object *o = json_object_new_object();
+		char h[65];
+		unsigned len;
+
+		EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+		for (uint64_t b = first; b < first + n; b++) {
+			r = export_block(&x, b, buf, oob, md);
+			if (r < 0) {
+				EVP_MD_CTX_free(md);
+				json_object_put(o);
+				fail(pv, r, "writing the factory image: %s", strerror(-r));
+				goto out;
+			}
+			if (r == 1 && nand)
+				json_object_array_add(x.good, json_object_new_int64(b));
+		}
+		EVP_DigestFinal_ex(md, reg->sha256, &len);
+		EVP_MD_CTX_free(md);
+		reg->has_sha256 = true;
+		hex(reg->sha256, 32, h);
+		json_object_object_add(o, "name", json_object_new_string(reg->part->name));
+		json_object_object_add(o, "offset", json_object_new_int64(reg->part->offset));
+		json_object_object_add(o, "size", json_object_new_int64(reg->part->size));
+		json_object_object_add(o, "action", json_object_new_string(action_names[reg->action]));
+		json_object_object_add(o, "detail", json_object_new_string(reg->detail));
+		json_object_object_add(o, "sha256", json_object_new_string(h));
+		json_object_array_add(parts, o);
+	}
+	json_object_object_add(j, "board", json_object_new_string(pv->l->board ? pv->l->board : ""));
+	json_object_object_add(j, "compatible", json_object_new_string(pv->l->compatible ? pv->l->compatible : ""));
+	json_object_object_add(j, "type", json_object_new_string(nand ? "nand" : "nor"));
+	json_object_object_add(j, "size", json_object_new_int64(x.info.geo.size));
+	json_object_object_add(j, "erase_block", json_object_new_int64(x.info.geo.erasesize));
+	json_object_object_add(j, "page", json_object_new_int64(x.info.geo.writesize));
+	json_object_object_add(j, "oob", json_object_new_int64(x.info.geo.oobsize));
+	json_object_object_add(j, "data_image", json_object_new_string(data));
+	json_object_object_add(j, "oob_image", nand ? json_object_new_string(oobf) : NULL);
+	json_object_object_add(j, "bundle_version", json_object_new_string(pv->man.version));
+	json_object_object_add(j, "partitions", parts);
+	parts = NULL;
+	/* NAND: blocks with content must be good on the target chip */
+	json_object_object_add(j, "must_be_good", nand ? json_object_get(x.good) : NULL);
+	r = json_object_to_file_ext(rep, j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0 ? -EIO : 0;
+	if (r < 0)
+		fail(pv, r, "cannot write %s", rep);
+out:
+	json_object_put(parts);
+	json_object_put(x.good);
+	if (x.data_fd >= 0)
+		close(x.data_fd);
+	if (x.oob_fd >= 0)
+		close(x.oob_fd);
+	nsim_close(x.s);
+	return r;
+}
+
+/* ---- the whole job ---- */
+
+static void report_all(struct prov *pv)
+{
+	for (size_t i = 0; pv->p->report && i < pv->l->n_partitions; i++)
+		pv->p->report(pv->p->userdata, &pv->regions[i]);
+}
+
+static int unsupported(struct prov *pv)
+{
+	for (size_t i = 0; i < pv->l->n_partitions; i++)
+		if (pv->regions[i].action == PROVISION_UNSUPPORTED)
+			return fail(pv, -EOPNOTSUPP, "partition %s: %s", pv->regions[i].part->name,
+				    pv->regions[i].detail);
+	return 0;
+}
+
+static int run(struct prov *pv)
+{
+	_cleanup_board_ struct board *b = NULL;
+	int r;
+
+	r = verify_bundle(pv);
+	if (r < 0)
+		return r;
+	plan(pv);
+	if (pv->p->dry_run) {
+		report_all(pv);
+		return 0;
+	}
+	r = unsupported(pv);
+	if (r >= 0)
+		r = prepare_target(pv);
+	if (r < 0)
+		return r;
+	r = board_open(pv->l, pv->target, true, &b);
+	if (r < 0)
+		return fail(pv, r, "target %s: %s", pv->target, r == -EMEDIUMTYPE ?
+			    "the simulator's geometry does not match the layout" : strerror(-r));
+	r = erase_regions(pv, b);
+	if (r >= 0)
+		r = init_env(pv);
+	/* the last install activates slot A, so A boots first */
+	for (size_t i = pv->g->n_slots; r >= 0 && i-- > 0;)
+		if (slot_installed(pv, i))
+			r = install_slot(pv, b, pv->g->slots[i].name);
+	if (r >= 0)
+		r = retire_empty_slots(pv);
+	if (r >= 0)
+		r = check_board(pv, b);
+	board_close(TAKE_PTR(b));
+	if (r >= 0 && pv->image_prefix)
+		r = export_image(pv);
+	if (r >= 0)
+		report_all(pv);
+	return r;
+}
+
+int provision_run(const struct provision_params *p, struct provision_error *err)
+{
+	struct prov pv = { .p = p, .err = err, .l = p->layout };
+	int r;
+
+	if (!p->layout->n_groups)
+		return fail(&pv, -EINVAL, "layout %s has no slot group", p->layout->path);
+	pv.g = &p->layout->groups[0];
+	pv.regions = calloc(p->layout->n_partitions, sizeof(*pv.regions));
+	pv.details = calloc(p->layout->n_partitions, sizeof(*pv.details));
+	if (!pv.regions || !pv.details) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* the target is checked before the bundle is read */
+	r = strncmp(p->target, "sim:", 4) && strncmp(p->target, "image:", 6) &&
+	    strcmp(p->target, "system") ? fail(&pv, -EINVAL, "unknown target '%s' (system, "
+						 "sim:PATH or image:PREFIX)", p->target) : 0;
+	if (r >= 0)
+		r = run(&pv);
+	if (pv.image_prefix && !p->dry_run)
+		unlink(pv.target + 4);
+out:
+	free(pv.image_prefix);
+	free(pv.regions);
+	free(pv.details);
+	return r;
+}

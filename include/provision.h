@@ -1,0 +1,57 @@
+/* Provisioning: bring a board from blank to first boot in one step —
+ * verify the bundle, erase what the layout owns (never the bootloader
+ * unless asked), write the initial U-Boot env, install the bundle into
+ * slot A (and B), format the overlay, read everything back. Targets: the
+ * running system's MTD partitions ("system"), a simulator file
+ * ("sim:PATH", created when missing) or a factory image for a flash
+ * programmer ("image:PREFIX": NOR -> PREFIX.bin, NAND -> PREFIX.bin data
+ * + PREFIX.oob.bin with page+OOB interleaved as nandwrite -o takes it;
+ * PREFIX.json reports every region with its sha256). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "keyring.h"
+#include "layout.h"
+
+struct provision_error {
+	char msg[512];
+};
+
+enum provision_action {
+	PROVISION_KEEP,        /* left as it is (bootloader) */
+	PROVISION_ERASE,       /* erased (unused, or kernel partitions of an empty slot) */
+	PROVISION_ENV,         /* erased, initial env written */
+	PROVISION_IMAGE,       /* erased, image written and verified */
+	PROVISION_OVERLAY,     /* erased with JFFS2 cleanmarkers */
+	PROVISION_UNSUPPORTED, /* UBI: not laid out by this version */
+	_PROVISION_ACTION_MAX,
+};
+
+/* One region, reported as it is handled (and in dry runs). */
+struct provision_region {
+	const struct layout_partition *part;
+	enum provision_action action;
+	const char *detail;    /* "rootfs of slot A, 3 MiB, version 1.0" */
+	uint64_t erased;       /* blocks erased */
+	uint64_t bad;          /* bad blocks found */
+	uint8_t sha256[32];    /* of the whole region after provisioning (image targets) */
+	bool has_sha256;
+};
+
+struct provision_params {
+	const struct layout *layout;
+	const char *target;
+	const char *bundle;               /* path */
+	const struct keyring *keyring;
+	bool allow_unsigned;
+	bool both_slots;                  /* install into every slot */
+	bool include_bootloader;          /* erase the bootloader partition too */
+	bool dry_run;                     /* report only */
+	const char *initial_env;          /* U-Boot default env (name=value lines) or NULL */
+	const char *sysfs;                /* system targets: sysfs root (tests) */
+	void (*report)(void *userdata, const struct provision_region *r);
+	void *userdata;
+};
+
+int provision_run(const struct provision_params *p, struct provision_error *err);
+const char *provision_action_to_string(enum provision_action a);
