@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@ struct manager {
 	sd_event *event;
 	struct proto_server *server;
 	struct operation op;
+	bool socket_owned;             /* bound by us (not systemd): unlink at exit */
 };
 
 /* ---- helpers ---- */
@@ -368,6 +370,56 @@ static struct json_object *final_report(struct install *in, int r, const struct 
 	return o;
 }
 
+/* Like install_run_fd(), but a stalled bundle stream (a pipe or socket
+ * whose writer stopped sending) cannot make a cancel wait forever: wait for
+ * data with poll() and a short timeout, and look at *cancel in between. */
+static int job_run(struct install *in, int fd, volatile int *cancel, struct install_error *err)
+{
+	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (*cancel) {
+			install_cancel(in);
+			return install_finish_input(in, err);
+		}
+		r = poll(&p, 1, 200);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
+		n = read(fd, buf, BUNDLE_INFLATE_CHUNK);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			r = -errno;
+			install_cancel(in);
+			snprintf(err->msg, sizeof(err->msg), "reading the bundle: %s; the target "
+				 "slot stays marked bad", strerror(-r));
+			return r;
+		}
+		if (n == 0)
+			break;
+		r = install_feed(in, buf, n, err);
+		if (r < 0)
+			return r;
+	}
+	r = install_finish_input(in, err);
+	while (r >= 0) {
+		if (*cancel) {
+			install_cancel(in);
+			return install_finish_input(in, err);
+		}
+		r = install_step(in, err);
+		if (r == 0)
+			break;
+	}
+	return r;
+}
+
 /* Runs in the worker process. */
 static int install_job(int report_fd, volatile int *cancel, void *userdata)
 {
@@ -398,7 +450,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	if (r < 0)
 		return r;
 	ctx.in = in;
-	r = install_run_fd(in, m->op.bundle_fd, cancel, &err);
+	r = job_run(in, m->op.bundle_fd, cancel, &err);
 	fin = final_report(in, r, &err);
 	worker_report(report_fd, fin);
 	return r;
@@ -1035,6 +1087,8 @@ void manager_free(struct manager *m)
 		return;
 	op_clear(m);
 	proto_server_free(m->server);
+	if (m->socket_owned)
+		unlink(m->conf->socket);
 	sd_event_unref(m->event);
 	keyring_free(m->keyring);
 	layout_free(m->layout);
@@ -1069,6 +1123,7 @@ static int listen_socket(struct manager *m, int *ret_fd, struct manager_error *e
 		return r;
 	}
 	r = proto_listen(m->conf->socket, ret_fd);
+	m->socket_owned = r >= 0;
 	if (r < 0)
 		snprintf(err->msg, sizeof(err->msg), "cannot listen on %s: %s%s", m->conf->socket,
 			 strerror(-r), r == -EADDRINUSE ? " (another flashd is running)" : "");

@@ -1,0 +1,104 @@
+#!/bin/bash
+# The flashd demo on the default simulated board (layouts/nandsim-128m.json):
+# provision a blank board with version 1.0 in slot A, start flashd, install
+# a signed version 2.0 bundle into slot B with progress, switch to it through
+# the boot script's choice, let the health check mark it good.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+layout=$top/layouts/nandsim-128m.json
+demo=$top/build/demo
+flashctl=$top/flashctl
+export FLASHD_SOCKET=$demo/flashd.sock
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+
+stop_daemon() {
+	if [ -f "$demo/flashd.pid" ]; then
+		kill "$(cat "$demo/flashd.pid")" 2>/dev/null || true
+		while kill -0 "$(cat "$demo/flashd.pid")" 2>/dev/null; do sleep 0.1; done
+		rm -f "$demo/flashd.pid"
+	fi
+}
+start_daemon() {
+	rm -f "$FLASHD_SOCKET"
+	"$top/flashd" -c "$demo/flashd.conf" >>"$demo/flashd.log" 2>&1 &
+	echo $! >"$demo/flashd.pid"
+	for _ in $(seq 50); do [ -S "$FLASHD_SOCKET" ] && return 0; sleep 0.1; done
+	echo "flashd did not start; its log:" >&2
+	cat "$demo/flashd.log" >&2
+	exit 1
+}
+trap stop_daemon EXIT
+
+# A root filesystem image: busybox, an os-release with the version, and
+# some payload so that the install has work to do.
+make_root() { # version
+	local dir=$demo/root-$1
+	rm -rf "$dir"
+	mkdir -p "$dir"/{bin,etc,usr/share/app}
+	[ -x /bin/busybox ] && cp /bin/busybox "$dir/bin/"
+	printf 'NAME=demo-appliance\nVERSION_ID=%s\n' "$1" >"$dir/etc/os-release"
+	head -c $((6 * 1024 * 1024)) /dev/urandom | base64 >"$dir/usr/share/app/assets.txt"
+	mksquashfs "$dir" "$demo/root-$1.sqfs" -noappend -quiet -comp xz
+}
+
+rm -rf "$demo"
+mkdir -p "$demo/keyring"
+
+say "1. Signing key and root images (squashfs)"
+run "$flashctl" bundle keygen --out "$demo/release"
+cp "$demo/release.pub" "$demo/keyring/"
+make_root 1.0
+make_root 2.0
+run "$flashctl" bundle create --layout "$layout" --version 1.0 \
+	--image rootfs="$demo/root-1.0.sqfs" --key "$demo/release.key" -o "$demo/v1.0.bundle"
+
+say "2. Provision a blank simulated NAND board (128 MiB, layouts/nandsim-128m.json)"
+run "$flashctl" provision --layout "$layout" --bundle "$demo/v1.0.bundle" \
+	--keyring "$demo/keyring" "sim:$demo/board.sim"
+
+say "3. Power on: the boot script picks a slot; start flashd"
+"$flashctl" slot boot-select --layout "$layout" --target "sim:$demo/board.sim" >"$demo/cmdline"
+echo "kernel command line: $(cat "$demo/cmdline")"
+cat >"$demo/flashd.conf" <<CONF
+[flashd]
+layout=$layout
+target=sim:$demo/board.sim
+keyring=$demo/keyring
+socket=$FLASHD_SOCKET
+state-dir=$demo/state
+cmdline=$demo/cmdline
+
+[health]
+# a real board would check its application here
+command=test -f $demo/cmdline
+timeout=30
+reboot-on-failure=no
+CONF
+start_daemon
+sleep 0.5 # the health check of the first boot
+run "$flashctl" status
+
+say "4. Build version 2.0 and install it through flashd (into the inactive slot B)"
+run "$flashctl" bundle create --layout "$layout" --version 2.0 --gzip \
+	--image rootfs="$demo/root-2.0.sqfs" --key "$demo/release.key" -o "$demo/v2.0.bundle"
+run "$flashctl" install "$demo/v2.0.bundle"
+run "$flashctl" status
+
+say "5. Reboot: the boot script switches to slot B (on trial)"
+stop_daemon
+"$flashctl" slot boot-select --layout "$layout" --target "sim:$demo/board.sim" >"$demo/cmdline"
+echo "kernel command line: $(cat "$demo/cmdline")"
+start_daemon
+for _ in $(seq 50); do
+	"$flashctl" --json status | grep -q '"operation": null' && break
+	sleep 0.1
+done
+
+say "6. The health check passed: slot B is marked good"
+run "$flashctl" status
+echo
+echo "flashd's log: $demo/flashd.log"
+grep -E "installed|health|marked" "$demo/flashd.log" | sed 's/^/  /'
