@@ -1876,10 +1876,13 @@ int layout_check_system(const struct layout *l, const char *sysfs_root, struct l
 	if (!sysfs_root)
 		sysfs_root = "/sys/class/mtd";
 	d = opendir(sysfs_root);
-	if (!d)
-		return sys_err(err, -errno == -ENOENT ? -ENODEV : -errno,
+	if (!d) {
+		int e = errno;
+
+		return sys_err(err, e == ENOENT ? -ENODEV : -e,
 			       "%s: cannot open (%s); the running kernel has no MTD support", sysfs_root,
-			       strerror(errno));
+			       strerror(e));
+	}
 	while ((de = readdir(d))) {
 		struct sys_mtd *nm;
 
