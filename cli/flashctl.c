@@ -66,8 +66,9 @@ static void print_table(struct cli_ctx *ctx, const char *path, const struct cli_
 {
 	fprintf(out, "Usage: %s [--json] %s%sCOMMAND [ARGS]\n\nCommands:\n", ctx->prog,
 		path, *path ? " " : "");
+	/* the table shows the first line of each help text */
 	for (; t->name; t++)
-		fprintf(out, "  %-10s %s\n", t->name, t->help);
+		fprintf(out, "  %-15s %.*s\n", t->name, (int)strcspn(t->help, "\n"), t->help);
 	fprintf(out, "\nRun '%s %s%sCOMMAND --help' for details.\n", ctx->prog, path,
 		*path ? " " : "");
 }
