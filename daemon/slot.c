@@ -617,7 +617,10 @@ int slot_bootscript(const struct layout *l, FILE *out)
 		"# Build: mkimage -A arm -T script -C none -d THIS boot.scr\n"
 		"# RAUC-compatible: BOOT_ORDER lists slots, BOOT_<x>_LEFT their tries left.\n"
 		"# flashd_boot_cmd (default: load the kernel, bootm) may be overridden.\n",
-		l->board ? l->board : "board", l->path ? l->path : "?", g->name);
+		l->board ? l->board : "board",
+		/* the file name only: the script must not depend on where it was made */
+		l->path ? (strrchr(l->path, '/') ? strrchr(l->path, '/') + 1 : l->path) : "?",
+		g->name);
 	fprintf(out, "test -n \"${BOOT_ORDER}\" || setenv BOOT_ORDER \"%s\"\n", order);
 	for (size_t i = 0; i < g->n_slots; i++)
 		fprintf(out, "test -n \"${BOOT_%s_LEFT}\" || setenv BOOT_%s_LEFT %u\n",
