@@ -164,6 +164,29 @@ static int verify_bundle(struct prov *pv)
 
 /* ---- target set-up ---- */
 
+/* An existing simulator must be the chip the layout describes. */
+static int check_sim(struct prov *pv, const char *path, const struct layout_device *d)
+{
+	_cleanup_flash_ struct flash *f = NULL;
+	_cleanup_free_ char *spec = NULL;
+	char a[32], b[32], c[32], e[32];
+	int r;
+
+	if (asprintf(&spec, "sim:%s", path) < 0)
+		return -ENOMEM;
+	r = flash_open(spec, false, &f);
+	if (r < 0)
+		return fail(pv, r, "simulator %s: %s", path, strerror(-r));
+	if (f->info.type == d->type && f->info.size == d->size && f->info.erasesize == d->erasesize)
+		return 0;
+	return fail(pv, -EMEDIUMTYPE, "simulator %s is a %s %s chip with %s erase blocks; the "
+		    "layout's device %s is a %s %s chip with %s erase blocks: the geometry does "
+		    "not match", path, util_format_size(f->info.size, a, sizeof(a)),
+		    flash_type_to_string(f->info.type), util_format_size(f->info.erasesize, b, sizeof(b)),
+		    d->name, util_format_size(d->size, c, sizeof(c)), flash_type_to_string(d->type),
+		    util_format_size(d->erasesize, e, sizeof(e)));
+}
+
 static int sim_prepare(struct prov *pv, const char *path)
 {
 	const struct layout_device *d = &pv->l->devices[0];
@@ -180,7 +203,7 @@ static int sim_prepare(struct prov *pv, const char *path)
 		return fail(pv, -EOPNOTSUPP, "simulator targets take one-device layouts; %s has %zu",
 			    pv->l->path, pv->l->n_devices);
 	if (access(path, F_OK) == 0)
-		return 0; /* existing board: its geometry is checked when opened */
+		return check_sim(pv, path, d);
 	r = nsim_create(path, &geo, 0);
 	if (r < 0)
 		return fail(pv, r, "cannot create simulator %s: %s", path, strerror(-r));
