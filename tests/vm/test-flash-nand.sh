@@ -16,17 +16,20 @@ for c in info write markbad erase; do vm_need_flashctl flash "$c"; done
 # ---- info vs mtdinfo --------------------------------------------------
 for dev in /dev/mtd0 /dev/mtd1 /dev/mtd2; do
 	j=$("$FLASHCTL" --json flash info "$dev") || vm_fail "flashctl flash info $dev failed: $j"
-	vm_expect_eq "$(vm_json_get "$j" .type)" nand "$dev: flashctl type"
-	vm_expect_eq "$(vm_json_get "$j" .size)" "$(vm_sysfs "${dev#/dev/}" size)" "$dev: flashctl size vs sysfs"
-	vm_expect_eq "$(vm_json_get "$j" .erasesize)" "$(vm_mtdinfo_field "$dev" 'Eraseblock size')" "$dev: erasesize vs mtdinfo"
-	vm_expect_eq "$(vm_json_get "$j" .writesize)" "$(vm_mtdinfo_field "$dev" 'Minimum input\/output unit size')" "$dev: writesize vs mtdinfo"
-	vm_expect_eq "$(vm_json_get "$j" .oobsize)" "$(vm_mtdinfo_field "$dev" 'OOB size')" "$dev: oobsize vs mtdinfo"
-	vm_expect_eq "$(vm_json_get "$j" .blocks)" "$(vm_mtdinfo_field "$dev" 'Amount of eraseblocks')" "$dev: blocks vs mtdinfo"
-	vm_expect_eq "$(vm_json_get "$j" .name)" "$(mtdinfo "$dev" | sed -n "s/^Name: *//p")" "$dev: name vs mtdinfo"
-	bad=$(jq -r '.bad_blocks | map(tostring) | join(" ")' <<<"$j")
-	kbad=$(vm_kernel_bad_blocks "$dev" | tr '\n' ' ' | sed 's/ $//')
-	vm_expect_eq "$bad" "$kbad" "$dev: flashctl bad blocks vs the kernel's"
-	vm_expect_eq "$(jq '.bad_blocks | length' <<<"$j")" "$(vm_sysfs "${dev#/dev/}" bad_blocks)" "$dev: bad block count vs sysfs"
+	vm_json_vars f "$j"
+	vm_mtdinfo_vars m "$dev"
+	sys=/sys/class/mtd/${dev#/dev/}
+	vm_expect_eq "$f_type" nand "$dev: flashctl type (mtdinfo: $m_type)"
+	vm_expect_eq "$f_size" "$(<"$sys/size")" "$dev: flashctl size vs sysfs"
+	vm_expect_eq "$f_erasesize" "$m_erasesize" "$dev: flashctl erasesize vs mtdinfo"
+	vm_expect_eq "$f_writesize" "$m_writesize" "$dev: flashctl writesize vs mtdinfo"
+	vm_expect_eq "$f_oobsize" "${m_oobsize:-0}" "$dev: flashctl oobsize vs mtdinfo"
+	vm_expect_eq "$f_blocks" "$m_blocks" "$dev: flashctl blocks vs mtdinfo"
+	vm_expect_eq "$f_name" "$m_name" "$dev: flashctl name vs mtdinfo"
+	kbad=$(vm_kernel_bad_blocks "$dev" | tr '\n' ' ')
+	vm_expect_eq "$f_bad_blocks" "${kbad% }" "$dev: flashctl bad blocks vs the kernel's"
+	set -- $f_bad_blocks
+	vm_expect_eq "$#" "$(<"$sys/bad_blocks")" "$dev: flashctl bad block count vs sysfs"
 done
 vm_expect_eq "$(jq -r '.bad_blocks | map(tostring) | join(" ")' <<<"$("$FLASHCTL" --json flash info /dev/mtd1)")" "4 5 24" \
 	"mtd1 bad blocks (nandsim badblocks=20,21,40, partition starts at block 16)"
