@@ -1,0 +1,1596 @@
+/* The update engine (daemon/install.c) end to end: real bundles
+ * (bundle_create, Ed25519 keys, squashfs images from mksquashfs) go through
+ * install_run_fd() onto simulated boards laid out by the shipped layouts
+ * (nandsim-128m: NAND with bad blocks, nor-router-16m: NOR). What the board
+ * would boot afterwards is decided the way the shipped U-Boot script does
+ * it: slot_boot_select() on the state read from the env. Power cuts come
+ * from the simulator's power-cut clock (nsim_set_powercut). */
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <sys/mman.h>
+#include <openssl/evp.h>
+#include <zlib.h>
+
+#include "bundle-test-helpers.h"
+#include "board.h"
+#include "bundle.h"
+#include "cleanup.h"
+#include "env.h"
+#include "flashio.h"
+#include "install.h"
+#include "jffs2.h"
+#include "keyring.h"
+#include "layout.h"
+#include "nsim.h"
+#include "slot.h"
+#include "util.h"
+
+/* ---- fixture: keys, keyring, the booted-slot cmdline ---- */
+
+static void *key_trusted, *key_untrusted;
+static struct keyring *ring;
+static char *cmdline_a;
+
+static void sha256(const void *p, size_t n, uint8_t out[32])
+{
+	unsigned len;
+
+	assert_int_equal(EVP_Digest(p, n, out, &len, EVP_sha256(), NULL), 1);
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		abort();
+	return s;
+}
+
+static int group_setup(void **state)
+{
+	struct bundle_error err = { "" };
+	struct keyring_error kerr = { "" };
+	char *ring_dir = th_path("ring"), *other = th_path("other");
+
+	if (th_sh("mksquashfs -version >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "mksquashfs (squashfs-tools) missing: skipping\n");
+		exit(77);
+	}
+	assert_int_equal(mkdir(ring_dir, 0755), 0);
+	assert_int_equal(mkdir(other, 0755), 0);
+	char *priv = th_path("release.key"), *pub = th_path("ring/release.pub");
+	char *upriv = th_path("stranger.key"), *upub = th_path("other/stranger.pub");
+	assert_int_equal(bundle_keygen(priv, pub, NULL, &err), 0);
+	assert_int_equal(bundle_keygen(upriv, upub, NULL, &err), 0);
+	assert_int_equal(bundle_key_load(priv, &key_trusted, &err), 0);
+	assert_int_equal(bundle_key_load(upriv, &key_untrusted, &err), 0);
+	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
+	assert_int_equal(keyring_count(ring), 1);
+	cmdline_a = th_path("cmdline-a");
+	th_write(cmdline_a, "console=ttyS0,115200 flashd.slot=A ro\n", 39);
+	setenv("SOURCE_DATE_EPOCH", "1767225600", 1);
+	free(ring_dir);
+	free(other);
+	free(priv);
+	free(pub);
+	free(upriv);
+	free(upub);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	bundle_key_free(key_trusted);
+	bundle_key_free(key_untrusted);
+	keyring_free(ring);
+	free(cmdline_a);
+	return 0;
+}
+
+/* ---- images and bundles ---- */
+
+struct image {
+	char *path;
+	size_t len;
+	uint8_t sha[32];
+};
+
+/* Incompressible bytes, so image sizes are what the test asks for. */
+static void rnd_fill(uint8_t *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		if (i % 8 == 0) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+		}
+		buf[i] = (uint8_t)(x >> (8 * (i % 8)));
+	}
+}
+
+static void image_hash(struct image *im)
+{
+	uint8_t *buf = th_read(im->path, &im->len);
+
+	sha256(buf, im->len, im->sha);
+	free(buf);
+}
+
+static void image_free(struct image *im)
+{
+	free(im->path);
+	im->path = NULL;
+}
+
+static struct image make_raw(const char *name, size_t len, uint64_t seed)
+{
+	struct image im = { th_path(name), 0, { 0 } };
+	uint8_t *buf = malloc(len);
+
+	assert_non_null(buf);
+	rnd_fill(buf, len, seed);
+	th_write(im.path, buf, len);
+	free(buf);
+	image_hash(&im);
+	return im;
+}
+
+/* A real squashfs holding data as /payload (plus a small /etc), with fixed
+ * timestamps so equal data gives an equal image. */
+static struct image make_sqfs_data(const char *name, const uint8_t *data, size_t len)
+{
+	struct image im = { th_path(name), 0, { 0 } };
+	char *src = xasprintf("%s.d", im.path), *f;
+
+	assert_int_equal(th_sh("rm -rf '%s' && mkdir -p '%s/etc'", src, src), 0);
+	f = xasprintf("%s/payload", src);
+	th_write(f, data, len);
+	free(f);
+	f = xasprintf("%s/etc/os-release", src);
+	th_write(f, "NAME=flashd-test\n", 17);
+	free(f);
+	assert_int_equal(th_sh("env -u SOURCE_DATE_EPOCH mksquashfs '%s' '%s' -noappend -quiet -no-progress -comp gzip "
+			       "-all-root -mkfs-time 1700000000 -all-time 1700000000 >/dev/null",
+			       src, im.path), 0);
+	assert_int_equal(th_sh("rm -rf '%s'", src), 0);
+	free(src);
+	image_hash(&im);
+	return im;
+}
+
+static struct image make_sqfs(const char *name, size_t len, uint64_t seed)
+{
+	uint8_t *buf = malloc(len);
+	struct image im;
+
+	assert_non_null(buf);
+	rnd_fill(buf, len, seed);
+	im = make_sqfs_data(name, buf, len);
+	free(buf);
+	return im;
+}
+
+struct bspec {
+	const char *version;
+	const struct image *rootfs, *kernel;
+	const char *member;        /* name of the second image; NULL = "kernel" */
+	void *key;                 /* NULL: unsigned */
+	const char *compatible;    /* NULL: the board's */
+	bool gzip;
+};
+
+static char *make_bundle(const char *name, const char *compatible, const struct bspec *s)
+{
+	struct bundle_create_image imgs[2];
+	size_t n = 0;
+	struct bundle_error err = { "" };
+	struct bundle_create_result res;
+	char *out = th_path(name);
+	int fd, r;
+
+	if (s->rootfs)
+		imgs[n++] = (struct bundle_create_image){ "rootfs", s->rootfs->path,
+			BUNDLE_IMAGE_SQUASHFS, s->gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE };
+	if (s->kernel)
+		imgs[n++] = (struct bundle_create_image){ s->member ? s->member : "kernel",
+			s->kernel->path, BUNDLE_IMAGE_RAW,
+			s->gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE };
+	struct bundle_create_params p = {
+		.compatible = s->compatible ? s->compatible : compatible,
+		.version = s->version,
+		.description = "install test",
+		.images = imgs,
+		.n_images = n,
+		.keys = &s->key,
+		.n_keys = s->key ? 1 : 0,
+		.gzip_level = 1,
+	};
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	r = bundle_create(&p, fd, &res, &err);
+	if (r < 0)
+		fail_msg("bundle_create %s: %d %s", name, r, err.msg);
+	close(fd);
+	return out;
+}
+
+/* A hand-framed bundle (header, manifest as given, one signature by key,
+ * payload): for manifests bundle_create will not write. */
+static char *craft_bundle(const char *name, const char *manifest, unsigned major, unsigned minor,
+			  void *key, const void *payload, size_t plen)
+{
+	size_t mlen = strlen(manifest);
+	size_t len = BUNDLE_HEADER_SIZE + mlen + BUNDLE_SIG_ENTRY_SIZE + plen;
+	uint8_t *b = calloc(1, len);
+	uint8_t *e = b + BUNDLE_HEADER_SIZE + mlen;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t siglen = KEYRING_SIG_SIZE;
+	char *out = th_path(name);
+	uint32_t c;
+
+	memcpy(b, BUNDLE_MAGIC, 8);
+	b[8] = major;
+	b[10] = minor;
+	b[12] = mlen & 0xff;
+	b[13] = mlen >> 8;
+	b[14] = mlen >> 16;
+	b[16] = 1;
+	c = crc32(0, b, 20);
+	for (int i = 0; i < 4; i++)
+		b[20 + i] = c >> (8 * i);
+	memcpy(b + BUNDLE_HEADER_SIZE, manifest, mlen);
+	assert_int_equal(keyring_key_id_pkey(key, e), 0);
+	assert_int_equal(EVP_DigestSignInit(ctx, NULL, NULL, NULL, key), 1);
+	assert_int_equal(EVP_DigestSign(ctx, e + KEYRING_ID_SIZE, &siglen,
+					(const uint8_t *)manifest, mlen), 1);
+	EVP_MD_CTX_free(ctx);
+	memcpy(b + len - plen, payload, plen);
+	th_write(out, b, len);
+	free(b);
+	return out;
+}
+
+/* Copy of a bundle file with one byte xor'ed (or cut to len). */
+static char *mutate_bundle(const char *src, const char *name, size_t off, uint8_t xor,
+			   size_t cut_len)
+{
+	size_t len;
+	uint8_t *b = th_read(src, &len);
+	char *out = th_path(name);
+
+	if (cut_len)
+		len = MIN(len, cut_len);
+	else
+		b[off] ^= xor;
+	th_write(out, b, len);
+	free(b);
+	return out;
+}
+
+static struct bundle_manifest bundle_manifest_of(const char *path)
+{
+	size_t len;
+	uint8_t *b = th_read(path, &len);
+	uint32_t ms = b[12] | b[13] << 8 | b[14] << 16 | (uint32_t)b[15] << 24;
+	struct bundle_manifest m;
+	struct bundle_error err = { "" };
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
+	m.manifest_size = ms;
+	free(b);
+	return m;
+}
+
+/* ---- a simulated board ---- */
+
+struct rig {
+	struct layout *l;
+	const struct layout_slot_group *g;
+	char *sim, *target;
+	uint32_t eb;
+	char *base_env;           /* canonical env dump after provisioning */
+};
+
+static const struct env_var base_vars[] = {
+	{ "bootcmd", "run flashd_boot" },
+	{ "bootdelay", "0" },
+	{ "ethaddr", "02:00:00:00:00:01" },
+	{ "BOOT_ORDER", "A B" },
+	{ "BOOT_A_LEFT", "3" },
+	{ "BOOT_B_LEFT", "3" },
+	{ "FLASHD_A_VERSION", "1.0" },
+	{ "FLASHD_B_VERSION", "0.9" },
+};
+
+static char *env_dump(struct rig *r);
+
+static void rig_new(struct rig *r, const char *layout, const char *simname)
+{
+	const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR;
+	char *path = xasprintf("%s/layouts/%s", top, layout);
+	struct layout_error lerr = { "" };
+	struct env_error eerr = { "" };
+	struct env *e = NULL;
+	const struct layout_device *d;
+
+	*r = (struct rig){ 0 };
+	if (layout_load(path, &r->l, &lerr) < 0)
+		fail_msg("layout %s: %s", path, lerr.msg);
+	free(path);
+	r->g = &r->l->groups[0];
+	d = &r->l->devices[0];
+	r->eb = d->erasesize;
+	r->sim = th_path(simname);
+	r->target = xasprintf("sim:%s", r->sim);
+	struct nsim_geometry geo = {
+		.type = d->type == FLASH_NAND ? NSIM_NAND : NSIM_NOR,
+		.size = d->size,
+		.erasesize = d->erasesize,
+		.writesize = d->type == FLASH_NAND ? d->writesize : 1,
+		.oobsize = d->type == FLASH_NAND ? d->oobsize : 0,
+	};
+	assert_int_equal(nsim_create(r->sim, &geo, NSIM_CREATE_FORCE), 0);
+	if (env_open_layout(r->l, r->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &eerr) < 0 ||
+	    env_init_default(e, NULL, base_vars, ELEMENTSOF(base_vars), false, &eerr) < 0)
+		fail_msg("provisioning the env of %s: %s", r->target, eerr.msg);
+	env_close(e);
+	r->base_env = env_dump(r);
+}
+
+static void rig_free(struct rig *r)
+{
+	if (!getenv("FLASHD_TEST_KEEP"))
+		unlink(r->sim);
+	free(r->sim);
+	free(r->target);
+	free(r->base_env);
+	layout_free(r->l);
+}
+
+static const struct layout_partition *member_part(struct rig *r, int slot, const char *member)
+{
+	const struct layout_slot *s = &r->g->slots[slot];
+
+	return !strcmp(member, "kernel") ? s->kernel.part : s->rootfs.part;
+}
+
+static uint64_t part_block(struct rig *r, const struct layout_partition *p, uint64_t i)
+{
+	return p->offset / r->eb + i;
+}
+
+static struct nsim *sim_open(struct rig *r)
+{
+	struct nsim *s = NULL;
+
+	assert_int_equal(nsim_open(r->sim, true, &s), 0);
+	return s;
+}
+
+static struct nsim_info sim_info(struct rig *r)
+{
+	struct nsim *s = sim_open(r);
+	struct nsim_info i;
+
+	assert_int_equal(nsim_get_info(s, &i), 0);
+	nsim_close(s);
+	return i;
+}
+
+/* ---- the env: all variables, canonical (sorted lines) ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* lines of dump (sorted, "name=value"), with changes applied: pairs of
+ * name, value (NULL deletes), ended by NULL */
+static char *env_canon(const char *dump, va_list ap)
+{
+	char *lines[128], *copy = strdup(dump), *save = NULL, *buf = NULL;
+	size_t n = 0, len = 0;
+	const char *name;
+	FILE *f;
+
+	for (char *t = strtok_r(copy, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+		assert_true(n < ELEMENTSOF(lines));
+		lines[n++] = strdup(t);
+	}
+	while (ap && (name = va_arg(ap, const char *))) {
+		const char *value = va_arg(ap, const char *);
+		size_t nl = strlen(name), k;
+		for (k = 0; k < n; k++)
+			if (!strncmp(lines[k], name, nl) && lines[k][nl] == '=')
+				break;
+		if (k < n) {
+			free(lines[k]);
+			lines[k] = lines[--n];
+		}
+		if (value) {
+			assert_true(n < ELEMENTSOF(lines));
+			lines[n++] = xasprintf("%s=%s", name, value);
+		}
+	}
+	qsort(lines, n, sizeof(lines[0]), cmp_str);
+	f = open_memstream(&buf, &len);
+	for (size_t k = 0; k < n; k++) {
+		fprintf(f, "%s\n", lines[k]);
+		free(lines[k]);
+	}
+	fclose(f);
+	free(copy);
+	return buf;
+}
+
+static char *env_with(const char *dump, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, dump);
+	s = env_canon(dump, ap);
+	va_end(ap);
+	return s;
+}
+
+/* Every variable; the env must open as valid (no ALLOW_BLANK). */
+static char *env_dump(struct rig *r)
+{
+	struct env *e = NULL;
+	struct env_error err = { "" };
+	void *it = NULL;
+	const char *n, *v;
+	char *buf = NULL, *canon;
+	size_t len = 0;
+	FILE *f;
+	int k;
+
+	k = env_open_layout(r->l, r->target, NULL, 0, &e, &err);
+	if (k < 0)
+		fail_msg("the env of %s does not open: %d %s", r->target, k, err.msg);
+	f = open_memstream(&buf, &len);
+	while (env_next(e, &it, &n, &v) > 0)
+		fprintf(f, "%s=%s\n", n, v);
+	fclose(f);
+	env_close(e);
+	canon = env_with(buf, NULL);
+	free(buf);
+	return canon;
+}
+
+static void expect_env(struct rig *r, const char *want, const char *ctx)
+{
+	char *got = env_dump(r);
+
+	if (strcmp(got, want))
+		fail_msg("%s: env\n%s\nexpected\n%s", ctx, got, want);
+	free(got);
+}
+
+/* The state right after the engine marked slot B bad (the only store a
+ * failed install makes). */
+static char *env_b_marked_bad(struct rig *r)
+{
+	return env_with(r->base_env, "BOOT_ORDER", "A", "BOOT_B_LEFT", "0",
+			"FLASHD_B_VERSION", NULL, NULL);
+}
+
+/* Raw bytes of the env copies in the simulator file. */
+static uint8_t *env_raw(struct rig *r, size_t *ret_len)
+{
+	int fd = open(r->sim, O_RDONLY | O_CLOEXEC);
+	size_t total = 0;
+	uint8_t *buf;
+
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < r->l->env.n_copies; i++)
+		total += r->l->env.copies[i].size;
+	buf = malloc(total);
+	total = 0;
+	for (size_t i = 0; i < r->l->env.n_copies; i++) {
+		const struct layout_env_copy *c = &r->l->env.copies[i];
+		assert_int_equal(util_pread_full(fd, buf + total, c->size, nsim_data_offset() +
+						 c->part->offset + c->offset), (ssize_t)c->size);
+		total += c->size;
+	}
+	close(fd);
+	*ret_len = total;
+	return buf;
+}
+
+static void env_raw_restore(struct rig *r, const uint8_t *raw)
+{
+	int fd = open(r->sim, O_WRONLY | O_CLOEXEC);
+	size_t pos = 0;
+
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < r->l->env.n_copies; i++) {
+		const struct layout_env_copy *c = &r->l->env.copies[i];
+		assert_int_equal(util_pwrite_full(fd, raw + pos, c->size, nsim_data_offset() +
+						  c->part->offset + c->offset), (ssize_t)c->size);
+		pos += c->size;
+	}
+	close(fd);
+}
+
+/* ---- what U-Boot boots, and what is in a slot ---- */
+
+/* The shipped boot script's choice on the state in the env. */
+static int boot_pick(struct rig *r)
+{
+	struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct slot_error serr = { "" };
+	struct slot_state st, next;
+	struct slot_changes ch;
+	int k;
+
+	assert_int_equal(env_open_layout(r->l, r->target, NULL, 0, &e, &eerr), 0);
+	k = slot_state_load_group(&st, r->g, env_get_dup, e, &serr);
+	env_close(e);
+	if (k < 0)
+		fail_msg("slot state: %s", serr.msg);
+	return slot_boot_select(&st, &next, &ch);
+}
+
+/* sha256 of the first len bytes of the logical stream (bad blocks
+ * skipped, as the kernel's mtdblock/nanddump --bb=skipbad would see it). */
+static void member_sha(struct rig *r, int slot, const char *member, uint64_t len, uint8_t out[32])
+{
+	struct board *b = NULL;
+	struct flash *f = NULL;
+	struct flashio_reader *rd = NULL;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	uint8_t *buf = malloc(r->eb);
+	unsigned mdlen;
+
+	assert_int_equal(board_open(r->l, r->target, false, &b), 0);
+	assert_int_equal(board_open_partition(b, member_part(r, slot, member), &f), 0);
+	assert_int_equal(flashio_reader_new(f, &rd), 0);
+	assert_int_equal(EVP_DigestInit_ex(md, EVP_sha256(), NULL), 1);
+	while (len > 0) {
+		ssize_t n = flashio_reader_read(rd, buf, MIN(len, r->eb));
+		if (n <= 0)
+			fail_msg("reading %s of slot %s: %zd with %" PRIu64 " bytes to go", member,
+				 r->g->slots[slot].name, n, len);
+		EVP_DigestUpdate(md, buf, n);
+		len -= n;
+	}
+	assert_int_equal(EVP_DigestFinal_ex(md, out, &mdlen), 1);
+	EVP_MD_CTX_free(md);
+	flashio_reader_free(rd);
+	flash_close(f);
+	board_close(b);
+	free(buf);
+}
+
+static bool slot_holds(struct rig *r, int slot, const struct image *rootfs,
+		       const struct image *kernel)
+{
+	uint8_t md[32];
+
+	member_sha(r, slot, "rootfs", rootfs->len, md);
+	if (memcmp(md, rootfs->sha, 32))
+		return false;
+	if (kernel) {
+		member_sha(r, slot, "kernel", kernel->len, md);
+		if (memcmp(md, kernel->sha, 32))
+			return false;
+	}
+	return true;
+}
+
+/* ---- running the engine ---- */
+
+struct ropts {
+	const char *slot;
+	const char *cmdline;
+	bool no_activate;
+	volatile int *cancel;
+	void (*progress)(void *userdata, const struct install_progress *p);
+	void *userdata;
+};
+
+struct rres {
+	struct install_stats stats;
+	size_t mem_peak;
+	enum install_phase phase;
+	char slot[SLOT_NAME_MAX];
+	struct install_error err;
+};
+
+static int run_install(struct rig *r, const char *bundle, const struct ropts *o, struct rres *res)
+{
+	static const struct ropts none;
+	struct board *b = NULL;
+	struct install *in = NULL;
+	int fd, k;
+
+	if (!o)
+		o = &none;
+	*res = (struct rres){ .err = { "" } };
+	assert_int_equal(board_open(r->l, r->target, true, &b), 0);
+	struct install_params p = {
+		.board = b,
+		.target = r->target,
+		.cmdline = o->cmdline ? o->cmdline : cmdline_a,
+		.slot = o->slot,
+		.keyring = ring,
+		.activate = !o->no_activate,
+		.progress = o->progress,
+		.userdata = o->userdata,
+	};
+	assert_int_equal(install_new(&p, &in), 0);
+	fd = open(bundle, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	k = install_run_fd(in, fd, o->cancel, &res->err);
+	close(fd);
+	res->stats = *install_get_stats(in);
+	res->mem_peak = install_mem_peak(in);
+	res->phase = install_get_phase(in);
+	if (install_get_slot(in))
+		snprintf(res->slot, sizeof(res->slot), "%s", install_get_slot(in));
+	install_free(in);
+	board_close(b);
+	return k;
+}
+
+static void install_ok(struct rig *r, const char *bundle, const struct ropts *o, struct rres *res)
+{
+	struct rres tmp;
+	int k = run_install(r, bundle, o, res ? res : &tmp);
+
+	if (k != 0)
+		fail_msg("install of %s: %d %s", bundle, k, (res ? res : &tmp)->err.msg);
+}
+
+/* ---- good installs ---- */
+
+struct progress_log {
+	unsigned calls, last_percent;
+	enum install_phase last_phase;
+	bool regress;
+	char slot[SLOT_NAME_MAX];
+};
+
+static void on_progress(void *userdata, const struct install_progress *p)
+{
+	struct progress_log *pl = userdata;
+
+	if (pl->calls && (p->percent < pl->last_percent || p->phase < pl->last_phase))
+		pl->regress = true;
+	if (p->percent > 100 || (p->total && p->done > p->total))
+		pl->regress = true;
+	pl->calls++;
+	pl->last_percent = p->percent;
+	pl->last_phase = p->phase;
+	if (p->slot)
+		snprintf(pl->slot, sizeof(pl->slot), "%s", p->slot);
+}
+
+static void expect_installed_b(struct rig *r, const char *version, const struct image *rootfs,
+			       const struct image *kernel)
+{
+	char *want = env_with(r->base_env, "BOOT_ORDER", "B A", "BOOT_B_LEFT", "3",
+			      "FLASHD_B_VERSION", version, NULL);
+
+	/* U-Boot picks B, and B holds exactly the image bytes */
+	assert_int_equal(boot_pick(r), 1);
+	assert_true(slot_holds(r, 1, rootfs, kernel));
+	expect_env(r, want, "after the install");
+	free(want);
+}
+
+static void test_nand_install_bad_blocks(void **state)
+{
+	struct rig r;
+	struct rres res;
+	struct progress_log pl = { 0 };
+	struct image rootfs = make_sqfs("nand-rootfs.sqfs", 600 * 1024, 1);
+	struct image kernel = make_raw("nand-kernel.bin", 200 * 1024 + 123, 2);
+	const struct layout_partition *rb, *kb;
+	struct nsim *s;
+	uint64_t bad[3];
+	char *bundle;
+
+	rig_new(&r, "nandsim-128m.json", "nand-good.sim");
+	bundle = make_bundle("nand-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
+			     &kernel, NULL, key_trusted, NULL, true });
+	rb = member_part(&r, 1, "rootfs");
+	kb = member_part(&r, 1, "kernel");
+	assert_string_equal(rb->name, "rootfs-b");
+	/* factory bad blocks inside the data's range of both target partitions */
+	bad[0] = part_block(&r, rb, 1);
+	bad[1] = part_block(&r, rb, 3);
+	bad[2] = part_block(&r, kb, 0);
+	s = sim_open(&r);
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		assert_int_equal(nsim_set_factory_bad(s, bad[i]), 0);
+	nsim_close(s);
+
+	install_ok(&r, bundle, &(struct ropts){ .progress = on_progress, .userdata = &pl }, &res);
+	assert_int_equal(res.phase, INSTALL_PHASE_DONE);
+	assert_string_equal(res.slot, "B");
+	assert_int_equal(res.stats.bytes_written, rootfs.len + kernel.len);
+	assert_int_equal(res.stats.bytes_verified, rootfs.len + kernel.len);
+	assert_int_equal(res.stats.blocks_bad, 3);
+	assert_int_equal(res.stats.blocks_written,
+			 DIV_ROUND_UP(rootfs.len, r.eb) + DIV_ROUND_UP(kernel.len, r.eb));
+	assert_int_equal(res.stats.blocks_skipped, 0);
+	expect_installed_b(&r, "2.0", &rootfs, &kernel);
+
+	/* the bad blocks were stepped over, never touched */
+	s = sim_open(&r);
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct nsim_block blk;
+		assert_int_equal(nsim_get_block(s, bad[i], &blk), 0);
+		assert_true(blk.bad && blk.factory_bad);
+		assert_int_equal(blk.erase_count, 0);
+		assert_int_equal(blk.next_page, 0);
+	}
+	/* physically: logical block 1 of the image lives in block 2 of rootfs-b */
+	uint8_t *img = th_read(rootfs.path, &(size_t){ 0 });
+	uint8_t *blk = malloc(r.eb);
+	assert_int_equal(nsim_read(s, rb->offset + 2 * r.eb, blk, r.eb), 0);
+	assert_memory_equal(blk, img + r.eb, r.eb);
+	assert_int_equal(nsim_read(s, rb->offset, blk, r.eb), 0);
+	assert_memory_equal(blk, img, r.eb);
+	free(blk);
+	free(img);
+	nsim_close(s);
+
+	/* NAND: every written block was erased first, and only those */
+	assert_int_equal(res.stats.erases, res.stats.blocks_written);
+	assert_int_equal(sim_info(&r).cnt.erases, res.stats.erases);
+
+	/* progress: monotonic, ends at 100 in phase done, names the slot */
+	assert_true(pl.calls > 4);
+	assert_false(pl.regress);
+	assert_int_equal(pl.last_percent, 100);
+	assert_int_equal(pl.last_phase, INSTALL_PHASE_DONE);
+	assert_string_equal(pl.slot, "B");
+
+	free(bundle);
+	image_free(&rootfs);
+	image_free(&kernel);
+	rig_free(&r);
+}
+
+static void test_nor_install(void **state)
+{
+	struct rig r;
+	struct rres res;
+	struct image rootfs = make_sqfs("nor-rootfs.sqfs", 300 * 1024, 3);
+	struct image kernel = make_raw("nor-kernel.bin", 100 * 1024 + 7, 4);
+	struct image rootfs2 = make_sqfs("nor-rootfs2.sqfs", 280 * 1024, 5);
+	char *bundle, *bundle2;
+
+	rig_new(&r, "nor-router-16m.json", "nor-good.sim");
+	bundle = make_bundle("nor-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
+			     &kernel, NULL, key_trusted, NULL, false });
+	install_ok(&r, bundle, NULL, &res);
+	assert_string_equal(res.slot, "B");
+	assert_int_equal(res.stats.bytes_verified, rootfs.len + kernel.len);
+	/* NOR: the target was erased already, nothing needs an erase */
+	assert_int_equal(res.stats.erases, 0);
+	assert_int_equal(sim_info(&r).cnt.erases, 0);
+	assert_int_equal(res.stats.blocks_bad, 0);
+	expect_installed_b(&r, "2.0", &rootfs, &kernel);
+
+	/* a different image over it: only then are blocks erased */
+	bundle2 = make_bundle("nor-good2.fbd", r.l->compatible, &(struct bspec){ "2.1", &rootfs2,
+			      &kernel, NULL, key_trusted, NULL, true });
+	install_ok(&r, bundle2, NULL, &res);
+	/* every rootfs block differs and holds data; the kernel is the same */
+	assert_int_equal(res.stats.erases, DIV_ROUND_UP(rootfs2.len, r.eb));
+	assert_int_equal(res.stats.blocks_skipped, DIV_ROUND_UP(kernel.len, r.eb));
+	expect_installed_b(&r, "2.1", &rootfs2, &kernel);
+
+	free(bundle);
+	free(bundle2);
+	image_free(&rootfs);
+	image_free(&rootfs2);
+	image_free(&kernel);
+	rig_free(&r);
+}
+
+/* ---- refusals ---- */
+
+struct refusal {
+	const char *what;
+	char *bundle;
+	int code;
+	const char *msg;       /* expected in the error message */
+	bool marks_bad;        /* refused while streaming: slot B stays marked bad */
+	const char *cmdline;
+};
+
+static void test_refusals(void **state)
+{
+	struct rig r;
+	struct image rootfs = make_sqfs("ref-rootfs.sqfs", 200 * 1024, 6);
+	struct image kernel = make_raw("ref-kernel.bin", 100 * 1024, 7);
+	struct image big = make_raw("ref-big-kernel.bin", 4 * 1024 * 1024 + 2048, 8);
+	struct image spl = make_raw("ref-spl.bin", 4096, 9);
+	char *good, *marked_bad, *nocmd = th_path("cmdline-none");
+	struct bundle_manifest m;
+	uint8_t *raw0;
+	size_t raw_len;
+	char manifest[1024], hex[65];
+	uint8_t junk[8192], junk_sha[32];
+
+	rig_new(&r, "nandsim-128m.json", "nand-refusals.sim");
+	th_write(nocmd, "console=ttyS0 root=/dev/nfs\n", 28);
+	good = make_bundle("ref-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
+			   &kernel, NULL, key_trusted, NULL, false });
+	m = bundle_manifest_of(good);
+	size_t sig = BUNDLE_HEADER_SIZE + m.manifest_size + KEYRING_ID_SIZE;
+	size_t payload = BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE;
+	size_t vpos;
+	{
+		size_t len;
+		uint8_t *b = th_read(good, &len);
+		uint8_t *v = memmem(b, len, "\"version\":\"2.0\"", 15);
+		assert_non_null(v);
+		vpos = v - b + 13; /* the '0' of "2.0" */
+		free(b);
+	}
+
+	/* a signed bundle declaring a squashfs that is not one */
+	rnd_fill(junk, sizeof(junk), 10);
+	sha256(junk, sizeof(junk), junk_sha);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", junk_sha[i]);
+	snprintf(manifest, sizeof(manifest), "{\"format_major\":1,\"format_minor\":0,"
+		 "\"compatible\":\"%s\",\"version\":\"3\",\"build_date\":\"2026-01-01T00:00:00Z\","
+		 "\"images\":[{\"slot\":\"rootfs\",\"type\":\"squashfs\",\"size\":%zu,\"sha256\":"
+		 "\"%s\",\"compression\":\"none\",\"stored_size\":%zu}]}", r.l->compatible,
+		 sizeof(junk), hex, sizeof(junk));
+	char *not_sqfs = craft_bundle("ref-not-sqfs.fbd", manifest, 1, 0, key_trusted, junk,
+				      sizeof(junk));
+	/* the same, claiming a newer major format, with fields this version does not know */
+	snprintf(manifest, sizeof(manifest), "{\"format_major\":2,\"format_minor\":0,"
+		 "\"compatible\":\"%s\",\"version\":\"3\",\"build_date\":\"2026-01-01T00:00:00Z\","
+		 "\"images\":[{\"slot\":\"rootfs\",\"type\":\"squashfs\",\"size\":%zu,\"sha256\":"
+		 "\"%s\",\"compression\":\"zstd\",\"stored_size\":%zu,\"verity\":\"x\"}],"
+		 "\"delta\":{\"base\":\"2.0\"}}", r.l->compatible, sizeof(junk), hex, sizeof(junk));
+	char *newer = craft_bundle("ref-newer.fbd", manifest, 2, 0, key_trusted, junk,
+				   sizeof(junk));
+	char *newer_m = craft_bundle("ref-newer-m.fbd", manifest, 1, 0, key_trusted, junk,
+				     sizeof(junk));
+
+	struct refusal cases[] = {
+		{ "wrong signature", mutate_bundle(good, "ref-sig.fbd", sig + 5, 0x20, 0),
+		  -EKEYREJECTED, "does not verify", false, NULL },
+		{ "unknown key", make_bundle("ref-unknown.fbd", r.l->compatible, &(struct bspec){
+		  "2.0", &rootfs, &kernel, NULL, key_untrusted, NULL, false }),
+		  -ENOKEY, "signed only by unknown key", false, NULL },
+		{ "unsigned", make_bundle("ref-unsigned.fbd", r.l->compatible, &(struct bspec){
+		  "2.0", &rootfs, &kernel, NULL, NULL, NULL, false }),
+		  -ENOKEY, "not signed", false, NULL },
+		{ "tampered manifest", mutate_bundle(good, "ref-manifest.fbd", vpos, '0' ^ '1', 0),
+		  -EKEYREJECTED, "manifest tampered", false, NULL },
+		{ "tampered payload byte", mutate_bundle(good, "ref-payload.fbd",
+		  payload + rootfs.len / 2, 0x01, 0), -EBADMSG, "sha256 mismatch", true, NULL },
+		{ "truncated in the manifest", mutate_bundle(good, "ref-trunc-m.fbd", 0, 0,
+		  BUNDLE_HEADER_SIZE + 10), -ENODATA, "manifest", false, NULL },
+		{ "truncated in the payload", mutate_bundle(good, "ref-trunc-p.fbd", 0, 0,
+		  payload + rootfs.len + 1000), -ENODATA, "image 1", true, NULL },
+		{ "wrong compatible", make_bundle("ref-compat.fbd", r.l->compatible, &(struct bspec){
+		  "2.0", &rootfs, &kernel, NULL, key_trusted, "acme,other-board", false }),
+		  -EMEDIUMTYPE, "bundle is for \"acme,other-board\"", false, NULL },
+		{ "image larger than the slot", make_bundle("ref-big.fbd", r.l->compatible,
+		  &(struct bspec){ "2.0", &rootfs, &big, NULL, key_trusted, NULL, false }),
+		  -EFBIG, "larger than partition 'kernel-b'", false, NULL },
+		{ "not a squashfs", not_sqfs, -EBADMSG, "not a squashfs", false, NULL },
+		{ "newer major format (header)", newer, -EPROTONOSUPPORT,
+		  "bundle format 2.0, this flashd reads 1.x", false, NULL },
+		{ "newer major format (manifest, unknown fields)", newer_m, -EPROTONOSUPPORT,
+		  "manifest: format 2.x", false, NULL },
+		{ "member the slot has no place for", make_bundle("ref-spl.fbd", r.l->compatible,
+		  &(struct bspec){ "2.0", &rootfs, &spl, "spl", key_trusted, NULL, false }),
+		  -ENXIO, "bundle image 'spl' has no place in slot B", false, NULL },
+		{ "booted slot unknown", strdup(good), -ENOENT, "cannot tell which slot is booted",
+		  false, nocmd },
+	};
+
+	/* the unmodified bundle is fine (so each refusal is the mutation's doing) */
+	raw0 = env_raw(&r, &raw_len);
+	install_ok(&r, good, NULL, NULL);
+	expect_installed_b(&r, "2.0", &rootfs, &kernel);
+	env_raw_restore(&r, raw0);
+	expect_env(&r, r.base_env, "env restored");
+	marked_bad = env_b_marked_bad(&r);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		const struct refusal *c = &cases[i];
+		struct rres res;
+		int k = run_install(&r, c->bundle, &(struct ropts){ .cmdline = c->cmdline }, &res);
+		uint8_t *raw;
+		size_t len;
+
+		if (k != c->code || !strstr(res.err.msg, c->msg))
+			fail_msg("%s: got %d \"%s\", expected %d \"%s\"", c->what, k, res.err.msg,
+				 c->code, c->msg);
+		assert_int_equal(res.phase, INSTALL_PHASE_FAILED);
+		raw = env_raw(&r, &len);
+		if (!c->marks_bad) {
+			/* no store at all: the env copies are byte for byte what they were */
+			if (memcmp(raw, raw0, len))
+				fail_msg("%s: the env was written", c->what);
+		} else {
+			char *order = NULL;
+			struct env *e = NULL;
+			struct env_error eerr = { "" };
+			/* B is out of BOOT_ORDER, everything else is as it was */
+			expect_env(&r, marked_bad, c->what);
+			assert_int_equal(env_open_layout(r.l, r.target, NULL, 0, &e, &eerr), 0);
+			assert_int_equal(env_get(e, "BOOT_ORDER", &order), 0);
+			assert_null(strchr(order, 'B'));
+			free(order);
+			env_close(e);
+		}
+		/* the board still boots the running slot */
+		assert_int_equal(boot_pick(&r), 0);
+		env_raw_restore(&r, raw0);
+		free(raw);
+		free(c->bundle);
+	}
+	printf("install refusals: %zu cases\n", ELEMENTSOF(cases));
+
+	free(raw0);
+	free(marked_bad);
+	free(good);
+	free(nocmd);
+	image_free(&rootfs);
+	image_free(&kernel);
+	image_free(&big);
+	image_free(&spl);
+	rig_free(&r);
+}
+
+/* More bad blocks in the target than room for the image: refused while
+ * writing, slot stays marked bad, the running slot still boots. */
+static void test_no_good_blocks_left(void **state)
+{
+	struct rig r;
+	struct rres res;
+	struct image rootfs = make_sqfs("nospc-rootfs.sqfs", 100 * 1024, 11);
+	struct image kernel = make_raw("nospc-kernel.bin", 30 * 128 * 1024, 12);
+	const struct layout_partition *kb;
+	struct nsim *s;
+	char *bundle, *want;
+	int k;
+
+	rig_new(&r, "nandsim-128m.json", "nand-nospc.sim");
+	kb = member_part(&r, 1, "kernel");
+	assert_int_equal(kb->size / r.eb, 32);
+	s = sim_open(&r);
+	for (uint64_t i = 3; i < 6; i++)
+		assert_int_equal(nsim_set_factory_bad(s, part_block(&r, kb, i)), 0);
+	nsim_close(s);
+	bundle = make_bundle("nospc.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
+			     &kernel, NULL, key_trusted, NULL, true });
+	k = run_install(&r, bundle, NULL, &res);
+	if (k != -ENOSPC || !strstr(res.err.msg, "partition 'kernel-b'") ||
+	    !strstr(res.err.msg, "no good erase block left"))
+		fail_msg("got %d \"%s\"", k, res.err.msg);
+	want = env_b_marked_bad(&r);
+	expect_env(&r, want, "after -ENOSPC");
+	assert_int_equal(boot_pick(&r), 0);
+	free(want);
+	free(bundle);
+	image_free(&rootfs);
+	image_free(&kernel);
+	rig_free(&r);
+}
+
+/* ---- power cuts ---- */
+
+/* A copy of the whole simulator file and the byte ranges an install may
+ * change (header, env copies, the target slot's partitions with their
+ * OOB, block metadata and page states). Everything else must stay equal. */
+struct range {
+	uint64_t off, len;
+};
+
+struct snap {
+	uint8_t *base;
+	size_t len;
+	struct range mut[16];
+	size_t n_mut;
+};
+
+static uint64_t le64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void snap_add(struct snap *s, uint64_t off, uint64_t len)
+{
+	assert_true(s->n_mut < ELEMENTSOF(s->mut));
+	if (len)
+		s->mut[s->n_mut++] = (struct range){ off, len };
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void snap_add_part(struct snap *s, const struct layout_partition *p)
+{
+	const struct layout_device *d = p->dev;
+	uint64_t oob = le64_at(s->base + 48), meta = le64_at(s->base + 56);
+	uint64_t pages = le64_at(s->base + 64);
+
+	snap_add(s, nsim_data_offset() + p->offset, p->size);
+	snap_add(s, meta + p->offset / d->erasesize * 16, p->size / d->erasesize * 16);
+	if (d->type == FLASH_NAND) {
+		snap_add(s, oob + p->offset / d->writesize * d->oobsize,
+			 p->size / d->writesize * d->oobsize);
+		snap_add(s, pages + p->offset / d->writesize, p->size / d->writesize);
+	}
+}
+
+static void snap_take(struct snap *s, struct rig *r, int slot)
+{
+	const struct layout_slot *sl = &r->g->slots[slot];
+
+	size_t len;
+	uint8_t *base = th_read(r->sim, &len);
+
+	*s = (struct snap){ .base = base, .len = len };
+	snap_add(s, 0, NSIM_HEADER_SIZE);
+	for (size_t i = 0; i < r->l->env.n_copies; i++)
+		snap_add(s, nsim_data_offset() + r->l->env.copies[i].part->offset +
+			 r->l->env.copies[i].offset, r->l->env.copies[i].size);
+	snap_add_part(s, sl->rootfs.part);
+	if (sl->has_kernel)
+		snap_add_part(s, sl->kernel.part);
+	qsort(s->mut, s->n_mut, sizeof(s->mut[0]), cmp_range);
+}
+
+static const char *where_in_sim(struct rig *r, uint64_t off)
+{
+	if (off < nsim_data_offset())
+		return "header";
+	off -= nsim_data_offset();
+	for (size_t i = 0; i < r->l->n_partitions; i++)
+		if (off >= r->l->partitions[i].offset &&
+		    off - r->l->partitions[i].offset < r->l->partitions[i].size)
+			return r->l->partitions[i].name;
+	return "OOB/block metadata";
+}
+
+/* Everything outside the mutable ranges is byte for byte the snapshot. */
+static void snap_check_untouched(struct snap *s, struct rig *r, const char *ctx)
+{
+	int fd = open(r->sim, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	const uint8_t *m;
+	uint64_t pos = 0;
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal((uint64_t)st.st_size, s->len);
+	m = mmap(NULL, s->len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	for (size_t i = 0; i <= s->n_mut; i++) {
+		uint64_t end = i < s->n_mut ? s->mut[i].off : s->len;
+		if (end > pos && memcmp(m + pos, s->base + pos, end - pos)) {
+			uint64_t o = pos;
+			while (m[o] == s->base[o])
+				o++;
+			fail_msg("%s: byte 0x%" PRIx64 " of the simulator file changed (%s)", ctx, o,
+				 where_in_sim(r, o));
+		}
+		if (i < s->n_mut)
+			pos = MAX(pos, s->mut[i].off + s->mut[i].len);
+	}
+	munmap((void *)m, s->len);
+	close(fd);
+}
+
+/* Put the mutable ranges back (only the chunks that differ). */
+static void snap_restore(struct snap *s, struct rig *r)
+{
+	int fd = open(r->sim, O_RDWR | O_CLOEXEC);
+	const uint8_t *m;
+	const uint64_t chunk = 64 * 1024;
+
+	assert_true(fd >= 0);
+	m = mmap(NULL, s->len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	for (size_t i = 0; i < s->n_mut; i++)
+		for (uint64_t o = s->mut[i].off; o < s->mut[i].off + s->mut[i].len; o += chunk) {
+			uint64_t n = MIN(chunk, s->mut[i].off + s->mut[i].len - o);
+			if (memcmp(m + o, s->base + o, n))
+				assert_int_equal(util_pwrite_full(fd, s->base + o, n, o), (ssize_t)n);
+		}
+	munmap((void *)m, s->len);
+	close(fd);
+}
+
+static void sim_powercut(struct rig *r, int64_t n, bool tear)
+{
+	struct nsim *s = sim_open(r);
+
+	assert_int_equal(nsim_set_powercut(s, n, tear), 0);
+	nsim_close(s);
+}
+
+/* The board comes back: power on, then everything is opened afresh. */
+static bool sim_power_on(struct rig *r)
+{
+	struct nsim *s = sim_open(r);
+	struct nsim_info i;
+
+	assert_int_equal(nsim_get_info(s, &i), 0);
+	assert_int_equal(nsim_power_on(s), 0);
+	nsim_close(s);
+	return i.power_cut;
+}
+
+struct matrix {
+	struct rig r;
+	struct image old_b, old_a, old_kernel, rootfs, kernel;
+	char *bundle;
+	struct snap snap;
+	char *env_failed, *env_done;
+	uint64_t ops;
+	unsigned points, recovered;
+};
+
+/* After a cut at op n: the env opens, U-Boot boots a slot holding the
+ * complete image it is supposed to hold, nothing outside slot B and the
+ * env changed. */
+static void matrix_check(struct matrix *x, int k, const struct rres *res, const char *ctx,
+			 bool expect_done)
+{
+	struct rig *r = &x->r;
+	int pick;
+
+	if (expect_done) {
+		if (k != 0)
+			fail_msg("%s: install failed: %d %s", ctx, k, res->err.msg);
+	} else if (k != -ESHUTDOWN || !strstr(res->err.msg, "partition '")) {
+		fail_msg("%s: expected -ESHUTDOWN naming the partition, got %d \"%s\"", ctx, k,
+			 res->err.msg);
+	}
+	expect_env(r, expect_done ? x->env_done : x->env_failed, ctx);
+	pick = boot_pick(r);
+	if (expect_done) {
+		if (pick != 1 || !slot_holds(r, 1, &x->rootfs, &x->kernel))
+			fail_msg("%s: boots slot %d, expected B with the new image", ctx, pick);
+	} else {
+		if (pick != 0 || !slot_holds(r, 0, &x->old_a, &x->old_kernel))
+			fail_msg("%s: boots slot %d, expected A with its old image", ctx, pick);
+	}
+	snap_check_untouched(&x->snap, r, ctx);
+}
+
+static void matrix_setup(struct matrix *x, const char *layout, const char *name,
+			 size_t rootfs_len, size_t kernel_len)
+{
+	struct rig *r = &x->r;
+	struct board *b = NULL;
+	struct flash *f = NULL;
+	uint8_t *junk;
+	char *old_a_b, *old_b_b, *p;
+
+	rig_new(r, layout, name);
+	p = xasprintf("%s-old-b.sqfs", name);
+	x->old_b = make_sqfs(p, rootfs_len + 3 * r->eb / 2, 20);
+	free(p);
+	p = xasprintf("%s-old-a.sqfs", name);
+	x->old_a = make_sqfs(p, rootfs_len, 21);
+	free(p);
+	p = xasprintf("%s-new.sqfs", name);
+	x->rootfs = make_sqfs(p, rootfs_len, 22);
+	free(p);
+	p = xasprintf("%s-kernel.bin", name);
+	x->kernel = make_raw(p, kernel_len, 23);
+	free(p);
+	p = xasprintf("%s-old-kernel.bin", name);
+	x->old_kernel = make_raw(p, kernel_len + 5000, 25);
+	free(p);
+	p = xasprintf("%s-old-b.fbd", name);
+	old_b_b = make_bundle(p, r->l->compatible, &(struct bspec){ "0.9", &x->old_b, &x->old_kernel,
+			      NULL, key_trusted, NULL, false });
+	free(p);
+	p = xasprintf("%s-old-a.fbd", name);
+	old_a_b = make_bundle(p, r->l->compatible, &(struct bspec){ "1.0", &x->old_a, &x->old_kernel,
+			      NULL, key_trusted, NULL, false });
+	free(p);
+	p = xasprintf("%s-new.fbd", name);
+	x->bundle = make_bundle(p, r->l->compatible, &(struct bspec){ "2.0", &x->rootfs,
+				&x->kernel, NULL, key_trusted, NULL, true });
+	free(p);
+
+	/* a board in the field: B holds an older release, A the running one
+	 * (activated last, so "A B"), the overlay is a JFFS2 with data */
+	install_ok(r, old_b_b, &(struct ropts){ .slot = "B" }, NULL);
+	install_ok(r, old_a_b, &(struct ropts){ .slot = "A" }, NULL);
+	expect_env(r, r->base_env, "provisioned board");
+	assert_int_equal(board_open(r->l, r->target, true, &b), 0);
+	assert_int_equal(board_open_partition_by_name(b, "rootfs_data", &f), 0);
+	assert_int_equal(jffs2_erase_partition(f, 0, NULL), 0);
+	junk = malloc(r->eb / 2);
+	rnd_fill(junk, r->eb / 2, 24);
+	assert_int_equal(flash_write(f, r->eb + 4096, junk, r->eb / 2), 0);
+	assert_int_equal(flash_write(f, f->info.size - r->eb + 4096, junk, r->eb / 4), 0);
+	free(junk);
+	flash_close(f);
+	board_close(b);
+
+	x->env_failed = env_b_marked_bad(r);
+	x->env_done = env_with(r->base_env, "BOOT_ORDER", "B A", "FLASHD_B_VERSION", "2.0", NULL);
+	snap_take(&x->snap, r, 1);
+	free(old_a_b);
+	free(old_b_b);
+}
+
+static void matrix_free(struct matrix *x)
+{
+	free(x->snap.base);
+	free(x->bundle);
+	free(x->env_failed);
+	free(x->env_done);
+	image_free(&x->old_a);
+	image_free(&x->old_b);
+	image_free(&x->rootfs);
+	image_free(&x->kernel);
+	image_free(&x->old_kernel);
+	rig_free(&x->r);
+}
+
+static void powercut_matrix(const char *layout, const char *name, size_t rootfs_len,
+			    size_t kernel_len)
+{
+	struct matrix x;
+	struct rig *r = &x.r;
+	struct rres res;
+	uint64_t before;
+	char ctx[128];
+	int k;
+
+	memset(&x, 0, sizeof(x));
+	matrix_setup(&x, layout, name, rootfs_len, kernel_len);
+
+	/* count the flash ops of one full install without a cut */
+	before = sim_info(r).cnt.mutations;
+	k = run_install(r, x.bundle, NULL, &res);
+	x.ops = sim_info(r).cnt.mutations - before;
+	matrix_check(&x, k, &res, "no cut", true);
+	assert_true(x.ops > 2);
+	snap_restore(&x.snap, r);
+	expect_env(r, r->base_env, "restored");
+
+	for (int tear = 0; tear < 2; tear++) {
+		for (uint64_t n = 0; n <= x.ops; n++) {
+			bool done = n == x.ops;
+			snprintf(ctx, sizeof(ctx), "%s, power cut after op %" PRIu64 "/%" PRIu64
+				 "%s", layout, n, x.ops, tear ? " (torn)" : "");
+			sim_powercut(r, (int64_t)n, tear);
+			k = run_install(r, x.bundle, NULL, &res);
+			/* the cut happened exactly when the op count says it would */
+			assert_int_equal(sim_power_on(r), !done);
+			matrix_check(&x, k, &res, ctx, done);
+			/* and the board recovers: the next install completes */
+			if (!done && (n % 4 == 0 || n + 4 > x.ops)) {
+				snprintf(ctx + strlen(ctx), sizeof(ctx) - strlen(ctx), ", retried");
+				k = run_install(r, x.bundle, NULL, &res);
+				matrix_check(&x, k, &res, ctx, true);
+				x.recovered++;
+			}
+			snap_restore(&x.snap, r);
+			x.points += !done;
+		}
+	}
+
+	/* the moment between read-back and the activating store: written,
+	 * verified, still marked bad, so A boots */
+	install_ok(r, x.bundle, &(struct ropts){ .no_activate = true }, &res);
+	assert_int_equal(res.phase, INSTALL_PHASE_DONE);
+	expect_env(r, x.env_failed, "verified, not activated");
+	assert_int_equal(boot_pick(r), 0);
+	assert_true(slot_holds(r, 1, &x.rootfs, &x.kernel));
+	assert_true(slot_holds(r, 0, &x.old_a, &x.old_kernel));
+	snap_check_untouched(&x.snap, r, "verified, not activated");
+
+	printf("power-cut matrix %s: %" PRIu64 " flash ops per install, %u cut points "
+	       "(%" PRIu64 " plain + %" PRIu64 " torn) + 1 before the activating store, "
+	       "%u recoveries re-installed\n", layout, x.ops, x.points, x.ops, x.ops,
+	       x.recovered);
+	matrix_free(&x);
+}
+
+static void test_powercut_nand(void **state)
+{
+	/* ~3 erase blocks of rootfs + ~1.2 of kernel, 65 ops per NAND block */
+	powercut_matrix("nandsim-128m.json", "pc-nand", 3 * 128 * 1024 - 20000, 150 * 1024);
+}
+
+static void test_powercut_nor(void **state)
+{
+	powercut_matrix("nor-router-16m.json", "pc-nor", 6 * 64 * 1024, 100 * 1024);
+}
+
+/* ---- re-install: unchanged blocks cost nothing ---- */
+
+static unsigned blocks_differing(const struct image *a, const struct image *b, uint32_t eb)
+{
+	size_t la, lb;
+	uint8_t *x = th_read(a->path, &la), *y = th_read(b->path, &lb);
+	unsigned n = 0;
+
+	for (size_t off = 0; off < MAX(la, lb); off += eb) {
+		size_t na = off < la ? MIN(eb, la - off) : 0, nb = off < lb ? MIN(eb, lb - off) : 0;
+		n += na != nb || memcmp(x + off, y + off, na);
+	}
+	free(x);
+	free(y);
+	return n;
+}
+
+static void test_reinstall(void **state)
+{
+	struct rig r;
+	struct rres res;
+	const size_t len = 20 * 128 * 1024 - 64 * 1024;
+	uint8_t *data = malloc(len);
+	struct image v1, v2;
+	struct nsim_info before, after;
+	char *b1, *b2;
+	unsigned changed, blocks;
+
+	rig_new(&r, "nandsim-128m.json", "nand-reinstall.sim");
+	rnd_fill(data, len, 30);
+	v1 = make_sqfs_data("re-v1.sqfs", data, len);
+	/* two erase blocks' worth of the file change, in place */
+	rnd_fill(data + 3 * r.eb + 1000, 5000, 31);
+	rnd_fill(data + 12 * r.eb + 7, 300, 32);
+	v2 = make_sqfs_data("re-v2.sqfs", data, len);
+	free(data);
+	blocks = DIV_ROUND_UP(v1.len, r.eb);
+	assert_int_equal(v1.len, v2.len);
+	changed = blocks_differing(&v1, &v2, r.eb);
+	assert_true(changed >= 2 && changed * 10 <= blocks * 2);
+
+	b1 = make_bundle("re-v1.fbd", r.l->compatible, &(struct bspec){ "1.1", &v1, NULL, NULL,
+			 key_trusted, NULL, true });
+	b2 = make_bundle("re-v2.fbd", r.l->compatible, &(struct bspec){ "1.2", &v2, NULL, NULL,
+			 key_trusted, NULL, true });
+	install_ok(&r, b1, NULL, &res);
+	assert_int_equal(res.stats.blocks_written, blocks);
+
+	/* the same image again: not one erase or program */
+	before = sim_info(&r);
+	install_ok(&r, b1, NULL, &res);
+	after = sim_info(&r);
+	assert_int_equal(res.stats.erases, 0);
+	assert_int_equal(after.cnt.erases - before.cnt.erases, 0);
+	assert_int_equal(after.cnt.programs - before.cnt.programs, 0);
+	assert_int_equal(res.stats.blocks_skipped, blocks);
+	assert_int_equal(res.stats.blocks_written, 0);
+	expect_installed_b(&r, "1.1", &v1, NULL);
+
+	/* ~10% of the blocks differ: about that many erases */
+	before = sim_info(&r);
+	install_ok(&r, b2, NULL, &res);
+	after = sim_info(&r);
+	if (res.stats.erases < changed || res.stats.erases > changed + 1)
+		fail_msg("%u of %u erase blocks changed, %" PRIu64 " erased", changed, blocks,
+			 res.stats.erases);
+	assert_int_equal(after.cnt.erases - before.cnt.erases, res.stats.erases);
+	assert_int_equal(res.stats.blocks_skipped + res.stats.blocks_written, blocks);
+	expect_installed_b(&r, "1.2", &v2, NULL);
+	printf("re-install: %u erase blocks, identical image 0 erases, %u changed -> %" PRIu64
+	       " erases\n", blocks, changed, res.stats.erases);
+
+	free(b1);
+	free(b2);
+	image_free(&v1);
+	image_free(&v2);
+	rig_free(&r);
+}
+
+/* ---- cancel ---- */
+
+struct cancel_at {
+	volatile int *flag;
+	uint64_t after;
+};
+
+static void cancel_progress(void *userdata, const struct install_progress *p)
+{
+	struct cancel_at *c = userdata;
+
+	if (p->phase == INSTALL_PHASE_WRITE && p->done >= c->after)
+		*c->flag = 1;
+}
+
+static struct install *new_install(struct rig *r, struct board **ret_board)
+{
+	struct install *in = NULL;
+
+	assert_int_equal(board_open(r->l, r->target, true, ret_board), 0);
+	assert_int_equal(install_new(&(struct install_params){ .board = *ret_board,
+		.target = r->target, .cmdline = cmdline_a, .keyring = ring, .activate = true },
+		&in), 0);
+	return in;
+}
+
+static void test_cancel(void **state)
+{
+	struct rig r;
+	struct rres res;
+	struct image rootfs = make_sqfs("cancel-rootfs.sqfs", 1024 * 1024, 40);
+	struct image kernel = make_raw("cancel-kernel.bin", 64 * 1024, 41);
+	volatile int flag = 0;
+	struct cancel_at at = { &flag, 300 * 1024 };
+	struct install_error err = { "" };
+	struct board *b = NULL;
+	struct install *in;
+	uint8_t *raw0, *raw, *bundle_bytes;
+	size_t raw_len, len, blen;
+	char *bundle, *marked_bad;
+	int k;
+
+	rig_new(&r, "nandsim-128m.json", "nand-cancel.sim");
+	bundle = make_bundle("cancel.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
+			     &kernel, NULL, key_trusted, NULL, false });
+	bundle_bytes = th_read(bundle, &blen);
+	raw0 = env_raw(&r, &raw_len);
+	marked_bad = env_b_marked_bad(&r);
+
+	/* the cancel flag of install_run_fd, raised while writing */
+	k = run_install(&r, bundle, &(struct ropts){ .cancel = &flag, .progress = cancel_progress,
+			.userdata = &at }, &res);
+	assert_int_equal(k, -ECANCELED);
+	assert_non_null(strstr(res.err.msg, "cancelled; slot B stays marked bad"));
+	assert_true(res.stats.bytes_written >= at.after && res.stats.bytes_written < rootfs.len);
+	expect_env(&r, marked_bad, "cancelled while writing");
+	assert_int_equal(boot_pick(&r), 0);
+	env_raw_restore(&r, raw0);
+
+	/* install_cancel between feeds: later calls refuse */
+	in = new_install(&r, &b);
+	assert_int_equal(install_feed(in, bundle_bytes, blen / 2, &err), 0);
+	assert_int_equal(install_get_phase(in), INSTALL_PHASE_WRITE);
+	install_cancel(in);
+	assert_int_equal(install_get_phase(in), INSTALL_PHASE_FAILED);
+	assert_int_equal(install_feed(in, bundle_bytes + blen / 2, 100, &err), -ECANCELED);
+	assert_non_null(strstr(err.msg, "slot B stays marked bad"));
+	assert_int_equal(install_finish_input(in, &err), -ECANCELED);
+	assert_int_equal(install_step(in, &err), -ECANCELED);
+	install_free(in);
+	board_close(b);
+	expect_env(&r, marked_bad, "cancelled between feeds");
+	env_raw_restore(&r, raw0);
+
+	/* cancelled while reading back: the slot is never activated */
+	in = new_install(&r, &b);
+	assert_int_equal(install_feed(in, bundle_bytes, blen, &err), 0);
+	assert_int_equal(install_finish_input(in, &err), 0);
+	assert_int_equal(install_step(in, &err), 1);
+	assert_int_equal(install_get_phase(in), INSTALL_PHASE_VERIFY);
+	install_cancel(in);
+	assert_int_equal(install_step(in, &err), -ECANCELED);
+	install_free(in);
+	board_close(b);
+	expect_env(&r, marked_bad, "cancelled while verifying");
+	assert_int_equal(boot_pick(&r), 0);
+	env_raw_restore(&r, raw0);
+
+	/* cancelled before the manifest: nothing was chosen, nothing stored */
+	in = new_install(&r, &b);
+	assert_int_equal(install_feed(in, bundle_bytes, 20, &err), 0);
+	install_cancel(in);
+	assert_int_equal(install_feed(in, bundle_bytes + 20, 20, &err), -ECANCELED);
+	assert_null(install_get_slot(in));
+	install_free(in);
+	board_close(b);
+	raw = env_raw(&r, &len);
+	assert_memory_equal(raw, raw0, raw_len);
+	free(raw);
+
+	/* a cancel after the end changes nothing: the install stays done */
+	in = new_install(&r, &b);
+	assert_int_equal(install_feed(in, bundle_bytes, blen, &err), 0);
+	assert_int_equal(install_finish_input(in, &err), 0);
+	while ((k = install_step(in, &err)) == 1)
+		;
+	assert_int_equal(k, 0);
+	install_cancel(in);
+	assert_int_equal(install_get_phase(in), INSTALL_PHASE_DONE);
+	assert_int_equal(install_step(in, &err), 0);
+	install_free(in);
+	board_close(b);
+	expect_installed_b(&r, "2.0", &rootfs, &kernel);
+
+	free(raw0);
+	free(marked_bad);
+	free(bundle);
+	free(bundle_bytes);
+	image_free(&rootfs);
+	image_free(&kernel);
+	rig_free(&r);
+}
+
+/* ---- bounded memory ---- */
+
+static size_t mem_for(struct rig *r, size_t mib)
+{
+	struct rres res;
+	char *name = xasprintf("mem-%zu.sqfs", mib);
+	struct image im = make_sqfs(name, mib * 1024 * 1024, 50 + mib);
+	char *bname = xasprintf("mem-%zu.fbd", mib);
+	char *bundle = make_bundle(bname, r->l->compatible, &(struct bspec){ "4.0", &im, NULL,
+				   NULL, key_trusted, NULL, true });
+
+	install_ok(r, bundle, NULL, &res);
+	assert_int_equal(res.stats.bytes_verified, im.len);
+	assert_true(slot_holds(r, 1, &im, NULL));
+	free(name);
+	free(bname);
+	free(bundle);
+	image_free(&im);
+	return res.mem_peak;
+}
+
+static void test_bounded_memory(void **state)
+{
+	struct rig r;
+	size_t m1, m16;
+
+	rig_new(&r, "nandsim-128m.json", "nand-mem.sim");
+	m1 = mem_for(&r, 1);
+	m16 = mem_for(&r, 16);
+	printf("install memory peak: %zu bytes for a 1 MiB image, %zu for 16 MiB "
+	       "(erase block %u)\n", m1, m16, r.eb);
+	assert_true(m16 <= m1);
+	/* the writer's block and its compare copy, the inflate window, the manifest */
+	assert_true(m1 >= 2 * (size_t)r.eb);
+	assert_true(m1 <= 2 * (size_t)r.eb + 512 * 1024);
+	rig_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nand_install_bad_blocks),
+		cmocka_unit_test(test_nor_install),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_no_good_blocks_left),
+		cmocka_unit_test(test_reinstall),
+		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_bounded_memory),
+		cmocka_unit_test(test_powercut_nor),
+		cmocka_unit_test(test_powercut_nand),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
