@@ -13,6 +13,10 @@
 #include "slot.h"
 #include "util.h"
 
+/* How payloads are written: unchanged erase blocks are left alone, blocks
+ * failing erase/program are marked bad and the data moves on. */
+#define WRITE_FLAGS (FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD)
+
 struct install_target {
 	const struct bundle_image *img;      /* from the manifest */
 	const struct layout_image_target *lt;
@@ -33,6 +37,7 @@ struct install {
 	struct install_target targets[BUNDLE_MAX_IMAGES];
 	size_t n_targets;
 	struct install_target *current;      /* being written */
+	bool marked_bad;                     /* the target slot's mark-bad store is done */
 	/* verify state */
 	size_t verify_idx;
 	struct flashio_reader *vreader;
@@ -44,7 +49,7 @@ struct install {
 	uint64_t total;
 	int error;                           /* sticky */
 	struct install_error err;
-	size_t mem_peak;
+	size_t buf_peak;                     /* largest writer / read-back buffers held */
 };
 
 static const char *const phase_names[_INSTALL_PHASE_MAX] = {
@@ -194,10 +199,16 @@ static int open_target(struct install *in, struct install_target *t)
 	if (r < 0)
 		return fail(in, r, "cannot open partition '%s' for image '%s': %s", part->name,
 			    t->img->slot, strerror(-r));
-	r = flashio_writer_new(t->flash, FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD, &t->writer);
-	if (r < 0)
-		return fail(in, r, "partition '%s': %s", part->name, strerror(-r));
+	if (!t->flash->writable)
+		return fail(in, -EROFS, "partition '%s' for image '%s' is read-only", part->name,
+			    t->img->slot);
 	return 0;
+}
+
+/* A writer holds one erase block, and its compare copy for CHANGED_ONLY. */
+static size_t writer_mem(const struct install_target *t)
+{
+	return (size_t)t->flash->info.erasesize * ((WRITE_FLAGS & FLASHIO_CHANGED_ONLY) ? 2 : 1);
 }
 
 static int on_manifest(void *userdata, const struct bundle_manifest *m, struct bundle_error *err)
@@ -232,10 +243,10 @@ static int on_manifest(void *userdata, const struct bundle_manifest *m, struct b
 	for (size_t i = 0; i < in->n_targets; i++)
 		if ((r = open_target(in, &in->targets[i])) < 0)
 			goto refuse;
-	/* nothing on flash changes before this single store */
-	r = env_change(in, SLOT_OP_MARK_BAD, NULL);
-	if (r < 0)
-		goto refuse;
+	/* The slot is marked bad right before its first byte is written
+	 * (mark_bad_once), not here: a bundle refused for its first image's
+	 * squashfs superblock, or cut short before any payload, leaves the env
+	 * as it was. */
 	in->phase = INSTALL_PHASE_WRITE;
 	progress(in, NULL);
 	return 0;
@@ -249,12 +260,46 @@ static struct install_target *target_of(struct install *in, const struct bundle_
 	return img->index < in->n_targets ? &in->targets[img->index] : NULL;
 }
 
+/* Nothing on flash changes before this single store. */
+static int mark_bad_once(struct install *in, struct bundle_error *err)
+{
+	int r;
+
+	if (in->marked_bad)
+		return 0;
+	r = env_change(in, SLOT_OP_MARK_BAD, NULL);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
+		return r;
+	}
+	in->marked_bad = true;
+	return 0;
+}
+
+/* One writer at a time: memory stays at one erase block (and its compare
+ * copy) however many images the bundle has. */
 static int on_image_begin(void *userdata, const struct bundle_image *img, struct bundle_error *err)
 {
 	struct install *in = userdata;
+	struct install_target *t = target_of(in, img);
+	int r;
 
-	in->current = target_of(in, img);
-	return in->current ? 0 : -EINVAL;
+	if (!t) {
+		r = fail(in, -EINVAL, "image %u '%s' is not in the manifest the install planned for",
+			 img->index, img->slot);
+		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
+		return r;
+	}
+	r = flashio_writer_new(t->flash, WRITE_FLAGS, &t->writer);
+	if (r < 0) {
+		fail(in, r, "partition '%s' for image '%s': %s", t->lt->part->name, img->slot,
+		     strerror(-r));
+		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
+		return r;
+	}
+	in->buf_peak = MAX(in->buf_peak, writer_mem(t));
+	in->current = t;
+	return 0;
 }
 
 static int on_image_data(void *userdata, const struct bundle_image *img, const void *buf,
@@ -264,6 +309,9 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 	struct install_target *t = in->current;
 	int r;
 
+	r = mark_bad_once(in, err);
+	if (r < 0)
+		return r;
 	r = flashio_writer_write_all(t->writer, buf, len);
 	if (r < 0) {
 		fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
@@ -289,7 +337,12 @@ static int on_image_end(void *userdata, const struct bundle_image *img, struct b
 {
 	struct install *in = userdata;
 	struct install_target *t = in->current;
+	int r;
 
+	/* an empty image still changes the slot: never written unmarked */
+	r = mark_bad_once(in, err);
+	if (r < 0)
+		return r;
 	t->written = flashio_writer_finish(t->writer);
 	if (t->written < 0) {
 		fail(in, (int)t->written, "finishing image '%s' on partition '%s': %s", img->slot,
@@ -388,8 +441,17 @@ int install_finish_input(struct install *in, struct install_error *err)
 
 void install_cancel(struct install *in)
 {
-	fail(in, -ECANCELED, "cancelled; slot %s stays marked bad",
-	     slot_name(in) ? slot_name(in) : "(none chosen yet)");
+	/* done means activated: there is nothing left to stop */
+	if (in->phase == INSTALL_PHASE_DONE)
+		return;
+	if (in->marked_bad)
+		fail(in, -ECANCELED, "cancelled; slot %s stays marked bad", slot_name(in));
+	else if (slot_name(in))
+		fail(in, -ECANCELED, "cancelled before anything was written to slot %s; the env "
+		     "is unchanged", slot_name(in));
+	else
+		fail(in, -ECANCELED, "cancelled before the manifest (no slot chosen yet); the env "
+		     "is unchanged");
 }
 
 /* ---- verify: read every written byte back, one erase block per step ---- */
@@ -406,7 +468,7 @@ static int verify_begin(struct install *in, struct install_target *t)
 			return -ENOMEM;
 		in->vbuf_size = eb;
 	}
-	in->mem_peak = MAX(in->mem_peak, in->vbuf_size + bundle_reader_mem_peak(in->reader));
+	in->buf_peak = MAX(in->buf_peak, in->vbuf_size);
 	r = flashio_reader_new(t->flash, &in->vreader);
 	if (r < 0)
 		return r;
@@ -542,10 +604,7 @@ const struct bundle_manifest *install_get_manifest(const struct install *in)
 const char *install_get_slot(const struct install *in) { return slot_name(in); }
 size_t install_mem_peak(const struct install *in)
 {
-	size_t w = 0;
-
-	for (size_t i = 0; i < in->n_targets; i++)
-		if (in->targets[i].flash)
-			w = MAX(w, in->targets[i].flash->info.erasesize);
-	return MAX(in->mem_peak, w + bundle_reader_mem_peak(in->reader));
+	/* writers and the read-back buffer never coexist (writers are freed
+	 * at their image's end, verify starts after the last one) */
+	return in->buf_peak + bundle_reader_mem_peak(in->reader);
 }

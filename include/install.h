@@ -3,10 +3,13 @@
  * stays marked bad and the env is otherwise unchanged.
  *
  * Order of work:
- *   1. manifest verified (signature, compatible, sizes, squashfs header)
- *   2. target = the slot of the group that is not booted; ONE env store
- *      marks it bad (out of BOOT_ORDER, 0 tries, version forgotten)
- *   3. each payload streams into its partition through flashio writers
+ *   1. manifest verified (signature, compatible, sizes); target = the
+ *      slot of the group that is not booted
+ *   2. right before the first payload byte goes to flash (so after the
+ *      first image's squashfs superblock check), ONE env store marks the
+ *      target bad (out of BOOT_ORDER, 0 tries, version forgotten); a
+ *      bundle refused before that point leaves the env untouched
+ *   3. each payload streams into its partition through a flashio writer
  *      (bad-block skipping, unchanged erase blocks skipped), hashed by the
  *      bundle reader on the way
  *   4. every written byte is read back and hashed against the manifest
@@ -16,8 +19,9 @@
  * The engine is incremental so the daemon can drive it in small steps:
  * install_feed() with bundle bytes (at most one erase block of flash I/O
  * per erase block of payload), install_finish_input() at EOF, then
- * install_step() until it returns 0. Memory is fixed: one erase block per
- * writer plus the bundle reader's bounded window. */
+ * install_step() until it returns 0. Memory is fixed: one writer at a time
+ * (an erase block and its compare copy) or the read-back buffer, plus the
+ * bundle reader's bounded window. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -89,7 +93,9 @@ int install_feed(struct install *in, const void *buf, size_t len, struct install
 int install_finish_input(struct install *in, struct install_error *err);
 /* One bounded piece of the verify/activate work: 1 = call again, 0 = done. */
 int install_step(struct install *in, struct install_error *err);
-/* Stop: the slot stays marked bad; later calls return -ECANCELED. */
+/* Stop: the slot stays marked bad (if it was marked already: the env is
+ * untouched when nothing was written yet); later calls return -ECANCELED.
+ * No effect on an install that is done (the slot is activated). */
 void install_cancel(struct install *in);
 
 /* Blocking: read fd to EOF in chunks, then step to the end. cancel, when
