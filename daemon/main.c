@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "boot.h"
 #include "conf.h"
 #include "log.h"
 #include "manager.h"
@@ -76,6 +77,10 @@ int main(int argc, char **argv)
 	struct manager_error merr = { "" };
 	const char *config = NULL;
 	int c, r;
+
+	/* "flashd boot": the early-boot union assembly (daemon/boot.c) */
+	if (argc > 1 && !strcmp(argv[1], "boot"))
+		return boot_main(argc - 1, argv + 1);
 
 	log_open();
 	while ((c = getopt_long(argc, argv, "c:vhV", opts, NULL)) >= 0) {
