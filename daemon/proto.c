@@ -901,7 +901,8 @@ int proto_conn_process(struct proto_conn *c)
 const char *proto_conn_output(const struct proto_conn *c, size_t *ret_len)
 {
 	*ret_len = c->out_len - c->out_start;
-	return c->out + c->out_start;
+	/* nothing queued yet: no buffer either (NULL + 0 is undefined) */
+	return c->out ? c->out + c->out_start : "";
 }
 
 void proto_conn_consume_output(struct proto_conn *c, size_t n)
