@@ -1,0 +1,180 @@
+/* libFuzzer target: the Varlink framing, message parser and method
+ * dispatch of the control socket (daemon/proto.c), on a detached server
+ * (no socket, no event loop) with the io.flashd method table wired to
+ * dummy handlers that answer in every way the real ones do: at once,
+ * with progress ("continues"), later (held call answered after the
+ * feed), with an errno, or not at all.
+ *
+ * Input: byte 0 = control (bit 0: peer is root or an unprivileged uid;
+ * bits 1-3: chunk size of the feed, so that message boundaries fall
+ * everywhere), the rest = bytes as they would arrive on the socket.
+ * Every reply the server queues must be one JSON object followed by NUL,
+ * with "parameters" or "error". */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct proto_call *held;
+
+static int m_status(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct json_object *r = json_object_new_object();
+	int k;
+
+	json_object_object_add(r, "booted", json_object_new_string("A"));
+	k = proto_reply(call, r);
+	json_object_put(r);
+	return k;
+}
+
+static int m_echo(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return proto_reply(call, params);
+}
+
+static int m_install(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	for (int i = 0; i < 3; i++) {
+		struct json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "percent", json_object_new_int(i * 50));
+		(void) proto_reply_more(call, p);
+		json_object_put(p);
+	}
+	if (proto_call_n_fds(call) > 0) {
+		int fd = proto_call_take_fd(call, 0);
+
+		if (fd >= 0)
+			abort(); /* the fuzzer passes no fds */
+	}
+	return proto_error_string(call, PROTO_ERROR_INVALID_BUNDLE, "reason", "fuzz");
+}
+
+static int m_hold(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	if (held)
+		return -EBUSY;
+	held = proto_call_ref(call);
+	return 0;
+}
+
+static int m_errno(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return -EIO;
+}
+
+static int m_perm(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return -EPERM;
+}
+
+static int m_silent(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return 0; /* forgets to answer */
+}
+
+static int m_invalid(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return proto_error_invalid_parameter(call, "slot");
+}
+
+static const struct proto_method methods[] = {
+	{ "io.flashd", "GetStatus", m_status, 0, proto_params_none },
+	{ "io.flashd", "Install", m_install, PROTO_NEEDS_AUTH | PROTO_TAKES_FDS,
+	  proto_params_install },
+	{ "io.flashd", "Cancel", m_errno, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "MarkGood", m_silent, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "MarkBad", m_invalid, PROTO_NEEDS_AUTH, proto_params_mark_bad },
+	{ "io.flashd", "Activate", m_hold, PROTO_NEEDS_AUTH, proto_params_activate },
+	{ "io.flashd", "Rollback", m_install, PROTO_NEEDS_AUTH | PROTO_NEEDS_MORE,
+	  proto_params_none },
+	{ "io.flashd", "OverlayReset", m_perm, PROTO_NEEDS_AUTH, proto_params_none },
+	{ "io.flashd", "OverlayStatus", m_status, 0, proto_params_none },
+	{ "io.flashd", "GetEnv", m_echo, 0, proto_params_get_env },
+	{ "io.flashd", "SetEnv", m_echo, PROTO_NEEDS_AUTH, proto_params_set_env },
+	{ "io.flashd", "ListEnv", m_hold, 0, proto_params_none },
+	{ "io.flashd", "FlashInfo", m_echo, 0, proto_params_flash_info },
+	{ NULL },
+};
+
+/* Every queued reply: a JSON object and a NUL. */
+static void check_output(struct proto_conn *c)
+{
+	size_t len, off = 0;
+	const char *out = proto_conn_output(c, &len);
+
+	while (off < len) {
+		const char *end = memchr(out + off, 0, len - off);
+		struct json_object *o;
+
+		if (!end)
+			abort(); /* a reply without its NUL */
+		o = json_tokener_parse(out + off);
+		if (!o || !json_object_is_type(o, json_type_object))
+			abort();
+		if (!json_object_object_get_ex(o, "parameters", NULL) &&
+		    !json_object_object_get_ex(o, "error", NULL))
+			abort();
+		json_object_put(o);
+		off = end - out + 1;
+	}
+	proto_conn_consume_output(c, len);
+}
+
+static void answer_held(struct proto_conn *c)
+{
+	if (!held)
+		return;
+	if (proto_call_is_connected(held))
+		(void) proto_reply(held, NULL);
+	held = proto_call_unref(held);
+	(void) proto_conn_process(c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const size_t chunks[8] = { 1, 2, 3, 7, 64, 4096, 65536, SIZE_MAX };
+	static const struct proto_peer root = { .pid = 1, .uid = 0, .gid = 0 };
+	static const struct proto_peer user = { .pid = 2, .uid = 1000, .gid = 1000 };
+	struct proto_server *s = NULL;
+	struct proto_conn *c = NULL;
+	size_t chunk;
+	int r = 0;
+
+	if (size < 1)
+		return 0;
+	chunk = chunks[(data[0] >> 1) & 7];
+	if (proto_server_new(NULL, -1, methods, NULL, &s) < 0)
+		abort();
+	if (proto_conn_new(s, -1, (data[0] & 1) ? &user : &root, &c) < 0)
+		abort();
+	data++;
+	size--;
+	while (size > 0 && r >= 0) {
+		size_t n = size < chunk ? size : chunk;
+
+		r = proto_conn_feed(c, data, n, NULL, 0);
+		if (r < 0 && r != -EBADMSG && r != -EMSGSIZE && r != -ENOBUFS)
+			abort(); /* an undocumented error */
+		if (r < 0 && !proto_conn_is_dead(c))
+			abort();
+		check_output(c);
+		if (r >= 0) {
+			answer_held(c);
+			check_output(c);
+		}
+		data += n;
+		size -= n;
+	}
+	held = proto_call_unref(held);
+	proto_server_free(s); /* frees c */
+	return 0;
+}
