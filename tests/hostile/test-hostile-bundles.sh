@@ -1,0 +1,208 @@
+#!/bin/bash
+# Hostile input: >= 200 corrupted bundles generated from one good signed
+# bundle (make-hostile.py: bit flips across header, manifest, signature
+# and payload; truncations at every section boundary and +/-1; oversized
+# lengths; duplicated images; path-like and invalid names; wrong
+# compatible; newer major version; re-signed where the corruption has to
+# reach the parser). Every one must be refused
+#   (a) offline by `flashctl bundle verify --keyring` with exit 3 and a
+#       message naming the file and the reason, and
+#   (b) by flashd on a simulated board (one daemon for all of them):
+#       `flashctl install` fails with a message, the daemon keeps running,
+#       and the U-Boot env is unchanged -- except for corruptions that can
+#       only be found while the payload streams (hash, gzip, truncation),
+#       after which the target slot B is legitimately marked bad: then only
+#       BOOT_ORDER, BOOT_B_LEFT and FLASHD_B_VERSION may differ, B must be
+#       out of BOOT_ORDER with 0 tries, and the booted slot A untouched.
+# At the end the same daemon still answers status and installs the good
+# bundle. Exit 77 when a tool is missing.
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+top_srcdir=$(cd "$top_srcdir" && pwd)
+top_builddir=$(cd "$top_builddir" && pwd)
+FLASHD=$top_builddir/flashd
+FLASHCTL=$top_builddir/flashctl
+LAYOUT=$top_srcdir/layouts/nandsim-128m.json
+GEN=$top_srcdir/tests/hostile/make-hostile.py
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+
+say() { printf 'test-hostile-bundles: %s\n' "$*" >&2; }
+skip() { say "SKIP: $*"; exit 77; }
+FAILS=0
+fail() { say "FAIL: $*"; FAILS=$((FAILS + 1)); }
+die() { say "FAIL: $*"; [ -f "${T:-}/flashd.log" ] && tail -n 30 "$T/flashd.log" >&2; exit 1; }
+for c in mksquashfs openssl "$PY"; do
+	command -v "$c" >/dev/null 2>&1 || skip "'$c' is not installed"
+done
+[ -x "$FLASHD" ] && [ -x "$FLASHCTL" ] || die "flashd/flashctl not built in $top_builddir"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/flashd-hostile.XXXXXX") || exit 1
+SIM=$T/board.sim
+TARGET=sim:$SIM
+export FLASHD_SOCKET=$T/flashd.sock
+DAEMON_PID=
+cleanup() {
+	rc=$?
+	if [ -n "$DAEMON_PID" ]; then
+		kill -TERM "$DAEMON_PID" 2>/dev/null
+		wait "$DAEMON_PID" 2>/dev/null
+	fi
+	if [ "${KEEP_TMP:-0}" = 1 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${KEEP_TMP_ON_FAIL:-}" ]; }; then
+		say "kept $T"
+	else
+		rm -rf "$T"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fctl() { "$FLASHCTL" "$@"; }
+env_json() { fctl --json env list --layout "$LAYOUT" --target "$TARGET"; }
+
+# ---- board, keys, the good bundles ----
+fctl -q bundle keygen --out "$T/rel" >/dev/null || die "bundle keygen"
+fctl -q bundle keygen --out "$T/other" >/dev/null || die "bundle keygen (other)"
+mkdir -p "$T/keyring" "$T/state" "$T/root/etc"
+cp "$T/rel.pub" "$T/keyring/"
+fctl -q flash sim-create "$SIM" --type nand --size 128MiB --erase-block 128KiB \
+	--page 2048 --oob 64 >/dev/null || die "flash sim-create"
+fctl -q env init --layout "$LAYOUT" --target "$TARGET" >/dev/null || die "env init"
+fctl -q slot init --layout "$LAYOUT" --target "$TARGET" >/dev/null || die "slot init"
+echo "flashd.slot=A" > "$T/cmdline"
+cat > "$T/flashd.conf" <<CONF
+[flashd]
+layout=$LAYOUT
+target=$TARGET
+keyring=$T/keyring
+socket=$FLASHD_SOCKET
+state-dir=$T/state
+cmdline=$T/cmdline
+[health]
+timeout=20
+reboot-on-failure=no
+CONF
+
+echo "VERSION=2.0" > "$T/root/etc/os-release"
+head -c 65536 /dev/urandom > "$T/root/data"
+mksquashfs "$T/root" "$T/root.sqfs" -noappend -quiet -no-progress >/dev/null || die "mksquashfs"
+fctl -q bundle create --layout "$LAYOUT" --version 2.0 --image "rootfs=$T/root.sqfs" \
+	--key "$T/rel.key" -o "$T/good.fbd" >/dev/null || die "bundle create"
+fctl -q bundle create --layout "$LAYOUT" --version 2.0 --gzip --image "rootfs=$T/root.sqfs" \
+	--key "$T/rel.key" -o "$T/good-gzip.fbd" >/dev/null || die "bundle create --gzip"
+# the refusals below mean something only if the originals are accepted
+for g in good good-gzip; do
+	fctl bundle verify --keyring "$T/keyring" --layout "$LAYOUT" "$T/$g.fbd" >/dev/null 2>&1 ||
+		die "the unmodified $g.fbd does not verify"
+done
+
+slot_size=$("$PY" -c 'import json,sys
+l=json.load(open(sys.argv[1]))
+p={x["name"]:x for x in l["partitions"]}
+s=p["rootfs-b"]["size"]
+m={"KiB":1<<10,"MiB":1<<20,"GiB":1<<30}
+print(int(s[:-3])*m[s[-3:]] if s[-3:] in m else int(s,0))' "$LAYOUT") || die "slot size"
+"$PY" "$GEN" "$T/good.fbd" "$T/good-gzip.fbd" "$T/rel.key" "$T/other.key" "$slot_size" \
+	"$T/hostile" >&2 || die "make-hostile.py failed"
+N=$(wc -l < "$T/hostile/index.tsv")
+[ "$N" -ge 200 ] || die "only $N corrupted bundles generated, want >= 200"
+
+# ---- (a) offline ----
+off_ok=0
+while IFS=$'\t' read -r name cat stage; do
+	f=$T/hostile/$name
+	fctl bundle verify --keyring "$T/keyring" --layout "$LAYOUT" "$f" > "$T/out" 2> "$T/err"
+	rc=$?
+	if [ $rc -ne 3 ]; then
+		fail "verify $name: exit $rc, expected 3 (refused): $(head -c 300 "$T/err")"
+	elif ! grep -q "^flashctl: .*$name: refused: ..*" "$T/err"; then
+		fail "verify $name: no 'FILE: refused: REASON' message: $(head -c 300 "$T/err")"
+	else
+		off_ok=$((off_ok + 1))
+	fi
+done < "$T/hostile/index.tsv"
+say "offline: $off_ok of $N corrupted bundles refused by 'flashctl bundle verify' (exit 3, reason given)"
+
+# ---- (b) through the daemon ----
+"$FLASHD" -c "$T/flashd.conf" >> "$T/flashd.log" 2>&1 &
+DAEMON_PID=$!
+for _ in $(seq 100); do
+	fctl status >/dev/null 2>&1 && break
+	kill -0 "$DAEMON_PID" 2>/dev/null || die "flashd exited during startup"
+	sleep 0.1
+done
+fctl status >/dev/null 2>&1 || die "flashd does not answer"
+
+env_json > "$T/env.0" || die "env list"
+i=0
+while IFS=$'\t' read -r name cat stage; do
+	i=$((i + 1))
+	timeout 120 "$FLASHCTL" install "$T/hostile/$name" > "$T/inst.$i.out" 2> "$T/inst.$i.err" < /dev/null
+	echo "$name	$stage	$?" >> "$T/results.tsv"
+	kill -0 "$DAEMON_PID" 2>/dev/null || die "flashd died on $name"
+	env_json > "$T/env.$i" || die "env list after $name"
+done < "$T/hostile/index.tsv"
+
+# One pass over the results: exit codes, messages, env differences.
+"$PY" - "$T" <<'PY' || FAILS=$((FAILS + 1))
+import json, os, sys
+T = sys.argv[1]
+rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(T, "results.tsv"))]
+bad = 0
+refused = untouched = marked_bad = 0
+allowed = {"BOOT_ORDER", "BOOT_B_LEFT", "FLASHD_B_VERSION"}
+for i, (name, stage, rc) in enumerate(rows, 1):
+    err = open(os.path.join(T, f"inst.{i}.err"), errors="replace").read().strip()
+    before = json.load(open(os.path.join(T, f"env.{i - 1}")))["variables"]
+    after = json.load(open(os.path.join(T, f"env.{i}")))["variables"]
+    if rc == "0":
+        print(f"FAIL: install {name}: accepted (exit 0)"); bad += 1; continue
+    if rc == "124":
+        print(f"FAIL: install {name}: no answer within 120 s"); bad += 1; continue
+    if not err:
+        print(f"FAIL: install {name}: refused (exit {rc}) without a message"); bad += 1; continue
+    refused += 1
+    diff = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    if not diff:
+        untouched += 1
+        continue
+    if stage == "pre":
+        print(f"FAIL: install {name}: refused before writing, but the env changed: "
+              + ", ".join(f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in sorted(diff)))
+        bad += 1
+        continue
+    order = after.get("BOOT_ORDER", "").split()
+    if not diff <= allowed or "B" in order or after.get("BOOT_B_LEFT") != "0" or "A" not in order:
+        print(f"FAIL: install {name}: env after a payload refusal is not 'B marked bad': "
+              + ", ".join(f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in sorted(diff)))
+        bad += 1
+        continue
+    marked_bad += 1
+print(f"daemon: {refused} of {len(rows)} refused with a message; env untouched after "
+      f"{untouched}, slot B marked bad (and nothing else changed) after {marked_bad}",
+      file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+
+# messages: a sample of what a user sees
+say "examples of the daemon's refusals:"
+for k in 1 40 75 120 160 200; do
+	[ -f "$T/inst.$k.err" ] && sed -n '$p' "$T/inst.$k.err" | sed 's/^/    /' >&2
+done
+
+# ---- the daemon still serves: status, then the good bundle installs ----
+fctl --json status > "$T/status.json" || die "flashctl status after the corpus: exit $?"
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["operation"] is None, d["operation"]; assert d["booted"] == "A"' \
+	"$T/status.json" || die "status after the corpus: not idle or not booted from A"
+fctl install "$T/good.fbd" > "$T/good.out" 2>&1 < /dev/null ||
+	die "the good bundle does not install after the corpus: $(tail -n 3 "$T/good.out")"
+env_json > "$T/env.good"
+"$PY" -c 'import json,sys; v=json.load(open(sys.argv[1]))["variables"]; assert v["BOOT_ORDER"].split()[0] == "B", v' \
+	"$T/env.good" || die "after the good install B is not first in BOOT_ORDER"
+kill -0 "$DAEMON_PID" 2>/dev/null || die "flashd is gone at the end"
+say "daemon still serving: status answered, the good bundle installed and B activated"
+
+[ "$FAILS" -eq 0 ] || die "$FAILS failure(s) (above)"
+say "PASS: $N corrupted bundles, all refused offline and through flashd"
