@@ -51,7 +51,11 @@ struct manager {
 	struct proto_server *server;
 	struct operation op;
 	bool socket_owned;             /* bound by us (not systemd): unlink at exit */
+	bool stopping;                 /* SIGTERM came during an install */
+	sd_event_source *stop_timer;   /* gives up waiting for that install */
 };
+
+#define STOP_GRACE_USEC (10ULL * 1000000ULL)
 
 /* ---- helpers ---- */
 
@@ -528,6 +532,11 @@ static void install_record(struct manager *m, const char *result, const char *er
 			    strerror(-ret));
 }
 
+static int on_stop_now(sd_event_source *s, void *userdata)
+{
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
 static void install_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
@@ -551,6 +560,8 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	else
 		log_error("install %s: %s", result, error);
 	install_record(m, result, error);
+	if (m->stopping)
+		log_info("install ended; stopping");
 	if (call && proto_call_is_connected(call)) {
 		if (!strcmp(result, "success")) {
 			_cleanup_json_ struct json_object *o = json_object_new_object();
@@ -573,6 +584,14 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 		}
 	}
 	op_clear(m);
+	if (m->stopping) {
+		/* exit once the reply above went out: the connection's own defer
+		 * source (normal priority) writes it before this idle one runs */
+		m->stop_timer = sd_event_source_disable_unref(m->stop_timer);
+		if (sd_event_add_defer(m->event, &m->stop_timer, on_stop_now, m) < 0 ||
+		    sd_event_source_set_priority(m->stop_timer, SD_EVENT_PRIORITY_IDLE) < 0)
+			sd_event_exit(m->event, 0);
+	}
 }
 
 static void install_on_disconnect(struct proto_call *call, void *userdata)
@@ -1086,6 +1105,7 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	op_clear(m);
+	sd_event_source_disable_unref(m->stop_timer);
 	proto_server_free(m->server);
 	if (m->socket_owned)
 		unlink(m->conf->socket);
@@ -1096,16 +1116,34 @@ void manager_free(struct manager *m)
 	free(m);
 }
 
+static int on_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	log_error("the install did not stop within %llu s: killing it; the target slot stays "
+		  "marked bad", STOP_GRACE_USEC / 1000000ULL);
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct manager *m = userdata;
+	int r;
 
-	log_info("received %s, stopping", strsignal(si->ssi_signo));
 	sd_notify(0, "STOPPING=1");
-	if (m->op.worker && m->op.name && !strcmp(m->op.name, "install")) {
-		/* the worker leaves the slot marked bad; nothing half-activated */
+	if (!m->stopping && m->op.worker && m->op.name && !strcmp(m->op.name, "install")) {
+		/* Let the worker stop between two erase blocks (never inside an env
+		 * store), record the install as cancelled and answer its client;
+		 * then exit. A second signal, or the grace time, exits at once. */
+		log_info("received %s: cancelling the install, then stopping",
+			 strsignal(si->ssi_signo));
+		m->stopping = true;
+		m->op.cancelled = true;
 		worker_cancel(m->op.worker);
+		r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC,
+					       STOP_GRACE_USEC, 0, on_stop_timeout, m);
+		if (r >= 0)
+			return 0;
 	}
+	log_info("received %s, stopping", strsignal(si->ssi_signo));
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 

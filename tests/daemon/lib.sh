@@ -46,7 +46,10 @@ need() {
 	done
 }
 
-need python3 mksquashfs
+# Debian's python3 directly: a version-manager shim (pyenv) costs ~0.1 s a call
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3) || skip "python3 is not installed"
+need mksquashfs
 [ -x "$FLASHD" ] || fail "$FLASHD not built"
 [ -x "$FLASHCTL" ] || fail "$FLASHCTL not built"
 
@@ -56,12 +59,14 @@ SIM=$T/board.sim
 TARGET=sim:$SIM
 export FLASHD_SOCKET=$SOCK
 
+# Background helpers a test started: "BG_PIDS="$BG_PIDS $!"" after each "&".
+BG_PIDS=
+
 cleanup() {
 	rc=$?
+	touch "$T/abort"   # releases every gated_cat
 	stop_daemon
-	# children the test left running (clients in the background)
-	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	for p in $BG_PIDS; do kill -9 "$p" 2>/dev/null; done
 	if [ "${KEEP_TMP:-0}" = 1 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${KEEP_TMP_ON_FAIL:-}" ]; }; then
 		say "kept $T"
 	else
@@ -78,7 +83,7 @@ trap 'exit 130' INT TERM
 # in the JSON file: strings raw, everything else as JSON (null, true, 3).
 # PATH "." is the whole document; "#PATH" is the length of an array/object.
 jget() {
-	python3 - "$1" "$2" <<'EOF'
+	"$PY" - "$1" "$2" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 path = sys.argv[2]
@@ -116,19 +121,19 @@ expect_json() {
 # is the rest of the line, compared as jget prints it), or "PATH {KEYS} K1 K2..."
 # (the object at PATH has exactly these keys); all checked in one python run.
 expect_fields() {
-	python3 -c '
+	"$PY" -c '
 import json, os, sys
 doc = json.load(open(sys.argv[1]))
 bad = 0
 for line in sys.stdin:
     line = line.strip()
-    if not line or line.startswith("#"):
+    if not line:
         continue
     path, _, want = line.partition(" ")
     count = path.startswith("#")
     v = doc
     try:
-        for k in ([] if path == "." else path.lstrip("#").split(".")):
+        for k in ([] if path.lstrip("#") == "." else path.lstrip("#").split(".")):
             v = v[int(k)] if isinstance(v, list) else v[k]
         if count:
             v = len(v)
@@ -149,7 +154,7 @@ sys.exit(1 if bad else 0)
 expect_json_keys() {
 	local f=$1 p=$2 got want
 	shift 2
-	got=$(python3 -c 'import json,sys
+	got=$("$PY" -c 'import json,sys
 d=json.load(open(sys.argv[1]))
 for k in ([] if sys.argv[2]=="." else sys.argv[2].split(".")):
     d=d[int(k)] if isinstance(d,list) else d[k]
@@ -220,7 +225,7 @@ start_daemon() {
 	DAEMON_PID=$!
 	for i in $(seq 1 200); do
 		daemon_alive || fail "flashd exited during startup"
-		if "$VCALL" --timeout 5 org.varlink.service.GetInfo >/dev/null 2>&1; then
+		if "$PY" "$VCALL" --timeout 5 org.varlink.service.GetInfo >/dev/null 2>&1; then
 			return 0
 		fi
 		sleep 0.05
@@ -250,7 +255,7 @@ stop_daemon() {
 # assert the daemon still runs and answers GetStatus
 expect_daemon_ok() {
 	daemon_alive || fail "${1:-}: flashd (pid $DAEMON_PID) is gone"
-	"$VCALL" --timeout 10 io.flashd.GetStatus > "$T/alive.json" 2>&1 ||
+	"$PY" "$VCALL" --timeout 10 io.flashd.GetStatus > "$T/alive.json" 2>&1 ||
 		fail "${1:-}: GetStatus is not answered: $(cat "$T/alive.json")"
 	expect_json "$T/alive.json" parameters.compatible flashd,nandsim-128m "${1:-}"
 }
@@ -276,7 +281,7 @@ fctl() { "$FLASHCTL" "$@"; }
 vcall() {
 	local out=$1 rc
 	shift
-	"$VCALL" "$@" > "$out" 2> "$out.err"
+	"$PY" "$VCALL" "$@" > "$out" 2> "$out.err"
 	rc=$?
 	tail -n 1 "$out" > "$out.last"
 	return $rc
@@ -299,22 +304,28 @@ env_var() {
 # The gated feeder: writes the first BYTES of FILE to stdout, waits until
 # $T/go-NAME exists, then writes the rest. An install reading this pipe
 # holds still at a known point (write phase) for as long as a test needs.
+# It gives up after 120 s, or when the test ends ($T/abort).
 gated_cat() {
-	local file=$1 bytes=$2 name=$3
+	local file=$1 bytes=$2 name=$3 n=2400
 	head -c "$bytes" "$file"
-	while [ ! -e "$T/go-$name" ]; do sleep 0.05; done
+	while [ ! -e "$T/go-$name" ]; do
+		[ -e "$T/abort" ] && return 1
+		n=$((n - 1))
+		[ $n -gt 0 ] || { say "gated_cat $name: never released"; return 1; }
+		sleep 0.05
+	done
 	tail -c +"$((bytes + 1))" "$file"
 }
 
 # wait until the daemon reports an install in the write step
 install_running() {
-	"$VCALL" --timeout 5 io.flashd.GetStatus > "$T/poll.json" 2>/dev/null &&
+	"$PY" "$VCALL" --timeout 5 io.flashd.GetStatus > "$T/poll.json" 2>/dev/null &&
 		[ "$(jget "$T/poll.json" parameters.operation)" = install ] &&
 		[ "$(jget "$T/poll.json" parameters.progress.step 2>/dev/null)" = write ]
 }
 
 daemon_idle() {
-	"$VCALL" --timeout 5 io.flashd.GetStatus > "$T/poll.json" 2>/dev/null &&
+	"$PY" "$VCALL" --timeout 5 io.flashd.GetStatus > "$T/poll.json" 2>/dev/null &&
 		[ "$(jget "$T/poll.json" parameters.operation)" = null ]
 }
 

@@ -63,7 +63,7 @@ grep -q '^Last install: none$' "$T/st0.txt" || fail "flashctl status: no 'Last i
 t0=$(date +%s)
 fctl --json install "$T/v1.bundle" > "$T/inst1.out" 2> "$T/inst1.err" ||
 	fail "flashctl install: exit $?: $(cat "$T/inst1.err")"
-python3 - "$T/inst1.out" "$SQFS1" <<'EOF' || fail "install progress check failed"
+"$PY" - "$T/inst1.out" "$SQFS1" <<'EOF' || fail "install progress check failed"
 import json, sys
 lines = open(sys.argv[1]).read().split("\n")
 # progress: one JSON object per line, then the final reply pretty-printed
@@ -125,7 +125,7 @@ last_install.bytes $SQFS1
 last_install.blocks_skipped 0
 last_install.signer $T/keyring/rel.pub
 EOF
-python3 -c 'import json,sys
+"$PY" -c 'import json,sys
 li=json.load(open(sys.argv[1]))["last_install"]
 t0,t1=int(sys.argv[2]),int(sys.argv[3])
 assert t0 <= li["started"] <= li["finished"] <= t1, (li, t0, t1)
@@ -297,7 +297,7 @@ expect_error "$T/mb2.last" org.varlink.service.InvalidParameter
 # ---- Install through the independent client: fd via SCM_RIGHTS, more ----
 vcall "$T/vi" io.flashd.Install '{"fd":0}' --more --fd "$T/v2.bundle" ||
 	fail "Install via varlink-call: $(tail -n 3 "$T/vi")"
-python3 - "$T/vi" <<'EOF' || fail "varlink-call Install replies"
+"$PY" - "$T/vi" <<'EOF' || fail "varlink-call Install replies"
 import json, sys
 replies = [json.loads(l) for l in open(sys.argv[1])]
 assert len(replies) >= 3, replies
