@@ -1,0 +1,97 @@
+#!/bin/sh
+# Authorization on the control socket: a client of another uid (nobody)
+# reads status, env and flash info, but every state-changing method is
+# refused with org.varlink.service.PermissionDenied, changes nothing, and
+# the daemon logs each refusal naming the peer. With socket-group= set, a
+# member of that group may change state.
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip "needs root to run a client as another uid"
+need setpriv
+NOBODY=65534
+GROUP=users
+getent group "$GROUP" >/dev/null || skip "no group '$GROUP'"
+GID=$(getent group "$GROUP" | cut -d: -f3)
+
+setup_board
+make_bundle v1 1.0 2
+chmod 755 "$T"                   # nobody must reach the socket and the bundle
+chmod 644 "$T/v1.bundle"
+start_daemon
+
+as_nobody() { setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$@"; }
+# a uid that is in the socket group only through its primary gid
+as_member() { setpriv --reuid=$NOBODY --regid="$GID" --clear-groups "$@"; }
+
+env_dump > "$T/env-before"
+
+# ---- reading is open to everyone ----
+as_nobody "$PY" "$VCALL" io.flashd.GetStatus > "$T/st.out" 2>&1 || fail "nobody: GetStatus: $(cat "$T/st.out")"
+expect_fields "$T/st.out" "nobody GetStatus" <<EOF
+parameters.compatible flashd,nandsim-128m
+parameters.booted A
+EOF
+as_nobody "$FLASHCTL" --json status > "$T/st.json" 2>&1 || fail "nobody: flashctl status: $(cat "$T/st.json")"
+expect_fields "$T/st.json" "nobody flashctl status" <<EOF
+slots.0.name A
+operation null
+EOF
+for call in 'io.flashd.GetEnv {"name":"BOOT_ORDER"}' 'io.flashd.ListEnv {}' \
+	'io.flashd.FlashInfo {}' 'io.flashd.OverlayStatus {}' 'org.varlink.service.GetInfo {}'; do
+	set -- $call
+	as_nobody "$PY" "$VCALL" "$1" "$2" > "$T/r.out" 2>&1 || fail "nobody: $1 refused: $(cat "$T/r.out")"
+done
+
+# ---- every mutating method is refused ----
+n=0
+for call in 'io.flashd.Install {"fd":0}' 'io.flashd.Install {"path":"/dev/null"}' \
+	'io.flashd.Cancel {}' 'io.flashd.MarkGood {}' 'io.flashd.MarkBad {"slot":"B"}' \
+	'io.flashd.Activate {"slot":"B"}' 'io.flashd.Rollback {}' 'io.flashd.OverlayReset {}' \
+	'io.flashd.SetEnv {"name":"bootdelay","value":"9"}' \
+	'io.flashd.SetEnv {"name":"BOOT_ORDER","value":"B","force":true}'; do
+	set -- $call
+	as_nobody "$PY" "$VCALL" --fd "$T/v1.bundle" "$1" "$2" > "$T/r.out" 2>&1 &&
+		fail "nobody: $1 $2 was allowed: $(cat "$T/r.out")"
+	expect_fields "$T/r.out" "nobody $1 $2" <<EOF
+error org.varlink.service.PermissionDenied
+EOF
+	n=$((n + 1))
+done
+# the daemon logs each refusal with the peer's uid
+refusals=$(grep -c "uid $NOBODY).*PermissionDenied\|uid $NOBODY).*not authorized\|uid $NOBODY).*refused" "$T/flashd.log")
+[ "$refusals" -ge "$n" ] ||
+	fail "only $refusals of $n refusals logged naming uid $NOBODY: $(grep "uid $NOBODY" "$T/flashd.log" | head -3)"
+grep "uid $NOBODY" "$T/flashd.log" | grep -q "io.flashd.MarkGood" || fail "the MarkGood refusal does not name the method"
+
+# flashctl as nobody: exit 4 (permission denied), with the reason
+as_nobody "$FLASHCTL" install "$T/v1.bundle" > "$T/i.out" 2>&1
+rc=$?
+[ $rc = 4 ] || fail "nobody: flashctl install exited $rc, expected 4: $(cat "$T/i.out")"
+grep -qi "permission" "$T/i.out" || fail "nobody: flashctl install does not say why: $(cat "$T/i.out")"
+as_nobody "$FLASHCTL" cancel > "$T/c.out" 2>&1
+rc=$?
+[ $rc = 4 ] || fail "nobody: flashctl cancel exited $rc, expected 4"
+as_nobody "$FLASHCTL" overlay reset > "$T/o.out" 2>&1
+rc=$?
+[ $rc = 4 ] || fail "nobody: flashctl overlay reset exited $rc, expected 4"
+
+env_dump > "$T/env-after"
+cmp -s "$T/env-before" "$T/env-after" || fail "refused calls changed the env: $(diff "$T/env-before" "$T/env-after")"
+[ ! -s "$T/state/installs.json" ] || fail "a refused Install left an install record"
+expect_daemon_ok "after the refusals"
+
+# ---- socket-group=: a member may change state, others still may not ----
+stop_daemon
+printf '[flashd]\nsocket-group=%s\n' "$GROUP" >> "$T/flashd.conf"
+start_daemon
+as_member "$PY" "$VCALL" io.flashd.SetEnv '{"name":"bootdelay","value":"7"}' > "$T/m.out" 2>&1 ||
+	fail "member of $GROUP: SetEnv refused: $(cat "$T/m.out")"
+[ "$(env_var bootdelay)" = 7 ] || fail "member's SetEnv did not reach the env"
+as_member "$FLASHCTL" -q install "$T/v1.bundle" > "$T/mi.out" 2>&1 ||
+	fail "member of $GROUP: flashctl install failed: $(cat "$T/mi.out")"
+[ "$(env_var FLASHD_B_VERSION)" = 1.0 ] || fail "member's install did not activate B"
+as_nobody "$PY" "$VCALL" io.flashd.MarkGood > "$T/n.out" 2>&1 && fail "nobody allowed with socket-group set"
+expect_fields "$T/n.out" "nobody with socket-group" <<EOF
+error org.varlink.service.PermissionDenied
+EOF
+say PASS
