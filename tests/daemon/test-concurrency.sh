@@ -56,7 +56,7 @@ done
 
 # 50 Varlink connections open at once, each polling GetStatus on its own
 # connection until the install is over; the gate opens once all of them
-# got a first answer.
+# got a first answer (operation "install", with progress).
 "$PY" - "$SOCK" "$T/go-one" > "$T/poll.out" 2>&1 <<'EOF' &
 import json, socket, sys, threading, time
 sock_path, gate = sys.argv[1], sys.argv[2]
@@ -116,7 +116,9 @@ moved = sum(1 for r in results if len(set(r[1])) > 1)
 outcome = {r[2] for r in results}
 print(f"{N} clients, {answers} answers; {moved} saw the percentage move; last result {outcome}")
 assert outcome == {"success"}, outcome
-assert moved >= 1, "no client saw the install progress"
+# each: at least one answer during the install (before the gate opened)
+# and one after it; how many in between depends on the machine's speed
+assert all(r[0] >= 2 and r[1] and r[1][0] is not None for r in results), results
 EOF
 POLLER=$!
 BG_PIDS="$BG_PIDS $!"
