@@ -1059,7 +1059,12 @@ static int health_start(struct manager *m)
 
 static void proto_log(void *userdata, const struct proto_peer *peer, const char *msg)
 {
-	log_warning("control socket (pid %d uid %u): %s", (int)peer->pid, peer->uid, msg);
+	/* no peer for problems before a connection exists (accept failed,
+	 * connection limit reached) */
+	if (!peer)
+		log_warning("control socket: %s", msg);
+	else
+		log_warning("control socket (pid %d uid %u): %s", (int)peer->pid, peer->uid, msg);
 }
 
 int manager_new(struct conf *conf, struct manager **ret, struct manager_error *err)
