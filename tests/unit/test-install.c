@@ -548,6 +548,32 @@ static int boot_pick(struct rig *r)
 	return slot_boot_select(&st, &next, &ch);
 }
 
+/* The running slot A keeps failing to boot: the script uses up its tries
+ * and resets the board; it must never try slot B, which holds a partial
+ * or unverified image. */
+static void boot_never_b(struct rig *r, const char *ctx)
+{
+	struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct slot_error serr = { "" };
+	struct slot_state st, next;
+	struct slot_changes ch;
+
+	assert_int_equal(env_open_layout(r->l, r->target, NULL, 0, &e, &eerr), 0);
+	assert_int_equal(slot_state_load_group(&st, r->g, env_get_dup, e, &serr), 0);
+	env_close(e);
+	for (unsigned i = 0; i <= st.max_tries; i++) {
+		int k = slot_boot_select(&st, &next, &ch);
+		if (k == -EAGAIN)
+			return;
+		if (k != 0)
+			fail_msg("%s: boot %u after A failed %u times picks %d, not A", ctx, i + 1,
+				 i, k);
+		st = next;
+	}
+	fail_msg("%s: A failed %u times and the script still boots it", ctx, st.max_tries + 1);
+}
+
 /* sha256 of the first len bytes of the logical stream (bad blocks
  * skipped, as the kernel's mtdblock/nanddump --bb=skipbad would see it). */
 static void member_sha(struct rig *r, int slot, const char *member, uint64_t len, uint8_t out[32])
@@ -945,8 +971,10 @@ static void test_refusals(void **state)
 			free(order);
 			env_close(e);
 		}
-		/* the board still boots the running slot */
+		/* the board still boots the running slot; a B marked bad is never tried */
 		assert_int_equal(boot_pick(&r), 0);
+		if (c->marks_bad)
+			boot_never_b(&r, c->what);
 		env_raw_restore(&r, raw0);
 		free(raw);
 		free(c->bundle);
@@ -993,10 +1021,53 @@ static void test_no_good_blocks_left(void **state)
 	want = env_b_marked_bad(&r);
 	expect_env(&r, want, "after -ENOSPC");
 	assert_int_equal(boot_pick(&r), 0);
+	boot_never_b(&r, "-ENOSPC");
 	free(want);
 	free(bundle);
 	image_free(&rootfs);
 	image_free(&kernel);
+	rig_free(&r);
+}
+
+/* The flash does not keep what was written (uncorrectable bitflips in a
+ * block of the target): the read-back refuses activation. Corrected
+ * bitflips are fine: the data is intact. */
+static void test_readback(void **state)
+{
+	struct rig r;
+	struct rres res;
+	struct image rootfs = make_sqfs("rb-rootfs.sqfs", 500 * 1024, 60);
+	const struct layout_partition *rb;
+	struct nsim *s;
+	char *bundle, *want;
+	int k;
+
+	rig_new(&r, "nandsim-128m.json", "nand-readback.sim");
+	rb = member_part(&r, 1, "rootfs");
+	bundle = make_bundle("rb.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs, NULL,
+			     NULL, key_trusted, NULL, true });
+	s = sim_open(&r);
+	assert_int_equal(nsim_set_block_flip(s, part_block(&r, rb, 2), NSIM_FLIP_UNCORRECTABLE), 0);
+	nsim_close(s);
+	k = run_install(&r, bundle, NULL, &res);
+	if (k != -EBADMSG || !strstr(res.err.msg, "read-back of image 'rootfs' from partition "
+				     "'rootfs-b'") || !strstr(res.err.msg, "uncorrectable ECC error") ||
+	    !strstr(res.err.msg, "slot B stays marked bad"))
+		fail_msg("got %d \"%s\"", k, res.err.msg);
+	assert_int_equal(res.stats.bytes_written, rootfs.len);
+	want = env_b_marked_bad(&r);
+	expect_env(&r, want, "after a failed read-back");
+	assert_int_equal(boot_pick(&r), 0);
+	boot_never_b(&r, "failed read-back");
+
+	s = sim_open(&r);
+	assert_int_equal(nsim_set_block_flip(s, part_block(&r, rb, 2), NSIM_FLIP_CORRECTED), 0);
+	nsim_close(s);
+	install_ok(&r, bundle, NULL, &res);
+	expect_installed_b(&r, "2.0", &rootfs, NULL);
+	free(want);
+	free(bundle);
+	image_free(&rootfs);
 	rig_free(&r);
 }
 
@@ -1187,6 +1258,7 @@ static void matrix_check(struct matrix *x, int k, const struct rres *res, const 
 	} else {
 		if (pick != 0 || !slot_holds(r, 0, &x->old_a, &x->old_kernel))
 			fail_msg("%s: boots slot %d, expected A with its old image", ctx, pick);
+		boot_never_b(r, ctx);
 	}
 	snap_check_untouched(&x->snap, r, ctx);
 }
@@ -1585,6 +1657,7 @@ int main(void)
 		cmocka_unit_test(test_nor_install),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_no_good_blocks_left),
+		cmocka_unit_test(test_readback),
 		cmocka_unit_test(test_reinstall),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_bounded_memory),
@@ -1592,5 +1665,8 @@ int main(void)
 		cmocka_unit_test(test_powercut_nand),
 	};
 
+	/* FLASHD_TEST_FILTER=test_powercut_* runs a subset */
+	if (getenv("FLASHD_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("FLASHD_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
