@@ -825,13 +825,14 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 
 	if (m->op.name)
 		return busy(m, call);
-	if (!env_name_valid(name))
-		return proto_error(call, PROTO_ERROR_ENV_REFUSED, json_object_new_object()) < 0 ? -EINVAL :
-		       0;
-	if (env_protected(name) && !force) {
+	if (!env_name_valid(name) || (env_protected(name) && !force)) {
+		/* proto_error() borrows the parameters: they are ours to free */
 		_cleanup_json_ struct json_object *o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(name));
 		json_object_object_add(o, "reason", json_object_new_string(
+			!env_name_valid(name) ?
+			"not a valid U-Boot variable name (empty, too long, or contains '=' "
+			"or a control character)" :
 			"managed by flashd (boot selection / install state): use mark-good, "
 			"activate, rollback, or force"));
 		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);

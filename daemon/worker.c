@@ -125,6 +125,8 @@ int worker_start(sd_event *e, worker_job_fn job, worker_line_fn on_line, worker_
 		return r;
 	}
 	if (w->pid == 0) {
+		/* the child never returns from here: free its copy now */
+		free(TAKE_PTR(w));
 		close(p[0]);
 		run_child(p[1], job, userdata);
 	}

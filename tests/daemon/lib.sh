@@ -223,14 +223,14 @@ start_daemon() {
 	# shellcheck disable=SC2086
 	$DAEMON_WRAPPER "$FLASHD" -c "$T/flashd.conf" "$@" >>"$T/flashd.log" 2>&1 &
 	DAEMON_PID=$!
-	for i in $(seq 1 200); do
+	for i in $(seq 1 $((${START_TIMEOUT:-10} * 20))); do
 		daemon_alive || fail "flashd exited during startup"
 		if "$PY" "$VCALL" --timeout 5 org.varlink.service.GetInfo >/dev/null 2>&1; then
 			return 0
 		fi
 		sleep 0.05
 	done
-	fail "flashd did not answer on $SOCK within 10 s"
+	fail "flashd did not answer on $SOCK within ${START_TIMEOUT:-10} s"
 }
 
 # stop_daemon: SIGTERM, wait; returns the daemon's exit status in $DAEMON_RC.

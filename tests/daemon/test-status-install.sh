@@ -186,6 +186,10 @@ jget "$T/se2.last" parameters.reason | grep -q "managed by flashd" || fail "EnvR
 [ "$(env_var BOOT_ORDER)" = "B A" ] || fail "refused SetEnv changed BOOT_ORDER"
 vcall "$T/se3" io.flashd.SetEnv '{"name":"bad=name","value":"1"}' && fail "SetEnv bad=name allowed"
 expect_error "$T/se3.last" io.flashd.EnvRefused
+expect_fields "$T/se3.last" <<EOF
+parameters.name bad=name
+parameters.reason not a valid U-Boot variable name (empty, too long, or contains '=' or a control character)
+EOF
 vcall "$T/se4" io.flashd.SetEnv '{"name":"bootdelay","value":null}' || fail "SetEnv delete"
 env_var bootdelay && fail "SetEnv value=null did not delete bootdelay"
 vcall "$T/se5" io.flashd.SetEnv '{"value":"1"}' && fail "SetEnv without name allowed"

@@ -14,7 +14,8 @@ Every reply is printed as one JSON line (the whole reply object:
 "parameters", "continues", "error"). --fd FILE opens FILE read-only and
 passes the descriptor with the call (SCM_RIGHTS); "fd": N in the
 parameters is its index among the passed descriptors. --raw sends stdin
-verbatim and prints the replies until the daemon closes the connection.
+verbatim, closes the sending side, and prints the replies until the daemon
+closes the connection.
 
 Exit status: 0 the final reply is not an error, 1 it is an error reply,
 2 usage or connection problem, 3 the connection ended (or timed out)
@@ -74,6 +75,8 @@ def main():
 
     if a.raw:
         s.sendall(sys.stdin.buffer.read())
+        # EOF: the daemon closes once everything sent is answered
+        s.shutdown(socket.SHUT_WR)
         try:
             while (msg := r.next()) is not None:
                 print(msg.decode())
