@@ -1,0 +1,485 @@
+#!/bin/bash
+# The measuring half of bench/run: runs as root inside the harness VM
+# (nandsim/vm-run, board already loaded by vm-load-board), never by hand.
+#
+#   guest.sh VARIANT WORKDIR CONTENDERS QUICK LAYOUT "NANDSIM-PARAMS"
+#
+# Writes one JSON object per line to $VM_OUT/bench.jsonl. Each contender
+# installs into the empty slot B (erased, untimed), then the same image
+# again, then the 10%-changed image. Erase operations are counted in the
+# kernel with a kprobe on the driver's erase function, for every contender
+# alike; flashd's own counters are recorded next to them.
+set -u
+variant=$1 work=$2 contenders=$3 quick=$4 layout=$5 extra=${6:-}
+out=${VM_OUT:?not in the harness VM}/bench.jsonl
+FLASHD=$top_builddir/flashd FLASHCTL=$top_builddir/flashctl
+PY=/usr/bin/python3
+B=$top_srcdir/bench
+tmp=/tmp/bench
+mkdir -p $tmp
+: >"$out"
+
+log() { echo "bench[$variant]: $*"; }
+die() { echo "bench[$variant]: FATAL: $*" >&2; exit 1; }
+
+# emit KEY=VALUE...: one JSON object; numbers stay numbers.
+emit() {
+	local kv k v s="{\"variant\":\"$variant\""
+	for kv in "$@"; do
+		k=${kv%%=*} v=${kv#*=}
+		if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then
+			s="$s,\"$k\":$v"
+		else
+			v=${v//\\/\\\\} v=${v//\"/\\\"} v=${v//$'\n'/ } v=${v//$'\t'/ }
+			s="$s,\"$k\":\"$v\""
+		fi
+	done
+	printf '%s}\n' "$s" >>"$out"
+}
+
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+# ---- board --------------------------------------------------------------------
+# nandsim's parts= names its partitions "NAND simulator partition N" and
+# this kernel has neither cmdlinepart nor a partitioned master to add
+# named ones, while flashd's target=system finds partitions by MTD name.
+# So the layout's names are bind-mounted over the sysfs name attributes
+# (flashd then opens the real /dev/mtdN); mtdram gets real names.
+# shellcheck disable=SC2086  # extra is "P=V P=V"
+vm-load-board "$layout" $extra || die "vm-load-board $layout $extra failed"
+name_partitions() {
+	local name off d
+	while IFS=$'\t' read -r name off; do
+		off=$((off))
+		for d in /sys/class/mtd/mtd*; do
+			case "$d" in *ro) continue ;; esac
+			[ "$(cat "$d/offset")" = "$off" ] || continue
+			[ "$(cat "$d/name")" = "$name" ] && break
+			case "$(cat "$d/name")" in "NAND simulator partition "*) ;; *) continue ;; esac
+			echo "$name" >"$tmp/name-${d##*/}"
+			mount --bind "$tmp/name-${d##*/}" "$d/name" || die "cannot bind-mount a name over $d/name"
+			break
+		done
+	done < <(jq -r '.partitions[] | [.name, .offset] | @tsv' "$layout")
+}
+name_partitions
+
+# The layout's partitions on this kernel, found by offset (nandsim names
+# its partitions "NAND simulator partition N", mtdram has a master mtd0).
+part_dev() { # NAME
+	local off d
+	off=$(jq -r --arg n "$1" '.partitions[] | select(.name == $n) | .offset' "$layout")
+	off=$((off))
+	for d in /sys/class/mtd/mtd*; do
+		case "$d" in *ro) continue ;; esac
+		[ "$(cat "$d/offset" 2>/dev/null)" = "$off" ] || continue
+		[ "$(cat "$d/size")" = "$(cat /sys/class/mtd/mtd0/size)" ] && [ "$off" = 0 ] && continue
+		echo "/dev/${d##*/}"
+		return 0
+	done
+	return 1
+}
+DEV_B=$(part_dev rootfs-b) || die "no MTD partition for rootfs-b of $layout: $(cat /proc/mtd)"
+DEV_A=$(part_dev rootfs-a) || die "no rootfs-a"
+DEV_ENV=$(part_dev u-boot-env) || die "no u-boot-env"
+DEV_ENV2=$(part_dev u-boot-env-redund) || die "no u-boot-env-redund"
+DEV_DATA=$(part_dev rootfs_data) || die "no rootfs_data"
+mtdB=${DEV_B#/dev/}
+ES=$(cat /sys/class/mtd/$mtdB/erasesize)
+TYPE=$(cat /sys/class/mtd/$mtdB/type)
+B_OFF=$(cat /sys/class/mtd/$mtdB/offset) B_SIZE=$(cat /sys/class/mtd/$mtdB/size)
+ENV_SIZE=$(printf '0x%x' "$(cat /sys/class/mtd/${DEV_ENV#/dev/}/size)")
+log "slot B = $DEV_B ($TYPE, erase block $ES, offset $B_OFF), env $DEV_ENV + $DEV_ENV2, data $DEV_DATA"
+emit kind=board type="$TYPE" erasesize="$ES" slot_b="$DEV_B" slot_b_blocks=$((B_SIZE / ES)) \
+	params="$(for p in /sys/module/nandsim/parameters/{do_delays,erase_delay,programm_delay,access_delay,output_cycle,input_cycle}; do [ -r "$p" ] && printf '%s=%s ' "${p##*/}" "$(cat "$p")"; done)"
+
+for m in loop squashfs mtdblock jffs2 overlay dm-mod; do modprobe -q "$m" || log "modprobe $m failed"; done
+
+# /etc is the host's, read-only: an overlay makes fw_env.config and the
+# contenders' configuration writable for this VM run only.
+mkdir -p $tmp/etc-up $tmp/etc-work
+mount -t overlay overlay -o lowerdir=/etc,upperdir=$tmp/etc-up,workdir=$tmp/etc-work /etc ||
+	die "cannot make /etc writable (overlay)"
+printf '%s 0x0 %s %s\n%s 0x0 %s %s\n' "$DEV_ENV" "$ENV_SIZE" "$ENV_SIZE" "$DEV_ENV2" "$ENV_SIZE" "$ENV_SIZE" \
+	>/etc/fw_env.config
+echo "bench 1.0" >/etc/hwrevision
+
+# ---- erase counting (kprobe on the driver) -------------------------------------
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs tracefs $T 2>/dev/null
+[ -d $T/events ] || T=/sys/kernel/debug/tracing
+KPROBE=0
+if [ "$TYPE" = nand ]; then
+	probe='p:bench/erase nand_erase_op blk=%si:u32'
+else
+	probe='p:bench/erase ram_erase addr=+0(%si):u64 len=+8(%si):u64'
+fi
+if echo "$probe" >>$T/kprobe_events 2>/dev/null; then
+	KPROBE=1
+	echo 8192 >$T/buffer_size_kb
+else
+	log "kprobe '$probe' could not be set: erase counts will be missing"
+fi
+erase_begin() {
+	[ $KPROBE = 1 ] || return 0
+	echo 0 >$T/tracing_on
+	: >$T/trace
+	echo 1 >$T/events/bench/erase/enable
+	echo 1 >$T/tracing_on
+}
+# Sets ER_SLOT (blocks erased in slot B) and ER_TOTAL (all blocks).
+erase_end() {
+	ER_SLOT=-1 ER_TOTAL=-1
+	[ $KPROBE = 1 ] || return 0
+	echo 0 >$T/tracing_on
+	echo 0 >$T/events/bench/erase/enable
+	read -r ER_SLOT ER_TOTAL < <(awk -v es="$ES" -v lo="$B_OFF" -v hi="$((B_OFF + B_SIZE))" '
+		/ bench\/erase|erase: \(/ {
+			n = 0; a = -1
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^blk=/) { a = substr($i, 5) * es; n = 1 }
+				if ($i ~ /^addr=/) a = substr($i, 6) + 0
+				if ($i ~ /^len=/) n = int((substr($i, 5) + es - 1) / es)
+			}
+			if (a < 0) next
+			tot += n
+			if (a >= lo && a < hi) slot += n
+		}
+		END { printf "%d %d\n", slot, tot }' $T/trace)
+}
+
+# ---- common per-install bookkeeping ---------------------------------------------
+empty_slot_b() { flash_erase -q "$DEV_B" 0 0 >/dev/null 2>&1 || die "flash_erase $DEV_B failed"; }
+# verified IMAGE: the slot holds the image (plain read; no bad blocks here)
+verified() {
+	local n
+	n=$(stat -c %s "$1")
+	cmp -s -n "$n" "$1" "$DEV_B" && echo yes || echo no
+}
+img_v1=$tmp/v1.img img_v2=$tmp/v2.img
+size=$(stat -c %s "$work/v1.img")
+cp "$work/v1.img" "$img_v1" && cp "$work/v2.img" "$img_v2" || die "cannot copy the images to $tmp"
+workloads="full reinstall changed"
+image_for() { case "$1" in full|reinstall) echo 1 ;; changed) echo 2 ;; esac; }
+
+# ---- provisioning: env + slot A, through flashd's own provisioning ---------------
+layout_base=$(basename "$layout" .json)
+cp "$work/flashd-$layout_base-v1.bundle" "$work/flashd-$layout_base-v2.bundle" $tmp/ ||
+	die "flashd bundles for $layout_base missing in $work"
+log "provisioning the board (flashctl provision, untimed)"
+t0=$(now)
+if ! "$FLASHCTL" provision --layout "$layout" --bundle "$tmp/flashd-$layout_base-v1.bundle" \
+	--keyring "$work/keyring" system >$tmp/provision.log 2>&1; then
+	cat $tmp/provision.log
+	die "flashctl provision failed"
+fi
+emit kind=setup what=provision seconds="$(elapsed "$t0" "$(now)")"
+
+# ---- floor: mtd-utils ------------------------------------------------------------
+run_floor() {
+	local w img t0 t1 rc
+	for w in $workloads; do
+		img=$tmp/v$(image_for "$w").img
+		[ "$w" = full ] && empty_slot_b
+		erase_begin
+		t0=$(now)
+		if [ "$TYPE" = nand ]; then
+			# erase exactly the blocks the image needs (no bad blocks
+			# here), then write: the least work any tool can do
+			/usr/bin/time -f %M -o $tmp/rss sh -c 'flash_erase -q "$1" 0 "$3" && nandwrite -q -p "$1" "$2"' \
+				sh "$DEV_B" "$img" $(( (size + ES - 1) / ES )) >$tmp/floor.log 2>&1
+		else
+			/usr/bin/time -f %M -o $tmp/rss flashcp "$img" "$DEV_B" >$tmp/floor.log 2>&1
+		fi
+		rc=$?
+		t1=$(now)
+		erase_end
+		if [ $rc != 0 ]; then
+			emit kind=install contender=floor workload="$w" error="$(tail -c 300 $tmp/floor.log)"
+			continue
+		fi
+		emit kind=install contender=floor workload="$w" seconds="$(elapsed "$t0" "$t1")" \
+			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(tail -1 $tmp/rss)" \
+			verified="$(verified "$img")" \
+			how="$([ "$TYPE" = nand ] && echo "flash_erase (image-size blocks) + nandwrite -p" || echo "flashcp (erases image-size blocks, writes, verifies)")"
+	done
+}
+
+# ---- flashd ----------------------------------------------------------------------
+FD=$tmp/flashd
+fd_pid=""
+fd_start() {
+	rm -f $FD/flashd.sock
+	/usr/bin/time -f %M -o $FD/daemon.rss "$FLASHD" -c $FD/flashd.conf >>$FD/flashd.log 2>&1 &
+	fd_time=$!
+	local i
+	for i in $(seq 200); do
+		fd_pid=$(cat /proc/$fd_time/task/$fd_time/children 2>/dev/null | awk '{print $1}')
+		[ -n "$fd_pid" ] && [ -S $FD/flashd.sock ] && return 0
+		sleep 0.05
+	done
+	tail -n 20 $FD/flashd.log
+	die "flashd did not start"
+}
+fd_stop() {
+	[ -n "$fd_pid" ] && kill "$fd_pid" 2>/dev/null
+	wait "$fd_time" 2>/dev/null
+	fd_pid=""
+}
+# sampler: VmHWM of flashd and its children (the install worker)
+sampler_start() {
+	rm -f $tmp/sampler.ready $tmp/sampler.stop
+	"$PY" "$B/rss-sample.py" "$1" $tmp/sampler.json $tmp/sampler.ready $tmp/sampler.stop &
+	sampler=$!
+	local i
+	for i in $(seq 200); do [ -f $tmp/sampler.ready ] && return 0; sleep 0.05; done
+	log "rss sampler did not start"
+}
+sampler_stop() { touch $tmp/sampler.stop; wait "$sampler" 2>/dev/null; }
+
+run_flashd() {
+	local w b t0 t1 rc rec lat=${1:-}
+	mkdir -p $FD/state
+	echo "flashd.slot=A" >$FD/cmdline
+	cat >$FD/flashd.conf <<EOT
+[flashd]
+layout=$layout
+target=system
+keyring=$work/keyring
+socket=$FD/flashd.sock
+state-dir=$FD/state
+cmdline=$FD/cmdline
+EOT
+	for w in $workloads ${lat:+latency}; do
+		b=$tmp/flashd-$layout_base-v$(image_for "${w/latency/full}").bundle
+		[ "$w" = full ] || [ "$w" = latency ] && empty_slot_b
+		fd_start
+		sampler_start "$fd_pid"
+		if [ "$w" = latency ]; then
+			rm -f $tmp/lat.stop
+			"$PY" "$B/status-latency.py" $FD/flashd.sock $tmp/lat.json $tmp/lat.stop idle
+			"$PY" "$B/status-latency.py" $FD/flashd.sock $tmp/lat-info.json $tmp/lat.stop idle \
+				org.varlink.service.GetInfo
+			"$PY" "$B/status-latency.py" $FD/flashd.sock $tmp/lat-run.json $tmp/lat.stop &
+			latpid=$!
+			sleep 1 # python start-up under TCG, so that the loop runs before the install
+		fi
+		erase_begin
+		t0=$(now)
+		FLASHD_SOCKET=$FD/flashd.sock /usr/bin/time -f %M -o $FD/client.rss \
+			"$FLASHCTL" -q install "$b" >$FD/install.log 2>&1
+		rc=$?
+		t1=$(now)
+		erase_end
+		if [ "$w" = latency ]; then
+			touch $tmp/lat.stop
+			wait $latpid
+		fi
+		sampler_stop
+		fd_stop
+		if [ $rc != 0 ]; then
+			emit kind=install contender=flashd workload="$w" \
+				error="flashctl install exited $rc: $(tail -c 300 $FD/install.log) / $(tail -n 3 $FD/flashd.log)"
+			continue
+		fi
+		rec=$(jq -c '.[0] | {bytes, erases, blocks_skipped, result}' $FD/state/installs.json 2>/dev/null)
+		if [ "$w" = latency ]; then
+			emit kind=latency contender=flashd seconds="$(elapsed "$t0" "$t1")" \
+				idle="$(cat $tmp/lat.json)" during="$(cat $tmp/lat-run.json)" \
+				getinfo="$(cat $tmp/lat-info.json)"
+			continue
+		fi
+		emit kind=install contender=flashd workload="$w" seconds="$(elapsed "$t0" "$t1")" \
+			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" \
+			own_erases="$(jq -r '.erases' <<<"$rec")" own_skipped="$(jq -r '.blocks_skipped' <<<"$rec")" \
+			own_bytes="$(jq -r '.bytes' <<<"$rec")" own_result="$(jq -r '.result' <<<"$rec")" \
+			rss_kib="$(tail -1 $FD/daemon.rss)" rss_detail="$(cat $tmp/sampler.json)" \
+			client_rss_kib="$(tail -1 $FD/client.rss)" verified="$(verified "$tmp/v$(image_for "$w").img")" \
+			how="flashctl install (daemon + worker; changed blocks only, sha256 read-back)"
+	done
+}
+
+# ---- RAUC -------------------------------------------------------------------------
+RD=$tmp/rauc
+run_rauc() {
+	local w b t0 t1 rc spid i
+	command -v rauc >/dev/null || { emit kind=install contender=rauc workload=all error="rauc is not installed"; return; }
+	RTYPE=nor
+	[ "$TYPE" = nand ] && RTYPE=nand
+	mkdir -p $RD/mnt $RD/data
+	cp "$work/rauc-v1.raucb" "$work/rauc-v2.raucb" $RD/ || { emit kind=install contender=rauc workload=all error="rauc bundles missing"; return; }
+	# Debian's rauc ships no D-Bus policy; a private system bus for the VM.
+	cat >$RD/bus.conf <<EOT
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$RD/bus.sock</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow own="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+  </policy>
+</busconfig>
+EOT
+	dbus-daemon --config-file=$RD/bus.conf --fork --print-pid >$RD/bus.pid 2>$RD/bus.log ||
+		{ emit kind=install contender=rauc workload=all error="dbus-daemon: $(cat $RD/bus.log)"; return; }
+	export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$RD/bus.sock
+	cat >$RD/system.conf <<EOT
+[system]
+compatible=flashd-bench
+bootloader=uboot
+statusfile=$RD/data/status.raucs
+mountprefix=$RD/mnt
+
+[keyring]
+path=$work/cms.pem
+
+[slot.rootfs.0]
+device=$DEV_A
+type=$RTYPE
+bootname=A
+
+[slot.rootfs.1]
+device=$DEV_B
+type=$RTYPE
+bootname=B
+EOT
+	for w in $workloads; do
+		b=$RD/rauc-v$(image_for "$w").raucb
+		[ "$w" = full ] && empty_slot_b
+		/usr/bin/time -f %M -o $RD/service.rss rauc -c $RD/system.conf service --override-boot-slot=A \
+			>>$RD/service.log 2>&1 &
+		spid=$!
+		for i in $(seq 100); do
+			rauc -c $RD/system.conf status >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		erase_begin
+		t0=$(now)
+		/usr/bin/time -f %M -o $RD/client.rss rauc -c $RD/system.conf install "$b" >$RD/install.log 2>&1
+		rc=$?
+		t1=$(now)
+		erase_end
+		kill "$(cat /proc/$spid/task/$spid/children 2>/dev/null | awk '{print $1}')" 2>/dev/null
+		wait $spid 2>/dev/null
+		if [ $rc != 0 ]; then
+			emit kind=install contender=rauc workload="$w" \
+				error="rauc install exited $rc: $(grep -v '^installing' $RD/install.log | tail -c 400)"
+			continue
+		fi
+		emit kind=install contender=rauc workload="$w" seconds="$(elapsed "$t0" "$t1")" \
+			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(tail -1 $RD/service.rss)" \
+			client_rss_kib="$(tail -1 $RD/client.rss)" verified="$(verified "$tmp/v$(image_for "$w").img")" \
+			how="rauc service + rauc install (plain bundle: loop+squashfs mount; $([ "$TYPE" = nand ] && echo "flash_erase + nandwrite" || echo "flash_erase + flashcp"))"
+	done
+	kill "$(cat $RD/bus.pid)" 2>/dev/null
+	unset DBUS_SYSTEM_BUS_ADDRESS
+}
+
+# ---- SWUpdate -------------------------------------------------------------------------
+SD=$tmp/swupdate
+run_swupdate() {
+	local w s t0 t1 rc
+	command -v swupdate >/dev/null || { emit kind=install contender=swupdate workload=all error="swupdate is not installed"; return; }
+	mkdir -p $SD
+	for w in $workloads; do
+		s=$work/swu-v$(image_for "$w")-${mtdB}.swu
+		[ -f "$s" ] || { emit kind=install contender=swupdate workload="$w" error="no $s (the .swu names the MTD number; rootfs-b is $mtdB here)"; continue; }
+		cp "$s" $SD/u.swu
+		[ "$w" = full ] && empty_slot_b
+		erase_begin
+		t0=$(now)
+		/usr/bin/time -f %M -o $SD/rss swupdate -B uboot -k "$work/cms.pem" -H bench:1.0 -i $SD/u.swu \
+			>$SD/install.log 2>&1
+		rc=$?
+		t1=$(now)
+		erase_end
+		if [ $rc != 0 ]; then
+			emit kind=install contender=swupdate workload="$w" \
+				error="swupdate exited $rc: $(grep -E 'ERROR|error' $SD/install.log | tail -n 4)"
+			continue
+		fi
+		emit kind=install contender=swupdate workload="$w" seconds="$(elapsed "$t0" "$t1")" \
+			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(tail -1 $SD/rss)" \
+			verified="$(verified "$tmp/v$(image_for "$w").img")" \
+			how="swupdate -i (flash handler, libmtd; one process)"
+	done
+}
+
+# ---- boot assembly -----------------------------------------------------------------
+# Slot A (provisioned) and the JFFS2 overlay, assembled N times each way,
+# alternating. Bare: the mount commands of an init script. flashd boot:
+# --no-exec (everything up to the mounted union, no switch_root).
+boot_bare() {
+	mount -t squashfs -o ro "$1" $tmp/bare/rom &&
+	mount -t jffs2 "mtd${DEV_DATA#/dev/mtd}" $tmp/bare/data &&
+	mkdir -p $tmp/bare/data/upper $tmp/bare/data/work &&
+	mount -t overlay overlay -o lowerdir=$tmp/bare/rom,upperdir=$tmp/bare/data/upper,workdir=$tmp/bare/data/work $tmp/bare/root
+}
+boot_flashd() {
+	"$FLASHD" boot --mode initramfs --layout "$layout" --cmdline $tmp/boot.cmdline \
+		--stage $tmp/st --state $tmp/st.json --no-exec >$tmp/boot.out 2>$tmp/boot.err
+}
+umount_under() {
+	local m
+	for m in $(awk -v p="$1" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r); do
+		umount "$m" || return 1
+	done
+}
+run_boot() {
+	local n=5 i t0 t1 rc blk bare="" fb="" have_fb=0
+	mkdir -p $tmp/bare/rom $tmp/bare/data $tmp/bare/root $tmp/st
+	blk=/dev/mtdblock${DEV_A#/dev/mtd}
+	echo "flashd.slot=A" >$tmp/boot.cmdline
+	if "$FLASHD" boot --help 2>&1 | grep -q 'Usage: flashd boot'; then
+		have_fb=1
+		# the first boot formats nothing (provisioned) but creates the
+		# image's overlay generation: not what a normal boot does
+		if ! boot_flashd; then
+			emit kind=boot contender=flashd error="flashd boot failed: $(tail -c 300 $tmp/boot.err)"
+			have_fb=0
+		fi
+		umount_under $tmp/st/
+	fi
+	for i in $(seq $n); do
+		t0=$(now); boot_bare "$blk"; rc=$?; t1=$(now)
+		umount_under $tmp/bare/
+		[ $rc = 0 ] || { emit kind=boot contender=bare error="the bare mounts failed (run $i)"; return; }
+		bare="$bare $(elapsed "$t0" "$t1")"
+		[ $have_fb = 1 ] || continue
+		t0=$(now); boot_flashd; rc=$?; t1=$(now)
+		umount_under $tmp/st/
+		if [ $rc != 0 ]; then
+			emit kind=boot contender=flashd error="flashd boot failed (run $i): $(tail -c 300 $tmp/boot.err)"
+			have_fb=0
+			continue
+		fi
+		fb="$fb $(elapsed "$t0" "$t1")"
+	done
+	emit kind=boot contender=bare runs="${bare# }" \
+		how="mount squashfs (mtdblock) + mount jffs2 + mkdir upper/work + mount overlay"
+	if [ $have_fb = 1 ]; then
+		emit kind=boot contender=flashd runs="${fb# }" \
+			how="flashd boot --mode initramfs --no-exec (env, root, JFFS2 classify + probe, generation, union, state)" \
+			ms_total="$(jq -r '.ms_total // empty' $tmp/st.json 2>/dev/null)" \
+			root_kind="$(jq -r '.root.kind // empty' $tmp/st.json 2>/dev/null)"
+	elif ! "$FLASHD" boot --help 2>&1 | grep -q 'Usage: flashd boot'; then
+		emit kind=boot contender=flashd error="not measured: flashd boot not built yet"
+	fi
+}
+
+for c in ${contenders//,/ }; do
+	log "contender $c"
+	case "$c" in
+	floor) run_floor ;;
+	flashd) run_flashd "$([ "$variant" = nand-delay ] || [ "$quick" = 1 ] && echo latency)" ;;
+	rauc) run_rauc ;;
+	swupdate) run_swupdate ;;
+	esac
+done
+run_boot
+log "done"
+exit 0

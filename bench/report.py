@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+"""Turn bench/run's measurements (JSON lines) into the benchmark table.
+
+  report.py --results FILE --machine TEXT --commit REV --md OUT.md --json OUT.json [--quick]
+
+Prints the Markdown to stdout as well. Ratios are always against the
+mtd-utils floor measured in the same run, on the same variant.
+"""
+import argparse
+import datetime
+import json
+import statistics
+
+VARIANTS = {
+    "nand-delay": "NAND (nandsim 128 MiB, 128 KiB blocks, 2 KiB pages), realistic delays",
+    "nand": "NAND (nandsim 128 MiB), no delays",
+    "nor": "NOR (mtdram 96 MiB, 64 KiB blocks, bench/nor-bench-96m.json)",
+}
+CONTENDERS = ["floor", "flashd", "rauc", "swupdate"]
+WORKLOADS = {"full": "1. full install (empty slot)", "reinstall": "2. same image again",
+             "changed": "3. ~10% blocks changed"}
+LIMITS = {"full_time": 1.05, "changed_erases": 0.15, "changed_time": 0.25,
+          "rss_kib": 4096, "size_kib": 250, "boot": 1.2}
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                rows.append(json.loads(line))
+    return rows
+
+
+def fmt(v, nd=2):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--machine", required=True)
+    ap.add_argument("--commit", required=True)
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    rows = load(a.results)
+
+    image = next((r for r in rows if r.get("kind") == "image"), {})
+    inst = {}
+    for r in rows:
+        if r.get("kind") == "install":
+            inst[(r["variant"], r["contender"], r["workload"])] = r
+    variants = [v for v in VARIANTS if any(r.get("variant") == v for r in rows)]
+
+    def get(v, c, w):
+        return inst.get((v, c, w)) or inst.get((v, c, "all"))
+
+    # ratios against the floor
+    for (v, c, w), r in inst.items():
+        fl = inst.get((v, "floor", w))
+        if fl and "seconds" in r and fl.get("seconds"):
+            r["time_vs_floor"] = round(r["seconds"] / fl["seconds"], 3)
+        if fl and r.get("erases_slot", -1) >= 0 and fl.get("erases_slot", -1) > 0:
+            r["erases_vs_floor"] = round(r["erases_slot"] / fl["erases_slot"], 3)
+        if c == "flashd" and isinstance(r.get("rss_detail"), str):
+            try:
+                r["rss_detail"] = json.loads(r["rss_detail"])
+            except ValueError:
+                pass
+
+    targets = []
+
+    def target(name, variant, value, limit, ok, note=""):
+        targets.append({"target": name, "variant": variant, "value": value, "limit": limit,
+                        "result": "n/a" if ok is None else ("pass" if ok else "MISS"), "note": note})
+
+    for v in variants:
+        fd_full, fl_full = get(v, "flashd", "full"), get(v, "floor", "full")
+        if fd_full and "time_vs_floor" in fd_full:
+            target("full install time ≤ 1.05× floor", v, f"{fd_full['time_vs_floor']:.2f}×",
+                   "1.05×", fd_full["time_vs_floor"] <= LIMITS["full_time"])
+        else:
+            target("full install time ≤ 1.05× floor", v, "not measured", "1.05×", None,
+                   (fd_full or fl_full or {}).get("error", ""))
+        re = get(v, "flashd", "reinstall")
+        if re and "own_erases" in re:
+            target("same-image re-install: 0 erases", v,
+                   f"{re['own_erases']} (flashd) / {re.get('erases_slot')} (kernel, slot)",
+                   "0", re["own_erases"] == 0 and re.get("erases_slot", 0) <= 0)
+        ch, flc = get(v, "flashd", "changed"), get(v, "floor", "changed")
+        if ch and flc and "erases_slot" in ch and flc.get("erases_slot", 0) > 0:
+            target("10%-changed: erases ≤ 15% of floor", v,
+                   f"{ch['erases_slot']}/{flc['erases_slot']} = {100 * ch['erases_slot'] / flc['erases_slot']:.1f}%",
+                   "15%", ch["erases_slot"] <= LIMITS["changed_erases"] * flc["erases_slot"])
+        if v == "nand-delay" and ch and "time_vs_floor" in ch:
+            target("10%-changed: time ≤ 25% of floor (delays)", v,
+                   f"{100 * ch['time_vs_floor']:.0f}%", "25%",
+                   ch["time_vs_floor"] <= LIMITS["changed_time"])
+        if fd_full and "rss_kib" in fd_full:
+            target("peak RSS (daemon + worker) ≤ 4 MiB, 32 MiB install", v,
+                   f"{fd_full['rss_kib']} KiB", "4096 KiB", fd_full["rss_kib"] <= LIMITS["rss_kib"])
+    sizes = {r["name"]: r for r in rows if r.get("kind") == "size"}
+    if "flashd" in sizes and "bytes" in sizes["flashd"]:
+        kib = sizes["flashd"]["bytes"] / 1024
+        target("stripped flashd + flashctl ≤ 250 KiB", "host", f"{kib:.0f} KiB", "250 KiB",
+               kib <= LIMITS["size_kib"])
+    boots = {(r["variant"], r["contender"]): r for r in rows if r.get("kind") == "boot"}
+    for v in variants:
+        fb, bb = boots.get((v, "flashd")), boots.get((v, "bare"))
+        if fb and "runs" in fb and bb and "runs" in bb:
+            ratio = median(fb["runs"]) / median(bb["runs"])
+            target("flashd boot ≤ 1.2× bare mounts", v, f"{ratio:.2f}×", "1.2×", ratio <= LIMITS["boot"])
+        else:
+            target("flashd boot ≤ 1.2× bare mounts", v, "not measured", "1.2×", None,
+                   (fb or {}).get("error", "no boot measurement"))
+
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    md = []
+    md.append("# flashd benchmarks" + (" (quick smoke run)" if a.quick else ""))
+    md.append("")
+    md.append(f"Generated by `bench/run` on {now}, commit {a.commit}.  ")
+    md.append(f"Machine: {a.machine}.  ")
+    md.append("All contenders run in the same VM boot on the same kernel flash simulator "
+              "(qemu TCG: absolute times include emulation overhead; the ratios are what "
+              "to compare). Image: "
+              f"{image.get('bytes', '?')} bytes squashfs (xz, incompressible payload); the "
+              f"changed image differs in {image.get('nand_diff', '?')}/{image.get('nand_blocks', '?')} "
+              f"128 KiB blocks ({image.get('nor_diff', '?')}/{image.get('nor_blocks', '?')} 64 KiB NOR blocks).")
+    md.append("")
+    md.append("Erases are erase-block operations counted in the kernel with a kprobe on the "
+              "driver (`nand_erase_op` for nandsim, `ram_erase` for mtdram) during the timed "
+              "command, in slot B and in total (the rest is U-Boot env writes); flashd's own "
+              "counter from installs.json is shown in brackets. Peak RSS is the rusage maximum "
+              "over the installing process tree (`/usr/bin/time -f %M`): for flashd the daemon "
+              "and its install worker, for RAUC the service and the flash_erase/nandwrite it runs, "
+              "for SWUpdate its process; the CLI client is listed separately. RSS counts the "
+              "resident pages of shared libraries too (libcrypto, glib, ...). *ok* = the slot "
+              "read back equal to the image afterwards. The floor erases exactly the blocks the "
+              "image needs and writes them, without reading anything back (NAND: `flash_erase` + "
+              "`nandwrite -p`); on NOR `flashcp` also verifies. The floor has no "
+              "changed-blocks mode, so its rows 2 and 3 are the same full write.")
+    for v in variants:
+        md.append("")
+        md.append(f"## {VARIANTS[v]}")
+        board = next((r for r in rows if r.get("kind") == "board" and r["variant"] == v), None)
+        if board and board.get("params"):
+            md.append("")
+            md.append(f"nandsim: `{board['params'].strip()}`")
+        md.append("")
+        md.append("| workload | contender | time s | × floor | erases slot (own) | erases total | peak RSS KiB | client KiB | ok | how / why not |")
+        md.append("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+        for w, wname in WORKLOADS.items():
+            for c in CONTENDERS:
+                r = get(v, c, w)
+                if not r:
+                    continue
+                if "error" in r:
+                    md.append(f"| {wname} | {c} | – | – | – | – | – | – | – | **not measured**: {r['error']} |")
+                    continue
+                own = f" ({r['own_erases']})" if "own_erases" in r else ""
+                md.append(f"| {wname} | {c} | {fmt(r.get('seconds'))} | {fmt(r.get('time_vs_floor'))} | "
+                          f"{fmt(r.get('erases_slot'))}{own} | {fmt(r.get('erases_total'))} | "
+                          f"{fmt(r.get('rss_kib'))} | {fmt(r.get('client_rss_kib'))} | "
+                          f"{r.get('verified', '?')} | {r.get('how', '')} |")
+        fd = get(v, "flashd", "full")
+        if fd and isinstance(fd.get("rss_detail"), dict) and fd["rss_detail"]:
+            md.append("")
+            md.append("flashd peak RSS per process (VmHWM sampled every 10 ms, full install): " +
+                      ", ".join(f"{k} {val} KiB" for k, val in sorted(fd["rss_detail"].items())))
+        lat = next((r for r in rows if r.get("kind") == "latency" and r["variant"] == v), None)
+        if lat:
+            md.append("")
+            if "error" in lat:
+                md.append(f"Status latency: not measured: {lat['error']}")
+            else:
+                try:
+                    idle, during = json.loads(lat["idle"]), json.loads(lat["during"])
+                    md.append(f"Control-socket `io.flashd.GetStatus` latency (one connection, back-to-back "
+                              f"calls from Python): idle p50 {idle['p50_ms']} ms / p99 {idle['p99_ms']} ms "
+                              f"(n={idle['n']}); during a full install ({lat['seconds']} s, "
+                              f"{during['during_install']} replies saw the install running) "
+                              f"p50 {during['p50_ms']} ms / p99 {during['p99_ms']} ms / max {during['max_ms']} ms "
+                              f"(n={during['n']}, errors {during['errors']}).")
+                    if lat.get("getinfo"):
+                        gi = json.loads(lat["getinfo"])
+                        md.append(f"For comparison, `org.varlink.service.GetInfo` (same socket, no flashd "
+                                  f"state behind it) idle: p50 {gi['p50_ms']} ms / p99 {gi['p99_ms']} ms: the "
+                                  f"difference is what GetStatus itself costs.")
+                        lat["getinfo"] = gi
+                    lat["idle"], lat["during"] = idle, during
+                except (ValueError, KeyError) as e:
+                    md.append(f"Status latency: unreadable measurement ({e})")
+        bb = boots.get((v, "bare"))
+        fb = boots.get((v, "flashd"))
+        md.append("")
+        if bb and "runs" in bb:
+            md.append(f"Boot assembly, bare mounts ({bb['how']}): median {median(bb['runs']):.3f} s "
+                      f"over runs {bb['runs']} s. flashd boot: "
+                      + (f"median {median(fb['runs']):.3f} s" if fb and "runs" in fb else
+                         (fb or {}).get("error", "not measured")) + ".")
+        elif bb:
+            md.append(f"Boot assembly: {bb.get('error')}")
+    md.append("")
+    md.append("## Binary size (stripped, shared libraries excluded)")
+    md.append("")
+    md.append("| tool | files | stripped KiB | shared libs linked |")
+    md.append("|---|---|---:|---|")
+    for n in ["flashd", "rauc", "swupdate", "mtd-utils"]:
+        r = sizes.get(n)
+        if not r:
+            continue
+        if "error" in r:
+            md.append(f"| {n} | – | – | {r['error']} |")
+        else:
+            md.append(f"| {n} | {' '.join(p.split('/')[-1] for p in r['files'].split())} | "
+                      f"{r['bytes'] / 1024:.0f} | {r['shared_libs']} |")
+    md.append("")
+    md.append("## Targets")
+    md.append("")
+    md.append("| target | variant | measured | limit | result | note |")
+    md.append("|---|---|---|---|---|---|")
+    for t in targets:
+        md.append(f"| {t['target']} | {t['variant']} | {t['value']} | {t['limit']} | {t['result']} | {t['note']} |")
+    vm_errors = [r for r in rows if r.get("kind") == "vm"]
+    for r in vm_errors:
+        md.append("")
+        md.append(f"**VM run {r['variant']} failed**: {r['error']}")
+    text = "\n".join(md) + "\n"
+    with open(a.md, "w") as f:
+        f.write(text)
+    with open(a.json, "w") as f:
+        json.dump({"generated": now, "commit": a.commit, "machine": a.machine, "quick": a.quick,
+                   "image": image, "results": rows, "targets": targets}, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(text)
+
+
+def median(runs):
+    vals = [float(x) for x in str(runs).split()]
+    return statistics.median(vals)
+
+
+if __name__ == "__main__":
+    main()
