@@ -46,6 +46,7 @@ struct install {
 	uint8_t *vbuf;
 	size_t vbuf_size;
 	struct install_stats stats;
+	struct install_stats closed;         /* flash counters of the images finished */
 	uint64_t total;
 	int error;                           /* sticky */
 	struct install_error err;
@@ -302,6 +303,19 @@ static int on_image_begin(void *userdata, const struct bundle_image *img, struct
 	return 0;
 }
 
+/* The flash counters so far: finished images plus the one being written,
+ * so a failed install reports what it did to the flash. */
+static void sync_writer_stats(struct install *in, const struct install_target *t)
+{
+	const struct flashio_stats *st = flashio_writer_stats(t->writer);
+
+	in->stats.erases = in->closed.erases + st->erases;
+	in->stats.blocks_written = in->closed.blocks_written + st->blocks_written;
+	in->stats.blocks_skipped = in->closed.blocks_skipped + st->blocks_identical;
+	in->stats.blocks_bad = in->closed.blocks_bad + st->blocks_bad_skipped +
+			       st->blocks_marked_bad;
+}
+
 static int on_image_data(void *userdata, const struct bundle_image *img, const void *buf,
 			 size_t len, struct bundle_error *err)
 {
@@ -313,6 +327,7 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 	if (r < 0)
 		return r;
 	r = flashio_writer_write_all(t->writer, buf, len);
+	sync_writer_stats(in, t);
 	if (r < 0) {
 		fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
 		     img->slot, t->lt->part->name, flashio_writer_offset(t->writer),
@@ -325,13 +340,6 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 	return 0;
 }
 
-static void add_writer_stats(struct install *in, const struct flashio_stats *st)
-{
-	in->stats.erases += st->erases;
-	in->stats.blocks_written += st->blocks_written;
-	in->stats.blocks_skipped += st->blocks_identical;
-	in->stats.blocks_bad += st->blocks_bad_skipped + st->blocks_marked_bad;
-}
 
 static int on_image_end(void *userdata, const struct bundle_image *img, struct bundle_error *err)
 {
@@ -344,13 +352,14 @@ static int on_image_end(void *userdata, const struct bundle_image *img, struct b
 	if (r < 0)
 		return r;
 	t->written = flashio_writer_finish(t->writer);
+	sync_writer_stats(in, t);
 	if (t->written < 0) {
 		fail(in, (int)t->written, "finishing image '%s' on partition '%s': %s", img->slot,
 		     t->lt->part->name, strerror((int)-t->written));
 		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
 		return (int)t->written;
 	}
-	add_writer_stats(in, flashio_writer_stats(t->writer));
+	in->closed = in->stats;
 	flashio_writer_free(t->writer);
 	t->writer = NULL;
 	in->current = NULL;

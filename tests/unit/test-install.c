@@ -1087,6 +1087,9 @@ struct snap {
 	size_t n_mut;
 };
 
+/* nsim file header: counters start at byte 104, erases first */
+#define NSIM_HDR_ERASES 104
+
 static uint64_t le64_at(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -1238,7 +1241,7 @@ struct matrix {
  * complete image it is supposed to hold, nothing outside slot B and the
  * env changed. */
 static void matrix_check(struct matrix *x, int k, const struct rres *res, const char *ctx,
-			 bool expect_done)
+			 bool expect_done, uint64_t erases_before)
 {
 	struct rig *r = &x->r;
 	int pick;
@@ -1250,6 +1253,10 @@ static void matrix_check(struct matrix *x, int k, const struct rres *res, const 
 		fail_msg("%s: expected -ESHUTDOWN naming the partition, got %d \"%s\"", ctx, k,
 			 res->err.msg);
 	}
+	/* the engine's counters say what happened to the flash, cut or not */
+	if (res->stats.erases != sim_info(r).cnt.erases - erases_before)
+		fail_msg("%s: install counted %" PRIu64 " erases, the flash saw %" PRIu64, ctx,
+			 res->stats.erases, sim_info(r).cnt.erases - erases_before);
 	expect_env(r, expect_done ? x->env_done : x->env_failed, ctx);
 	pick = boot_pick(r);
 	if (expect_done) {
@@ -1355,7 +1362,7 @@ static void powercut_matrix(const char *layout, const char *name, size_t rootfs_
 	before = sim_info(r).cnt.mutations;
 	k = run_install(r, x.bundle, NULL, &res);
 	x.ops = sim_info(r).cnt.mutations - before;
-	matrix_check(&x, k, &res, "no cut", true);
+	matrix_check(&x, k, &res, "no cut", true, le64_at(x.snap.base + NSIM_HDR_ERASES));
 	assert_true(x.ops > 2);
 	snap_restore(&x.snap, r);
 	expect_env(r, r->base_env, "restored");
@@ -1369,12 +1376,13 @@ static void powercut_matrix(const char *layout, const char *name, size_t rootfs_
 			k = run_install(r, x.bundle, NULL, &res);
 			/* the cut happened exactly when the op count says it would */
 			assert_int_equal(sim_power_on(r), !done);
-			matrix_check(&x, k, &res, ctx, done);
+			matrix_check(&x, k, &res, ctx, done, le64_at(x.snap.base + NSIM_HDR_ERASES));
 			/* and the board recovers: the next install completes */
 			if (!done && (n % 4 == 0 || n + 4 > x.ops)) {
 				snprintf(ctx + strlen(ctx), sizeof(ctx) - strlen(ctx), ", retried");
+				before = sim_info(r).cnt.erases;
 				k = run_install(r, x.bundle, NULL, &res);
-				matrix_check(&x, k, &res, ctx, true);
+				matrix_check(&x, k, &res, ctx, true, before);
 				x.recovered++;
 			}
 			snap_restore(&x.snap, r);
