@@ -2,9 +2,15 @@
 # Helpers for the fault-injection and crash tests (tests/vm/test-faults-*.sh,
 # tests/vm/test-crash-*.sh), sourced after nandsim/vm/testlib.sh inside the
 # harness VM. The board is layouts/nandsim-128m.json on the kernel's
-# nandsim, its partitions made with mtdpart so that they carry the
-# layout's names (flashd finds partitions by MTD name; nandsim's parts=
-# would name them "NAND simulator partition N").
+# nandsim with parts= from the layout. flashd and flashctl find partitions
+# by MTD name under /sys/class/mtd, but nandsim names them "NAND simulator
+# partition N", and Debian's kernel can neither rename them nor re-create
+# them with names (no cmdlinepart, no partitioned master: mtdpart on
+# nandsim's mtd0 is EINVAL). So fw_load_board bind-mounts a copy of
+# /sys/class/mtd over it in which mtdN/name is the layout's name of
+# partition N (kernel order) and every other attribute is a symlink to
+# the live sysfs file (counters, bad blocks stay real); /dev/mtdN are the
+# real devices.
 #
 # Erase blocks (128 KiB) of the board: u-boot 0-7, u-boot-env 8,
 # u-boot-env-redund 9, kernel-a 10-41, rootfs-a 42-361, kernel-b 362-393,
@@ -16,24 +22,51 @@ FW=/tmp/fw
 export FLASHD_SOCKET=$FW/flashd.sock
 DAEMON_PID=
 
-fw_mtdparts() {
-	local s
-	s=$(jq -r .mtdparts <<<"$("$FLASHCTL" --json layout nandsim "$FL")") ||
-		vm_fail "flashctl layout nandsim $FL"
-	echo "${s#*:}"
-}
-FW_NANDSIM_ID=id_bytes=0x20,0xf1,0x00,0x15
-FW_MTDPARTS=$(fw_mtdparts)
+FW_NANDSIM=$(jq -r .params <<<"$("$FLASHCTL" --json layout nandsim "$FL")") ||
+	vm_fail "flashctl layout nandsim $FL"
+# partition names in kernel order (by offset)
+mapfile -t FW_PARTS < <(jq -r '.partitions[].name' "$FL")  # listed in offset order
+FW_SYSFS=/tmp/fw-sysfs-mtd
 
-# fw_load_board [NANDSIM FAULT PARAMS...]: a fresh simulated chip.
+fw_unname() {
+	while grep -q " /sys/class/mtd " /proc/mounts; do umount /sys/class/mtd || break; done
+}
+
+fw_name_partitions() {
+	local d n real a
+	fw_unname
+	rm -rf "$FW_SYSFS"
+	mkdir -p "$FW_SYSFS"
+	for d in /sys/class/mtd/*; do
+		n=${d##*/}
+		real=$(readlink -f "$d")
+		if [[ $n =~ ^mtd([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt ${#FW_PARTS[@]} ]; then
+			mkdir "$FW_SYSFS/$n"
+			for a in "$real"/*; do
+				[ "${a##*/}" = name ] || ln -s "$a" "$FW_SYSFS/$n/${a##*/}"
+			done
+			echo "${FW_PARTS[${BASH_REMATCH[1]}]}" >"$FW_SYSFS/$n/name"
+		else
+			ln -s "$real" "$FW_SYSFS/$n"
+		fi
+	done
+	mount --bind "$FW_SYSFS" /sys/class/mtd || vm_fail "cannot bind-mount the named sysfs view"
+}
+
+# fw_load_board [NANDSIM FAULT PARAMS...]: a fresh simulated chip, named.
 fw_load_board() {
 	fw_stop_daemon
-	vm-load-board -m nandsim "$FW_NANDSIM_ID" "$@" --mtdparts "$FW_MTDPARTS" >/tmp/fw-load.log 2>&1 ||
+	fw_unname
+	# shellcheck disable=SC2086
+	vm-load-board -m nandsim $FW_NANDSIM "$@" >/tmp/fw-load.log 2>&1 ||
 		vm_fail "vm-load-board nandsim $* failed: $(cat /tmp/fw-load.log)"
+	fw_name_partitions
+	[ "$(vm_mtd_by_name rootfs-b)" = /dev/mtd6 ] || vm_fail "partition naming: rootfs-b is not mtd6"
 }
 
-# fw_keys_and_bundles: signing key, keyring, v1.bundle (2 MiB) and v2.bundle
-# (3 MiB, incompressible) with their squashfs images in $FW.
+# fw_keys_and_bundles: signing key, keyring, v1.bundle and v2.bundle
+# ($FW_V1_MIB / $FW_V2_MIB MiB of incompressible data, default 2 and 3)
+# with their squashfs images in $FW.
 fw_keys_and_bundles() {
 	rm -rf "$FW"
 	mkdir -p "$FW/keyring" "$FW/state"
@@ -41,7 +74,8 @@ fw_keys_and_bundles() {
 	cp "$FW/rel.pub" "$FW/keyring/"
 	local v mib
 	for v in 1 2; do
-		mib=$((v + 1))
+		mib=${FW_V1_MIB:-2}
+		[ $v = 2 ] && mib=${FW_V2_MIB:-3}
 		mkdir -p "$FW/root$v/etc"
 		echo "VERSION_ID=$v.0" >"$FW/root$v/etc/os-release"
 		head -c $((mib * 1024 * 1024)) /dev/urandom >"$FW/root$v/payload"

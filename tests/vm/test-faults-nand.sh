@@ -1,5 +1,5 @@
 #!/bin/bash
-# vm-module: nandsim id_bytes=0x20,0xf1,0x00,0x15
+# vm-module: nandsim id_bytes=0x20,0xf1,0x00,0x15 parts=8,1,1,32,320,32,320,310
 # vm-timeout: 600
 #
 # NAND faults on the kernel's nandsim (layouts/nandsim-128m.json, named
