@@ -14,7 +14,8 @@
 #    for it (FLASHD_<slot>_VERSION; slot A: 1.0 from provisioning)
 #  - the JFFS2 overlay's files are unchanged (checksum list)
 #  - flashd starts again and answers, with no install left running.
-# The next install goes to whatever slot is then inactive.
+# The next install (v1 and v2 alternate) goes to whatever slot is then
+# inactive.
 . "$top_srcdir/nandsim/vm/testlib.sh"
 export FW_V1_MIB=1 FW_V2_MIB=2
 . "$top_srcdir/tests/faults/lib.sh"
@@ -24,6 +25,7 @@ SEED=${CRASH_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$SEED
 echo "crash test: $POINTS kill points, seed $SEED (CRASH_SEED=$SEED reproduces the sequence)"
 
+fw_load_board
 fw_keys_and_bundles
 fw_provision
 declare -A LEN SHA
@@ -98,11 +100,14 @@ children_of() { # PID: its child pids
 		[ "$pp" = "$1" ] && echo "$p"
 	done
 }
-finished=0 killed_in_flight=0 on_a=0 on_b=0
+finished=0 killed_in_flight=0 on_a=0 on_b=0 with_worker=0
 for n in $(seq 1 "$POINTS"); do
 	delay_ms=$(( (RANDOM * 32768 + RANDOM) % (DUR_MS * 12 / 10 + 1) ))
+	# alternate the versions, so that each install really rewrites the
+	# inactive slot (an unchanged block is not rewritten)
+	ver=$((n % 2 + 1))
 	fw_start_daemon
-	"$FLASHCTL" install "$FW/v2.bundle" >/tmp/fw-inst.log 2>&1 </dev/null &
+	"$FLASHCTL" install "$FW/v$ver.bundle" >/tmp/fw-inst.log 2>&1 </dev/null &
 	client=$!
 	sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
 	workers=$(children_of "$DAEMON_PID")
@@ -118,7 +123,8 @@ for n in $(seq 1 "$POINTS"); do
 	check_booted_slot "kill point $n (${delay_ms} ms into an install from slot $from)"
 	overlay_unchanged "kill point $n"
 	[ "$BOOTED" = A ] && on_a=$((on_a + 1)) || on_b=$((on_b + 1))
-	echo "kill point $n: ${delay_ms} ms (worker: ${workers:-none}); boots $BOOTED, image verifies, overlay unchanged"
+	[ -n "$workers" ] && with_worker=$((with_worker + 1))
+	echo "kill point $n: v$ver.0, ${delay_ms} ms (worker: ${workers:-none}); boots $BOOTED, image verifies, overlay unchanged"
 done
 
 # flashd comes back once more and is idle
@@ -126,4 +132,4 @@ fw_start_daemon
 "$FLASHCTL" --json status >/tmp/fw-st.json || vm_fail "status after the last kill"
 vm_expect_eq "$(jq -r .operation /tmp/fw-st.json)" null "operation after restart"
 fw_stop_daemon
-echo "crash points: $POINTS tried (seed $SEED): $killed_in_flight killed during the install, $finished after it finished; booted A $on_a times, B $on_b times; every time a verified image and an unchanged overlay"
+echo "crash points: $POINTS tried (seed $SEED): $killed_in_flight killed during the install ($with_worker with the worker running), $finished after it finished; booted A $on_a times, B $on_b times; every time a verified image and an unchanged overlay"
