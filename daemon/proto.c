@@ -803,6 +803,11 @@ static int conn_process(struct proto_conn *c)
 			break;
 		}
 		len = nul - (c->in + start);
+		/* the limit holds however the bytes were split across reads */
+		if (len > PROTO_MAX_MESSAGE) {
+			conn_take_fds(c, 0, UINT64_MAX, NULL);
+			return conn_protocol_error(c, -EMSGSIZE, "message longer than 1 MiB");
+		}
 		c->in_start = c->in_scan = start + len + 1;
 		r = conn_handle_message(c, c->in + start, len, c->in_base + start,
 					c->in_base + start + len);

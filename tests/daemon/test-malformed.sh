@@ -65,11 +65,7 @@ def alive(case):
 
 # Known daemon bugs, reported: a failure here is an expected failure
 # (XFAIL); once fixed, the case passes and must leave this list (XPASS fails).
-KNOWN = {
-    # daemon/proto.c conn_process(): when the NUL is already buffered the
-    # message length is not checked, so up to 2 MiB is parsed and answered
-    "oversized, with NUL",
-}
+KNOWN = set()  # cases that fail because of a known, open bug
 known_failed = set()
 
 def check(case, cond, what):

@@ -525,6 +525,20 @@ static void test_oversized(void **state)
 			      "longer than 1 MiB");
 }
 
+/* Regression: an oversized message whose NUL arrives in the same read. */
+static void test_oversized_one_read(void **state)
+{
+	struct fx *f = *state;
+	size_t n = PROTO_MAX_MESSAGE + 2;
+	_cleanup_free_ char *big = malloc(n);
+
+	assert_non_null(big);
+	memset(big, ' ', n);
+	big[n - 1] = '\0';
+	assert_protocol_error(f, proto_conn_feed(f->conn, big, n, NULL, 0), -EMSGSIZE,
+			      "longer than 1 MiB");
+}
+
 static void test_large_but_allowed(void **state)
 {
 	struct fx *f = *state;
@@ -1230,6 +1244,7 @@ int main(void)
 		T(test_unknown_method),
 		T(test_parameters),
 		T(test_oversized),
+		T(test_oversized_one_read),
 		T(test_large_but_allowed),
 		cmocka_unit_test(test_split_everywhere),
 		T(test_byte_by_byte),

@@ -1,10 +1,11 @@
 #!/bin/bash
-# vm-module: nandsim id_bytes=0x20,0xf1,0x00,0x15 badblocks=45 --mtdparts=1m@0(u-boot)ro,128k@1m(u-boot-env),128k@1152k(u-boot-env-redund),4m@1280k(kernel-a),40m@5376k(rootfs-a),4m@46336k(kernel-b),40m@50432k(rootfs-b),39680k@91392k(rootfs_data)
+# vm-layout: layouts/nandsim-128m.json
+# vm-nandsim-extra: badblocks=45
 # vm-timeout: 240
 #
 # flashd boot on raw NAND: layouts/nandsim-128m.json's board (nandsim
-# 128 MiB, 128 KiB blocks; partitions made with mtdpart so they carry the
-# layout's names, which nandsim's parts= cannot give them). rootfs-a
+# 128 MiB, 128 KiB blocks; nandsim's parts=, named by vm-load-board's
+# sysfs view as mtdparts= names them on a real board). rootfs-a
 # starts at block 42; block 45 (the image's 4th block) is bad, so the
 # squashfs written around it only mounts through the dm-linear map.
 #  - --no-exec assembly: root via dm-linear (content identical to the
