@@ -168,7 +168,8 @@ def main():
                 md.append(f"| {wname} | {c} | {fmt(r.get('seconds'))} | {fmt(r.get('time_vs_floor'))} | "
                           f"{fmt(r.get('erases_slot'))}{own} | {fmt(r.get('erases_total'))} | "
                           f"{fmt(r.get('rss_kib'))} | {fmt(r.get('client_rss_kib'))} | "
-                          f"{r.get('verified', '?')} | {r.get('how', '')} |")
+                          f"{r.get('verified', '?')} | {r.get('how', '')}"
+                          + (f"; median of runs {r['runs']} s" if " " in str(r.get("runs", "")) else "") + " |")
         fd = get(v, "flashd", "full")
         if fd and isinstance(fd.get("rss_detail"), dict) and fd["rss_detail"]:
             md.append("")
