@@ -97,6 +97,10 @@ static void blog(int level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "flashd boot: %s\n", msg);
+	/* the kernel rate-limits /dev/kmsg writers (10 per 5 s): keep its
+	 * budget for warnings and errors, which must not be lost */
+	if (level > 4)
+		return;
 	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd >= 0) {
 		dprintf(fd, "<%d>flashd-boot: %s\n", level, msg);

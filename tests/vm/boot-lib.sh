@@ -43,6 +43,8 @@ boot_teardown() {
 	done
 }
 
-boot_json() { # STATE FILTER
-	jq -er "$2" <<<"$1" 2>/dev/null || vm_fail "boot state has no $2: $1"
+boot_json() { # STATE FILTER (false is a value; only a missing field fails)
+	local v
+	v=$(jq -r "$2" <<<"$1" 2>/dev/null) && [ "$v" != null ] || vm_fail "boot state has no $2: $1"
+	printf '%s\n' "$v"
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # vm-layout: layouts/nandsim-128m.json
 # vm-nandsim-extra: badblocks=45
-# vm-timeout: 240
+# vm-timeout: 600
 #
 # flashd boot on raw NAND: layouts/nandsim-128m.json's board (nandsim
 # 128 MiB, 128 KiB blocks; nandsim's parts=, named by vm-load-board's
@@ -105,8 +105,14 @@ boot_image /tmp/ird
 boot_add_flashd /tmp/ird
 cp "$L" /tmp/ird/etc/flashd/layout.json
 cp /tmp/cmdline /tmp/ird/cmdline
+# nandsim cannot name its partitions; vm-load-board's named sysfs view
+# stands in for mtdparts= (a real board's initramfs needs nothing here)
+[ -d /run/vm-mtd-names ] && cp -a /run/vm-mtd-names /tmp/ird/mtd-names
 cat >/tmp/ird/init <<'EOT'
 #!/bin/sh
+if [ -d /mtd-names ]; then
+	mkdir -p /sys && mount -t sysfs sysfs /sys && mount --bind /mtd-names /sys/class/mtd
+fi
 echo "initramfs: starting flashd boot"
 exec /usr/sbin/flashd boot --mode initramfs --cmdline /cmdline
 EOT
