@@ -641,12 +641,17 @@ int slot_bootscript(const struct layout *l, FILE *out)
 			"%s"
 			"  fi\n", n, n, n, n, n, root, kern);
 	}
+	/* None left: give the slots in BOOT_ORDER their tries back and reset.
+	 * A slot out of the order (marked bad: an interrupted install) stays
+	 * out: booting it would run an image that was never verified. */
 	fprintf(out, "done\n"
 		"if test -z \"${flashd_slot}\"; then\n"
-		"  echo \"flashd: no slot with tries left: resetting BOOT_ORDER and counters\"\n"
-		"  setenv BOOT_ORDER \"%s\"\n", order);
+		"  echo \"flashd: no slot with tries left: resetting the counters of BOOT_ORDER (${BOOT_ORDER})\"\n"
+		"  for s in ${BOOT_ORDER}; do\n");
 	for (size_t i = 0; i < g->n_slots; i++)
-		fprintf(out, "  setenv BOOT_%s_LEFT %u\n", g->slots[i].name, max);
+		fprintf(out, "    if test \"${s}\" = \"%s\"; then setenv BOOT_%s_LEFT %u; fi\n",
+			g->slots[i].name, g->slots[i].name, max);
+	fprintf(out, "  done\n");
 	fprintf(out, "  saveenv\n"
 		"  reset\n"
 		"fi\n"
@@ -668,13 +673,11 @@ int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
 	int i = slot_next_boot(st);
 
 	if (i < 0) {
-		/* the script restores every slot with full tries, saves, resets */
-		size_t idx[SLOT_MAX];
-		for (size_t k = 0; k < n.n_slots; k++) {
-			idx[k] = k;
-			set_left(&n, k, n.max_tries);
-		}
-		set_order(&n, idx, n.n_slots);
+		/* the script gives the slots in BOOT_ORDER full tries, saves,
+		 * resets; slots out of the order (bad) stay out */
+		for (size_t k = 0; k < n.n_order; k++)
+			set_left(&n, n.order[k], n.max_tries);
+		n.order_set = true;
 		diff_changes(st, &n, ret_changes);
 		*ret_state = n;
 		return -EAGAIN;

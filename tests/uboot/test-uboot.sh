@@ -119,9 +119,13 @@ for scr in "$top_srcdir"/layouts/*.bootscr; do
 	run_case "unset state boots A by default" "" \
 		"FLASHD-BOOT slot=A left=2,3 "
 	run_case "none left: counters reset, reset" "BOOT_ORDER=A B;BOOT_A_LEFT=0;BOOT_B_LEFT=0" \
-		"flashd: no slot with tries left: resetting BOOT_ORDER and counters" "FLASHD-BOOT"
+		"flashd: no slot with tries left: resetting the counters of BOOT_ORDER" "FLASHD-BOOT"
 	grep -q "resetting \.\.\." "$work/serial.txt" ||
 		{ echo "FAIL [none left]: U-Boot did not reset"; fail=1; }
+	# an interrupted install left A out of the order: only B gets tries back
+	run_case "none left, A marked bad: only BOOT_ORDER's slots reset" \
+		"BOOT_ORDER=B;BOOT_A_LEFT=0;BOOT_B_LEFT=0" \
+		"resetting the counters of BOOT_ORDER \\(B\\)" "FLASHD-BOOT"
 done
 [ "$n" -gt 0 ] || { echo "FAIL: no layouts/*.bootscr"; exit 1; }
 exit $fail

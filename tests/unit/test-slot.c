@@ -273,6 +273,36 @@ static void test_status(void **state)
 	assert_false(s.fell_back);
 }
 
+/* What the boot script does at power-on (slot_boot_select). */
+static void test_boot_select(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+
+	/* first in order with tries: decremented, one variable saved */
+	load(&st, "B A", "3", "3");
+	assert_int_equal(slot_boot_select(&st, &n, &c), 1);
+	expect_state(&n, "B A", 3, 2);
+	assert_int_equal(c.n, 1);
+
+	/* B exhausted: falls back to A */
+	load(&st, "B A", "3", "0");
+	assert_int_equal(slot_boot_select(&st, &n, &c), 0);
+	expect_state(&n, "B A", 2, 0);
+
+	/* none left: counters of the slots in BOOT_ORDER restored... */
+	load(&st, "A B", "0", "0");
+	assert_int_equal(slot_boot_select(&st, &n, &c), -EAGAIN);
+	expect_state(&n, "A B", 3, 3);
+
+	/* ...but a slot out of the order (an interrupted install marked it
+	 * bad) stays out: its image was never verified */
+	load(&st, "B", "0", "0");
+	assert_int_equal(slot_boot_select(&st, &n, &c), -EAGAIN);
+	expect_state(&n, "B", 0, 3);
+	assert_int_equal(slot_boot_select(&n, &st, &c), 1);
+}
+
 static void test_state_vars(void **state)
 {
 	assert_true(slot_is_state_var("BOOT_ORDER"));
@@ -410,7 +440,11 @@ static void test_bootscript(void **state)
 		"setexpr BOOT_B_LEFT ${BOOT_B_LEFT} - 1\n",
 		"setenv flashd_root \"root=/dev/mtdblock2 rootfstype=squashfs ro\"\n",
 		"setenv flashd_kernel_load 'mtd read u-boot ${kernel_addr_r}'\n",
-		"  setenv BOOT_A_LEFT 3\n  setenv BOOT_B_LEFT 3\n  saveenv\n  reset\n",
+		/* none left: only the slots in BOOT_ORDER get their tries back */
+		"  for s in ${BOOT_ORDER}; do\n"
+		"    if test \"${s}\" = \"A\"; then setenv BOOT_A_LEFT 3; fi\n"
+		"    if test \"${s}\" = \"B\"; then setenv BOOT_B_LEFT 3; fi\n"
+		"  done\n  saveenv\n  reset\n",
 		"flashd.slot=${flashd_slot}\"\n",
 		"run flashd_boot_cmd\n",
 	};
@@ -496,6 +530,7 @@ int main(void)
 		cmocka_unit_test(test_rollback),
 		cmocka_unit_test(test_reset_and_init),
 		cmocka_unit_test(test_status),
+		cmocka_unit_test(test_boot_select),
 		cmocka_unit_test(test_state_vars),
 		cmocka_unit_test(test_booted_cmdline),
 		cmocka_unit_test(test_booted_file),
