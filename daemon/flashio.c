@@ -120,6 +120,31 @@ static int retire_block(struct flashio_writer *w, uint64_t off)
 }
 
 /* Put w->buf (a full block, padded with 0xFF) on the next good block. */
+/* NAND, FLASHIO_CHANGED_ONLY: is the block at w->pos already w->buf?
+ * Compared a page at a time and stopped at the first difference, so
+ * writing into an erased or different slot costs one page read per block,
+ * not a whole block. 1 same, 0 different (or to be scrubbed), -errno. */
+static int nand_block_same(struct flashio_writer *w)
+{
+	struct flash *f = w->f;
+	uint32_t es = f->info.erasesize, ps = MAX(f->info.writesize, 1u);
+
+	for (uint32_t off = 0; off < es; off += ps) {
+		int r = flash_read(f, w->pos + off, w->cmp + off, ps);
+		if (r == -EUCLEAN) {
+			w->st.corrected++; /* rewrite it: scrubbing a weak block */
+			return 0;
+		}
+		if (r == -EBADMSG)
+			return 0;
+		if (r < 0)
+			return r;
+		if (memcmp(w->cmp + off, w->buf + off, ps))
+			return 0;
+	}
+	return 1;
+}
+
 static int flush_block(struct flashio_writer *w)
 {
 	struct flash *f = w->f;
@@ -138,7 +163,16 @@ static int flush_block(struct flashio_writer *w)
 			w->st.blocks_bad_skipped++;
 			continue;
 		}
-		if (w->flags & FLASHIO_CHANGED_ONLY) {
+		if ((w->flags & FLASHIO_CHANGED_ONLY) && f->info.type == FLASH_NAND) {
+			r = nand_block_same(w);
+			if (r < 0)
+				return r;
+			if (r == 1) {
+				w->st.blocks_identical++;
+				w->pos += es;
+				return 0;
+			}
+		} else if (w->flags & FLASHIO_CHANGED_ONLY) {
 			r = flash_read(f, w->pos, w->cmp, es);
 			if (r == -EUCLEAN)
 				w->st.corrected++; /* rewrite it: scrubbing a weak block */
