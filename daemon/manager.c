@@ -618,11 +618,21 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
 		return proto_call_take_fd(call, json_object_get_int(v));
 	if (json_object_object_get_ex(params, "path", &v) && v) {
 		const char *path = json_object_get_string(v);
+		struct stat st;
 		int fd;
 		if (path[0] != '/')
 			return -EINVAL;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		return fd < 0 ? -errno : fd;
+		/* the root daemon opens what a caller names: never block on a
+		 * FIFO, never open a device (opening some has side effects) */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    fcntl(fd, F_SETFL, 0) < 0) {
+			close(fd);
+			return -EINVAL;
+		}
+		return fd;
 	}
 	return -ENOENT;
 }

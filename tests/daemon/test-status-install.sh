@@ -323,6 +323,12 @@ parameters.step done
 EOF
 vcall "$T/vi3" io.flashd.Install '{"path":"relative.bundle"}' && fail "relative path accepted"
 expect_error "$T/vi3.last" io.flashd.InternalError
+# only regular files: a FIFO would block the daemon, a device has side effects
+mkfifo "$T/fifo"
+for p in /dev/null "$T/fifo"; do
+	vcall "$T/vi5" io.flashd.Install "{\"path\":\"$p\"}" && fail "Install of $p accepted"
+	expect_error "$T/vi5.last" io.flashd.InternalError
+done
 vcall "$T/vi4" io.flashd.Install '{}' && fail "Install without fd/path accepted"
 expect_error "$T/vi4.last" org.varlink.service.InvalidParameter
 # flashctl install from standard input (a pipe), plain progress on stderr
