@@ -16,6 +16,8 @@
 #    mainline JFFS2 it fails, tests/vm/test-overlay-jffs2.sh)
 #  - a file written in the union lands on UBIFS (seen with a plain
 #    mount -t ubifs) and survives teardown + re-assembly, as do the renames
+#  - factory reset on UBIFS (0-byte volume update): user changes gone, the
+#    image's files back, the image and the kernel_a volume untouched
 . "$top_srcdir/nandsim/vm/testlib.sh"
 . "$top_srcdir/tests/vm/boot-lib.sh"
 vm_need_module ubi ubifs squashfs overlay
@@ -54,6 +56,10 @@ for d in /sys/class/ubi/ubi${ubi}_*; do [ "$(cat "$d/name")" = rootfs_a ] && avo
 [ -n "$avol" ] || vm_fail "no volume rootfs_a on ubi$ubi after ubimkvol"
 vm_expect_eq "$(cat "/sys/class/ubi/${avol#/dev/}/type")" static "rootfs_a volume type ($avol)"
 vm_run ubiupdatevol "$avol" /tmp/a.sqfs
+kvol=/dev/ubi${ubi}_0
+vm_expect_eq "$(cat "/sys/class/ubi/ubi${ubi}_0/name")" kernel_a "volume 0"
+head -c $((512 * 1024)) /dev/urandom >/tmp/kernel.bin    # stands in for a kernel: the reset must not touch it
+vm_run ubiupdatevol "$kvol" /tmp/kernel.bin
 vm_run ubidetach -p "$ubimtd"
 [ -e "/sys/class/ubi/ubi$ubi" ] && vm_fail "ubi$ubi still attached after ubidetach"
 
@@ -143,4 +149,26 @@ vm_expect_eq "$(cat /tmp/st/root/etc/app.moved/one.conf)" one "moved directory a
 [ -e /tmp/st/root/etc/app.d ] && vm_fail "moved directory is back under its old name after re-assembly"
 cmp /tmp/a.sqfs "$(boot_json "$st" .root.device)" || vm_fail "the image changed"
 boot_teardown
-echo "flashd boot on UBI: ubiblock root, UBIFS overlay with RENAME_WHITEOUT, renames and writes persist ok"
+
+# ---- factory reset on UBIFS: a 0-byte volume update, UBIFS formats at mount
+vm_log "factory reset (FLASHD_OVERLAY_RESET=1) on the UBIFS volume"
+vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
+st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
+vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" true "reset done"
+vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "reset flag cleared"
+vm_expect_eq "$(boot_json "$st" .overlay.fstype)" ubifs "overlay fstype after the reset"
+vm_expect_eq "$(boot_json "$st" .overlay.fallback)" false "no fallback after the reset"
+vm_expect_eq "$(boot_json "$st" .overlay.generation.created)" true "generation made again on the empty volume"
+vm_expect_eq "$(cat /tmp/st/root/etc/config)" original "config after reset (image version)"
+vm_expect_eq "$(cat /tmp/st/root/etc/issue)" "image A" "renamed image file back after reset"
+vm_expect_eq "$(cat /tmp/st/root/etc/app.d/one.conf)" one "moved directory back after reset"
+[ -e /tmp/st/root/etc/new-file ] && vm_fail "user file survived the factory reset"
+[ -e /tmp/st/root/etc/issue.renamed ] && vm_fail "renamed name survived the factory reset"
+cmp /tmp/img/etc/random.bin /tmp/st/root/etc/random.bin || vm_fail "deleted image file not back after the reset"
+cmp /tmp/a.sqfs "$(boot_json "$st" .root.device)" || vm_fail "the reset changed the image"
+"$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 &&
+	vm_fail "FLASHD_OVERLAY_RESET still set after the reset"
+boot_teardown
+cmp -n "$(stat -c %s /tmp/kernel.bin)" /tmp/kernel.bin "$kvol" || vm_fail "the reset touched kernel_a ($kvol)"
+vm_expect_eq "$(cat "/sys/class/ubi/ubi${ubi}_0/data_bytes")" "$(stat -c %s /tmp/kernel.bin)" "kernel_a data size after the reset"
+echo "flashd boot on UBI: ubiblock root, UBIFS overlay with RENAME_WHITEOUT, renames and writes persist, factory reset ok"
