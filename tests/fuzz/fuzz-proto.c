@@ -129,14 +129,24 @@ static void check_output(struct proto_conn *c)
 	proto_conn_consume_output(c, len);
 }
 
-static void answer_held(struct proto_conn *c)
+/* Answer the held call; the calls buffered behind it are dispatched now,
+ * so this may end the connection like a feed does (same return codes). */
+static int answer_held(struct proto_conn *c)
 {
 	if (!held)
-		return;
+		return 0;
 	if (proto_call_is_connected(held))
 		(void) proto_reply(held, NULL);
 	held = proto_call_unref(held);
-	(void) proto_conn_process(c);
+	return proto_conn_process(c);
+}
+
+static void check_result(struct proto_conn *c, int r)
+{
+	if (r < 0 && r != -EBADMSG && r != -EMSGSIZE && r != -ENOBUFS)
+		abort(); /* an undocumented error */
+	if (r < 0 && !proto_conn_is_dead(c))
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -162,13 +172,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t n = size < chunk ? size : chunk;
 
 		r = proto_conn_feed(c, data, n, NULL, 0);
-		if (r < 0 && r != -EBADMSG && r != -EMSGSIZE && r != -ENOBUFS)
-			abort(); /* an undocumented error */
-		if (r < 0 && !proto_conn_is_dead(c))
-			abort();
+		check_result(c, r);
 		check_output(c);
 		if (r >= 0) {
-			answer_held(c);
+			r = answer_held(c);
+			check_result(c, r);
 			check_output(c);
 		}
 		data += n;
