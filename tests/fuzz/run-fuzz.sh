@@ -132,7 +132,7 @@ build() {
 }
 
 rc=0
-declare -A EXECS RESULT
+declare -A EXECS RESULT RATE
 for t in "${TARGETS[@]}"; do
 	if ! build "$t" > "$OUT/build-$t.log" 2>&1; then
 		say "fuzz-$t: BUILD FAILED"
@@ -148,13 +148,18 @@ for t in "${TARGETS[@]}"; do
 	# The kept corpus (seeds and regression inputs) is replayed first, then
 	# libFuzzer mutates for TIME seconds; new inputs go to $work.
 	say "fuzz-$t: $TIME s over $(ls "$seeds" | wc -l) kept inputs"
+	# CI: a fixed seed and a fixed number of runs (within the time cap), so
+	# a CI result is reproducible; exploring goes on in `make fuzz`
+	det=()
+	[ "${CI:-0}" = 1 ] && det=(-seed=1 -runs="${FUZZ_RUNS:-20000}")
 	(cd "$OUT" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		"$OUT/fuzz-$t" -max_total_time="$TIME" -print_final_stats=1 -timeout=10 \
+		"$OUT/fuzz-$t" -max_total_time="$TIME" "${det[@]}" -print_final_stats=1 -timeout=10 \
 		-rss_limit_mb=2048 -max_len=131072 -artifact_prefix="$OUT/crashes/$t-" \
 		"$work" "$seeds") > "$log" 2>&1
 	frc=$?
 	EXECS[$t]=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	RATE[$t]=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
 	if [ $frc -ne 0 ]; then
 		say "fuzz-$t: CRASH (exit $frc); input: $(sed -n 's/.*Test unit written to //p' "$log" | tail -n 1)"
 		grep -E "ERROR: |SUMMARY: |runtime error|deadly signal|==[0-9]+==" "$log" | head -n 20
@@ -175,6 +180,6 @@ echo
 printf '%-14s %-12s %14s %10s\n' target result executions exec/s
 for t in "${TARGETS[@]}"; do
 	e=${EXECS[$t]:-0}
-	printf '%-14s %-12s %14s %10s\n' "fuzz-$t" "${RESULT[$t]}" "$e" "$((e / (TIME > 0 ? TIME : 1)))"
+	printf '%-14s %-12s %14s %10s\n' "fuzz-$t" "${RESULT[$t]}" "$e" "${RATE[$t]:-?}"
 done
 exit $rc
