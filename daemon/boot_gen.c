@@ -24,18 +24,6 @@ static void closedirp_(DIR **d)
 		closedir(*d);
 }
 
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 void boot_gen_list_done(struct boot_gen_list *l)
 {
 	if (!l)
@@ -149,7 +137,7 @@ int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_l
 		if (n < 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
 				continue;
-			r = fail(err, errlen, -errno, "%s: %s", dirs[i], strerror(errno));
+			r = util_errorf(err, errlen, -errno, "%s: %s", dirs[i], strerror(errno));
 			break;
 		}
 		for (int j = 0; j < n; j++) {
@@ -162,9 +150,9 @@ int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_l
 			    stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 				r = util_read_file(path, 1 << 20, &text, NULL);
 				if (r < 0)
-					fail(err, errlen, r, "%s: %s", path, strerror(-r));
+					util_errorf(err, errlen, r, "%s: %s", path, strerror(-r));
 				else if ((r = boot_gen_keep_parse(text, &l, &line)) < 0)
-					fail(err, errlen, r, "%s:%u: %s", path, line,
+					util_errorf(err, errlen, r, "%s:%u: %s", path, line,
 					     r == -EINVAL ? "not an absolute path without '..'"
 							  : strerror(-r));
 			}
@@ -252,16 +240,16 @@ static int copy_entry(const char *src, const char *dst, char *err, size_t errlen
 	int r, count = 1;
 
 	if (lstat(src, &st) < 0)
-		return errno == ENOENT ? 0 : fail(err, errlen, -errno, "%s: %s", src, strerror(errno));
+		return errno == ENOENT ? 0 : util_errorf(err, errlen, -errno, "%s: %s", src, strerror(errno));
 	if (S_ISDIR(st.st_mode)) {
 		_cleanup_(closedirp_) DIR *d = NULL;
 		struct dirent *de;
 
 		if (mkdir(dst, 0700) < 0 && errno != EEXIST)
-			return fail(err, errlen, -errno, "mkdir %s: %s", dst, strerror(errno));
+			return util_errorf(err, errlen, -errno, "mkdir %s: %s", dst, strerror(errno));
 		d = opendir(src);
 		if (!d)
-			return fail(err, errlen, -errno, "%s: %s", src, strerror(errno));
+			return util_errorf(err, errlen, -errno, "%s: %s", src, strerror(errno));
 		while ((de = readdir(d))) {
 			_cleanup_free_ char *s = NULL, *t = NULL;
 
@@ -278,22 +266,22 @@ static int copy_entry(const char *src, const char *dst, char *err, size_t errlen
 	} else if (S_ISREG(st.st_mode)) {
 		r = copy_file(src, dst, st.st_mode);
 		if (r < 0)
-			return fail(err, errlen, r, "copy %s to %s: %s", src, dst, strerror(-r));
+			return util_errorf(err, errlen, r, "copy %s to %s: %s", src, dst, strerror(-r));
 	} else if (S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
 		ssize_t n = readlink(src, target, sizeof(target) - 1);
 
 		if (n < 0)
-			return fail(err, errlen, -errno, "readlink %s: %s", src, strerror(errno));
+			return util_errorf(err, errlen, -errno, "readlink %s: %s", src, strerror(errno));
 		target[n] = '\0';
 		unlink(dst);
 		if (symlink(target, dst) < 0)
-			return fail(err, errlen, -errno, "symlink %s: %s", dst, strerror(errno));
+			return util_errorf(err, errlen, -errno, "symlink %s: %s", dst, strerror(errno));
 	} else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) {
 		/* an overlayfs whiteout: the user deleted a file of the image */
 		unlink(dst);
 		if (mknod(dst, S_IFCHR | 0000, makedev(0, 0)) < 0)
-			return fail(err, errlen, -errno, "whiteout %s: %s", dst, strerror(errno));
+			return util_errorf(err, errlen, -errno, "whiteout %s: %s", dst, strerror(errno));
 	} else {
 		return 0; /* devices, fifos, sockets: not user data */
 	}
@@ -301,7 +289,7 @@ static int copy_entry(const char *src, const char *dst, char *err, size_t errlen
 	if (r >= 0)
 		r = copy_meta(dst, &st);
 	if (r < 0)
-		return fail(err, errlen, r, "attributes of %s: %s", dst, strerror(-r));
+		return util_errorf(err, errlen, r, "attributes of %s: %s", dst, strerror(-r));
 	return count;
 }
 
@@ -327,9 +315,9 @@ static int make_parents(const char *old_upper, const char *new_upper, const char
 		if (lstat(s, &st) < 0 || !S_ISDIR(st.st_mode))
 			st = (struct stat){ .st_mode = S_IFDIR | 0755 };
 		if (mkdir(t, st.st_mode & 07777) < 0 && errno != EEXIST)
-			return fail(err, errlen, -errno, "mkdir %s: %s", t, strerror(errno));
+			return util_errorf(err, errlen, -errno, "mkdir %s: %s", t, strerror(errno));
 		if (lchown(t, st.st_uid, st.st_gid) < 0 || chmod(t, st.st_mode & 07777) < 0)
-			return fail(err, errlen, -errno, "attributes of %s: %s", t, strerror(errno));
+			return util_errorf(err, errlen, -errno, "attributes of %s: %s", t, strerror(errno));
 	}
 	return 0;
 }
@@ -352,7 +340,7 @@ int boot_gen_migrate(const char *old_upper, const char *new_upper,
 		}
 		if (r != 0) {
 			globfree(&g);
-			return fail(err, errlen, -EIO, "keep entry %s: glob failed", keep->v[i]);
+			return util_errorf(err, errlen, -EIO, "keep entry %s: glob failed", keep->v[i]);
 		}
 		for (size_t j = 0; j < g.gl_pathc; j++) {
 			const char *rel = g.gl_pathv[j] + strlen(old_upper);
@@ -535,11 +523,11 @@ int boot_gen_prepare(const char *overlay, const char *name, const char *rom, con
 		res.created = true;
 		r = boot_gen_rmtree(tmp); /* an interrupted earlier attempt */
 		if (r < 0)
-			return fail(err, errlen, r, "removing %s: %s", tmp, strerror(-r));
+			return util_errorf(err, errlen, r, "removing %s: %s", tmp, strerror(-r));
 		if (asprintf(&up, "%s/upper", tmp) < 0 || asprintf(&work, "%s/work", tmp) < 0)
 			return -ENOMEM;
 		if (mkdir(tmp, 0755) < 0 || mkdir(up, 0755) < 0 || mkdir(work, 0700) < 0)
-			return fail(err, errlen, -errno, "mkdir in %s: %s", tmp, strerror(errno));
+			return util_errorf(err, errlen, -errno, "mkdir in %s: %s", tmp, strerror(errno));
 		m = (struct gen_meta){ .created = (unsigned long long)time(NULL) };
 		/* the slot/version parts are informational; the name is the key */
 		snprintf(m.slot, sizeof(m.slot), "%s", name + strlen(BOOT_GEN_PREFIX));
@@ -582,9 +570,9 @@ int boot_gen_prepare(const char *overlay, const char *name, const char *rom, con
 		}
 		r = meta_write(tmp, &m);
 		if (r < 0)
-			return fail(err, errlen, r, "%s/" BOOT_GEN_META ": %s", tmp, strerror(-r));
+			return util_errorf(err, errlen, r, "%s/" BOOT_GEN_META ": %s", tmp, strerror(-r));
 		if (rename(tmp, dir) < 0)
-			return fail(err, errlen, -errno, "rename %s: %s", tmp, strerror(errno));
+			return util_errorf(err, errlen, -errno, "rename %s: %s", tmp, strerror(errno));
 	} else {
 		meta_read(dir, &m);
 		res.boots = m.boots;
@@ -593,19 +581,19 @@ int boot_gen_prepare(const char *overlay, const char *name, const char *rom, con
 		if (asprintf(&up, "%s/upper", dir) < 0 || asprintf(&work, "%s/work", dir) < 0)
 			return -ENOMEM;
 		if ((mkdir(up, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
-			return fail(err, errlen, -errno, "mkdir in %s: %s", dir, strerror(errno));
+			return util_errorf(err, errlen, -errno, "mkdir in %s: %s", dir, strerror(errno));
 	}
 	m.boots++;
 	r = meta_write(dir, &m);
 	if (r < 0)
-		return fail(err, errlen, r, "%s/" BOOT_GEN_META ": %s", dir, strerror(-r));
+		return util_errorf(err, errlen, r, "%s/" BOOT_GEN_META ": %s", dir, strerror(-r));
 	if (strcmp(last, name)) {
 		char text[BOOT_GEN_NAME_MAX + 2];
 
 		snprintf(text, sizeof(text), "%s\n", name);
 		r = write_atomic(last_path, text);
 		if (r < 0)
-			return fail(err, errlen, r, "%s: %s", last_path, strerror(-r));
+			return util_errorf(err, errlen, r, "%s: %s", last_path, strerror(-r));
 	}
 	*ret = res;
 	return 0;
@@ -645,7 +633,7 @@ int boot_gen_gc(const char *overlay, const char *keep, struct boot_gen_list *rem
 
 	r = boot_gen_list(overlay, &l);
 	if (r < 0)
-		return fail(err, errlen, r, "%s: %s", overlay, strerror(-r));
+		return util_errorf(err, errlen, r, "%s: %s", overlay, strerror(-r));
 	for (size_t i = 0; i < l.n; i++) {
 		_cleanup_free_ char *path = NULL;
 
@@ -657,7 +645,7 @@ int boot_gen_gc(const char *overlay, const char *keep, struct boot_gen_list *rem
 		}
 		r = boot_gen_rmtree(path);
 		if (r < 0) {
-			fail(err, errlen, r, "removing %s: %s", path, strerror(-r));
+			util_errorf(err, errlen, r, "removing %s: %s", path, strerror(-r));
 			break;
 		}
 		n++;

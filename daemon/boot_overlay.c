@@ -31,16 +31,6 @@ const char *boot_overlay_medium_to_string(enum boot_overlay_medium m)
 	return m < _BOOT_OVERLAY_MEDIUM_MAX ? medium_names[m] : "?";
 }
 
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
 static bool jffs2_magic(const uint8_t *b)
 {
 	/* host-endian nodes; accept both orders like the kernel's scan */
@@ -149,10 +139,10 @@ static int jffs2_format(const char *mtd, struct jffs2_erase_stats *st, char *err
 	int r = flash_open(mtd, true, &f);
 
 	if (r < 0)
-		return fail(err, errlen, r, "%s: %s", mtd, strerror(-r));
+		return util_errorf(err, errlen, r, "%s: %s", mtd, strerror(-r));
 	r = jffs2_erase_partition(f, JFFS2_ERASE_MARK_BAD, st);
 	if (r < 0)
-		return fail(err, errlen, r, "erasing %s with cleanmarkers: %s", mtd, strerror(-r));
+		return util_errorf(err, errlen, r, "erasing %s with cleanmarkers: %s", mtd, strerror(-r));
 	return 0;
 }
 
@@ -162,10 +152,10 @@ static int ubi_wipe(const char *vol, char *err, size_t errlen)
 	int64_t bytes = 0;
 
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s: %s", vol, strerror(errno));
+		return util_errorf(err, errlen, -errno, "%s: %s", vol, strerror(errno));
 	/* an update of 0 bytes empties the volume; UBIFS formats it at mount */
 	if (ioctl(fd, UBI_IOCVOLUP, &bytes) < 0)
-		return fail(err, errlen, -errno, "UBI_IOCVOLUP 0 on %s: %s", vol, strerror(errno));
+		return util_errorf(err, errlen, -errno, "UBI_IOCVOLUP 0 on %s: %s", vol, strerror(errno));
 	return 0;
 }
 
@@ -212,11 +202,11 @@ static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool re
 	}
 	r = flash_open(res->device, false, &f);
 	if (r < 0)
-		return fail(why, whylen, r, "%s: %s", res->device, strerror(-r));
+		return util_errorf(why, whylen, r, "%s: %s", res->device, strerror(-r));
 	r = boot_overlay_classify(f, &m);
 	flash_close(TAKE_PTR(f));
 	if (r < 0)
-		return fail(why, whylen, r, "%s: reading the partition: %s", res->device, strerror(-r));
+		return util_errorf(why, whylen, r, "%s: reading the partition: %s", res->device, strerror(-r));
 	res->medium = boot_overlay_medium_to_string(m);
 	switch (m) {
 	case BOOT_OVERLAY_MEDIUM_ERASED:
@@ -230,7 +220,7 @@ static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool re
 	case BOOT_OVERLAY_MEDIUM_JFFS2:
 		break;
 	case BOOT_OVERLAY_MEDIUM_FOREIGN:
-		return fail(why, whylen, -EMEDIUMTYPE,
+		return util_errorf(why, whylen, -EMEDIUMTYPE,
 			    "%s (%s) holds data that is not JFFS2; not mounting it (the kernel would erase it); "
 			    "a factory reset (flashctl overlay reset) formats it",
 			    ov->part->name, res->device);
@@ -238,7 +228,7 @@ static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool re
 		break;
 	}
 	if (mount(res->source, mnt, "jffs2", MS_NOATIME | MS_NOSUID | MS_NODEV, NULL) < 0)
-		return fail(why, whylen, -errno, "mount -t jffs2 %s (%s) on %s: %s", res->source,
+		return util_errorf(why, whylen, -errno, "mount -t jffs2 %s (%s) on %s: %s", res->source,
 			    ov->part->name, mnt, strerror(errno));
 	res->state = "mounted";
 	res->fstype = "jffs2";
@@ -255,7 +245,7 @@ static int mount_ubifs(const struct layout *l, const struct layout_overlay *ov, 
 		return ubi;
 	id = boot_root_ubi_volume(ubi, ov->ubi_volume);
 	if (id < 0)
-		return fail(why, whylen, id, "ubi%d (%s): no volume named %s", ubi, ov->part->name,
+		return util_errorf(why, whylen, id, "ubi%d (%s): no volume named %s", ubi, ov->part->name,
 			    ov->ubi_volume);
 	snprintf(res->device, sizeof(res->device), "/dev/ubi%d_%d", ubi, id);
 	snprintf(res->source, sizeof(res->source), "ubi%d:%s", ubi, ov->ubi_volume);
@@ -266,7 +256,7 @@ static int mount_ubifs(const struct layout *l, const struct layout_overlay *ov, 
 		res->reset_done = true;
 	}
 	if (mount(res->source, mnt, "ubifs", MS_NOATIME | MS_NOSUID | MS_NODEV, NULL) < 0)
-		return fail(why, whylen, -errno, "mount -t ubifs %s on %s: %s", res->source, mnt,
+		return util_errorf(why, whylen, -errno, "mount -t ubifs %s on %s: %s", res->source, mnt,
 			    strerror(errno));
 	res->state = "mounted";
 	res->fstype = "ubifs";
@@ -290,7 +280,7 @@ int boot_overlay_mount(const struct layout *l, const struct layout_overlay *ov, 
 	case LAYOUT_OVERLAY_TMPFS:
 		r = mount_tmpfs(mnt, ov->tmpfs_size, &res);
 		if (r < 0)
-			return fail(err, errlen, r, "mount tmpfs on %s: %s", mnt, strerror(-r));
+			return util_errorf(err, errlen, r, "mount tmpfs on %s: %s", mnt, strerror(-r));
 		res.reset_done = reset;
 		break;
 	case _LAYOUT_OVERLAY_MAX:
@@ -300,7 +290,7 @@ int boot_overlay_mount(const struct layout *l, const struct layout_overlay *ov, 
 		res.fallback = true;
 		r = mount_tmpfs(mnt, 0, &res);
 		if (r < 0)
-			return fail(err, errlen, r, "%s; and the tmpfs fallback on %s failed too: %s",
+			return util_errorf(err, errlen, r, "%s; and the tmpfs fallback on %s failed too: %s",
 				    res.fallback_reason, mnt, strerror(-r));
 	}
 	fill_usage(mnt, &res);

@@ -33,16 +33,6 @@ const char *boot_root_kind_to_string(enum boot_root_kind k)
 	return k < _BOOT_ROOT_KIND_MAX ? kind_names[k] : "?";
 }
 
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
 void boot_root_done(struct boot_root *r)
 {
 	if (!r)
@@ -71,7 +61,7 @@ int boot_root_mtd_dev(const struct layout_partition *p, char *buf, size_t len, c
 	int r = flash_mtd_find_by_name(FLASH_MTD_SYSFS, p->name, buf, len);
 
 	if (r < 0)
-		return fail(err, errlen, r, "partition %s: no MTD device of that name in %s (%s)",
+		return util_errorf(err, errlen, r, "partition %s: no MTD device of that name in %s (%s)",
 			    p->name, FLASH_MTD_SYSFS, strerror(-r));
 	return 0;
 }
@@ -84,7 +74,7 @@ static int mtdblock_of(const char *mtd, char *buf, size_t len, struct stat *st, 
 	snprintf(buf, len, "/dev/mtdblock%s", mtd + strlen("/dev/mtd"));
 	r = wait_node(buf, st);
 	if (r < 0 || !S_ISBLK(st->st_mode))
-		return fail(err, errlen, r < 0 ? r : -ENOTBLK,
+		return util_errorf(err, errlen, r < 0 ? r : -ENOTBLK,
 			    "%s: %s (is the mtdblock driver loaded?)", buf,
 			    r < 0 ? strerror(-r) : "not a block device");
 	return 0;
@@ -102,20 +92,20 @@ static int image_size(struct flash *f, const char *what, uint64_t *ret, char *er
 
 	r = flashio_reader_new(f, &rd);
 	if (r < 0)
-		return fail(err, errlen, r, "%s: %s", what, strerror(-r));
+		return util_errorf(err, errlen, r, "%s: %s", what, strerror(-r));
 	while (got < sizeof(sb)) {
 		ssize_t n = flashio_reader_read(rd, sb + got, sizeof(sb) - got);
 		if (n == -EUCLEAN)
 			continue;
 		if (n <= 0)
-			return fail(err, errlen, n < 0 ? (int)n : -ENODATA,
+			return util_errorf(err, errlen, n < 0 ? (int)n : -ENODATA,
 				    "%s: reading the squashfs superblock: %s", what,
 				    n < 0 ? strerror((int)-n) : "no good block");
 		got += (size_t)n;
 	}
 	r = squashfs_check_superblock(sb, sizeof(sb), f->info.size, &info, why, sizeof(why));
 	if (r < 0)
-		return fail(err, errlen, r, "%s: no usable squashfs in the slot: %s", what, why);
+		return util_errorf(err, errlen, r, "%s: no usable squashfs in the slot: %s", what, why);
 	*ret = info.bytes_used;
 	return 0;
 }
@@ -145,7 +135,7 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 
 	r = flash_open(mtd, false, &f);
 	if (r < 0)
-		return fail(err, errlen, r, "%s (%s): %s", mtd, t->part->name, strerror(-r));
+		return util_errorf(err, errlen, r, "%s (%s): %s", mtd, t->part->name, strerror(-r));
 	n = flash_blocks(f);
 	bad = calloc(n ? n : 1, 1);
 	if (!bad)
@@ -153,7 +143,7 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 	for (uint64_t i = 0; i < n; i++) {
 		r = flash_block_isbad(f, i * f->info.erasesize);
 		if (r < 0)
-			return fail(err, errlen, r, "%s: bad-block check of block %llu: %s", mtd,
+			return util_errorf(err, errlen, r, "%s: bad-block check of block %llu: %s", mtd,
 				    (unsigned long long)i, strerror(-r));
 		bad[i] = r > 0;
 		ret->bad_blocks += bad[i];
@@ -169,7 +159,7 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 
 	r = boot_dm_plan(bad, n, f->info.erasesize, ret->image_bytes, &plan);
 	if (r < 0)
-		return fail(err, errlen, r, "%s: %s", mtd,
+		return util_errorf(err, errlen, r, "%s: %s", mtd,
 			    r == -ENOSPC ? "the good blocks are fewer than the image needs"
 					 : strerror(-r));
 	ret->bad_inside = plan.bad_inside;
@@ -218,11 +208,11 @@ int boot_root_ubi_attach(const struct layout *l, const struct layout_partition *
 		closedir(d);
 	fd = open("/dev/ubi_ctrl", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "/dev/ubi_ctrl: %s (is the ubi driver loaded?)",
+		return util_errorf(err, errlen, -errno, "/dev/ubi_ctrl: %s (is the ubi driver loaded?)",
 			    strerror(errno));
 	req.mtd_num = (int)mtd_num;
 	if (ioctl(fd, UBI_IOCATT, &req) < 0)
-		return fail(err, errlen, -errno, "attaching UBI to %s (%s): %s", mtd, p->name,
+		return util_errorf(err, errlen, -errno, "attaching UBI to %s (%s): %s", mtd, p->name,
 			    strerror(errno));
 	(void)l;
 	return req.ubi_num;
@@ -268,19 +258,19 @@ static int setup_ubi(const struct layout *l, const struct layout_image_target *t
 		return ubi;
 	id = boot_root_ubi_volume(ubi, t->ubi_volume);
 	if (id < 0)
-		return fail(err, errlen, id, "ubi%d (%s): no volume named %s", ubi, t->part->name,
+		return util_errorf(err, errlen, id, "ubi%d (%s): no volume named %s", ubi, t->part->name,
 			    t->ubi_volume);
 	snprintf(ret->source, sizeof(ret->source), "ubi%d:%s", ubi, t->ubi_volume);
 	snprintf(vol, sizeof(vol), "/dev/ubi%d_%d", ubi, id);
 	if (wait_node(vol, &st) < 0 || (fd = open(vol, O_RDONLY | O_CLOEXEC)) < 0)
-		return fail(err, errlen, -errno, "%s: %s", vol, strerror(errno));
+		return util_errorf(err, errlen, -errno, "%s: %s", vol, strerror(errno));
 	if (ioctl(fd, UBI_IOCVOLCRBLK, &req) < 0 && errno != EEXIST)
-		return fail(err, errlen, -errno, "UBI_IOCVOLCRBLK on %s: %s (kernel without CONFIG_MTD_UBI_BLOCK?)",
+		return util_errorf(err, errlen, -errno, "UBI_IOCVOLCRBLK on %s: %s (kernel without CONFIG_MTD_UBI_BLOCK?)",
 			    vol, strerror(errno));
 	snprintf(ret->device, sizeof(ret->device), "/dev/ubiblock%d_%d", ubi, id);
 	r = wait_node(ret->device, &st);
 	if (r < 0)
-		return fail(err, errlen, r, "%s: %s", ret->device, strerror(-r));
+		return util_errorf(err, errlen, r, "%s: %s", ret->device, strerror(-r));
 	ret->kind = BOOT_ROOT_UBIBLOCK;
 	return 0;
 }
@@ -295,22 +285,22 @@ static int setup_loop(const char *file, struct boot_root *ret, char *err, size_t
 	snprintf(ret->source, sizeof(ret->source), "%s", file);
 	img = open(file, O_RDONLY | O_CLOEXEC);
 	if (img < 0)
-		return fail(err, errlen, -errno, "image file %s: %s", file, strerror(errno));
+		return util_errorf(err, errlen, -errno, "image file %s: %s", file, strerror(errno));
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
-		return fail(err, errlen, -errno, "/dev/loop-control: %s (is the loop driver loaded?)",
+		return util_errorf(err, errlen, -errno, "/dev/loop-control: %s (is the loop driver loaded?)",
 			    strerror(errno));
 	for (int attempt = 0; attempt < 8; attempt++) {
 		n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
-			return fail(err, errlen, -errno, "LOOP_CTL_GET_FREE: %s", strerror(errno));
+			return util_errorf(err, errlen, -errno, "LOOP_CTL_GET_FREE: %s", strerror(errno));
 		snprintf(ret->device, sizeof(ret->device), "/dev/loop%d", n);
 		r = wait_node(ret->device, &st);
 		if (r < 0)
-			return fail(err, errlen, r, "%s: %s", ret->device, strerror(-r));
+			return util_errorf(err, errlen, r, "%s: %s", ret->device, strerror(-r));
 		dev = open(ret->device, O_RDONLY | O_CLOEXEC);
 		if (dev < 0)
-			return fail(err, errlen, -errno, "%s: %s", ret->device, strerror(errno));
+			return util_errorf(err, errlen, -errno, "%s: %s", ret->device, strerror(errno));
 		cfg.fd = (unsigned)img;
 		cfg.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
 		snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
@@ -322,19 +312,19 @@ static int setup_loop(const char *file, struct boot_root *ret, char *err, size_t
 				if (ioctl(dev, LOOP_SET_STATUS64, &cfg.info) < 0) {
 					r = -errno;
 					ioctl(dev, LOOP_CLR_FD, 0);
-					return fail(err, errlen, r, "LOOP_SET_STATUS64 %s: %s",
+					return util_errorf(err, errlen, r, "LOOP_SET_STATUS64 %s: %s",
 						    ret->device, strerror(-r));
 				}
 				break;
 			}
 		}
 		if (errno != EBUSY)
-			return fail(err, errlen, -errno, "LOOP_CONFIGURE %s with %s: %s", ret->device,
+			return util_errorf(err, errlen, -errno, "LOOP_CONFIGURE %s with %s: %s", ret->device,
 				    file, strerror(errno));
 		close(TAKE_FD(dev)); /* raced with another user: take the next one */
 	}
 	if (dev < 0)
-		return fail(err, errlen, -EBUSY, "no free loop device for %s", file);
+		return util_errorf(err, errlen, -EBUSY, "no free loop device for %s", file);
 	ret->hold_fd = TAKE_FD(dev);
 	ret->kind = BOOT_ROOT_LOOP;
 	return 0;

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -200,4 +201,16 @@ bool util_mem_is(const void *buf, int c, size_t len)
 		return true;
 	/* p[0] == c and p[0..n-1] == p[1..n] implies all bytes equal c */
 	return p[0] == (unsigned char)c && memcmp(p, p + 1, len - 1) == 0;
+}
+
+int util_errorf(char *err, size_t errlen, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return r;
 }
