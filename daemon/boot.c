@@ -103,7 +103,12 @@ static void blog(int level, const char *fmt, ...)
 		return;
 	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd >= 0) {
-		dprintf(fd, "<%d>flashd-boot: %s\n", level, msg);
+		/* one write() per record; dprintf() cannot be used here: glibc
+		 * seeks (SEEK_CUR) first and /dev/kmsg answers EINVAL */
+		char rec[1100];
+		int n = snprintf(rec, sizeof(rec), "<%d>flashd-boot: %s\n", level, msg);
+		if (n > 0)
+			(void)!write(fd, rec, MIN((size_t)n, sizeof(rec) - 1));
 		close(fd);
 	}
 }
