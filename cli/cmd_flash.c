@@ -78,7 +78,8 @@ static const char *open_hint(int r)
 	case -EPROTONOSUPPORT:
 		return " (use sim:PATH, /dev/mtdN or mtd:NAME)";
 	case -EMEDIUMTYPE:
-		return " (not a flash simulator file or unsupported MTD type)";
+		return " (not a flash simulator - a regular file made by 'flashctl flash sim-create' - "
+		       "or an unsupported MTD type)";
 	case -ENOTTY:
 		return " (not an MTD character device)";
 	case -ENODEV:

@@ -17,8 +17,11 @@ static const struct cli_cmd top_cmds[] = {
 	  cli_cancel, NULL },
 	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
 	{ "provision", "--layout FILE --bundle FILE (--keyring DIR|--allow-unsigned) [--both-slots] "
-	  "[--include-bootloader] [--initial-env FILE] [--dry-run] system|sim:PATH|image:PREFIX",
-	  "lay out a blank board: erase, initial env, slot A (and B), overlay, read back",
+	  "[--include-bootloader] [--initial-env FILE] [--cmdline FILE] [--dry-run] "
+	  "system|sim:PATH|image:PREFIX",
+	  "lay out a blank board: erase, initial env, slot A (and B), overlay, read back\n"
+	  "Every check runs before the first erase; --dry-run runs the same checks and\n"
+	  "exits 3 exactly when the real run would refuse.",
 	  cli_provision, NULL },
 	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
 	{ "flash", NULL, "inspect and write flash devices (MTD or simulator)", NULL, cli_flash_cmds },
