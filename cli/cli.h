@@ -11,6 +11,7 @@ enum {
 	CLI_EXIT_USAGE = 2,   /* bad command line */
 	CLI_EXIT_INVALID = 3, /* input rejected: layout/bundle/env invalid, check failed */
 	CLI_EXIT_DENIED = 4,  /* not permitted / daemon busy */
+	CLI_EXIT_FORCE = 5,   /* refused by a safety check that --force overrides */
 };
 
 struct cli_ctx {

@@ -118,7 +118,8 @@ static void usage_main(struct cli_ctx *ctx)
 	       "  -h, --help     this help\n"
 	       "  -V, --version  print the version\n"
 	       "\nExit status: 0 ok, 1 failed, 2 usage error, 3 input rejected"
-	       " (invalid layout, bundle, env), 4 permission denied or busy.\n");
+	       " (invalid layout, bundle, env; a failed check), 4 permission denied or busy,\n"
+	       "5 refused without --force.\n");
 }
 
 int main(int argc, char **argv)
