@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <ftw.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -66,6 +67,195 @@ static bool exists(const char *rel)
 	return lstat(path, &st) == 0;
 }
 
+/* A digest of a tree: every name, type, mode, size, link target and byte,
+ * not following symlinks (so "unchanged" is checked, not assumed). */
+static uint64_t tree_hash_;
+
+static void hash_bytes(const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tree_hash_ = (tree_hash_ ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+}
+
+static int hash_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	char buf[4096];
+	ssize_t n;
+
+	hash_bytes(path, strlen(path));
+	hash_bytes(&st->st_mode, sizeof(st->st_mode));
+	if (S_ISREG(st->st_mode)) {
+		int fd = open(path, O_RDONLY | O_NOFOLLOW);
+		hash_bytes(&st->st_size, sizeof(st->st_size));
+		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+			hash_bytes(buf, n);
+		if (fd >= 0)
+			close(fd);
+	} else if (S_ISLNK(st->st_mode) && (n = readlink(path, buf, sizeof(buf))) > 0) {
+		hash_bytes(buf, n);
+	}
+	(void)flag;
+	(void)f;
+	return 0;
+}
+
+static uint64_t tree_hash(const char *rel)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", base, rel);
+	tree_hash_ = 14695981039346656037ull;
+	assert_int_equal(nftw(path, hash_one, 16, FTW_PHYS), 0);
+	return tree_hash_;
+}
+
+static void link_to(const char *target, const char *rel)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", base, rel);
+	assert_int_equal(symlink(target, path), 0);
+}
+
+static int prepare(const char *ov_rel, const char *gen, const char *rom_rel, char *err, size_t len,
+		   struct boot_gen_result *res)
+{
+	char ov[512], rom[512];
+
+	snprintf(ov, sizeof(ov), "%s/%s", base, ov_rel);
+	snprintf(rom, sizeof(rom), "%s/%s", base, rom_rel);
+	return boot_gen_prepare(ov, gen, rom, "/", res, err, len);
+}
+
+/* The new upper takes a new file (the union would be writable). */
+static void assert_writable(const char *rel)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/.probe", base, rel);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(path);
+}
+
+/* Issue 14.1: ".[.]" matches ".." for glob(3): "/.[.]/.[.]" named the
+ * overlay root as source and destination, and the O_TRUNC copy emptied
+ * every file of every generation. */
+static void test_keep_dotdot_glob_no_self_copy(void **state)
+{
+	struct boot_gen_result res;
+	char err[512] = "";
+	uint64_t before;
+	_cleanup_free_ char *t = NULL;
+
+	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	put("rom/etc/flashd/keep.d/evil", "/.[.]/.[.]\n/etc/.[.]/.[.]/.[.]\n/etc/.?/etc/a\n"
+					  "/etc/keep\n");
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	put("ov/gen-A-1/upper/etc/keep", "kept\n");
+	put("ov/gen-A-1/upper/etc/a", "user data\n");
+	put("ov/gen-A-1/upper/data/big", "precious\n");
+	before = tree_hash("ov/gen-A-1");
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(tree_hash("ov/gen-A-1"), before);
+	t = get("ov/gen-A-1/upper/data/big");
+	assert_string_equal(t, "precious\n");
+	free(TAKE_PTR(t));
+	t = get("ov/gen-B-2/upper/etc/keep");
+	assert_string_equal(t, "kept\n");
+	assert_false(exists("ov/gen-B-2/upper/data"));
+	assert_false(exists("ov/gen-B-2/upper/gen-A-1"));
+	assert_writable("ov/gen-B-2/upper");
+}
+
+/* Issue 14.1: symlinks in the old upper were followed as parents on both
+ * sides: a link to the old upper's own data made a self-copy (O_TRUNC),
+ * a link to the outside was read and written through. */
+static void test_keep_symlinks_not_followed(void **state)
+{
+	struct boot_gen_result res;
+	char err[512] = "", target[512];
+	uint64_t before_old, before_out;
+	_cleanup_free_ char *t = NULL;
+	struct stat st;
+
+	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	put("outside/secret", "outside\n");
+	put("rom/etc/flashd/keep.d/x", "/etc/config\n/etc/config/*\n/etc/out\n/etc/out/*\n"
+				       "/etc/out/secret\n/etc/out/new/file\n");
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	put("ov/gen-A-1/upper/data/d1", "user 1\n");
+	put("ov/gen-A-1/upper/data/d2", "user 2\n");
+	put("ov/gen-A-1/upper/etc/other", "x\n");
+	snprintf(target, sizeof(target), "%s/ov/gen-A-1/upper/data", base);
+	link_to(target, "ov/gen-A-1/upper/etc/config");
+	snprintf(target, sizeof(target), "%s/outside", base);
+	link_to(target, "ov/gen-A-1/upper/etc/out");
+	before_old = tree_hash("ov/gen-A-1");
+	before_out = tree_hash("outside");
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(tree_hash("ov/gen-A-1"), before_old);
+	assert_int_equal(tree_hash("outside"), before_out);
+	t = get("ov/gen-A-1/upper/data/d1");
+	assert_string_equal(t, "user 1\n");
+	/* the links themselves are kept, as links */
+	assert_int_equal(lstat(strcat(strcpy((char[512]){0}, base), "/ov/gen-B-2/upper/etc/config"), &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(lstat(strcat(strcpy((char[512]){0}, base), "/ov/gen-B-2/upper/etc/out"), &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_false(exists("ov/gen-B-2/upper/etc/other"));
+	assert_writable("ov/gen-B-2/upper");
+}
+
+/* Issue 14.2: with GLOB_PERIOD "*" and ".*" matched "." and "..": the
+ * line "/root/.*" migrated the whole old upper, and "/etc/config/ *"
+ * (without the space) every change in /etc. */
+static void test_keep_star_never_dot_or_dotdot(void **state)
+{
+	struct boot_gen_result res;
+	char err[512] = "";
+	_cleanup_free_ char *t = NULL;
+
+	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	put("rom/etc/flashd/keep.d/x", "/root/.*\n/etc/config/*\n/*/nothing\n");
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	put("ov/gen-A-1/upper/root/.profile", "profile\n");
+	put("ov/gen-A-1/upper/root/notdot", "no\n");
+	put("ov/gen-A-1/upper/etc/config/net", "net\n");
+	put("ov/gen-A-1/upper/etc/config/.hidden", "hidden\n");
+	put("ov/gen-A-1/upper/etc/notkept", "edit\n");
+	put("ov/gen-A-1/upper/usr/lib/libold.so", "stale\n");
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	t = get("ov/gen-B-2/upper/root/.profile");
+	assert_string_equal(t, "profile\n");
+	free(TAKE_PTR(t));
+	t = get("ov/gen-B-2/upper/etc/config/.hidden");
+	assert_string_equal(t, "hidden\n");
+	assert_true(exists("ov/gen-B-2/upper/etc/config/net"));
+	assert_false(exists("ov/gen-B-2/upper/root/notdot"));
+	assert_false(exists("ov/gen-B-2/upper/etc/notkept"));
+	assert_false(exists("ov/gen-B-2/upper/usr"));
+	assert_false(exists("ov/gen-B-2/upper/upper"));
+	assert_false(exists("ov/gen-B-2/upper/gen-A-1"));
+	assert_int_equal(res.migrated, 3); /* .profile, net, .hidden */
+}
+
+/* "." and ".." components are refused by the parser, with the line */
+static void test_keep_parse_dots(void **state)
+{
+	struct boot_gen_list l = { 0 };
+	unsigned line = 0;
+
+	assert_int_equal(boot_gen_keep_parse("/a/./b\n", &l, &line), -EINVAL);
+	assert_int_equal(boot_gen_keep_parse("/ok\n/.\n", &l, &line), -EINVAL);
+	assert_int_equal(line, 2);
+	assert_int_equal(boot_gen_keep_parse("//etc//x//\n", &l, &line), 0);
+	assert_string_equal(l.v[l.n - 1], "/etc/x");
+	boot_gen_list_done(&l);
+}
+
 static void test_name(void **state)
 {
 	char buf[64];
@@ -73,7 +263,7 @@ static void test_name(void **state)
 	assert_int_equal(boot_gen_name("A", "2.0", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "gen-A-2.0");
 	assert_int_equal(boot_gen_name("B", "1.0 beta/3", buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "gen-B-1.0_beta_3");
+	assert_true(!strncmp(buf, "gen-B-1.0_beta_3-", 17) && strlen(buf) == 25);
 	assert_int_equal(boot_gen_name("A", NULL, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "gen-A-unknown");
 	assert_int_equal(boot_gen_name("A", "x", buf, 6), -ENAMETOOLONG);
@@ -116,8 +306,11 @@ static void test_keep_load_names_file_and_line(void **state)
 	assert_string_equal(l.v[2], "/etc/c");
 	boot_gen_list_done(&l);
 	put("k2/30-bad", "/fine\n\nnot-absolute\n");
-	assert_int_equal(boot_gen_keep_load(dirs, 2, &l, err, sizeof(err)), -EINVAL);
+	/* a bad line is skipped and named; the others still count */
+	assert_int_equal(boot_gen_keep_load(dirs, 2, &l, err, sizeof(err)), 1);
 	assert_non_null(strstr(err, "k2/30-bad:3:"));
+	assert_int_equal(l.n, 4);
+	boot_gen_list_done(&l);
 }
 
 static void test_generations_migrate_and_gc(void **state)
@@ -250,6 +443,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_generations_migrate_and_gc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subtree_prefix, setup, teardown),
 		cmocka_unit_test(test_slot_good_rule),
+		cmocka_unit_test_setup_teardown(test_keep_dotdot_glob_no_self_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_symlinks_not_followed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_star_never_dot_or_dotdot, setup, teardown),
+		cmocka_unit_test(test_keep_parse_dots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
