@@ -13,6 +13,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <ftw.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -256,6 +259,81 @@ static void test_keep_parse_dots(void **state)
 	boot_gen_list_done(&l);
 }
 
+/* Issue 14.9: sanitised names collided ("2.0~rc1" and "2.0_rc1"), "2.tmp"
+ * took version 2's temporary directory, a long version failed. */
+static void test_name_collisions(void **state)
+{
+	char a[BOOT_GEN_NAME_MAX], b[BOOT_GEN_NAME_MAX], longv[600];
+
+	assert_int_equal(boot_gen_name("A", "2.0~rc1", a, sizeof(a)), 0);
+	assert_int_equal(boot_gen_name("A", "2.0_rc1", b, sizeof(b)), 0);
+	assert_string_equal(b, "gen-A-2.0_rc1");
+	assert_string_not_equal(a, b);
+	assert_true(boot_gen_name_valid(a));
+	assert_int_equal(boot_gen_name("A", "2.tmp", a, sizeof(a)), 0);
+	assert_int_equal(boot_gen_name("A", "2", b, sizeof(b)), 0);
+	strcat(b, ".tmp");
+	assert_string_not_equal(a, b);
+	assert_true(boot_gen_name_valid(a));
+	memset(longv, 'v', sizeof(longv) - 1);
+	longv[sizeof(longv) - 1] = '\0';
+	assert_int_equal(boot_gen_name("A", longv, a, sizeof(a)), 0);
+	assert_true(strlen(a) < BOOT_GEN_NAME_MAX && boot_gen_name_valid(a));
+	longv[300] = 'w';
+	assert_int_equal(boot_gen_name("A", longv, b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	assert_int_equal(boot_gen_name("A", "..", a, sizeof(a)), 0);
+	assert_true(boot_gen_name_valid(a));
+	assert_false(boot_gen_name_valid("gen-A-2.tmp"));
+	assert_false(boot_gen_name_valid("../gen-A-1"));
+	assert_false(boot_gen_name_valid("gen-A/../../x"));
+	assert_false(boot_gen_name_valid("other"));
+}
+
+/* Issue 14.9: a planted "../" in .flashd-last made migration read outside
+ * the overlay. */
+static void test_last_validated(void **state)
+{
+	struct boot_gen_result res;
+	char err[512] = "";
+
+	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	put("rom/etc/flashd/keep.d/x", "/secret\n");
+	put("elsewhere/upper/secret", "not yours\n");
+	put("ov/.flashd-last", "../elsewhere\n");
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_false(exists("ov/gen-B-2/upper/secret"));
+	assert_string_equal(res.previous, "");
+	assert_non_null(strstr(res.note, "names no generation"));
+}
+
+/* Issue 14.9: xattrs over 4 KiB failed the whole migration. Needs a
+ * filesystem that takes big values: a private tmpfs (root only). */
+static void test_big_xattr(void **state)
+{
+	struct boot_gen_result res;
+	char err[512] = "", path[512], value[9000], got[9000];
+
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", base, "tmpfs", 0, "size=16m") < 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	put("rom/etc/flashd/keep.d/x", "/etc/x\n");
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	put("ov/gen-A-1/upper/etc/x", "x\n");
+	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper/etc/x", base);
+	memset(value, 'q', sizeof(value));
+	assert_int_equal(setxattr(path, "trusted.big", value, sizeof(value), 0), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	snprintf(path, sizeof(path), "%s/ov/gen-B-2/upper/etc/x", base);
+	assert_int_equal(getxattr(path, "trusted.big", got, sizeof(got)), sizeof(value));
+	assert_memory_equal(got, value, sizeof(value));
+	assert_int_equal(umount2(base, MNT_DETACH), 0);
+}
+
 static void test_name(void **state)
 {
 	char buf[64];
@@ -447,6 +525,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keep_symlinks_not_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_star_never_dot_or_dotdot, setup, teardown),
 		cmocka_unit_test(test_keep_parse_dots),
+		cmocka_unit_test(test_name_collisions),
+		cmocka_unit_test_setup_teardown(test_last_validated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_big_xattr, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
