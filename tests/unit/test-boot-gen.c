@@ -334,6 +334,111 @@ static void test_big_xattr(void **state)
 	assert_int_equal(umount2(base, MNT_DETACH), 0);
 }
 
+/* The hostile keep-list corpus: thousands of entries built from globs
+ * with brackets and dots, absolute and relative paths, very long names,
+ * against an old upper with symlinks pointing inside and outside (and in
+ * loops). Nothing outside the new generation may change, the old
+ * generation keeps every byte, the new upper is writable. */
+static const char *const hostile_parts[] = {
+	".", "..", ".[.]", ".?", "?.", "*", ".*", "[.]", "[!a]*", "\\.", "\\.\\.", "[", "]", "[]]",
+	"[.-.]", "etc", "config", "in", "out", "abs", "rel", "loop", "data", "[x]", "**", "?",
+	"gen-A-1", "upper", "sentinel", "", "~", "$HOME", "*/..", "%s",
+};
+
+static void hostile_tree(void)
+{
+	char target[512], longname[300];
+
+	put("sentinel/file", "sentinel\n");
+	put("ov/gen-A-1/upper/etc/config/a", "a\n");
+	put("ov/gen-A-1/upper/etc/config/.h", "h\n");
+	put("ov/gen-A-1/upper/data/d", "d\n");
+	put("ov/gen-A-1/upper/[x]/y", "bracket\n");
+	memset(longname, 'n', 255);
+	longname[255] = '\0';
+	snprintf(target, sizeof(target), "ov/gen-A-1/upper/data/%s", longname);
+	put(target, "long\n");
+	link_to("../data", "ov/gen-A-1/upper/etc/in");
+	snprintf(target, sizeof(target), "%s/ov/gen-A-1/upper/data", base);
+	link_to(target, "ov/gen-A-1/upper/etc/abs");
+	snprintf(target, sizeof(target), "%s/sentinel", base);
+	link_to(target, "ov/gen-A-1/upper/etc/out");
+	link_to("../../../../sentinel", "ov/gen-A-1/upper/etc/rel");
+	link_to("loop", "ov/gen-A-1/upper/etc/loop");
+	snprintf(target, sizeof(target), "%s/ov", base);
+	link_to(target, "ov/gen-A-1/upper/ov");
+}
+
+static char *hostile_keep(unsigned n, uint32_t seed)
+{
+	size_t cap = n * 128 + 4096, len = 0;
+	char *text = malloc(cap), longname[300];
+
+	assert_non_null(text);
+	memset(longname, 'n', 255);
+	longname[255] = '\0';
+	len += snprintf(text + len, cap - len, "/.[.]/.[.]\n/*\n/.*\n/etc/*/*\n/etc/in/*\n"
+			"/etc/abs/*\n/etc/out/file\n/etc/rel/file\n/etc/loop/x\n/ov/*\n"
+			"/data/%s\n/data/%sx\nrelative/path\n/\n", longname, longname);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned depth;
+
+		seed = seed * 1103515245u + 12345u;
+		depth = 1 + (seed >> 16) % 5;
+		if ((seed >> 8) % 7)
+			text[len++] = '/';
+		for (unsigned d = 0; d < depth; d++) {
+			const char *part;
+
+			seed = seed * 1103515245u + 12345u;
+			part = hostile_parts[(seed >> 16) % ELEMENTSOF(hostile_parts)];
+			len += snprintf(text + len, cap - len, "%s%s", d ? "/" : "", part);
+		}
+		text[len++] = '\n';
+	}
+	text[len] = '\0';
+	return text;
+}
+
+static void test_hostile_keep_corpus(void **state)
+{
+	struct boot_gen_result res;
+	struct boot_gen_list gens = { 0 };
+	char err[512] = "", path[512];
+	_cleanup_free_ char *keep = hostile_keep(3000, 14);
+	uint64_t old_hash, sentinel_hash;
+	FILE *f;
+
+	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	put("rom/etc/flashd/keep.d/hostile", keep);
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	hostile_tree();
+	/* the user's own keep.d in the old upper is hostile too */
+	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper/etc/flashd/keep.d", base);
+	assert_int_equal(system(strcat(strcpy((char[600]){0}, "mkdir -p "), path)), 0);
+	strcat(path, "/user");
+	assert_non_null(f = fopen(path, "w"));
+	fputs(keep, f);
+	fclose(f);
+	old_hash = tree_hash("ov/gen-A-1");
+	sentinel_hash = tree_hash("sentinel");
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_true(res.keep_rejected > 0);
+	assert_true(res.migrated > 0);
+	assert_int_equal(tree_hash("ov/gen-A-1"), old_hash);
+	assert_int_equal(tree_hash("sentinel"), sentinel_hash);
+	/* only the two generations: no .tmp, nothing copied beside them */
+	assert_int_equal(boot_gen_list(strcat(strcpy((char[512]){0}, base), "/ov"), &gens), 0);
+	assert_int_equal(gens.n, 2);
+	assert_string_equal(gens.v[1], "gen-B-2");
+	boot_gen_list_done(&gens);
+	assert_false(exists("ov/gen-B-2/upper/upper"));
+	assert_false(exists("ov/gen-B-2/upper/gen-A-1"));
+	assert_true(exists("ov/gen-B-2/upper/etc/config/.h"));
+	assert_writable("ov/gen-B-2/upper");
+	assert_writable("ov/gen-B-2/upper/etc/config");
+}
+
 static void test_name(void **state)
 {
 	char buf[64];
@@ -526,6 +631,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keep_star_never_dot_or_dotdot, setup, teardown),
 		cmocka_unit_test(test_keep_parse_dots),
 		cmocka_unit_test(test_name_collisions),
+		cmocka_unit_test_setup_teardown(test_hostile_keep_corpus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_validated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_big_xattr, setup, teardown),
 	};
