@@ -162,8 +162,7 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	r = slot_compute(&s.st, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c, &err);
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
-		/* -EBUSY: the last bootable slot, --force overrides; -ENOENT: nothing to do */
-		return r == -EBUSY ? CLI_EXIT_FORCE : r == -ENOENT ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
+		return cli_refusal_exit(r, s.a.force);
 	}
 	r = slot_apply(s.env, &c, &eerr);
 	if (r < 0) {

@@ -1,5 +1,6 @@
 /* flashctl: the technician's and script's front end to flashd.
  * Commands are dispatched from nested tables (cli.h). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,15 @@ void cli_print_json(struct json_object *j)
 {
 	puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(j);
+}
+
+int cli_refusal_exit(int r, bool forced)
+{
+	if (r == -EBUSY && !forced)
+		return CLI_EXIT_FORCE;
+	if (r == -EBUSY || r == -ENOENT || r == -EPERM || r == -EALREADY)
+		return CLI_EXIT_INVALID;
+	return CLI_EXIT_FAIL;
 }
 
 bool cli_wants_help(int argc, char **argv)
