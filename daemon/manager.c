@@ -69,21 +69,21 @@ static int open_env(struct manager *m, struct env **ret, struct env_error *err)
 	return env_open_layout(m->layout, m->conf->target, NULL, 0, ret, err);
 }
 
-struct slot_view {
+struct slots_view {
 	struct slot_state st;
 	struct slot_status status;
 	char *versions[SLOT_MAX];
 	bool reset_pending;
 };
 
-static void slot_view_done(struct slot_view *v)
+static void slots_view_done(struct slots_view *v)
 {
 	for (size_t i = 0; i < SLOT_MAX; i++)
 		free(v->versions[i]);
 }
 
 /* Slot state and status from the env and the kernel command line. */
-static int load_slots(struct manager *m, struct env *e, struct slot_view *v, char *why,
+static int load_slots(struct manager *m, struct env *e, struct slots_view *v, char *why,
 		      size_t whylen)
 {
 	struct slot_error serr = { "" };
@@ -91,7 +91,7 @@ static int load_slots(struct manager *m, struct env *e, struct slot_view *v, cha
 	char *reset;
 	int booted, r;
 
-	*v = (struct slot_view){ 0 };
+	*v = (struct slots_view){ 0 };
 	r = slot_state_load_group(&v->st, m->group, env_get_dup, e, &serr);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", serr.msg);
@@ -117,7 +117,7 @@ static int reply_env_error(struct proto_call *call, int r, const struct env_erro
 
 /* ---- status ---- */
 
-static const char *slot_state_name(const struct slot_view *v, size_t i)
+static const char *slot_state_name(const struct slots_view *v, size_t i)
 {
 	static const char *const names[_SLOT_HEALTH_MAX] = {
 		[SLOT_HEALTH_GOOD] = "good",
@@ -132,7 +132,7 @@ static const char *slot_state_name(const struct slot_view *v, size_t i)
 	return names[h];
 }
 
-static struct json_object *slots_json(struct manager *m, const struct slot_view *v)
+static struct json_object *slots_json(struct manager *m, const struct slots_view *v)
 {
 	struct json_object *arr = json_object_new_array();
 
@@ -262,7 +262,7 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct env_error eerr = { "" };
-	struct slot_view v;
+	struct slots_view v;
 	char why[256];
 	int r;
 
@@ -291,7 +291,7 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 	json_object_object_add(o, "operation", jstr(m->op.name));
 	if (m->op.last)
 		json_object_object_add(o, "progress", json_object_get(m->op.last));
-	slot_view_done(&v);
+	slots_view_done(&v);
 	return proto_reply(call, o);
 }
 
@@ -703,7 +703,7 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 	struct slot_error serr = { "" };
 	struct slot_state nst;
 	struct slot_changes ch;
-	struct slot_view v;
+	struct slots_view v;
 	int idx, r;
 
 	*ret_kind = SLOT_CHANGE_ENV;
@@ -715,7 +715,7 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 	r = load_slots(m, e, &v, why, whylen);
 	if (r < 0)
 		return r;
-	slot_view_done(&v);
+	slots_view_done(&v);
 	idx = name ? slot_find(&v.st, name) : v.status.booted;
 	if (idx < 0 && op != SLOT_OP_ROLLBACK) {
 		*ret_kind = SLOT_CHANGE_NO_SLOT;
@@ -1030,7 +1030,7 @@ static int health_start(struct manager *m)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct env_error eerr = { "" };
-	struct slot_view v;
+	struct slots_view v;
 	char why[256];
 	int r;
 
@@ -1043,7 +1043,7 @@ static int health_start(struct manager *m)
 	env_close(TAKE_PTR(e));
 	if (r < 0)
 		return 0;
-	slot_view_done(&v);
+	slots_view_done(&v);
 	if (!v.status.needs_health_check)
 		return 0;
 	if (!m->conf->health_command) {
