@@ -116,6 +116,11 @@ void slot_left_var(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "BOOT_%s_LEFT", name);
 }
 
+void slot_version_var(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "FLASHD_%s_VERSION", name);
+}
+
 void slot_record_var(const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "FLASHD_%s_STATE", name);
@@ -256,7 +261,7 @@ static int load_record(struct slot_info *s, slot_getenv_fn get, void *userdata,
 					 var, rec);
 		s->record = (enum slot_record)r;
 	}
-	snprintf(var, sizeof(var), "FLASHD_%s_VERSION", s->name);
+	slot_version_var(s->name, var, sizeof(var));
 	ver = get(userdata, var);
 	s->has_version = ver && *ver;
 	return 0;

@@ -194,6 +194,8 @@ int slot_op_from_string(const char *s); /* -EINVAL if unknown */
 void slot_order_string(const struct slot_state *st, char *buf, size_t len);
 /* "BOOT_A_LEFT" */
 void slot_left_var(const char *name, char *buf, size_t len);
+/* "FLASHD_A_VERSION": the version an install verified into the slot */
+void slot_version_var(const char *name, char *buf, size_t len);
 /* "FLASHD_A_STATE" */
 void slot_record_var(const char *name, char *buf, size_t len);
 #define SLOT_LAST_GOOD_VAR "FLASHD_LAST_GOOD"
