@@ -160,7 +160,8 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 		return fail(in, r, "cannot open the U-Boot env: %s", eerr.msg);
 	r = slot_state_load_group(&st, in->group, env_get_dup, e, &serr);
 	if (r >= 0)
-		r = slot_compute(&st, op, in->slot, 0, &nst, &ch, &serr);
+		r = slot_compute(&st, op, in->slot, op == SLOT_OP_INSTALL_FAILED ||
+				 op == SLOT_OP_INSTALL_CANCELLED ? SLOT_FORCE : 0, &nst, &ch, &serr);
 	if (r < 0)
 		return fail(in, r, "slot state: %s", serr.msg);
 	r = env_txn_new(e, &t);

@@ -713,9 +713,13 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 		n->slots[slot].record = SLOT_RECORD_VERIFIED;
 		return activate(n, (size_t)slot, err);
 	case SLOT_OP_INSTALL_FAILED:
-		return drop_install(n, (size_t)slot, SLOT_RECORD_FAILED, err);
 	case SLOT_OP_INSTALL_CANCELLED:
-		return drop_install(n, (size_t)slot, SLOT_RECORD_CANCELLED, err);
+		if (!(flags & SLOT_FORCE) && n->slots[slot].record != SLOT_RECORD_INSTALLING)
+			return slot_fail(err, -ESTALE, "%s: slot %s is not being installed (%s)",
+					 op_names[op], n->slots[slot].name,
+					 view_names[slot_view_of(n, slot, false)].text);
+		return drop_install(n, (size_t)slot, op == SLOT_OP_INSTALL_FAILED ?
+				    SLOT_RECORD_FAILED : SLOT_RECORD_CANCELLED, err);
 	case SLOT_OP_FALLBACK:
 		fallback(n, slot);
 		return 0;

@@ -53,7 +53,9 @@ enum slot_op {
 				 * refused for the last slot of BOOT_ORDER */
 	SLOT_OP_INSTALL_VERIFIED, /* install --no-activate: record verified, stays out */
 	SLOT_OP_INSTALL_ACTIVATE, /* install: record verified and activate */
-	SLOT_OP_INSTALL_FAILED,   /* install failed: record failed, out of BOOT_ORDER, 0 tries */
+	SLOT_OP_INSTALL_FAILED,   /* install failed: record failed, out of BOOT_ORDER, 0 tries;
+				   * -ESTALE when the record is not installing (force: the
+				   * install that stored installing knows better) */
 	SLOT_OP_INSTALL_CANCELLED, /* same, record cancelled */
 	SLOT_OP_FALLBACK,       /* slot = the booted one: the slots the boot script skipped
 				 * before it (no tries left) leave BOOT_ORDER, record bad */
