@@ -166,7 +166,7 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 		return fail(in, r, "slot state: %s", serr.msg);
 	r = env_txn_new(e, &t);
 	for (size_t i = 0; r >= 0 && i < ch.n; i++)
-		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value);
+		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value[0] ? ch.vars[i].value : NULL);
 	/* the version goes with the content: forgotten when writing starts,
 	 * set when the read-back verified */
 	install_version_var(in->group->slots[in->slot].name, var, sizeof(var));

@@ -22,6 +22,7 @@ static const char *const op_names[_SLOT_OP_MAX] = {
 	[SLOT_OP_INSTALL_ACTIVATE] = "install-activate",
 	[SLOT_OP_INSTALL_FAILED] = "install-failed",
 	[SLOT_OP_INSTALL_CANCELLED] = "install-cancelled",
+	[SLOT_OP_RETIRE] = "retire",
 	[SLOT_OP_FALLBACK] = "fallback",
 };
 
@@ -720,6 +721,11 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 					 view_names[slot_view_of(n, slot, false)].text);
 		return drop_install(n, (size_t)slot, op == SLOT_OP_INSTALL_FAILED ?
 				    SLOT_RECORD_FAILED : SLOT_RECORD_CANCELLED, err);
+	case SLOT_OP_RETIRE:
+		r = drop_install(n, (size_t)slot, SLOT_RECORD_NONE, err);
+		if (r >= 0 && n->last_good == slot)
+			n->last_good = -1;
+		return r;
 	case SLOT_OP_FALLBACK:
 		fallback(n, slot);
 		return 0;
@@ -954,7 +960,8 @@ int slot_apply(struct env *e, const struct slot_changes *c, struct env_error *er
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < c->n; i++) {
-		r = env_txn_set(t, c->vars[i].name, c->vars[i].value);
+		/* "" deletes (a record going back to none); BOOT_ORDER is never "" */
+		r = env_txn_set(t, c->vars[i].name, c->vars[i].value[0] ? c->vars[i].value : NULL);
 		if (r < 0)
 			return r;
 	}

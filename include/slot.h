@@ -57,6 +57,8 @@ enum slot_op {
 				   * -ESTALE when the record is not installing (force: the
 				   * install that stored installing knows better) */
 	SLOT_OP_INSTALL_CANCELLED, /* same, record cancelled */
+	SLOT_OP_RETIRE,         /* provisioning left the slot unwritten: out of BOOT_ORDER,
+				 * 0 tries, no record, no version (status: empty) */
 	SLOT_OP_FALLBACK,       /* slot = the booted one: the slots the boot script skipped
 				 * before it (no tries left) leave BOOT_ORDER, record bad */
 	_SLOT_OP_MAX,
@@ -254,7 +256,7 @@ int slot_booted(const char *path, const struct layout *l, const struct layout_sl
 int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
 		     struct slot_changes *ret_changes);
 
-/* Write c with one env transaction. */
+/* Write c with one env transaction (an empty value deletes the variable). */
 int slot_apply(struct env *e, const struct slot_changes *c, struct env_error *err);
 
 /* The U-Boot hush boot script for layout l's first slot group (see

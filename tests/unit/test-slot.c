@@ -600,6 +600,11 @@ static void test_install_ops(void **state)
 	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=failed;");
 	run(&st, SLOT_OP_INSTALL_CANCELLED, 1, 0, &n, &c);
 	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_CANCELLED);
+	/* provisioning wrote only A: B leaves BOOT_ORDER and reads "empty" */
+	load(&st, "A B", "3", "3");
+	run(&st, SLOT_OP_RETIRE, 1, 0, &n, &c);
+	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;");
+	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_EMPTY);
 	/* the daemon recording a dead worker's install: only if still installing */
 	loadr(&st, "B A", "3", "3", NULL, "verified");
 	assert_int_equal(slot_compute(&st, SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c, &err), -ESTALE);
