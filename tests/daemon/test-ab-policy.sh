@@ -13,6 +13,7 @@
 #   item 9  no reboot(2) for a sim: board
 #   item 19 offline rollback = the socket's (from the primary), no silent no-op
 #   item 20 env set --force refuses slot values the boot script reads otherwise
+#   item 15 a freshly provisioned A failing its first check stays in BOOT_ORDER
 #   item 22 status: pending / failed / bad / degraded, next = boot-select
 . "$(dirname "$0")/lib.sh"
 
@@ -201,4 +202,27 @@ done
 env_dump | cmp -s - "$T/env7" || fail "item 20: the env changed"
 fctl -q env set --force --layout "$LAYOUT" --target "$TARGET" "BOOT_A_LEFT=2" ||
 	fail "item 20: a valid forced value was refused"
+
+# ---- item 15: freshly provisioned (only A written), A fails its first check ----
+fctl provision --layout "$LAYOUT" --bundle "$T/v1.bundle" --keyring "$T/keyring" "$TARGET" \
+	> "$T/prov.out" 2>&1 || fail "provision: $(tail -n 3 "$T/prov.out")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "provisioned BOOT_ORDER '$(env_var BOOT_ORDER)'"
+echo 1 > "$T/health-rc"
+DAEMON_WRAPPER="unshare --pid --fork --kill-child"
+reboot_board
+[ "$BOOTED" = A ] || fail "boot-select chose $BOOTED on the provisioned board"
+wait_for 20 daemon_idle || fail "the check on the provisioned A did not finish"
+daemon_alive || fail "item 15: flashd is gone after the check"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "item 15: BOOT_ORDER '$(env_var BOOT_ORDER)' after A's failed check"
+status st8
+expect_fields "$T/st8.json" "provisioned A failed its first check" <<EOF
+degraded true
+next A
+slots.0.state bad
+slots.1.state empty
+EOF
+term_ns
+stop_daemon
+sel=$(fctl slot boot-select --layout "$LAYOUT" --target "$TARGET") || fail "boot-select after item 15"
+[ "$sel" = flashd.slot=A ] || fail "item 15: the next boot chose $sel"
 say PASS
