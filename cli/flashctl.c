@@ -49,9 +49,9 @@ void cli_print_json(struct json_object *j)
 	json_object_put(j);
 }
 
-int cli_refusal_exit(int r, bool forced)
+int cli_refusal_exit(int r, bool forcible)
 {
-	if (r == -EBUSY && !forced)
+	if (forcible)
 		return CLI_EXIT_FORCE;
 	if (r == -EBUSY || r == -ENOENT || r == -EPERM || r == -EALREADY)
 		return CLI_EXIT_INVALID;

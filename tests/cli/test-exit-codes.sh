@@ -2,8 +2,9 @@
 # flashctl's exit codes are the ones flashctl(1) documents, --json prints
 # valid JSON on every command, -q silences install and provision, and
 # non-regular files (a directory, a FIFO) are refused up front, never hang.
-#   0 ok, 1 failed, 2 usage, 3 input rejected (also a bundle found bad while
-#   streaming), 4 permission denied / busy, 5 refused without --force.
+#   0 ok, 1 failed, 2 usage, 3 input rejected or a failed check (also a
+#   bundle found bad while streaming), 4 permission denied / busy, 5 refused
+#   where --force would pass.
 # Uses the daemon test helpers (simulated board, own socket).
 . "$(dirname "$0")/../daemon/lib.sh"
 
@@ -82,9 +83,18 @@ rc=$?
 code 5 "env set BOOT_ORDER without --force" env set BOOT_ORDER=B "${E[@]}"
 code 5 "env init over a valid env" env init "${E[@]}"
 code 5 "flash sim-create over a file" flash sim-create "$SIM" --type nor --size 1MiB --erase-block 64KiB
-# slot A is the only bootable slot after the failed installs into B
-code 5 "mark-bad of the last bootable slot" slot mark-bad A "${E[@]}"
 same_env "the --force refusals"
+# slot A is the last slot in BOOT_ORDER after the failed installs into B:
+# a failed check that --force does not override (3)
+code 3 "mark-bad of the last slot in BOOT_ORDER" slot mark-bad A "${E[@]}"
+# B back in the order but its install failed: A is the only verified slot,
+# --force would take it out (5)
+"$FLASHCTL" -q env set --force "BOOT_ORDER=A B" "${E[@]}" || bad "env set --force BOOT_ORDER"
+env_dump >"$T/env-before"
+code 5 "mark-bad of the only verified slot" slot mark-bad A "${E[@]}"
+msg "force overrides" "mark-bad of the only verified slot"
+same_env "mark-bad refused"
+"$FLASHCTL" -q env set --force BOOT_ORDER=A "${E[@]}" || bad "env set --force BOOT_ORDER=A"
 
 # ---- 4: permission denied ----
 if command -v setpriv >/dev/null; then
