@@ -221,6 +221,13 @@ next A
 slots.0.state bad
 slots.1.state empty
 EOF
+runs=$(health_runs)
+term_ns
+stop_daemon
+start_daemon
+sleep 0.5
+wait_for 20 daemon_idle || fail "busy after the restart"
+[ "$(health_runs)" = "$runs" ] || fail "item 17: the check ran again on the degraded slot A"
 term_ns
 stop_daemon
 sel=$(fctl slot boot-select --layout "$LAYOUT" --target "$TARGET") || fail "boot-select after item 15"
