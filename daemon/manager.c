@@ -193,19 +193,53 @@ static struct json_object *flash_json(struct manager *m, const char *only)
 	return arr;
 }
 
+/* Every layer flashd boot recorded, so a fallback of any one shows. */
+static struct json_object *overlay_layers_json(struct json_object *boot, bool *degraded)
+{
+	static const char *const keys[] = { "path", "state", "fstype", "partition", "persistent",
+					    "fallback", "fallback_reason", "generation_error" };
+	struct json_object *arr = json_object_new_array(), *ovs, *v, *g;
+
+	if (!boot || !json_object_object_get_ex(boot, "overlays", &ovs) ||
+	    !json_object_is_type(ovs, json_type_array))
+		return arr;
+	for (size_t i = 0; i < json_object_array_length(ovs); i++) {
+		struct json_object *ly = json_object_array_get_idx(ovs, i), *o = json_object_new_object();
+
+		for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+			json_object_object_add(o, keys[k], json_object_object_get_ex(ly, keys[k], &v) ?
+					       json_object_get(v) : NULL);
+		json_object_object_add(o, "generation", json_object_object_get_ex(ly, "generation", &g) &&
+				       json_object_object_get_ex(g, "name", &v) ? json_object_get(v) : NULL);
+		if (json_object_object_get_ex(ly, "fallback", &v) && json_object_get_boolean(v))
+			*degraded = true;
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 static struct json_object *overlay_json(struct manager *m, bool reset_pending)
 {
 	_cleanup_json_ struct json_object *boot = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct json_object *o = json_object_new_object(), *ov = NULL, *v;
+	struct json_object *o = json_object_new_object(), *ov = NULL, *v, *layers;
 	const struct layout_overlay *lo = m->layout->n_overlays ? &m->layout->overlays[0] : NULL;
 	const char *state = lo ? "unknown" : "none";
+	bool degraded = false;
 
+	/* the "/" layer, else the layout's first: the one flashd boot records
+	 * as "overlay" */
+	for (size_t i = 0; i < m->layout->n_overlays; i++)
+		if (!strcmp(m->layout->overlays[i].path, "/"))
+			lo = &m->layout->overlays[i];
 	/* flashd boot records what it mounted */
 	if (util_read_file(BOOT_STATE_FILE, 1 << 16, &text, NULL) >= 0 &&
 	    (boot = json_tokener_parse(text)) && json_object_object_get_ex(boot, "overlay", &ov) &&
 	    json_object_object_get_ex(ov, "state", &v))
 		state = json_object_get_string(v);
+	layers = overlay_layers_json(boot, &degraded);
+	if (boot && json_object_object_get_ex(boot, "degraded", &v) && json_object_get_boolean(v))
+		degraded = true;
 	if (reset_pending)
 		state = "reset_pending";
 	json_object_object_add(o, "state", json_object_new_string(state));
@@ -225,6 +259,8 @@ static struct json_object *overlay_json(struct manager *m, bool reset_pending)
 	else
 		json_object_object_add(o, "rename_whiteout",
 				       json_object_new_boolean(lo && lo->type != LAYOUT_OVERLAY_JFFS2));
+	json_object_object_add(o, "degraded", json_object_new_boolean(degraded));
+	json_object_object_add(o, "layers", layers);
 	return o;
 }
 
