@@ -147,7 +147,7 @@ static void print_slots(struct json_object *st)
 		char pr[24] = "-";
 		if (prio >= 0)
 			snprintf(pr, sizeof(pr), "%" PRId64, prio + 1);
-		printf("  %-2s %-12s %-6s version %-12s tries %" PRId64 "  boot order %s%s\n",
+		printf("  %-2s %-12s %-11s version %-12s tries %" PRId64 "  boot order %s%s\n",
 		       jp(s, "name"), jp(s, "partition"), jp(s, "state"),
 		       jp(s, "version"), ji(s, "tries_left"), pr,
 		       jb(s, "booted") ? "  [booted]" : "");

@@ -246,9 +246,9 @@ static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	if (i < 0) {
-		cli_error(ctx, "no slot in BOOT_ORDER has tries left: the boot script gave them "
-			  "their tries back (%zu variable(s) saved) and resets the board; run "
-			  "boot-select again", c.n);
+		cli_error(ctx, "no slot has tries left: the boot script gave the slots of "
+			  "BOOT_ORDER their tries back (%zu variable(s) saved) and resets the board; "
+			  "run boot-select again", c.n);
 		return CLI_EXIT_FAIL;
 	}
 	if (ctx->json) {

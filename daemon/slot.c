@@ -803,7 +803,9 @@ void slot_status_compute(const struct slot_state *st, int booted, const char *bo
 		 * on; a primary with tries was activated after this boot */
 		s.fell_back = slot_fell_back(st, s.booted);
 		s.switch_pending = s.primary >= 0 && s.booted != s.primary && !s.fell_back;
-		s.needs_health_check = s.on_trial;
+		/* a slot kept in BOOT_ORDER recorded bad (degraded) failed
+		 * its check already: not again on every daemon start */
+		s.needs_health_check = s.on_trial && b->record != SLOT_RECORD_BAD;
 	}
 	*ret = s;
 }

@@ -157,7 +157,8 @@ struct slot_status {
 	bool fell_back;         /* the booted slot is not first in BOOT_ORDER, whose primary used tries */
 	bool switch_pending;    /* another slot was activated (full tries): it boots next */
 	bool needs_health_check; /* the booted slot is in BOOT_ORDER with tries used (0 = its
-				  * last try): run the health check, then mark-good or mark-bad */
+				  * last try), not recorded bad: run the health check, then
+				  * mark-good or mark-bad */
 	bool degraded;          /* BOOT_ORDER holds a slot recorded bad: kept because no other
 				 * verified slot could boot */
 	int last_good;          /* FLASHD_LAST_GOOD, -1 = none */

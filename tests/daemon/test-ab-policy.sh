@@ -2,6 +2,7 @@
 # The A/B policy of docs/boot-contract.md, on the issue-13 reproductions
 # (layouts/nandsim-128m.json, sim: target, the daemon as in tools/demo.sh):
 #   item 1  the booted slot is never an install target
+#   item 5  boot-select on an empty BOOT_ORDER boots A and saves the default
 #   item 3  a slot whose install failed is never activated; status says so
 #   item 4  install --no-activate: "installed" with its version, activatable
 #   item 13 no install into the last slot of BOOT_ORDER while the booted
@@ -221,8 +222,24 @@ next A
 slots.0.state bad
 slots.1.state empty
 EOF
+runs=$(health_runs)
+term_ns
+stop_daemon
+start_daemon
+sleep 0.5
+wait_for 20 daemon_idle || fail "busy after the restart"
+[ "$(health_runs)" = "$runs" ] || fail "item 17: the check ran again on the degraded slot A"
 term_ns
 stop_daemon
 sel=$(fctl slot boot-select --layout "$LAYOUT" --target "$TARGET") || fail "boot-select after item 15"
 [ "$sel" = flashd.slot=A ] || fail "item 15: the next boot chose $sel"
+
+# ---- item 5: boot-select on an empty BOOT_ORDER does what the script does ----
+fctl -q env init --force --layout "$LAYOUT" --target "$TARGET" BOOT_ORDER= BOOT_A_LEFT=3 \
+	BOOT_B_LEFT=3 || fail "env init with an empty BOOT_ORDER"
+sel=$(fctl slot boot-select --layout "$LAYOUT" --target "$TARGET") ||
+	fail "item 5: boot-select on an empty BOOT_ORDER failed"
+[ "$sel" = flashd.slot=A ] || fail "item 5: boot-select chose $sel, the script boots A"
+[ "$(env_var BOOT_ORDER)" = "A B" ] || fail "item 5: the script saves BOOT_ORDER='A B', got '$(env_var BOOT_ORDER)'"
+[ "$(env_var BOOT_A_LEFT)" = 2 ] || fail "item 5: BOOT_A_LEFT '$(env_var BOOT_A_LEFT)'"
 say PASS

@@ -132,8 +132,10 @@ fw_stop_daemon
 env_after=$(fw_env)
 vm_expect_eq "$(jq -r .BOOT_ORDER <<<"$env_after")" "A" "BOOT_ORDER after a failed verification"
 vm_expect_eq "$(jq -r .BOOT_B_LEFT <<<"$env_after")" "0" "BOOT_B_LEFT after a failed verification"
+vm_expect_eq "$(jq -r .FLASHD_B_STATE <<<"$env_after")" "failed" "B's install record after a failed verification"
 other=$(jq -n --argjson a "$env_before" --argjson b "$env_after" \
-	'[($a + $b) | keys[] | select(. != "BOOT_ORDER" and . != "BOOT_B_LEFT" and . != "FLASHD_B_VERSION")
+	'[($a + $b) | keys[] | select(. != "BOOT_ORDER" and . != "BOOT_B_LEFT" and . != "FLASHD_B_VERSION"
+	  and . != "FLASHD_B_STATE")
 	  | select($a[.] != $b[.])] | join(" ")')
 vm_expect_eq "$other" '""' "env variables changed besides slot B's state"
 sel=$("$FLASHCTL" slot boot-select --layout "$FL") || vm_fail "boot-select after the failed install"
