@@ -14,6 +14,7 @@
 #include "cleanup_json.h"
 #include "cli.h"
 #include "client.h"
+#include "proto.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/flashd/flashd.sock"
@@ -47,7 +48,8 @@ static int call_failed(struct cli_ctx *ctx, struct client *c, int r, const char 
 		cli_error(ctx, "%s: %s", what, strerror(-r));
 	if (r == -EACCES || r == -EBUSY || r == -EPERM)
 		return CLI_EXIT_DENIED;
-	if (r == -EBADMSG || r == -EINVAL)
+	/* NoSuchSlot/NoSuchPartition: the caller named something that is not there */
+	if (r == -EBADMSG || r == -EINVAL || (r == -ENOENT && name && strcmp(name, PROTO_ERROR_INTERNAL)))
 		return CLI_EXIT_INVALID;
 	return CLI_EXIT_FAIL;
 }

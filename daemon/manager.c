@@ -64,6 +64,13 @@ static struct json_object *jstr(const char *s)
 	return s ? json_object_new_string(s) : NULL;
 }
 
+static const char *param_str(struct json_object *params, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
 static int open_env(struct manager *m, struct env **ret, struct env_error *err)
 {
 	return env_open_layout(m->layout, m->conf->target, NULL, 0, ret, err);
@@ -637,14 +644,28 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
 	return -ENOENT;
 }
 
+static bool group_has_slot(const struct layout_slot_group *g, const char *name)
+{
+	for (size_t i = 0; i < g->n_slots; i++)
+		if (!strcmp(g->slots[i].name, name))
+			return true;
+	return false;
+}
+
 static int method_install(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
 	struct json_object *v;
+	const char *slot;
 	int fd, r;
 
 	if (m->op.name)
 		return busy(m, call);
+	/* a wrong name is the caller's mistake, not a failed install: say so
+	 * before a worker starts (and before the bundle is opened) */
+	slot = param_str(params, "slot");
+	if (slot && !group_has_slot(m->group, slot))
+		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
 	fd = install_open_bundle(call, params);
 	if (fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL))
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
@@ -653,8 +674,8 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 					 "absolute path the daemon can read)");
 	m->op = (struct operation){ .name = "install", .bundle_fd = fd, .activate = true,
 				    .started = time(NULL) };
-	if (json_object_object_get_ex(params, "slot", &v) && v)
-		m->op.slot = strdup(json_object_get_string(v));
+	if (slot)
+		m->op.slot = strdup(slot);
 	if (json_object_object_get_ex(params, "activate", &v) && v)
 		m->op.activate = json_object_get_boolean(v);
 	m->op.call = proto_call_ref(call);
@@ -766,13 +787,6 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 	return proto_reply(call, o);
 }
 
-static const char *param_str(struct json_object *params, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
-}
-
 static int method_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	return slot_op(userdata, call, SLOT_OP_MARK_GOOD, NULL, 0);
@@ -805,6 +819,9 @@ static int method_get_env(struct proto_call *call, struct json_object *params, v
 	const char *name = param_str(params, "name");
 	int r;
 
+	/* no such variable can exist: the caller's mistake, not the env's */
+	if (!env_name_valid(name))
+		return proto_error_invalid_parameter(call, "name");
 	r = open_env(m, &e, &eerr);
 	if (r < 0)
 		return reply_env_error(call, r, &eerr);

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,7 +480,13 @@ static bool type_float(struct json_object *j)
 {
 	return json_object_is_type(j, json_type_int) || json_object_is_type(j, json_type_double);
 }
-static bool type_string(struct json_object *j) { return json_object_is_type(j, json_type_string); }
+/* A string with an embedded NUL ("\u0000") would reach C code cut short:
+ * the daemon would act on another value than the caller sent. */
+static bool type_string(struct json_object *j)
+{
+	return json_object_is_type(j, json_type_string) &&
+	       strlen(json_object_get_string(j)) == (size_t) json_object_get_string_len(j);
+}
 static bool type_object(struct json_object *j) { return json_object_is_type(j, json_type_object); }
 static bool type_array(struct json_object *j) { return json_object_is_type(j, json_type_array); }
 
@@ -1085,6 +1090,55 @@ static void conn_wake(struct proto_conn *c)
 		(void) sd_event_source_set_enabled(c->defer_src, SD_EVENT_ONESHOT);
 }
 
+/* The supplementary groups of the peer: at most PROTO_PEER_MAX_GROUPS,
+ * with keep (the socket group) first when the process is in it. */
+static int peer_groups(int fd, gid_t keep, struct proto_peer *p)
+{
+	_cleanup_free_ gid_t *g = NULL;
+	socklen_t len = 64 * sizeof(gid_t);
+	size_t n;
+
+	for (;;) {
+		free(g);
+		g = malloc(len);
+		if (!g)
+			return -ENOMEM;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0)
+			break;
+		if (errno != ERANGE || len > 65536 * sizeof(gid_t))
+			return -errno;
+	}
+	n = len / sizeof(gid_t);
+	for (size_t i = 0; i < n; i++)
+		if (g[i] == keep && keep != (gid_t)-1)
+			p->groups[p->n_groups++] = keep;
+	for (size_t i = 0; i < n && p->n_groups < PROTO_PEER_MAX_GROUPS; i++)
+		if (g[i] != keep || keep == (gid_t)-1)
+			p->groups[p->n_groups++] = g[i];
+	return 0;
+}
+
+static int peer_from_socket(int fd, gid_t auth_group, struct proto_peer *ret)
+{
+	struct proto_peer p = { 0 };
+	struct ucred uc;
+	socklen_t l = sizeof(uc);
+	int r;
+
+	if (fd < 0)
+		return -EBADF;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
+		return -errno;
+	p.pid = uc.pid;
+	p.uid = uc.uid;
+	p.gid = uc.gid;
+	r = peer_groups(fd, auth_group, &p);
+	if (r < 0)
+		return r;
+	*ret = p;
+	return 0;
+}
+
 int proto_conn_new(struct proto_server *s, int fd, const struct proto_peer *peer,
 		   struct proto_conn **ret)
 {
@@ -1098,18 +1152,11 @@ int proto_conn_new(struct proto_server *s, int fd, const struct proto_peer *peer
 		return -ENOMEM;
 	c->server = s;
 	c->fd = -1;
-	if (peer) {
+	if (peer)
 		c->peer = *peer;
-	} else {
-		struct ucred uc;
-		socklen_t l = sizeof(uc);
-
-		if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0) {
-			r = fd < 0 ? -EBADF : -errno;
-			free(c);
-			return r;
-		}
-		c->peer = (struct proto_peer) { .pid = uc.pid, .uid = uc.uid, .gid = uc.gid };
+	else if ((r = peer_from_socket(fd, s->auth_group, &c->peer)) < 0) {
+		free(c);
+		return r;
 	}
 	if (s->event && fd >= 0) {
 		r = sd_event_add_io(s->event, &c->io_src, fd, EPOLLIN, conn_io_cb, c);
@@ -1345,51 +1392,16 @@ unsigned proto_server_n_connections(const struct proto_server *s)
 
 int proto_peer_authorized(const struct proto_peer *peer, gid_t group)
 {
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_free_ gid_t *groups = NULL;
-	struct passwd pw, *res = NULL;
-	size_t bufsize = 16384;
-	int n = 32;
-
 	if (peer->uid == 0)
 		return 1;
 	if (group == (gid_t)-1)
 		return 0;
 	if (peer->gid == group)
 		return 1;
-	for (;;) {
-		int r;
-
-		free(buf);
-		buf = malloc(bufsize);
-		if (!buf)
-			return 0;
-		r = getpwuid_r(peer->uid, &pw, buf, bufsize, &res);
-		if (r == ERANGE && bufsize < 1024 * 1024) {
-			bufsize *= 2;
-			continue;
-		}
-		if (r != 0 || !res)
-			return 0; /* unknown user: refuse */
-		break;
-	}
-	for (;;) {
-		int k = n;
-
-		free(groups);
-		groups = calloc(n, sizeof(gid_t));
-		if (!groups)
-			return 0;
-		if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &k) >= 0) {
-			for (int i = 0; i < k; i++)
-				if (groups[i] == group)
-					return 1;
-			return 0;
-		}
-		if (k <= n || k > NGROUPS_MAX)
-			return 0;
-		n = k;
-	}
+	for (unsigned i = 0; i < peer->n_groups && i < PROTO_PEER_MAX_GROUPS; i++)
+		if (peer->groups[i] == group)
+			return 1;
+	return 0;
 }
 
 /* ---- sockets ---- */

@@ -116,17 +116,29 @@ extern const struct proto_param proto_params_get_env[];
 extern const struct proto_param proto_params_set_env[];
 extern const struct proto_param proto_params_flash_info[];
 
-/* Credentials of the peer process (SO_PEERCRED at accept time). */
+/* Supplementary groups kept per peer; see proto_peer.groups. */
+#define PROTO_PEER_MAX_GROUPS 32
+
+/* Credentials of the peer process, read from the socket when the
+ * connection is accepted (SO_PEERCRED, SO_PEERGROUPS): what the process
+ * had when it connected, as the kernel saw it, not what a user database
+ * says about the uid. */
 struct proto_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
+	/* Supplementary groups. A process with more than
+	 * PROTO_PEER_MAX_GROUPS keeps the first ones, and the server's
+	 * socket group in front when it is among them. */
+	unsigned n_groups;
+	gid_t groups[PROTO_PEER_MAX_GROUPS];
 };
 
-/* Authorization for PROTO_NEEDS_AUTH: root, or the peer's gid is group, or
- * the peer's user is a member of group (supplementary groups, looked up
- * with getgrouplist()). group == (gid_t)-1 means "root only". Returns 1
- * (allowed) or 0 (refused); lookup failures refuse. */
+/* Authorization for PROTO_NEEDS_AUTH, from the peer's credentials alone:
+ * root, or group is the peer's gid or one of its supplementary groups.
+ * No user database lookup: a uid without a passwd entry is judged by its
+ * groups like any other. group == (gid_t)-1 means "root only". Returns 1
+ * (allowed) or 0 (refused). */
 int proto_peer_authorized(const struct proto_peer *peer, gid_t group);
 
 /* Log hook: the daemon logs protocol problems (garbage, oversized
