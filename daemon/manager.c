@@ -1236,6 +1236,7 @@ int manager_startup(struct manager *m, struct manager_error *err)
 	}
 	proto_server_set_info(m->server, "flashd project", "flashd", PACKAGE_VERSION, NULL);
 	proto_server_set_log(m->server, proto_log, m);
+	proto_server_set_idle_timeout(m->server, (uint64_t)m->conf->idle_timeout * 1000000);
 	if (m->conf->socket_group) {
 		r = proto_server_set_auth_group_name(m->server, m->conf->socket_group);
 		if (r < 0) {

@@ -29,7 +29,16 @@
 /* File descriptors passed with one message / waiting on a connection. */
 #define PROTO_MAX_FDS 4
 #define PROTO_MAX_PENDING_FDS 16
+/* Connections at once. Users without rights (neither root nor in the
+ * socket group) share all but PROTO_RESERVED_CONNECTIONS of them, at most
+ * PROTO_MAX_CONNECTIONS_PER_UID per uid: however many connections they
+ * hold, root still gets in (issue 13 item 10, docs/security.md). */
 #define PROTO_MAX_CONNECTIONS 64
+#define PROTO_RESERVED_CONNECTIONS 16
+#define PROTO_MAX_CONNECTIONS_PER_UID 8
+/* A connection without a call in flight for this long is closed
+ * (proto_server_set_idle_timeout(); flashd.conf idle-timeout=). */
+#define PROTO_IDLE_TIMEOUT_DEFAULT 60
 
 #define PROTO_SERVICE_INTERFACE "org.varlink.service"
 #define PROTO_FLASHD_INTERFACE "io.flashd"
@@ -170,6 +179,10 @@ int proto_server_set_auth_group_name(struct proto_server *s, const char *name);
 int proto_server_add_interface(struct proto_server *s, const char *name,
 			       const char *description);
 void proto_server_set_log(struct proto_server *s, proto_log_fn fn, void *userdata);
+/* Close a connection that had no call in flight for usec since its last
+ * call (or since it was accepted); 0 never. Applies to connections
+ * accepted afterwards. Default PROTO_IDLE_TIMEOUT_DEFAULT seconds. */
+void proto_server_set_idle_timeout(struct proto_server *s, uint64_t usec);
 unsigned proto_server_n_connections(const struct proto_server *s);
 
 /* ---- connections (the transport-agnostic core) ---- */
