@@ -19,6 +19,7 @@
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
+#include "oplock.h"
 #include "proto.h"
 #include "record.h"
 #include "slot.h"
@@ -34,6 +35,7 @@ struct operation {
 	struct proto_call *call;
 	int bundle_fd;
 	char *slot;                    /* requested target */
+	struct oplock *lock;           /* the board's lock, until the worker has it */
 	bool activate;
 	bool cancelled;
 	struct json_object *final;     /* the worker's last report */
@@ -69,6 +71,33 @@ static const char *param_str(struct json_object *params, const char *k)
 	struct json_object *v;
 
 	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+/* The board's operation lock for a change (oplock.h): taken without
+ * waiting, the event loop never blocks on it. -EBUSY: why names the
+ * holder. */
+static int lock_board(struct manager *m, const char *what, struct oplock **ret, char *why,
+		      size_t whylen)
+{
+	struct oplock_holder h;
+	char who[96];
+	int r = oplock_acquire(m->conf->target, what, ret, &h);
+
+	if (r == -EBUSY)
+		snprintf(why, whylen, "%s holds the lock of %s", oplock_holder_describe(&h, who,
+			 sizeof(who)), m->conf->target);
+	else if (r < 0)
+		snprintf(why, whylen, "cannot take the lock of %s: %s", m->conf->target,
+			 strerror(-r));
+	return r;
+}
+
+/* Busy naming the holder, or InternalError. */
+static int reply_lock_error(struct proto_call *call, int r, const char *why)
+{
+	if (r == -EBUSY)
+		return proto_error_string(call, PROTO_ERROR_BUSY, "operation", why);
+	return proto_error_errno(call, r, why);
 }
 
 static int open_env(struct manager *m, struct env **ret, struct env_error *err)
@@ -453,6 +482,9 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	};
 	int r;
 
+	/* the lock came with the fork; it is ours until we exit */
+	if (m->op.lock)
+		oplock_set_holder(m->op.lock, getpid(), "flashd install worker");
 	r = board_open(m->layout, m->conf->target, true, &b);
 	if (r < 0)
 		return r;
@@ -476,6 +508,7 @@ static void op_clear(struct manager *m)
 	if (op->bundle_fd >= 0)
 		close(op->bundle_fd);
 	free(op->slot);
+	oplock_release(op->lock);
 	json_object_put(op->final);
 	json_object_put(op->last);
 	sd_event_source_disable_unref(op->timeout);
@@ -655,8 +688,10 @@ static bool group_has_slot(const struct layout_slot_group *g, const char *name)
 static int method_install(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	struct json_object *v;
 	const char *slot;
+	char why[256];
 	int fd, r;
 
 	if (m->op.name)
@@ -666,6 +701,11 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 	slot = param_str(params, "slot");
 	if (slot && !group_has_slot(m->group, slot))
 		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
+	/* another writer (a second daemon, an offline flashctl, a worker of a
+	 * daemon that died) must be gone before this one starts */
+	r = lock_board(m, "flashd install", &lock, why, sizeof(why));
+	if (r < 0)
+		return reply_lock_error(call, r, why);
 	fd = install_open_bundle(call, params);
 	if (fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL))
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
@@ -673,7 +713,7 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, or an "
 					 "absolute path the daemon can read)");
 	m->op = (struct operation){ .name = "install", .bundle_fd = fd, .activate = true,
-				    .started = time(NULL) };
+				    .started = time(NULL), .lock = TAKE_PTR(lock) };
 	if (slot)
 		m->op.slot = strdup(slot);
 	if (json_object_object_get_ex(params, "activate", &v) && v)
@@ -685,6 +725,9 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 		op_clear(m);
 		return proto_error_errno(call, r, "cannot start the install worker");
 	}
+	/* the worker holds the lock now, until it exits however it exits */
+	oplock_release(m->op.lock);
+	m->op.lock = NULL;
 	log_info("install started by uid %u (worker pid %d)", proto_call_peer(call)->uid,
 		 (int)worker_pid(m->op.worker));
 	sd_notify(0, "STATUS=installing");
@@ -719,6 +762,7 @@ enum slot_change_error {
 static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
 		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen)
 {
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	struct env_error eerr = { "" };
 	struct slot_error serr = { "" };
@@ -728,6 +772,9 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 	int idx, r;
 
 	*ret_kind = SLOT_CHANGE_ENV;
+	r = lock_board(m, slot_op_to_string(op), &lock, why, whylen);
+	if (r < 0)
+		return r;
 	r = open_env(m, &e, &eerr);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
@@ -769,6 +816,8 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 	if (m->op.name)
 		return busy(m, call);
 	r = slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
+	if (r < 0 && kind == SLOT_CHANGE_ENV)
+		return reply_lock_error(call, r, why);
 	if (r < 0) {
 		switch (kind) {
 		case SLOT_CHANGE_NO_SLOT:
@@ -841,10 +890,12 @@ static bool env_protected(const char *name)
 static int method_set_env(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	struct env_error eerr = { "" };
 	const char *name = param_str(params, "name"), *value = param_str(params, "value");
+	char why[256];
 	struct json_object *v;
 	bool force = json_object_object_get_ex(params, "force", &v) && v &&
 		     json_object_get_boolean(v);
@@ -864,6 +915,9 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 			"activate, rollback, or force"));
 		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
 	}
+	r = lock_board(m, "flashd SetEnv", &lock, why, sizeof(why));
+	if (r < 0)
+		return reply_lock_error(call, r, why);
 	r = open_env(m, &e, &eerr);
 	if (r >= 0)
 		r = env_txn_new(e, &t);
@@ -927,10 +981,12 @@ static int method_overlay_reset(struct proto_call *call, struct json_object *par
 				void *userdata)
 {
 	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct env_error eerr = { "" };
+	char why[256];
 	int r;
 
 	if (m->op.name)
@@ -938,6 +994,9 @@ static int method_overlay_reset(struct proto_call *call, struct json_object *par
 	if (!m->layout->n_overlays)
 		return proto_error_string(call, PROTO_ERROR_DENIED, "reason",
 					  "the layout has no overlay");
+	r = lock_board(m, "flashd OverlayReset", &lock, why, sizeof(why));
+	if (r < 0)
+		return reply_lock_error(call, r, why);
 	/* flashd boot erases the overlay at the next boot, then clears this */
 	r = open_env(m, &e, &eerr);
 	if (r >= 0)
