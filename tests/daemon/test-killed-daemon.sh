@@ -17,14 +17,8 @@ make_bundle v2 2.0 8
 make_bundle v3 3.0 8
 start_daemon
 
-mkfifo "$T/pipe"
-gated_cat "$T/v2.bundle" 4194304 one > "$T/pipe" &
-BG_PIDS="$BG_PIDS $!"
-"$FLASHCTL" install - < "$T/pipe" > "$T/one.out" 2>&1 &
-BG_PIDS="$BG_PIDS $!"
-wait_for 20 install_running || fail "the install of v2 did not reach the write step"
-WORKER=$(sed -n 's/.*install started .*worker pid \([0-9]*\).*/\1/p' "$T/flashd.log" | tail -n 1)
-[ -n "$WORKER" ] && kill -0 "$WORKER" 2>/dev/null || fail "no running install worker in the log"
+start_gated_install "$T/v2.bundle" 4194304 one
+kill -0 "$WORKER" 2>/dev/null || fail "the install worker (pid $WORKER) is not running"
 
 kill -KILL "$DAEMON_PID"
 wait "$DAEMON_PID" 2>/dev/null

@@ -14,15 +14,7 @@ setup_board
 make_bundle v2 2.0 8
 start_daemon
 
-mkfifo "$T/pipe"
-gated_cat "$T/v2.bundle" 4194304 one > "$T/pipe" &
-BG_PIDS="$BG_PIDS $!"
-"$FLASHCTL" install - < "$T/pipe" > "$T/one.out" 2>&1 &
-CLIENT=$!
-BG_PIDS="$BG_PIDS $!"
-wait_for 20 install_running || fail "the install did not reach the write step"
-WORKER=$(sed -n 's/.*install started .*worker pid \([0-9]*\).*/\1/p' "$T/flashd.log" | tail -n 1)
-[ -n "$WORKER" ] || fail "no install worker in the log"
+start_gated_install "$T/v2.bundle" 4194304 one
 
 # ---- offline writes: refused, nothing written ----
 env_dump > "$T/env-before"
@@ -75,7 +67,7 @@ kill "$SECOND"
 
 # ---- the install ends: the lock is free again ----
 touch "$T/go-one"
-wait "$CLIENT" || fail "the install failed: $(cat "$T/one.out")"
+wait "$CLIENT" || fail "the install failed: $(cat "$T/install-one.out")"
 wait_for 10 daemon_idle || fail "flashd still busy after the install"
 fctl env set bootdelay=4 $B > "$T/w.out" 2>&1 || fail "env set after the install: $(cat "$T/w.out")"
 [ "$(env_var bootdelay)" = 4 ] || fail "env set after the install did not write"
