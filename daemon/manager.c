@@ -482,6 +482,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	};
 	int r;
 
+	proto_server_close_fds_in_child(m->server);
 	/* the lock came with the fork; it is ours until we exit */
 	if (m->op.lock)
 		oplock_set_holder(m->op.lock, getpid(), "flashd install worker");

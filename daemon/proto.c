@@ -1612,6 +1612,17 @@ unsigned proto_server_n_connections(const struct proto_server *s)
 	return s->n_conns;
 }
 
+void proto_server_close_fds_in_child(struct proto_server *s)
+{
+	if (!s)
+		return;
+	for (struct proto_conn *c = s->conns; c; c = c->next)
+		if (c->fd >= 0)
+			close(c->fd);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+}
+
 /* ---- authorization ---- */
 
 int proto_peer_authorized(const struct proto_peer *peer, gid_t group)

@@ -184,6 +184,12 @@ void proto_server_set_log(struct proto_server *s, proto_log_fn fn, void *userdat
  * accepted afterwards. Default PROTO_IDLE_TIMEOUT_DEFAULT seconds. */
 void proto_server_set_idle_timeout(struct proto_server *s, uint64_t usec);
 unsigned proto_server_n_connections(const struct proto_server *s);
+/* In a forked child (the install worker): close this process's copies of
+ * the listening socket and of every connection, touching nothing else.
+ * Otherwise a connection the daemon closes stays open for its client
+ * while the child runs, and a child that outlived the daemon would keep
+ * the socket path bound. */
+void proto_server_close_fds_in_child(struct proto_server *s);
 
 /* ---- connections (the transport-agnostic core) ---- */
 

@@ -8,11 +8,32 @@
 # - a second flashd on the same board answers Install, SetEnv and
 #   Activate with io.flashd.Busy naming the worker, without waiting;
 # once the install ended the lock is free again: the same writes work.
+# The worker also keeps no copy of the daemon's client connections: one
+# the daemon closes (idle-timeout) ends for its client during the install.
 . "$(dirname "$0")/lib.sh"
 
 setup_board
 make_bundle v2 2.0 8
+printf '[flashd]\nidle-timeout=2\n' >> "$T/flashd.conf"
 start_daemon
+
+# a connection made before the install, left idle
+"$PY" - "$SOCK" "$T" <<'EOF' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+open(sys.argv[2] + "/idle-connected", "w").close()
+s.settimeout(20)
+t = time.monotonic()
+try:
+    d = s.recv(1)
+    res = "eof" if d == b"" else "data"
+except socket.timeout:
+    res = "open"
+open(sys.argv[2] + "/idle-result", "w").write(f"{res} after {time.monotonic() - t:.1f} s\n")
+EOF
+BG_PIDS="$BG_PIDS $!"
+wait_for 10 test -e "$T/idle-connected" || fail "the idle client did not connect"
 
 start_gated_install "$T/v2.bundle" 4194304 one
 
@@ -64,6 +85,12 @@ done
 env_dump > "$T/env-after2"
 cmp -s "$T/env-before" "$T/env-after2" || fail "the second daemon changed the env: $(diff "$T/env-before" "$T/env-after2")"
 kill "$SECOND"
+
+# ---- the idle connection ended for its client while the worker runs ----
+wait_for 15 test -e "$T/idle-result" || fail "the idle client got no result"
+say "idle connection made before the install: $(cat "$T/idle-result")"
+grep -q "^eof" "$T/idle-result" || fail "an idle connection closed by flashd stayed open for its client during the install: $(cat "$T/idle-result")"
+kill -0 "$WORKER" 2>/dev/null || fail "the install worker ended too early for the check"
 
 # ---- the install ends: the lock is free again ----
 touch "$T/go-one"
