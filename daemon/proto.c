@@ -353,6 +353,7 @@ static void call_detach(struct proto_call *call)
 	call->conn = NULL;
 	if (c->current == call) {
 		c->current = NULL;
+		c->last_call = now_usec(); /* idle from now, not from its start */
 		conn_wake(c); /* calls waiting behind this one */
 		proto_call_unref(call);
 	}
