@@ -732,6 +732,49 @@ static void test_dispatch_auth(void **state)
 	(void) state;
 }
 
+/* Connection limits (issue 13 item 10): users without rights get at most
+ * PROTO_MAX_CONNECTIONS_PER_UID each and all of them together all but
+ * PROTO_RESERVED_CONNECTIONS; root and the socket group get the rest. */
+static void test_connection_limits(void **state)
+{
+	_cleanup_proto_server_ struct proto_server *s = NULL;
+	struct proto_peer p = { .pid = 1 };
+	struct proto_conn *c;
+	unsigned n = 0;
+
+	assert_int_equal(proto_server_new(NULL, -1, methods, NULL, &s), 0);
+	proto_server_set_auth_group(s, 4242);
+	/* one uid: its limit */
+	p.uid = p.gid = 1000;
+	for (unsigned i = 0; i < PROTO_MAX_CONNECTIONS_PER_UID; i++, n++)
+		assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -EUSERS);
+	/* more uids: up to the unprivileged share */
+	for (uid_t u = 1001; n < PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS; u++) {
+		p.uid = p.gid = u;
+		for (unsigned i = 0; i < PROTO_MAX_CONNECTIONS_PER_UID &&
+		     n < PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS; i++, n++)
+			assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	}
+	p.uid = p.gid = 2000; /* a fresh uid: the share is used up */
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -ENOSPC);
+	/* the reserve: root, and a process with the socket group */
+	p.uid = 0;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	n++;
+	p.uid = 2001, p.gid = 2001, p.n_groups = 1, p.groups[0] = 4242;
+	for (; n < PROTO_MAX_CONNECTIONS; n++)
+		assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_server_n_connections(s), PROTO_MAX_CONNECTIONS);
+	p.uid = 0;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -EMFILE);
+	/* a reserved slot that frees up stays reserved */
+	proto_conn_free(c); /* the socket group's last one */
+	p.uid = p.gid = 2000, p.n_groups = 0;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -ENOSPC);
+	(void) state;
+}
+
 static void test_auth_group_name(void **state)
 {
 	struct fx *f = *state;
@@ -1224,6 +1267,7 @@ int main(void)
 		cmocka_unit_test(test_idl_errors),
 		cmocka_unit_test(test_log_hook),
 		cmocka_unit_test(test_server_new_validates),
+		cmocka_unit_test(test_connection_limits),
 #undef T
 	};
 
