@@ -198,7 +198,10 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
+	_cleanup_layout_ struct layout *l = NULL;
+	const struct layout_slot_group *group;
 	struct env_error err = { "" };
+	struct slot_error serr = { "" };
 	int r = parse(ctx, argc, argv, &a);
 
 	if (r)
@@ -209,9 +212,10 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	r = cli_env_lock(ctx, &a, "flashctl env set", &lock);
 	if (!r)
-		r = cli_env_open(ctx, &a, 0, false, &e, NULL);
+		r = cli_env_open(ctx, &a, 0, false, &e, &l);
 	if (r)
 		return r;
+	group = l && l->n_groups ? &l->groups[0] : NULL;
 	if (env_txn_new(e, &t) < 0)
 		return CLI_EXIT_FAIL;
 	bool pair = argc - optind == 2 && !strchr(argv[optind], '=');
@@ -234,6 +238,11 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 			cli_error(ctx, "env set: %s is slot state; use 'flashctl slot "
 				  "activate|mark-good|mark-bad|rollback' (or --force)", name);
 			return CLI_EXIT_DENIED;
+		}
+		/* forced or not, never a value the boot script reads otherwise */
+		if (slot_var_check(group, name, value, &serr) < 0) {
+			cli_error(ctx, "env set: %s", serr.msg);
+			return CLI_EXIT_INVALID;
 		}
 		if (env_txn_set(t, name, value) < 0) {
 			cli_error(ctx, "env set: '%s' is not a valid variable name", name);
