@@ -171,6 +171,29 @@ static void print_flash(struct json_object *st)
 	}
 }
 
+/* Every layer flashd boot mounted; a fallback of any one must show. */
+static void print_layers(struct json_object *ov, const char *indent)
+{
+	struct json_object *ls = jo(ov, "layers");
+
+	for (size_t i = 0; ls && i < json_object_array_length(ls); i++) {
+		struct json_object *l = json_object_array_get_idx(ls, i);
+
+		printf("%s%-8s %s", indent, jp(l, "path"), jp(l, "state"));
+		if (js(l, "fstype"))
+			printf(" (%s%s%s)", jp(l, "fstype"), js(l, "partition") ? " on " : "",
+			       js(l, "partition") ? jp(l, "partition") : "");
+		if (jb(l, "fallback"))
+			printf(", FALLBACK: %s", js(l, "fallback_reason") ?
+			       jp(l, "fallback_reason") : "changes are lost at reboot");
+		if (js(l, "generation_error"))
+			printf(", generation: %s", jp(l, "generation_error"));
+		printf("\n");
+	}
+	if (jb(ov, "degraded"))
+		printf("%sDEGRADED: a layer is not what the layout asks for (see above)\n", indent);
+}
+
 static void print_status(struct json_object *st)
 {
 	struct json_object *li = jo(st, "last_install"), *ov = jo(st, "overlay"), *pr;
@@ -204,6 +227,7 @@ static void print_status(struct json_object *st)
 	if (js(ov, "fstype") && !jb(ov, "rename_whiteout"))
 		printf(", no RENAME_WHITEOUT: renaming files of the root image fails");
 	printf("\n");
+	print_layers(ov, "              ");
 	print_flash(st);
 	printf("Unsigned bundles: %s\n", jb(st, "allow_unsigned") ? "ACCEPTED (allow-unsigned=yes)" :
 	       "refused");
@@ -465,6 +489,7 @@ static void print_overlay(struct json_object *res)
 		printf("  all local changes are erased at the next boot\n");
 	if (!strcmp(jp(ov, "state"), "tmpfs"))
 		printf("  WARNING: changes are kept in RAM only and lost at reboot\n");
+	print_layers(ov, "  ");
 }
 
 static int cancel_cmd(struct cli_ctx *ctx, int argc, char **argv)
