@@ -81,6 +81,38 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 	return CLI_EXIT_OK;
 }
 
+int cli_env_lock(struct cli_ctx *ctx, struct cli_env_args *a, const char *what,
+		 struct oplock **ret)
+{
+	_cleanup_conf_ struct conf *conf = NULL;
+	struct oplock_holder h;
+	const char *target;
+	char who[96];
+	int r;
+
+	if (a->env_config)
+		return CLI_EXIT_OK;
+	if (conf_new(&conf) < 0)
+		return CLI_EXIT_FAIL;
+	/* a broken flashd.conf is reported by cli_env_open() */
+	(void) conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, true, NULL);
+	target = a->target ? a->target : conf->target;
+	r = oplock_acquire(target, what, ret, &h);
+	if (!strncmp(what, "flashctl ", 9))
+		what += 9; /* cli_error() says flashctl already */
+	if (r == -EBUSY) {
+		cli_error(ctx, "%s: %s holds the lock of %s: flashd is installing (or another "
+			  "writer is at work); nothing was written, try again when it has ended",
+			  what, oplock_holder_describe(&h, who, sizeof(who)), target);
+		return CLI_EXIT_DENIED;
+	}
+	if (r < 0) {
+		cli_error(ctx, "%s: cannot take the lock of %s: %s", what, target, strerror(-r));
+		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+	}
+	return CLI_EXIT_OK;
+}
+
 static const struct option env_opts[] = { CLI_ENV_OPTIONS, { NULL, 0, NULL, 0 } };
 
 /* Parse the shared options; argv[optind..] are the operands. */
@@ -163,6 +195,7 @@ static int env_list_cmd(struct cli_ctx *ctx, int argc, char **argv)
 static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_env_args a = {};
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
 	_cleanup_layout_ struct layout *l = NULL;
@@ -177,7 +210,9 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "env set: give NAME=VALUE... or NAME VALUE (NAME= deletes)");
 		return CLI_EXIT_USAGE;
 	}
-	r = cli_env_open(ctx, &a, 0, false, &e, &l);
+	r = cli_env_lock(ctx, &a, "flashctl env set", &lock);
+	if (!r)
+		r = cli_env_open(ctx, &a, 0, false, &e, &l);
 	if (r)
 		return r;
 	group = l && l->n_groups ? &l->groups[0] : NULL;
@@ -236,6 +271,7 @@ static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	static const struct option opts[] = { CLI_ENV_OPTIONS,
 		{ "defaults", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 } };
 	struct cli_env_args a = {};
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	struct env_error err = { "" };
 	struct env_var vars[64];
@@ -259,7 +295,9 @@ static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		*eq = '\0';
 		vars[n++] = (struct env_var){ argv[i], eq + 1 };
 	}
-	r = cli_env_open(ctx, &a, ENV_OPEN_ALLOW_BLANK, false, &e, NULL);
+	r = cli_env_lock(ctx, &a, "flashctl env init", &lock);
+	if (!r)
+		r = cli_env_open(ctx, &a, ENV_OPEN_ALLOW_BLANK, false, &e, NULL);
 	if (r)
 		return r;
 	r = env_init_default(e, defaults, vars, n, a.force, &err);

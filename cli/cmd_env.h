@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "env.h"
 #include "layout.h"
+#include "oplock.h"
 
 struct cli_env_args {
 	const char *config;      /* flashd.conf (default CONF_DEFAULT_PATH, may be missing) */
@@ -29,6 +30,12 @@ struct cli_env_args {
 
 /* Handle one getopt result; false when c is not one of the shared options. */
 bool cli_env_option(struct cli_env_args *a, int c, const char *arg);
+/* Take the board's operation lock (oplock.h) for an offline write, as
+ * what, without waiting: while flashd installs (or another writer holds
+ * it) the write is refused, naming the holder. Not with --env-config,
+ * which names an env outside any board target. Returns a CLI exit code. */
+int cli_env_lock(struct cli_ctx *ctx, struct cli_env_args *a, const char *what,
+		 struct oplock **ret);
 /* Open the env (and load the layout when one is configured; *ret_layout
  * may be NULL then). Logs the error; returns a CLI exit code. */
 int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bool need_layout,

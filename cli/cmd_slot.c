@@ -20,11 +20,14 @@ struct slot_ctx {
 	struct slot_state st;
 	int booted;
 	const char *booted_by;
+	const char *lock_as;  /* a write: take the board's lock (as this) first */
+	struct oplock *lock;
 };
 
 static void slot_ctx_done(struct slot_ctx *s)
 {
 	env_close(s->env);
+	oplock_release(s->lock);
 	if (s->layout)
 		layout_free(s->layout);
 }
@@ -40,6 +43,9 @@ static int slot_open(struct cli_ctx *ctx, int argc, char **argv, struct slot_ctx
 	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)
 		if (!cli_env_option(&s->a, c, optarg))
 			return CLI_EXIT_USAGE;
+	/* before reading: the state a write computes from must be current */
+	if (s->lock_as && (r = cli_env_lock(ctx, &s->a, s->lock_as, &s->lock)))
+		return r;
 	r = cli_env_open(ctx, &s->a, 0, true, &s->env, &s->layout);
 	if (r)
 		return r;
@@ -141,13 +147,15 @@ static int slot_status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 /* One operation: resolve the slot operand, compute, write once, show. */
 static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 {
-	_cleanup_(slot_ctx_done) struct slot_ctx s = {};
+	char what[64];
+	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = what };
 	struct slot_state n;
 	struct slot_changes c;
 	struct slot_error err = { "" };
 	struct env_error eerr = { "" };
 	int slot = -1, r;
 
+	snprintf(what, sizeof(what), "flashctl slot %s", slot_op_to_string(op));
 	r = slot_open(ctx, argc, argv, &s);
 	if (r)
 		return r;
@@ -225,7 +233,7 @@ static int slot_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
  * save once; prints the kernel argument the script would pass. */
 static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	_cleanup_(slot_ctx_done) struct slot_ctx s = {};
+	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = "flashctl slot boot-select" };
 	struct slot_state n;
 	struct slot_changes c;
 	struct env_error eerr = { "" };

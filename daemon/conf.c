@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "conf.h"
+#include "proto.h"
 #include "util.h"
 
 enum conf_kind {
@@ -32,6 +33,7 @@ static const struct conf_key {
 	{ "flashd", "state-dir", CONF_STRING, offsetof(struct conf, state_dir) },
 	{ "flashd", "cmdline", CONF_STRING, offsetof(struct conf, cmdline) },
 	{ "flashd", "allow-unsigned", CONF_BOOL, offsetof(struct conf, allow_unsigned) },
+	{ "flashd", "idle-timeout", CONF_SECONDS, offsetof(struct conf, idle_timeout) },
 	{ "health", "command", CONF_STRING, offsetof(struct conf, health_command) },
 	{ "health", "timeout", CONF_SECONDS, offsetof(struct conf, health_timeout) },
 	{ "health", "reboot-on-failure", CONF_BOOL, offsetof(struct conf, health_reboot) },
@@ -70,6 +72,7 @@ int conf_new(struct conf **ret)
 	    set_string(&c->cmdline, "/proc/cmdline") < 0)
 		return -ENOMEM;
 	c->health_timeout = 60;
+	c->idle_timeout = PROTO_IDLE_TIMEOUT_DEFAULT;
 	c->health_reboot = true;
 	*ret = TAKE_PTR(c);
 	return 0;

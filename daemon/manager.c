@@ -19,6 +19,7 @@
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
+#include "oplock.h"
 #include "proto.h"
 #include "record.h"
 #include "slot.h"
@@ -34,6 +35,7 @@ struct operation {
 	struct proto_call *call;
 	int bundle_fd;
 	char *slot;                    /* requested target */
+	struct oplock *lock;           /* the board's lock, until the worker has it */
 	bool activate;
 	bool cancelled;
 	int health_slot;               /* the booted slot the health check runs for */
@@ -63,6 +65,40 @@ struct manager {
 static struct json_object *jstr(const char *s)
 {
 	return s ? json_object_new_string(s) : NULL;
+}
+
+static const char *param_str(struct json_object *params, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+/* The board's operation lock for a change (oplock.h): taken without
+ * waiting, the event loop never blocks on it. -EBUSY: why names the
+ * holder. */
+static int lock_board(struct manager *m, const char *what, struct oplock **ret, char *why,
+		      size_t whylen)
+{
+	struct oplock_holder h;
+	char who[96];
+	int r = oplock_acquire(m->conf->target, what, ret, &h);
+
+	if (r == -EBUSY)
+		snprintf(why, whylen, "%s holds the lock of %s", oplock_holder_describe(&h, who,
+			 sizeof(who)), m->conf->target);
+	else if (r < 0)
+		snprintf(why, whylen, "cannot take the lock of %s: %s", m->conf->target,
+			 strerror(-r));
+	return r;
+}
+
+/* Busy naming the holder, or InternalError. */
+static int reply_lock_error(struct proto_call *call, int r, const char *why)
+{
+	if (r == -EBUSY)
+		return proto_error_string(call, PROTO_ERROR_BUSY, "operation", why);
+	return proto_error_errno(call, r, why);
 }
 
 static int open_env(struct manager *m, struct env **ret, struct env_error *err)
@@ -485,6 +521,10 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	};
 	int r;
 
+	proto_server_close_fds_in_child(m->server);
+	/* the lock came with the fork; it is ours until we exit */
+	if (m->op.lock)
+		oplock_set_holder(m->op.lock, getpid(), "flashd install worker");
 	r = board_open(m->layout, m->conf->target, true, &b);
 	if (r < 0)
 		return r;
@@ -508,6 +548,7 @@ static void op_clear(struct manager *m)
 	if (op->bundle_fd >= 0)
 		close(op->bundle_fd);
 	free(op->slot);
+	oplock_release(op->lock);
 	json_object_put(op->final);
 	json_object_put(op->last);
 	sd_event_source_disable_unref(op->timeout);
@@ -652,8 +693,9 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	}
 	op_clear(m);
 	if (m->stopping) {
-		/* exit once the reply above went out: the connection's own defer
-		 * source (normal priority) writes it before this idle one runs */
+		/* exit once the reply above went out: the connection's turn in
+		 * the control socket's run queue (normal priority, or just below
+		 * it for users without rights) writes it before this idle one runs */
 		m->stop_timer = sd_event_source_disable_unref(m->stop_timer);
 		if (sd_event_add_defer(m->event, &m->stop_timer, on_stop_now, m) < 0 ||
 		    sd_event_source_set_priority(m->stop_timer, SD_EVENT_PRIORITY_IDLE) < 0)
@@ -704,14 +746,35 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
 	return -ENOENT;
 }
 
+static bool group_has_slot(const struct layout_slot_group *g, const char *name)
+{
+	for (size_t i = 0; i < g->n_slots; i++)
+		if (!strcmp(g->slots[i].name, name))
+			return true;
+	return false;
+}
+
 static int method_install(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	struct json_object *v;
+	const char *slot;
+	char why[256];
 	int fd, r;
 
 	if (m->op.name)
 		return busy(m, call);
+	/* a wrong name is the caller's mistake, not a failed install: say so
+	 * before a worker starts (and before the bundle is opened) */
+	slot = param_str(params, "slot");
+	if (slot && !group_has_slot(m->group, slot))
+		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
+	/* another writer (a second daemon, an offline flashctl, a worker of a
+	 * daemon that died) must be gone before this one starts */
+	r = lock_board(m, "flashd install", &lock, why, sizeof(why));
+	if (r < 0)
+		return reply_lock_error(call, r, why);
 	fd = install_open_bundle(call, params);
 	if (fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL))
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
@@ -719,9 +782,9 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, or an "
 					 "absolute path the daemon can read)");
 	m->op = (struct operation){ .name = "install", .bundle_fd = fd, .activate = true,
-				    .started = time(NULL) };
-	if (json_object_object_get_ex(params, "slot", &v) && v)
-		m->op.slot = strdup(json_object_get_string(v));
+				    .started = time(NULL), .lock = TAKE_PTR(lock) };
+	if (slot)
+		m->op.slot = strdup(slot);
 	if (json_object_object_get_ex(params, "activate", &v) && v)
 		m->op.activate = json_object_get_boolean(v);
 	m->op.call = proto_call_ref(call);
@@ -731,6 +794,9 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 		op_clear(m);
 		return proto_error_errno(call, r, "cannot start the install worker");
 	}
+	/* the worker holds the lock now, until it exits however it exits */
+	oplock_release(m->op.lock);
+	m->op.lock = NULL;
 	log_info("install started by uid %u (worker pid %d)", proto_call_peer(call)->uid,
 		 (int)worker_pid(m->op.worker));
 	sd_notify(0, "STATUS=installing");
@@ -762,6 +828,7 @@ static int method_cancel(struct proto_call *call, struct json_object *params, vo
 static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
 		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen)
 {
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	struct env_error eerr = { "" };
 	struct slot_error serr = { "" };
@@ -771,6 +838,9 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 	int idx, kept, r;
 
 	*ret_kind = SLOT_CHANGE_ENV;
+	r = lock_board(m, slot_op_to_string(op), &lock, why, whylen);
+	if (r < 0)
+		return r;
 	r = open_env(m, &e, &eerr);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
@@ -816,6 +886,8 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 	if (m->op.name)
 		return busy(m, call);
 	r = slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
+	if (r < 0 && kind == SLOT_CHANGE_ENV)
+		return reply_lock_error(call, r, why);
 	if (r < 0) {
 		switch (kind) {
 		case SLOT_CHANGE_NO_SLOT:
@@ -832,13 +904,6 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 	if (op != SLOT_OP_ACTIVATE)
 		json_object_object_add(o, "slot", json_object_new_string(m->group->slots[idx].name));
 	return proto_reply(call, o);
-}
-
-static const char *param_str(struct json_object *params, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
 }
 
 static int method_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
@@ -873,6 +938,9 @@ static int method_get_env(struct proto_call *call, struct json_object *params, v
 	const char *name = param_str(params, "name");
 	int r;
 
+	/* no such variable can exist: the caller's mistake, not the env's */
+	if (!env_name_valid(name))
+		return proto_error_invalid_parameter(call, "name");
 	r = open_env(m, &e, &eerr);
 	if (r < 0)
 		return reply_env_error(call, r, &eerr);
@@ -892,10 +960,12 @@ static bool env_protected(const char *name)
 static int method_set_env(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	struct env_error eerr = { "" };
 	const char *name = param_str(params, "name"), *value = param_str(params, "value");
+	char why[256];
 	struct json_object *v;
 	bool force = json_object_object_get_ex(params, "force", &v) && v &&
 		     json_object_get_boolean(v);
@@ -915,6 +985,9 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 			"activate, rollback, or force"));
 		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
 	}
+	r = lock_board(m, "flashd SetEnv", &lock, why, sizeof(why));
+	if (r < 0)
+		return reply_lock_error(call, r, why);
 	r = open_env(m, &e, &eerr);
 	if (r >= 0)
 		r = env_txn_new(e, &t);
@@ -978,10 +1051,12 @@ static int method_overlay_reset(struct proto_call *call, struct json_object *par
 				void *userdata)
 {
 	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct env_error eerr = { "" };
+	char why[256];
 	int r;
 
 	if (m->op.name)
@@ -989,6 +1064,9 @@ static int method_overlay_reset(struct proto_call *call, struct json_object *par
 	if (!m->layout->n_overlays)
 		return proto_error_string(call, PROTO_ERROR_DENIED, "reason",
 					  "the layout has no overlay");
+	r = lock_board(m, "flashd OverlayReset", &lock, why, sizeof(why));
+	if (r < 0)
+		return reply_lock_error(call, r, why);
 	/* flashd boot erases the overlay at the next boot, then clears this */
 	r = open_env(m, &e, &eerr);
 	if (r >= 0)
@@ -1366,6 +1444,7 @@ int manager_startup(struct manager *m, struct manager_error *err)
 	}
 	proto_server_set_info(m->server, "flashd project", "flashd", PACKAGE_VERSION, NULL);
 	proto_server_set_log(m->server, proto_log, m);
+	proto_server_set_idle_timeout(m->server, (uint64_t)m->conf->idle_timeout * 1000000);
 	if (m->conf->socket_group) {
 		r = proto_server_set_auth_group_name(m->server, m->conf->socket_group);
 		if (r < 0) {

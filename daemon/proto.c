@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
@@ -27,6 +27,22 @@
 #define PROTO_MAX_INPUT (2 * (PROTO_MAX_MESSAGE + 1))
 #define PROTO_READ_CHUNK (64 * 1024)
 #define PROTO_MAX_INTERFACES 8
+/* Fairness (issue 13 item 10): one connection's turn in the event loop
+ * reads at most one chunk and dispatches at most this many calls; calls
+ * are not dispatched while more than PROTO_OUTPUT_HIGH of replies wait
+ * for the client to read them. */
+#define PROTO_CALLS_PER_TURN 1
+#define PROTO_OUTPUT_HIGH (64 * 1024)
+/* Event priorities: accepting and the connections of root and the socket
+ * group at the daemon's own level (its install worker's reports, signals:
+ * those must never wait behind clients), then everyone else's new data,
+ * then everyone else's queued calls. Users without rights get the time
+ * left over, so they cannot delay root by more than the call being
+ * answered when root's arrives. */
+#define PROTO_PRIORITY_ACCEPT SD_EVENT_PRIORITY_NORMAL
+#define PROTO_PRIORITY_PRIVILEGED SD_EVENT_PRIORITY_NORMAL
+#define PROTO_PRIORITY_UNPRIVILEGED (SD_EVENT_PRIORITY_NORMAL + 5)
+#define PROTO_PRIORITY_UNPRIVILEGED_QUEUE (SD_EVENT_PRIORITY_NORMAL + 10)
 
 const char proto_service_description[] =
 	"# The Varlink Service Interface is provided by every varlink service. It\n"
@@ -121,6 +137,15 @@ struct proto_server {
 	void *log_userdata;
 	struct proto_conn *conns;
 	unsigned n_conns;
+	uint64_t idle_usec;            /* 0: never close idle connections */
+	/* Connections with work left after their turn, in FIFO order:
+	 * [1] root and the socket group, [0] everyone else. */
+	struct proto_runq {
+		sd_event_source *src;
+		struct proto_conn *head, *tail;
+	} runq[2];
+	uint64_t refused_logged;         /* rate limit of the refusal log */
+	unsigned refused_quiet;
 };
 
 struct pending_fd {
@@ -133,8 +158,12 @@ struct proto_conn {
 	struct proto_conn *next, *prev;
 	int fd;
 	sd_event_source *io_src;
-	sd_event_source *defer_src;
+	sd_event_source *idle_src;
 	struct proto_peer peer;
+	bool privileged;       /* root or the socket group at accept: served first */
+	bool queued;           /* on the server's run queue */
+	struct proto_conn *run_next;
+	uint64_t last_call;      /* CLOCK_MONOTONIC of the last dispatch (or accept) */
 
 	char *in;
 	size_t in_start, in_len, in_alloc, in_scan;
@@ -168,6 +197,14 @@ struct proto_call {
 
 static void conn_wake(struct proto_conn *c);
 static int conn_process(struct proto_conn *c);
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static void tokener_freep(struct json_tokener **t)
 {
@@ -316,6 +353,7 @@ static void call_detach(struct proto_call *call)
 	call->conn = NULL;
 	if (c->current == call) {
 		c->current = NULL;
+		c->last_call = now_usec(); /* idle from now, not from its start */
 		conn_wake(c); /* calls waiting behind this one */
 		proto_call_unref(call);
 	}
@@ -481,7 +519,13 @@ static bool type_float(struct json_object *j)
 {
 	return json_object_is_type(j, json_type_int) || json_object_is_type(j, json_type_double);
 }
-static bool type_string(struct json_object *j) { return json_object_is_type(j, json_type_string); }
+/* A string with an embedded NUL ("\u0000") would reach C code cut short:
+ * the daemon would act on another value than the caller sent. */
+static bool type_string(struct json_object *j)
+{
+	return json_object_is_type(j, json_type_string) &&
+	       strlen(json_object_get_string(j)) == (size_t) json_object_get_string_len(j);
+}
 static bool type_object(struct json_object *j) { return json_object_is_type(j, json_type_object); }
 static bool type_array(struct json_object *j) { return json_object_is_type(j, json_type_array); }
 
@@ -784,11 +828,16 @@ static int conn_handle_message(struct proto_conn *c, const char *data, size_t le
 	return call_dispatch(call, params);
 }
 
-static int conn_process(struct proto_conn *c)
+/* Dispatch up to budget buffered calls (0: all of them). With an event
+ * loop, a client that leaves its replies unread gets no more calls
+ * answered until it reads (its turn comes back with EPOLLOUT). */
+static int conn_process_budget(struct proto_conn *c, unsigned budget)
 {
+	unsigned done = 0;
 	int r;
 
-	while (!c->current && !c->dead && !c->broken) {
+	while (!c->current && !c->dead && !c->broken && (!budget || done < budget) &&
+	       !(c->server->event && c->out_len - c->out_start > PROTO_OUTPUT_HIGH)) {
 		char *nul = c->in_len > c->in_scan ?
 			memchr(c->in + c->in_scan, 0, c->in_len - c->in_scan) : NULL;
 		size_t start = c->in_start, len;
@@ -809,6 +858,8 @@ static int conn_process(struct proto_conn *c)
 			return conn_protocol_error(c, -EMSGSIZE, "message longer than 1 MiB");
 		}
 		c->in_start = c->in_scan = start + len + 1;
+		c->last_call = now_usec();
+		done++;
 		r = conn_handle_message(c, c->in + start, len, c->in_base + start,
 					c->in_base + start + len);
 		if (r < 0)
@@ -826,6 +877,17 @@ static int conn_process(struct proto_conn *c)
 		c->in_start = 0;
 	}
 	return 0;
+}
+
+static int conn_process(struct proto_conn *c)
+{
+	return conn_process_budget(c, 0);
+}
+
+/* A complete call waits in the input buffer. */
+static bool conn_has_call(const struct proto_conn *c)
+{
+	return c->in_len > c->in_scan && memchr(c->in + c->in_scan, 0, c->in_len - c->in_scan);
 }
 
 static int conn_reserve_input(struct proto_conn *c, size_t n)
@@ -936,7 +998,10 @@ static int conn_read(struct proto_conn *c)
 		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
 	} control;
 
-	while (!c->read_eof && !c->dead && !c->broken) {
+	/* one chunk per turn: a client that sends without pause gets its
+	 * share of the loop, not all of it (the loop comes back while data
+	 * waits: the io source is level-triggered) */
+	for (;;) {
 		size_t space = PROTO_MAX_INPUT - (c->in_len - c->in_start);
 		int fds[PROTO_MAX_FDS];
 		size_t n_fds = 0;
@@ -986,16 +1051,11 @@ static int conn_read(struct proto_conn *c)
 		r = conn_add_fds(c, fds, n_fds);
 		if (r < 0)
 			return r;
-		if (n == 0) {
+		if (n == 0)
 			c->read_eof = true;
-			return 0;
-		}
 		c->in_len += n;
-		r = conn_process(c);
-		if (r < 0)
-			return r;
+		return 0;
 	}
-	return 0;
 }
 
 static int conn_write(struct proto_conn *c)
@@ -1029,8 +1089,10 @@ static bool conn_should_close(const struct proto_conn *c)
 	return c->read_eof && !c->current && out_empty;
 }
 
-/* Read, dispatch, write, and decide what to wait for next. Frees c when
- * the connection is over; returns true then. */
+/* One turn: read (one chunk), dispatch (PROTO_CALLS_PER_TURN), write,
+ * and decide what to wait for next; work left over queues the connection
+ * behind the others. Frees c when the connection is over; returns true
+ * then. */
 static bool conn_run(struct proto_conn *c, uint32_t revents)
 {
 	uint32_t events = 0;
@@ -1045,7 +1107,8 @@ static bool conn_run(struct proto_conn *c, uint32_t revents)
 			c->broken = true;
 		}
 	}
-	if (!c->dead && !c->broken && (r = conn_process(c)) < 0 && !c->dead)
+	if (!c->dead && !c->broken && (r = conn_process_budget(c, PROTO_CALLS_PER_TURN)) < 0 &&
+	    !c->dead)
 		c->broken = true;
 	if (!c->broken && (r = conn_write(c)) < 0) {
 		if (r != -EPIPE && r != -ECONNRESET)
@@ -1059,11 +1122,17 @@ static bool conn_run(struct proto_conn *c, uint32_t revents)
 		proto_conn_free(c);
 		return true;
 	}
-	if (!c->read_eof && !c->dead && c->in_len - c->in_start < PROTO_MAX_INPUT)
+	/* Read more only once the calls already buffered are dispatched: the
+	 * input a client can park in the daemon stays one chunk. */
+	if (!c->read_eof && !c->dead && c->in_len - c->in_start < PROTO_MAX_INPUT &&
+	    !conn_has_call(c))
 		events |= EPOLLIN;
 	if (c->out_len > c->out_start)
 		events |= EPOLLOUT;
 	(void) sd_event_source_set_io_events(c->io_src, events);
+	if (!c->current && !c->dead && conn_has_call(c) &&
+	    c->out_len - c->out_start <= PROTO_OUTPUT_HIGH)
+		conn_wake(c);
 	return false;
 }
 
@@ -1073,16 +1142,177 @@ static int conn_io_cb(sd_event_source *src, int fd, uint32_t revents, void *user
 	return 0;
 }
 
-static int conn_defer_cb(sd_event_source *src, void *userdata)
+/* ---- the run queue: connections with work left take turns ---- */
+
+static void runq_remove(struct proto_conn *c)
 {
-	conn_run(userdata, 0);
+	struct proto_runq *q = &c->server->runq[c->privileged];
+	struct proto_conn **p;
+
+	if (!c->queued)
+		return;
+	for (p = &q->head; *p; p = &(*p)->run_next)
+		if (*p == c) {
+			*p = c->run_next;
+			break;
+		}
+	if (q->tail == c) {
+		q->tail = NULL;
+		for (struct proto_conn *i = q->head; i; i = i->run_next)
+			q->tail = i;
+	}
+	c->run_next = NULL;
+	c->queued = false;
+	if (!q->head)
+		(void) sd_event_source_set_enabled(q->src, SD_EVENT_OFF);
+}
+
+static int runq_cb(sd_event_source *src, void *userdata)
+{
+	struct proto_runq *q = userdata;
+	struct proto_conn *c = q->head;
+
+	if (!c) {
+		(void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
+		return 0;
+	}
+	runq_remove(c);
+	conn_run(c, 0);
 	return 0;
 }
 
+/* Queue c for a turn (a reply was queued, a call finished, calls wait). */
 static void conn_wake(struct proto_conn *c)
 {
-	if (c->defer_src)
-		(void) sd_event_source_set_enabled(c->defer_src, SD_EVENT_ONESHOT);
+	struct proto_runq *q = &c->server->runq[c->privileged];
+
+	if (!q->src || !c->io_src || c->queued)
+		return;
+	c->queued = true;
+	c->run_next = NULL;
+	if (q->tail)
+		q->tail->run_next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	(void) sd_event_source_set_enabled(q->src, SD_EVENT_ON);
+}
+
+/* ---- idle connections ---- */
+
+/* No call in flight for idle_usec since the last one was dispatched (or
+ * since accept): the connection only holds a slot, close it. Bytes of an
+ * unfinished message do not count as activity. */
+static int conn_idle_cb(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct proto_conn *c = userdata;
+	struct proto_server *s = c->server;
+	uint64_t due = c->last_call + s->idle_usec;
+
+	if (!c->current && due <= usec) {
+		server_log(s, &c->peer, "no call for %llu s: closing the idle connection",
+			   (unsigned long long) (s->idle_usec / 1000000));
+		proto_conn_free(c);
+		return 0;
+	}
+	(void) sd_event_source_set_time(src, c->current ? usec + s->idle_usec : due);
+	(void) sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+/* The supplementary groups of the peer: at most PROTO_PEER_MAX_GROUPS,
+ * with keep (the socket group) first when the process is in it. */
+static int peer_groups(int fd, gid_t keep, struct proto_peer *p)
+{
+	_cleanup_free_ gid_t *g = NULL;
+	socklen_t len = 64 * sizeof(gid_t);
+	size_t n;
+
+	for (;;) {
+		free(g);
+		g = malloc(len);
+		if (!g)
+			return -ENOMEM;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0)
+			break;
+		if (errno != ERANGE || len > 65536 * sizeof(gid_t))
+			return -errno;
+	}
+	n = len / sizeof(gid_t);
+	for (size_t i = 0; i < n; i++)
+		if (g[i] == keep && keep != (gid_t)-1)
+			p->groups[p->n_groups++] = keep;
+	for (size_t i = 0; i < n && p->n_groups < PROTO_PEER_MAX_GROUPS; i++)
+		if (g[i] != keep || keep == (gid_t)-1)
+			p->groups[p->n_groups++] = g[i];
+	return 0;
+}
+
+static int peer_from_socket(int fd, gid_t auth_group, struct proto_peer *ret)
+{
+	struct proto_peer p = { 0 };
+	struct ucred uc;
+	socklen_t l = sizeof(uc);
+	int r;
+
+	if (fd < 0)
+		return -EBADF;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
+		return -errno;
+	p.pid = uc.pid;
+	p.uid = uc.uid;
+	p.gid = uc.gid;
+	r = peer_groups(fd, auth_group, &p);
+	if (r < 0)
+		return r;
+	*ret = p;
+	return 0;
+}
+
+/* Room for one more connection of peer? Root and the socket group may
+ * use every slot; everyone else shares all but PROTO_RESERVED_CONNECTIONS
+ * of them, at most PROTO_MAX_CONNECTIONS_PER_UID per uid. So no number of
+ * connections from users without rights locks root out. */
+static int server_admit(const struct proto_server *s, const struct proto_peer *peer,
+			bool privileged)
+{
+	unsigned unprivileged = 0, same_uid = 0;
+
+	if (s->n_conns >= PROTO_MAX_CONNECTIONS)
+		return -EMFILE;
+	if (privileged)
+		return 0;
+	for (const struct proto_conn *c = s->conns; c; c = c->next) {
+		if (c->privileged)
+			continue;
+		unprivileged++;
+		same_uid += c->peer.uid == peer->uid;
+	}
+	if (same_uid >= PROTO_MAX_CONNECTIONS_PER_UID)
+		return -EUSERS;
+	if (unprivileged >= PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS)
+		return -ENOSPC;
+	return 0;
+}
+
+static int conn_add_sources(struct proto_conn *c, int fd)
+{
+	struct proto_server *s = c->server;
+	int r;
+
+	r = sd_event_add_io(s->event, &c->io_src, fd, EPOLLIN, conn_io_cb, c);
+	if (r >= 0)
+		r = sd_event_source_set_priority(c->io_src, c->privileged ?
+						 PROTO_PRIORITY_PRIVILEGED :
+						 PROTO_PRIORITY_UNPRIVILEGED);
+	if (r >= 0 && s->idle_usec)
+		r = sd_event_add_time(s->event, &c->idle_src, CLOCK_MONOTONIC,
+				      c->last_call + s->idle_usec, 0, conn_idle_cb, c);
+	if (r < 0) {
+		c->io_src = sd_event_source_disable_unref(c->io_src);
+		c->idle_src = sd_event_source_disable_unref(c->idle_src);
+	}
+	return r;
 }
 
 int proto_conn_new(struct proto_server *s, int fd, const struct proto_peer *peer,
@@ -1091,38 +1321,25 @@ int proto_conn_new(struct proto_server *s, int fd, const struct proto_peer *peer
 	struct proto_conn *c;
 	int r;
 
-	if (s->n_conns >= PROTO_MAX_CONNECTIONS)
-		return -EMFILE;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->server = s;
 	c->fd = -1;
-	if (peer) {
+	c->last_call = now_usec();
+	if (peer)
 		c->peer = *peer;
-	} else {
-		struct ucred uc;
-		socklen_t l = sizeof(uc);
-
-		if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0) {
-			r = fd < 0 ? -EBADF : -errno;
-			free(c);
-			return r;
-		}
-		c->peer = (struct proto_peer) { .pid = uc.pid, .uid = uc.uid, .gid = uc.gid };
+	else if ((r = peer_from_socket(fd, s->auth_group, &c->peer)) < 0) {
+		free(c);
+		return r;
 	}
-	if (s->event && fd >= 0) {
-		r = sd_event_add_io(s->event, &c->io_src, fd, EPOLLIN, conn_io_cb, c);
-		if (r >= 0)
-			r = sd_event_add_defer(s->event, &c->defer_src, conn_defer_cb, c);
-		if (r >= 0)
-			r = sd_event_source_set_enabled(c->defer_src, SD_EVENT_OFF);
-		if (r < 0) {
-			sd_event_source_disable_unref(c->io_src);
-			sd_event_source_disable_unref(c->defer_src);
-			free(c);
-			return r;
-		}
+	c->privileged = proto_peer_authorized(&c->peer, s->auth_group) > 0;
+	r = server_admit(s, &c->peer, c->privileged);
+	if (r >= 0 && s->event && fd >= 0)
+		r = conn_add_sources(c, fd);
+	if (r < 0) {
+		free(c);
+		return r;
 	}
 	c->fd = fd;
 	c->next = s->conns;
@@ -1151,8 +1368,9 @@ struct proto_conn *proto_conn_free(struct proto_conn *c)
 		proto_call_unref(call);
 	}
 	conn_take_fds(c, 0, UINT64_MAX, NULL);
+	runq_remove(c);
 	sd_event_source_disable_unref(c->io_src);
-	sd_event_source_disable_unref(c->defer_src);
+	sd_event_source_disable_unref(c->idle_src);
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->prev)
@@ -1173,12 +1391,45 @@ struct proto_conn *proto_conn_free(struct proto_conn *c)
 
 /* ---- server ---- */
 
+#define PROTO_ACCEPTS_PER_TURN 16
+
+static const char *refusal_reason(int r)
+{
+	switch (-r) {
+	case EMFILE: return "too many connections";
+	case ENOSPC: return "too many connections from users without rights (the rest is kept for root and the socket group)";
+	case EUSERS: return "too many connections from this uid";
+	}
+	return strerror(-r);
+}
+
+/* One line per second at most: a connect loop must not flood the log. */
+static void server_log_refusal(struct proto_server *s, const struct proto_peer *peer, int r)
+{
+	uint64_t now = now_usec();
+
+	if (s->refused_logged && now - s->refused_logged < 1000000) {
+		s->refused_quiet++;
+		return;
+	}
+	if (s->refused_quiet)
+		server_log(s, peer, "refusing a connection: %s (and %u more in the last second)",
+			   refusal_reason(r), s->refused_quiet);
+	else
+		server_log(s, peer, "refusing a connection: %s", refusal_reason(r));
+	s->refused_logged = now;
+	s->refused_quiet = 0;
+}
+
 static int server_accept_cb(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct proto_server *s = userdata;
 
-	for (;;) {
+	/* a bounded batch: a connect loop gets no more of the event loop than
+	 * that, the rest waits for the next turn (level-triggered) */
+	for (unsigned i = 0; i < PROTO_ACCEPTS_PER_TURN; i++) {
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct proto_peer peer;
 		int r;
 
 		if (cfd < 0) {
@@ -1192,10 +1443,12 @@ static int server_accept_cb(sd_event_source *src, int fd, uint32_t revents, void
 				(void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
 			break;
 		}
-		r = proto_conn_new(s, cfd, NULL, NULL);
+		r = peer_from_socket(cfd, s->auth_group, &peer);
+		if (r >= 0)
+			r = proto_conn_new(s, cfd, &peer, NULL);
 		if (r < 0) {
-			server_log(s, NULL, "refusing a connection: %s",
-				   r == -EMFILE ? "too many connections" : strerror(-r));
+			server_log_refusal(s, r == -EMFILE || r == -ENOSPC || r == -EUSERS ?
+					   &peer : NULL, r);
 			close(cfd);
 		}
 	}
@@ -1236,8 +1489,20 @@ int proto_server_new(sd_event *e, int listen_fd, const struct proto_method *meth
 	s->interfaces[s->n_interfaces++] = (struct proto_interface) {
 		PROTO_FLASHD_INTERFACE, proto_flashd_description,
 	};
+	s->idle_usec = PROTO_IDLE_TIMEOUT_DEFAULT * 1000000ULL;
 	if (e) {
 		r = sd_event_add_io(e, &s->listen_src, listen_fd, EPOLLIN, server_accept_cb, s);
+		if (r >= 0)
+			r = sd_event_source_set_priority(s->listen_src, PROTO_PRIORITY_ACCEPT);
+		for (unsigned i = 0; r >= 0 && i < ELEMENTSOF(s->runq); i++) {
+			r = sd_event_add_defer(e, &s->runq[i].src, runq_cb, &s->runq[i]);
+			if (r >= 0)
+				r = sd_event_source_set_priority(s->runq[i].src, i ?
+								 PROTO_PRIORITY_PRIVILEGED :
+								 PROTO_PRIORITY_UNPRIVILEGED_QUEUE);
+			if (r >= 0)
+				r = sd_event_source_set_enabled(s->runq[i].src, SD_EVENT_OFF);
+		}
 		if (r < 0)
 			return r;
 		s->event = sd_event_ref(e);
@@ -1247,12 +1512,19 @@ int proto_server_new(sd_event *e, int listen_fd, const struct proto_method *meth
 	return 0;
 }
 
+void proto_server_set_idle_timeout(struct proto_server *s, uint64_t usec)
+{
+	s->idle_usec = usec;
+}
+
 struct proto_server *proto_server_free(struct proto_server *s)
 {
 	if (!s)
 		return NULL;
 	while (s->conns)
 		proto_conn_free(s->conns);
+	for (unsigned i = 0; i < ELEMENTSOF(s->runq); i++)
+		sd_event_source_disable_unref(s->runq[i].src);
 	s->listen_src = sd_event_source_disable_unref(s->listen_src);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
@@ -1341,55 +1613,31 @@ unsigned proto_server_n_connections(const struct proto_server *s)
 	return s->n_conns;
 }
 
+void proto_server_close_fds_in_child(struct proto_server *s)
+{
+	if (!s)
+		return;
+	for (struct proto_conn *c = s->conns; c; c = c->next)
+		if (c->fd >= 0)
+			close(c->fd);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+}
+
 /* ---- authorization ---- */
 
 int proto_peer_authorized(const struct proto_peer *peer, gid_t group)
 {
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_free_ gid_t *groups = NULL;
-	struct passwd pw, *res = NULL;
-	size_t bufsize = 16384;
-	int n = 32;
-
 	if (peer->uid == 0)
 		return 1;
 	if (group == (gid_t)-1)
 		return 0;
 	if (peer->gid == group)
 		return 1;
-	for (;;) {
-		int r;
-
-		free(buf);
-		buf = malloc(bufsize);
-		if (!buf)
-			return 0;
-		r = getpwuid_r(peer->uid, &pw, buf, bufsize, &res);
-		if (r == ERANGE && bufsize < 1024 * 1024) {
-			bufsize *= 2;
-			continue;
-		}
-		if (r != 0 || !res)
-			return 0; /* unknown user: refuse */
-		break;
-	}
-	for (;;) {
-		int k = n;
-
-		free(groups);
-		groups = calloc(n, sizeof(gid_t));
-		if (!groups)
-			return 0;
-		if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &k) >= 0) {
-			for (int i = 0; i < k; i++)
-				if (groups[i] == group)
-					return 1;
-			return 0;
-		}
-		if (k <= n || k > NGROUPS_MAX)
-			return 0;
-		n = k;
-	}
+	for (unsigned i = 0; i < peer->n_groups && i < PROTO_PEER_MAX_GROUPS; i++)
+		if (peer->groups[i] == group)
+			return 1;
+	return 0;
 }
 
 /* ---- sockets ---- */

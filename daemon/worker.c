@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,11 +90,19 @@ static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata)
 	return 0;
 }
 
-static _Noreturn void run_child(int fd, worker_job_fn job, void *userdata)
+static _Noreturn void run_child(int fd, pid_t parent, worker_job_fn job, void *userdata)
 {
 	struct sigaction sa = { .sa_handler = on_sigterm };
 	sigset_t all;
 	int r;
+
+	/* Die with the daemon: an orphan would go on writing a slot that a
+	 * restarted daemon installs, verifies and activates meanwhile (issue
+	 * 13 item 14). Dying anywhere is safe: the slot was marked bad before
+	 * its first write. The daemon may have died before the prctl: then
+	 * we were reparented already. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
@@ -111,6 +120,7 @@ int worker_start(sd_event *e, worker_job_fn job, worker_line_fn on_line, worker_
 		 void *userdata, struct worker **ret)
 {
 	_cleanup_free_ struct worker *w = calloc(1, sizeof(*w));
+	pid_t parent = getpid();
 	int p[2], r;
 
 	if (!w)
@@ -128,7 +138,7 @@ int worker_start(sd_event *e, worker_job_fn job, worker_line_fn on_line, worker_
 		/* the child never returns from here: free its copy now */
 		free(TAKE_PTR(w));
 		close(p[0]);
-		run_child(p[1], job, userdata);
+		run_child(p[1], parent, job, userdata);
 	}
 	close(p[1]);
 	w->fd = p[0];

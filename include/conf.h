@@ -18,6 +18,7 @@ struct conf {
 	char *state_dir;       /* [flashd] state-dir= install records */
 	char *cmdline;         /* [flashd] cmdline= where to read the booted slot */
 	bool allow_unsigned;   /* [flashd] allow-unsigned= accept unsigned bundles */
+	uint32_t idle_timeout; /* [flashd] idle-timeout= seconds without a call */
 	char *health_command;  /* [health] command= run when the booted slot is on trial */
 	uint32_t health_timeout; /* [health] timeout= seconds */
 	bool health_reboot;    /* [health] reboot-on-failure= */

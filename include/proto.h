@@ -29,7 +29,16 @@
 /* File descriptors passed with one message / waiting on a connection. */
 #define PROTO_MAX_FDS 4
 #define PROTO_MAX_PENDING_FDS 16
+/* Connections at once. Users without rights (neither root nor in the
+ * socket group) share all but PROTO_RESERVED_CONNECTIONS of them, at most
+ * PROTO_MAX_CONNECTIONS_PER_UID per uid: however many connections they
+ * hold, root still gets in (issue 13 item 10, docs/security.md). */
 #define PROTO_MAX_CONNECTIONS 64
+#define PROTO_RESERVED_CONNECTIONS 16
+#define PROTO_MAX_CONNECTIONS_PER_UID 8
+/* A connection without a call in flight for this long is closed
+ * (proto_server_set_idle_timeout(); flashd.conf idle-timeout=). */
+#define PROTO_IDLE_TIMEOUT_DEFAULT 60
 
 #define PROTO_SERVICE_INTERFACE "org.varlink.service"
 #define PROTO_FLASHD_INTERFACE "io.flashd"
@@ -116,17 +125,29 @@ extern const struct proto_param proto_params_get_env[];
 extern const struct proto_param proto_params_set_env[];
 extern const struct proto_param proto_params_flash_info[];
 
-/* Credentials of the peer process (SO_PEERCRED at accept time). */
+/* Supplementary groups kept per peer; see proto_peer.groups. */
+#define PROTO_PEER_MAX_GROUPS 32
+
+/* Credentials of the peer process, read from the socket when the
+ * connection is accepted (SO_PEERCRED, SO_PEERGROUPS): what the process
+ * had when it connected, as the kernel saw it, not what a user database
+ * says about the uid. */
 struct proto_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
+	/* Supplementary groups. A process with more than
+	 * PROTO_PEER_MAX_GROUPS keeps the first ones, and the server's
+	 * socket group in front when it is among them. */
+	unsigned n_groups;
+	gid_t groups[PROTO_PEER_MAX_GROUPS];
 };
 
-/* Authorization for PROTO_NEEDS_AUTH: root, or the peer's gid is group, or
- * the peer's user is a member of group (supplementary groups, looked up
- * with getgrouplist()). group == (gid_t)-1 means "root only". Returns 1
- * (allowed) or 0 (refused); lookup failures refuse. */
+/* Authorization for PROTO_NEEDS_AUTH, from the peer's credentials alone:
+ * root, or group is the peer's gid or one of its supplementary groups.
+ * No user database lookup: a uid without a passwd entry is judged by its
+ * groups like any other. group == (gid_t)-1 means "root only". Returns 1
+ * (allowed) or 0 (refused). */
 int proto_peer_authorized(const struct proto_peer *peer, gid_t group);
 
 /* Log hook: the daemon logs protocol problems (garbage, oversized
@@ -158,7 +179,17 @@ int proto_server_set_auth_group_name(struct proto_server *s, const char *name);
 int proto_server_add_interface(struct proto_server *s, const char *name,
 			       const char *description);
 void proto_server_set_log(struct proto_server *s, proto_log_fn fn, void *userdata);
+/* Close a connection that had no call in flight for usec since its last
+ * call (or since it was accepted); 0 never. Applies to connections
+ * accepted afterwards. Default PROTO_IDLE_TIMEOUT_DEFAULT seconds. */
+void proto_server_set_idle_timeout(struct proto_server *s, uint64_t usec);
 unsigned proto_server_n_connections(const struct proto_server *s);
+/* In a forked child (the install worker): close this process's copies of
+ * the listening socket and of every connection, touching nothing else.
+ * Otherwise a connection the daemon closes stays open for its client
+ * while the child runs, and a child that outlived the daemon would keep
+ * the socket path bound. */
+void proto_server_close_fds_in_child(struct proto_server *s);
 
 /* ---- connections (the transport-agnostic core) ---- */
 

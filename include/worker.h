@@ -1,5 +1,6 @@
 /* A job in a child process, so the daemon's event loop never waits on
- * flash I/O. The child reports progress as JSON lines on a pipe; the
+ * flash I/O. The child dies with the daemon (PR_SET_PDEATHSIG, SIGKILL):
+ * no job outlives the process that answers for it. The child reports progress as JSON lines on a pipe; the
  * parent gets each line, then the exit status (after the last line).
  * Cancelling sends SIGTERM; the job sees *cancel become non-zero and
  * stops at its next check (between erase blocks). */

@@ -317,6 +317,22 @@ gated_cat() {
 	tail -c +"$((bytes + 1))" "$file"
 }
 
+# start_gated_install BUNDLE BYTES NAME: flashctl install of BUNDLE through
+# a gated pipe (the first BYTES, then it holds until $T/go-NAME exists), in
+# the background ($CLIENT, output in $T/install-NAME.out). Returns once the
+# install is in its write step, with the worker's pid in $WORKER.
+start_gated_install() {
+	mkfifo "$T/pipe-$3"
+	gated_cat "$1" "$2" "$3" > "$T/pipe-$3" &
+	BG_PIDS="$BG_PIDS $!"
+	"$FLASHCTL" install - < "$T/pipe-$3" > "$T/install-$3.out" 2>&1 &
+	CLIENT=$!
+	BG_PIDS="$BG_PIDS $CLIENT"
+	wait_for 20 install_running || fail "the install of $1 did not reach the write step"
+	WORKER=$(sed -n 's/.*install started .*worker pid \([0-9]*\).*/\1/p' "$T/flashd.log" | tail -n 1)
+	[ -n "$WORKER" ] || fail "no install worker in the log"
+}
+
 # wait until the daemon reports an install in the write step
 install_running() {
 	"$PY" "$VCALL" --timeout 5 io.flashd.GetStatus > "$T/poll.json" 2>/dev/null &&

@@ -94,4 +94,27 @@ as_nobody "$PY" "$VCALL" io.flashd.MarkGood > "$T/n.out" 2>&1 && fail "nobody al
 expect_fields "$T/n.out" "nobody with socket-group" <<EOF
 error org.varlink.service.PermissionDenied
 EOF
+# ---- authorization is by the peer's credentials, not the user database ----
+# (issue 13 item 11) a uid without a passwd entry is judged by its groups:
+# with the socket group as gid or as a supplementary group it may change
+# state; its passwd entry (or the lack of one) plays no part.
+NOUSER=$(for u in 23456 23457 23458 23459; do getent passwd $u >/dev/null || { echo $u; break; }; done)
+[ -n "$NOUSER" ] || fail "no free uid for the unknown-user case"
+as_unknown_gid() { setpriv --reuid="$NOUSER" --regid="$GID" --clear-groups "$@"; }
+as_unknown_sup() { setpriv --reuid="$NOUSER" --regid="$NOUSER" --groups="$GID" "$@"; }
+as_unknown() { setpriv --reuid="$NOUSER" --regid="$NOUSER" --clear-groups "$@"; }
+as_unknown_gid "$PY" "$VCALL" io.flashd.SetEnv '{"name":"bootdelay","value":"5"}' > "$T/u1.out" 2>&1 ||
+	fail "uid $NOUSER (no passwd entry) with gid $GROUP: refused: $(cat "$T/u1.out")"
+as_unknown_sup "$PY" "$VCALL" io.flashd.SetEnv '{"name":"bootdelay","value":"6"}' > "$T/u2.out" 2>&1 ||
+	fail "uid $NOUSER (no passwd entry) with supplementary group $GROUP: refused: $(cat "$T/u2.out")"
+[ "$(env_var bootdelay)" = 6 ] || fail "the unknown uid's SetEnv did not reach the env"
+as_unknown "$PY" "$VCALL" io.flashd.SetEnv '{"name":"bootdelay","value":"1"}' > "$T/u3.out" 2>&1 &&
+	fail "uid $NOUSER without the group was allowed"
+expect_fields "$T/u3.out" "uid $NOUSER without the group" <<EOF
+error org.varlink.service.PermissionDenied
+EOF
+# nobody running with the group as a supplementary group (not in /etc/group)
+setpriv --reuid=$NOBODY --regid=$NOBODY --groups="$GID" "$PY" "$VCALL" io.flashd.MarkGood > "$T/n2.out" 2>&1 ||
+	fail "nobody with supplementary group $GROUP: refused: $(cat "$T/n2.out")"
+[ "$(env_var bootdelay)" = 6 ] || fail "a refused SetEnv changed bootdelay"
 say PASS

@@ -244,11 +244,49 @@ if failures:
 print("all malformed-message cases handled", file=sys.stderr)
 EOF
 
+# ---- parameters that C would misread, names that cannot exist (issue 13 items 11, 22) ----
+env_dump > "$T/env-before"
+cp "$T/state/installs.json" "$T/installs-before" 2>/dev/null || : > "$T/installs-before"
+# SetEnv with an embedded NUL: refused whole (it used to store "3" and say success)
+vcall "$T/nul" io.flashd.SetEnv '{"name":"bootdelay","value":"3\u0000; run evil"}'
+expect_fields "$T/nul.last" "SetEnv with an embedded NUL" <<EOF
+error org.varlink.service.InvalidParameter
+parameters.parameter value
+EOF
+vcall "$T/nul2" io.flashd.SetEnv '{"name":"boot\u0000delay","value":"3"}'
+expect_fields "$T/nul2.last" "SetEnv with a NUL in the name" <<EOF
+error org.varlink.service.InvalidParameter
+parameters.parameter name
+EOF
+# GetEnv with a name no variable can have: InvalidParameter, not InternalError
+for name in '' 'a=b'; do
+	vcall "$T/ge" io.flashd.GetEnv "{\"name\":\"$name\"}"
+	expect_fields "$T/ge.last" "GetEnv name '$name'" <<EOF
+error org.varlink.service.InvalidParameter
+parameters.parameter name
+EOF
+done
+# Install into a slot the layout does not have: NoSuchSlot (flashctl: exit 3),
+# not InstallFailed, and nothing is written (the bundle is never read)
+vcall "$T/ns" io.flashd.Install '{"path":"/dev/null","slot":"C"}'
+expect_fields "$T/ns.last" "Install into slot C" <<EOF
+error io.flashd.NoSuchSlot
+parameters.slot C
+EOF
+head -c 4096 /dev/urandom > "$T/junk.bundle"
+fctl install --slot C "$T/junk.bundle" > "$T/nsc.out" 2>&1
+rc=$?
+[ $rc = 3 ] || fail "flashctl install --slot C exited $rc, expected 3: $(cat "$T/nsc.out")"
+grep -q "no such slot" "$T/nsc.out" || fail "flashctl install --slot C does not say why: $(cat "$T/nsc.out")"
+env_dump > "$T/env-after"
+cmp -s "$T/env-before" "$T/env-after" || fail "refused calls changed the env: $(diff "$T/env-before" "$T/env-after")"
+cmp -s "$T/installs-before" "$T/state/installs.json" || fail "Install into slot C left an install record"
+
 expect_daemon_ok "end"
 n=$(grep -c "control socket (pid [0-9]* uid 0)" "$T/flashd.log")
 [ "$n" -ge 10 ] || fail "only $n protocol problems were logged naming the peer"
 # the connection limit was hit (and logged without a peer: that crashed flashd once)
-grep -q "control socket: refusing a connection" "$T/flashd.log" ||
+grep -q "control socket.*: refusing a connection" "$T/flashd.log" ||
 	fail "the 80 connections did not reach the connection limit"
 stop_daemon
 [ "$DAEMON_RC" = 0 ] || fail "flashd exited with $DAEMON_RC"

@@ -1,8 +1,9 @@
 /* Unit tests of the Varlink protocol core: framing, parsing, dispatch,
  * parameter checks, authorization, fd passing, and the io.flashd IDL. The
  * connections here have no socket: bytes are fed in with proto_conn_feed()
- * and replies read back from the output queue. getpwuid_r/getgrouplist
- * are faked (-Wl,--wrap) so that group membership can be tested. */
+ * and replies read back from the output queue. Authorization looks at the
+ * peer's credentials only (uid, gid, supplementary groups), no user
+ * database, so the peers here are plain structs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,60 +22,6 @@
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "proto.h"
-
-/* ---- fake user database ---- */
-
-static const struct {
-	uid_t uid;
-	const char *name;
-	gid_t gid;
-	gid_t supplementary[4];
-} fake_users[] = {
-	{ 1001, "tech", 1001, { 4242, 27 } },
-	{ 1002, "other", 1002, { 27 } },
-	{ 1003, "solo", 1003, { 0 } },
-};
-
-int __wrap_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **res);
-int __wrap_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **res)
-{
-	*res = NULL;
-	for (size_t i = 0; i < ELEMENTSOF(fake_users); i++)
-		if (fake_users[i].uid == uid) {
-			memset(pw, 0, sizeof(*pw));
-			snprintf(buf, len, "%s", fake_users[i].name);
-			pw->pw_name = buf;
-			pw->pw_uid = uid;
-			pw->pw_gid = fake_users[i].gid;
-			*res = pw;
-			return 0;
-		}
-	return 0; /* not found */
-}
-
-int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngroups);
-int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngroups)
-{
-	for (size_t i = 0; i < ELEMENTSOF(fake_users); i++) {
-		gid_t list[5];
-		int n = 0;
-
-		if (strcmp(fake_users[i].name, user))
-			continue;
-		list[n++] = group;
-		for (size_t k = 0; k < 4 && fake_users[i].supplementary[k]; k++)
-			list[n++] = fake_users[i].supplementary[k];
-		if (*ngroups < n) {
-			*ngroups = n;
-			return -1;
-		}
-		memcpy(groups, list, n * sizeof(gid_t));
-		*ngroups = n;
-		return n;
-	}
-	*ngroups = 0;
-	return 0;
-}
 
 /* ---- test methods ---- */
 
@@ -487,6 +433,9 @@ static void test_parameters(void **state)
 		{ "{\"name\":\"bootdelay\",\"value\":3}", "value" },
 		{ "{\"name\":\"bootdelay\",\"force\":\"true\"}", "force" },
 		{ "{\"name\":\"bootdelay\",\"bogus\":1}", "bogus" },
+		/* an embedded NUL would cut the string short in C: refused */
+		{ "{\"name\":\"bootdelay\",\"value\":\"3\\u0000; reset\"}", "value" },
+		{ "{\"name\":\"boot\\u0000delay\"}", "name" },
 		{ "{\"name\":\"bootdelay\"}", NULL },
 		{ "{\"name\":\"bootdelay\",\"value\":null,\"force\":null}", NULL },
 		{ "{\"name\":\"bootdelay\",\"value\":\"3\",\"force\":true}", NULL },
@@ -724,25 +673,35 @@ static void test_peer_authorized(void **state)
 
 	p.uid = 0;
 	assert_int_equal(proto_peer_authorized(&p, (gid_t)-1), 1);
-	p.uid = 1001, p.gid = 1001;
+	p.uid = 1001, p.gid = 1001, p.n_groups = 2, p.groups[0] = 4242, p.groups[1] = 27;
 	assert_int_equal(proto_peer_authorized(&p, (gid_t)-1), 0); /* root only */
 	assert_int_equal(proto_peer_authorized(&p, 4242), 1);      /* supplementary */
 	assert_int_equal(proto_peer_authorized(&p, 1001), 1);      /* primary */
 	assert_int_equal(proto_peer_authorized(&p, 5555), 0);
-	p.uid = 1002, p.gid = 1002;
+	p.n_groups = 0; /* the process dropped its groups: what its user may have counts not */
 	assert_int_equal(proto_peer_authorized(&p, 4242), 0);
 	p.gid = 4242; /* e.g. sg/newgrp: the process's gid counts */
 	assert_int_equal(proto_peer_authorized(&p, 4242), 1);
-	p.uid = 7777, p.gid = 7777; /* not in the user database */
+	/* a uid without a passwd entry is judged by its groups like any other */
+	p.uid = 7777, p.gid = 7777;
 	assert_int_equal(proto_peer_authorized(&p, 4242), 0);
+	p.n_groups = 1, p.groups[0] = 4242;
+	assert_int_equal(proto_peer_authorized(&p, 4242), 1);
+	p.gid = 4242, p.n_groups = 0;
+	assert_int_equal(proto_peer_authorized(&p, 4242), 1);
 	(void) state;
 }
 
 static void auth_case(gid_t group, uid_t uid, gid_t gid, const char *msg, bool allowed)
 {
 	struct proto_peer peer = { .pid = 42, .uid = uid, .gid = gid };
-	struct fx *f = fx_new(&peer);
 	_cleanup_json_ struct json_object *rep = NULL;
+	struct fx *f;
+
+	/* uid 1001 runs with the supplementary groups 4242 and 27 */
+	if (uid == 1001)
+		peer.n_groups = 2, peer.groups[0] = 4242, peer.groups[1] = 27;
+	f = fx_new(&peer);
 
 	proto_server_set_auth_group(f->server, group);
 	assert_int_equal(feed(f, msg), 0);
@@ -770,6 +729,49 @@ static void test_dispatch_auth(void **state)
 	auth_case(4242, 1003, 1003, get, true);
 	/* refused before the parameters are looked at */
 	auth_case(4242, 1002, 1002, bad_params, false);
+	(void) state;
+}
+
+/* Connection limits (issue 13 item 10): users without rights get at most
+ * PROTO_MAX_CONNECTIONS_PER_UID each and all of them together all but
+ * PROTO_RESERVED_CONNECTIONS; root and the socket group get the rest. */
+static void test_connection_limits(void **state)
+{
+	_cleanup_proto_server_ struct proto_server *s = NULL;
+	struct proto_peer p = { .pid = 1 };
+	struct proto_conn *c;
+	unsigned n = 0;
+
+	assert_int_equal(proto_server_new(NULL, -1, methods, NULL, &s), 0);
+	proto_server_set_auth_group(s, 4242);
+	/* one uid: its limit */
+	p.uid = p.gid = 1000;
+	for (unsigned i = 0; i < PROTO_MAX_CONNECTIONS_PER_UID; i++, n++)
+		assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -EUSERS);
+	/* more uids: up to the unprivileged share */
+	for (uid_t u = 1001; n < PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS; u++) {
+		p.uid = p.gid = u;
+		for (unsigned i = 0; i < PROTO_MAX_CONNECTIONS_PER_UID &&
+		     n < PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS; i++, n++)
+			assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	}
+	p.uid = p.gid = 2000; /* a fresh uid: the share is used up */
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -ENOSPC);
+	/* the reserve: root, and a process with the socket group */
+	p.uid = 0;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	n++;
+	p.uid = 2001, p.gid = 2001, p.n_groups = 1, p.groups[0] = 4242;
+	for (; n < PROTO_MAX_CONNECTIONS; n++)
+		assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_server_n_connections(s), PROTO_MAX_CONNECTIONS);
+	p.uid = 0;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -EMFILE);
+	/* a reserved slot that frees up stays reserved */
+	proto_conn_free(c); /* the socket group's last one */
+	p.uid = p.gid = 2000, p.n_groups = 0;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), -ENOSPC);
 	(void) state;
 }
 
@@ -1265,6 +1267,7 @@ int main(void)
 		cmocka_unit_test(test_idl_errors),
 		cmocka_unit_test(test_log_hook),
 		cmocka_unit_test(test_server_new_validates),
+		cmocka_unit_test(test_connection_limits),
 #undef T
 	};
 

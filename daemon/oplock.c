@@ -1,0 +1,132 @@
+/* The operation lock of a board. See include/oplock.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "oplock.h"
+#include "util.h"
+
+struct oplock {
+	int fd;
+};
+
+int oplock_path(const char *target, char **ret)
+{
+	const char *sim;
+	struct stat st;
+	char *p;
+
+	if (!target || !strcmp(target, "system")) {
+		p = strdup(OPLOCK_SYSTEM_FILE);
+		if (!p)
+			return -ENOMEM;
+		*ret = p;
+		return 0;
+	}
+	if (strncmp(target, "sim:", 4) || !target[4])
+		return -EINVAL;
+	sim = target + 4;
+	if (asprintf(&p, "%s%s", sim, stat(sim, &st) == 0 && S_ISDIR(st.st_mode) ?
+		     "/flashd.oplock" : ".oplock") < 0)
+		return -ENOMEM;
+	*ret = p;
+	return 0;
+}
+
+/* The root-only directory of the system lock: /run/flashd is 0755 (the
+ * socket is in it), the lock directory below it 0700. */
+static int make_system_dir(void)
+{
+	struct stat st;
+
+	if (mkdir("/run/flashd", 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mkdir(OPLOCK_DIR, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(OPLOCK_DIR, &st) < 0)
+		return -errno;
+	/* made by someone else, or opened up: not a place for the lock */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077))
+		return -EPERM;
+	return 0;
+}
+
+static void read_holder(int fd, struct oplock_holder *h)
+{
+	char buf[96] = "";
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	int pid = 0, off = 0;
+
+	*h = (struct oplock_holder){ 0 };
+	if (n <= 0 || sscanf(buf, "%d %n", &pid, &off) < 1 || pid <= 0)
+		return;
+	h->pid = pid;
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(h->what, sizeof(h->what), "%s", buf + off);
+}
+
+int oplock_acquire(const char *target, const char *what, struct oplock **ret,
+		   struct oplock_holder *holder)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
+	struct oplock *l;
+	int r;
+
+	r = oplock_path(target, &path);
+	if (r < 0)
+		return r;
+	if (!strcmp(path, OPLOCK_SYSTEM_FILE) && (r = make_system_dir()) < 0)
+		return r;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (r == -EBUSY && holder)
+			read_holder(fd, holder);
+		return r;
+	}
+	l = malloc(sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->fd = TAKE_FD(fd);
+	(void) oplock_set_holder(l, getpid(), what);
+	*ret = l;
+	return 0;
+}
+
+int oplock_set_holder(struct oplock *l, pid_t pid, const char *what)
+{
+	char buf[96];
+	int n = snprintf(buf, sizeof(buf), "%d %s\n", (int)pid, what ? what : "");
+	ssize_t w;
+
+	if (ftruncate(l->fd, 0) < 0)
+		return -errno;
+	w = util_pwrite_full(l->fd, buf, MIN((size_t)n, sizeof(buf) - 1), 0);
+	return w < 0 ? (int)w : 0;
+}
+
+void oplock_release(struct oplock *l)
+{
+	if (!l)
+		return;
+	close(l->fd);
+	free(l);
+}
+
+const char *oplock_holder_describe(const struct oplock_holder *h, char *buf, size_t len)
+{
+	if (h->pid > 0)
+		snprintf(buf, len, "pid %d (%s)", (int)h->pid, h->what[0] ? h->what : "?");
+	else
+		snprintf(buf, len, "another process");
+	return buf;
+}
