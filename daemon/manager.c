@@ -112,6 +112,9 @@ static int load_slots(struct manager *m, struct env *e, struct slot_view *v, cha
 
 static int reply_env_error(struct proto_call *call, int r, const struct env_error *err)
 {
+	/* the env lock stayed taken past its bounded wait: "env busy" */
+	if (r == -EBUSY)
+		return proto_error_string(call, PROTO_ERROR_BUSY, "operation", err->msg);
 	return proto_error_errno(call, r, err->msg[0] ? err->msg : strerror(-r));
 }
 
