@@ -271,6 +271,28 @@ const struct env_device *env_device(const struct env *e, size_t i)
 	return i < e->n_devs ? &e->devs[i] : NULL;
 }
 
+enum env_copy_state env_copy_state(const struct env *e, size_t i, int *ret_error)
+{
+	if (i >= e->n_devs)
+		return ENV_COPY_UNKNOWN;
+	if (ret_error)
+		*ret_error = e->copies[i].error;
+	return e->copies[i].state;
+}
+
+static const char *const env_copy_state_names[_ENV_COPY_STATE_MAX] = {
+	[ENV_COPY_UNKNOWN] = "unknown",
+	[ENV_COPY_VALID] = "valid",
+	[ENV_COPY_ERASED] = "erased",
+	[ENV_COPY_BAD_CRC] = "bad-crc",
+	[ENV_COPY_UNREADABLE] = "unreadable",
+};
+
+const char *env_copy_state_to_string(enum env_copy_state s)
+{
+	return s < _ENV_COPY_STATE_MAX ? env_copy_state_names[s] : NULL;
+}
+
 static void env_make_desc(struct env *e)
 {
 	size_t len = 0;
@@ -338,6 +360,29 @@ static int env_open_finish(struct env **ep, unsigned flags, struct env **ret,
 
 /* ---- libubootenv backend ---- */
 
+static uint32_t env_crc(const uint8_t *data, size_t len);
+static void env_copy_classify(struct env *e, size_t i, const uint8_t *buf);
+
+/* libubootenv does not say which copy failed: read them for status. */
+static void env_uboot_inspect(struct env *e)
+{
+	size_t size = e->devs[0].size;
+	_cleanup_free_ uint8_t *buf = malloc(size);
+
+	for (size_t i = 0; buf && i < e->n_devs; i++) {
+		_cleanup_close_ int fd = open(e->devs[i].path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -errno : util_pread_full(fd, buf, size, e->devs[i].offset);
+
+		e->copies[i].error = n < 0 ? (int)n : 0;
+		if (n != (ssize_t)size)
+			e->copies[i].state = ENV_COPY_UNREADABLE;
+		else
+			env_copy_classify(e, i, buf);
+		if (n >= 0 && n != (ssize_t)size)
+			e->copies[i].error = -EIO;
+	}
+}
+
 static int env_uboot_load(struct env *e)
 {
 	if (e->opened) {
@@ -356,6 +401,8 @@ static int env_uboot_load(struct env *e)
 	env_lock_release(&e->lock_fd);
 	r = libuboot_open(e->ctx);
 	e->opened = true; /* even on failure: close releases the lock */
+	if (r < 0) /* only then is it worth reading the copies a second time */
+		env_uboot_inspect(e);
 	return r;
 }
 
@@ -621,27 +668,35 @@ static uint32_t env_crc(const uint8_t *data, size_t len)
 	return (uint32_t)crc32(0, data, (uInt)len);
 }
 
-/* Read copy i and check its CRC; fills the copy's state. */
-static int env_flash_read_copy(struct env *e, size_t i, uint8_t *buf)
+/* Copy i's state from its bytes. */
+static void env_copy_classify(struct env *e, size_t i, const uint8_t *buf)
 {
 	struct env_copy *c = &e->copies[i];
 	size_t size = e->devs[i].size, hdr = env_header_size(e);
 	uint32_t crc;
+
+	memcpy(&crc, buf, 4);
+	c->flags = hdr == 5 ? buf[4] : 0;
+	if (le32toh(crc) == env_crc(buf + hdr, size - hdr))
+		c->state = ENV_COPY_VALID;
+	else
+		c->state = util_mem_is(buf, 0xff, size) ? ENV_COPY_ERASED : ENV_COPY_BAD_CRC;
+}
+
+/* Read copy i and check its CRC; fills the copy's state. */
+static int env_flash_read_copy(struct env *e, size_t i, uint8_t *buf)
+{
+	struct env_copy *c = &e->copies[i];
 	int r;
 
-	r = env_flash_blocks(c, size, env_flash_read_block, buf);
+	r = env_flash_blocks(c, e->devs[i].size, env_flash_read_block, buf);
 	if (r < 0) {
 		c->state = ENV_COPY_UNREADABLE;
 		c->error = r;
 		return r;
 	}
-	memcpy(&crc, buf, 4);
-	c->flags = hdr == 5 ? buf[4] : 0;
 	c->error = 0;
-	if (le32toh(crc) == env_crc(buf + hdr, size - hdr))
-		c->state = ENV_COPY_VALID;
-	else
-		c->state = util_mem_is(buf, 0xff, size) ? ENV_COPY_ERASED : ENV_COPY_BAD_CRC;
+	env_copy_classify(e, i, buf);
 	return 0;
 }
 
@@ -688,7 +743,6 @@ static int env_flash_load(struct env *e)
 	size_t size = e->devs[0].size, hdr = env_header_size(e);
 	_cleanup_free_ uint8_t *buf = malloc(size * e->n_devs);
 	bool valid[ENV_MAX_COPIES] = { false, false };
-	int r = 0;
 
 	if (!buf)
 		return -ENOMEM;
@@ -696,16 +750,15 @@ static int env_flash_load(struct env *e)
 	for (size_t i = 0; i < e->n_devs; i++) {
 		int q = env_flash_read_copy(e, i, buf + i * size);
 		valid[i] = q >= 0 && e->copies[i].state == ENV_COPY_VALID;
-		if (q < 0 && r == 0)
-			r = q;
 	}
 	if (e->n_devs == 2 && valid[0] && valid[1])
 		e->current = env_pick_redundant(e->copies[0].flags, e->copies[1].flags);
 	else
 		e->current = e->n_devs == 2 && valid[1] ? 1 : 0;
 	if (!valid[e->current])
-		/* an unreadable copy with no valid one is an I/O error, not a blank env */
-		return r < 0 ? r : -ENODATA;
+		/* no valid copy: U-Boot would use its default env; the copies'
+		 * states say why (env_copy_state()) */
+		return -ENODATA;
 	return env_flash_parse(e, (const char *)buf + e->current * size + hdr, size - hdr);
 }
 

@@ -103,6 +103,13 @@ bool env_is_blank(const struct env *e);
 size_t env_n_devices(const struct env *e);
 const struct env_device *env_device(const struct env *e, size_t i);
 
+/* Copy i's state after the last load, also when no copy is valid (open
+ * with ENV_OPEN_ALLOW_BLANK to see which copy failed and why);
+ * *ret_error = -errno for ENV_COPY_UNREADABLE. */
+enum env_copy_state env_copy_state(const struct env *e, size_t i, int *ret_error);
+/* "valid", "erased", "bad-crc", "unreadable", "unknown". */
+const char *env_copy_state_to_string(enum env_copy_state s);
+
 /* Value of name (malloc'd) or -ENOENT. */
 int env_get(struct env *e, const char *name, char **ret);
 /* Same as env_get, NULL when unset or on error: the getter slot.h takes. */

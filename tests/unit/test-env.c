@@ -834,6 +834,45 @@ static void test_sim_libubootenv_compat(void **state)
 	assert_int_equal(sim_classify(&s, "after fw_setenv"), 1);
 }
 
+/* Which copy failed and why, for status (issue 13, item 6), on both
+ * backends; with no valid copy the env still opens with ALLOW_BLANK. */
+static void test_copy_state(void **state)
+{
+	struct fixture *fx = *state;
+	struct simenv s;
+	struct env_error err = { "" };
+	struct env *e = NULL;
+	char cfg[160];
+	FILE *f;
+
+	simenv_new(fx, &s);
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), 0);
+	assert_int_equal(env_copy_state(e, 0, NULL), ENV_COPY_ERASED);
+	assert_int_equal(env_copy_state(e, 1, NULL), ENV_COPY_VALID);
+	assert_string_equal(env_copy_state_to_string(env_copy_state(e, 1, NULL)), "valid");
+	env_close(e);
+	/* a flipped byte in the only valid copy (programming clears bits) */
+	f = fopen(s.sim, "r+e");
+	assert_non_null(f);
+	fseek(f, (long)(nsim_data_offset() + 0x18000 + 10), SEEK_SET);
+	fputc(0, f);
+	fclose(f);
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), -ENODATA);
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_true(env_is_blank(e));
+	assert_int_equal(env_copy_state(e, 0, NULL), ENV_COPY_ERASED);
+	assert_int_equal(env_copy_state(e, 1, NULL), ENV_COPY_BAD_CRC);
+	env_close(e);
+	/* libubootenv does not tell: flashd reads the copies itself */
+	sim_fw_env_config(fx, &s, cfg, sizeof(cfg));
+	assert_int_equal(env_open_config(cfg, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_true(env_is_blank(e));
+	assert_int_equal(env_copy_state(e, 0, NULL), ENV_COPY_ERASED);
+	assert_int_equal(env_copy_state(e, 1, NULL), ENV_COPY_BAD_CRC);
+	assert_int_equal(env_copy_state(e, 2, NULL), ENV_COPY_UNKNOWN);
+	env_close(e);
+}
+
 /* Someone holding the env lock makes opening -EBUSY after the bounded wait
  * instead of blocking for as long as the lock is held (issue 13, item 16). */
 static void test_lock_bounded(void **state)
@@ -929,6 +968,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout_system, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sim_power_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sim_libubootenv_compat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_bounded, setup, teardown),
 	};
 
