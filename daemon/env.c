@@ -112,6 +112,12 @@ struct env_txn {
 static const char SIM_PREFIX[] = "sim:";
 static const char *env_lock_path = ENV_LOCK_FILE;
 static unsigned env_lock_timeout_ms = ENV_LOCK_TIMEOUT_MS;
+/* The lock is this process's while any env of it is open: an env opened
+ * while another is (e.g. the install engine recording a failure from
+ * inside a failed store) shares the hold instead of waiting for itself
+ * (flock() locks of two open files conflict, even in one process). */
+static int env_lock_fd = -1;
+static unsigned env_lock_holders;
 
 static inline void closedirp(DIR **d)
 {
@@ -208,6 +214,11 @@ static int env_lock_take(int *ret_fd, struct env_error *err)
 	_cleanup_close_ int fd = -1;
 	uint64_t deadline = env_now_ms() + env_lock_timeout_ms;
 
+	if (env_lock_holders) {
+		env_lock_holders++;
+		*ret_fd = env_lock_fd;
+		return 0;
+	}
 	fd = geteuid() == 0 ? env_lock_open_root(env_lock_path) :
 			      open(env_lock_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -224,16 +235,20 @@ static int env_lock_take(int *ret_fd, struct env_error *err)
 					"again", env_lock_path, env_lock_timeout_ms);
 		nanosleep(&(struct timespec){ .tv_nsec = ENV_LOCK_POLL_MS * 1000000L }, NULL);
 	}
-	*ret_fd = TAKE_FD(fd);
+	env_lock_fd = *ret_fd = TAKE_FD(fd);
+	env_lock_holders = 1;
 	return 0;
 }
 
 static void env_lock_release(int *fd)
 {
-	if (*fd >= 0) {
-		flock(*fd, LOCK_UN);
-		close(*fd);
-		*fd = -1;
+	if (*fd < 0)
+		return;
+	*fd = -1;
+	if (--env_lock_holders == 0) {
+		flock(env_lock_fd, LOCK_UN);
+		close(env_lock_fd);
+		env_lock_fd = -1;
 	}
 }
 

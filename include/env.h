@@ -61,7 +61,8 @@ enum {
 #define ENV_DEFAULT_CONFIG "/etc/fw_env.config"
 #define ENV_DEFAULT_SYSFS "/sys/class/mtd"
 #define ENV_LOCK_FILE "/var/lock/fw_printenv.lock" /* libubootenv's, fixed in 0.3.2 */
-#define ENV_LOCK_TIMEOUT_MS 1000
+#define ENV_LOCK_TIMEOUT_MS 10000     /* tools, workers */
+#define ENV_LOCK_TIMEOUT_LOOP_MS 1000 /* the daemon's event loop */
 
 /* Where an env copy stands after the last load (env_copy_state()). */
 enum env_copy_state {

@@ -35,6 +35,7 @@
 static void *key_trusted, *key_untrusted;
 static struct keyring *ring;
 static char *cmdline_a;
+static char *cmdline_factory; /* no slot named: a board provisioned from outside */
 
 static void sha256(const void *p, size_t n, uint8_t out[32])
 {
@@ -58,6 +59,8 @@ static char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
+static char *lock;
+
 static int group_setup(void **state)
 {
 	struct bundle_error err = { "" };
@@ -80,7 +83,12 @@ static int group_setup(void **state)
 	assert_int_equal(keyring_count(ring), 1);
 	cmdline_a = th_path("cmdline-a");
 	th_write(cmdline_a, "console=ttyS0,115200 flashd.slot=A ro\n", 39);
+	cmdline_factory = th_path("cmdline-factory");
+	th_write(cmdline_factory, "console=ttyS0\n", 14);
 	setenv("SOURCE_DATE_EPOCH", "1767225600", 1);
+	/* a private env lock: the host's is shared with every other test */
+	lock = th_path("fw_printenv.lock");
+	env_set_lock(lock, ENV_LOCK_TIMEOUT_MS);
 	free(ring_dir);
 	free(other);
 	free(priv);
@@ -92,10 +100,12 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
+	free(lock);
 	bundle_key_free(key_trusted);
 	bundle_key_free(key_untrusted);
 	keyring_free(ring);
 	free(cmdline_a);
+	free(cmdline_factory);
 	return 0;
 }
 
@@ -320,6 +330,8 @@ static const struct env_var base_vars[] = {
 	{ "BOOT_B_LEFT", "3" },
 	{ "FLASHD_A_VERSION", "1.0" },
 	{ "FLASHD_B_VERSION", "0.9" },
+	{ "FLASHD_A_STATE", "verified" },
+	{ "FLASHD_B_STATE", "verified" },
 };
 
 static char *env_dump(struct rig *r);
@@ -523,12 +535,18 @@ static void expect_env(struct rig *r, const char *want, const char *ctx)
 	free(got);
 }
 
-/* The state right after the engine marked slot B bad (the only store a
- * failed install makes). */
-static char *env_b_marked_bad(struct rig *r)
+/* The state after a failed install of slot B: out of BOOT_ORDER, no
+ * version, its install record rec ("installing" when the end could not be
+ * recorded: a power cut). */
+static char *env_b_record(struct rig *r, const char *rec)
 {
 	return env_with(r->base_env, "BOOT_ORDER", "A", "BOOT_B_LEFT", "0",
-			"FLASHD_B_VERSION", NULL, NULL);
+			"FLASHD_B_VERSION", NULL, "FLASHD_B_STATE", rec, NULL);
+}
+
+static char *env_b_marked_bad(struct rig *r)
+{
+	return env_b_record(r, "failed");
 }
 
 /* Raw bytes of the env copies in the simulator file. */
@@ -754,7 +772,7 @@ static void expect_installed_b(struct rig *r, const char *version, const struct 
 			       const struct image *kernel)
 {
 	char *want = env_with(r->base_env, "BOOT_ORDER", "B A", "BOOT_B_LEFT", "3",
-			      "FLASHD_B_VERSION", version, NULL);
+			      "FLASHD_B_VERSION", version, "FLASHD_B_STATE", "verified", NULL);
 
 	/* U-Boot picks B, and B holds exactly the image bytes */
 	assert_int_equal(boot_pick(r), 1);
@@ -1022,6 +1040,63 @@ static void test_refusals(void **state)
 	}
 	printf("install refusals: %zu cases\n", ELEMENTSOF(cases));
 
+	/* issue 13 item 1: the booted slot is never a target, whatever the
+	 * bundle; refused before any store */
+	for (int corrupt = 0; corrupt < 2; corrupt++) {
+		struct rres res;
+		char *bad = corrupt ? mutate_bundle(good, "ref-payload-a.fbd",
+						    payload + rootfs.len / 2, 0x01, 0) : strdup(good);
+		uint8_t *raw;
+		size_t len;
+		int k = run_install(&r, bad, &(struct ropts){ .slot = "A" }, &res);
+
+		if (k != -EBUSY || !strstr(res.err.msg, "it is the booted slot"))
+			fail_msg("install into the booted slot: got %d \"%s\"", k, res.err.msg);
+		raw = env_raw(&r, &len);
+		assert_memory_equal(raw, raw0, len);
+		assert_int_equal(res.stats.bytes_written, 0);
+		free(raw);
+		free(bad);
+	}
+
+	/* issue 13 item 13: booted B failed its health check (out of
+	 * BOOT_ORDER="A"): the inactive slot A is the only one left to boot */
+	{
+		char *cmd_b = th_path("cmdline-b"), *only_a;
+		struct env *e = NULL;
+		struct env_txn *t = NULL;
+		struct env_error eerr = { "" };
+		struct rres res;
+		uint8_t *raw1, *raw;
+		size_t len;
+		int k;
+
+		th_write(cmd_b, "flashd.slot=B\n", 14);
+		assert_int_equal(env_open_layout(r.l, r.target, NULL, 0, &e, &eerr), 0);
+		assert_int_equal(env_txn_new(e, &t), 0);
+		assert_int_equal(env_txn_set(t, "BOOT_ORDER", "A"), 0);
+		assert_int_equal(env_txn_set(t, "BOOT_B_LEFT", "0"), 0);
+		assert_int_equal(env_txn_set(t, "FLASHD_B_STATE", "bad"), 0);
+		assert_int_equal(env_txn_commit(t, &eerr), 0);
+		env_txn_free(t);
+		env_close(e);
+		only_a = env_dump(&r);
+		raw1 = env_raw(&r, &len);
+		k = run_install(&r, good, &(struct ropts){ .cmdline = cmd_b }, &res);
+		if (k != -EBUSY || !strstr(res.err.msg, "last slot in BOOT_ORDER"))
+			fail_msg("install into the last slot of BOOT_ORDER: got %d \"%s\"", k,
+				 res.err.msg);
+		raw = env_raw(&r, &len);
+		assert_memory_equal(raw, raw1, len);
+		expect_env(&r, only_a, "install into the only bootable slot refused");
+		assert_int_equal(boot_pick(&r), 0);
+		free(raw);
+		free(raw1);
+		free(only_a);
+		free(cmd_b);
+		env_raw_restore(&r, raw0);
+	}
+
 	free(raw0);
 	free(marked_bad);
 	free(good);
@@ -1270,7 +1345,7 @@ struct matrix {
 	struct image old_b, old_a, old_kernel, rootfs, kernel;
 	char *bundle;
 	struct snap snap;
-	char *env_failed, *env_done;
+	char *env_failed, *env_cut, *env_done, *env_verified;
 	uint64_t ops, erases_base;
 	unsigned points, recovered, in_env_store;
 };
@@ -1285,7 +1360,9 @@ static void matrix_check(struct matrix *x, int k, const struct rres *res, const 
 	struct rig *r = &x->r;
 	int pick;
 
-	bool in_env = !expect_done && strstr(res->err.msg, "writing the U-Boot env");
+	/* the error names the first failure; a failed record store is appended */
+	static const char env_err[] = "writing the U-Boot env";
+	bool in_env = !expect_done && !strncmp(res->err.msg, env_err, strlen(env_err));
 	char *got;
 
 	if (expect_done) {
@@ -1303,8 +1380,8 @@ static void matrix_check(struct matrix *x, int k, const struct rres *res, const 
 		fail_msg("%s: install counted %" PRIu64 " erases, the flash saw %" PRIu64, ctx,
 			 res->stats.erases, sim_ops(r).erases - erases_before);
 	/* a cut inside an env store leaves the env before or after that store:
-	 * in the store marking B bad, the provisioned one (B untouched); in
-	 * the activating one, B marked bad */
+	 * in the first one (B's "installing" record), the provisioned env with
+	 * B untouched; in a later one, the state of the store before it */
 	got = env_dump(r);
 	if (!expect_done && in_env && !strcmp(got, r->base_env)) {
 		x->in_env_store++;
@@ -1316,8 +1393,13 @@ static void matrix_check(struct matrix *x, int k, const struct rres *res, const 
 		return;
 	}
 	x->in_env_store += in_env;
+	if (expect_done) {
+		expect_env(r, x->env_done, ctx);
+	} else if (strcmp(got, x->env_failed) && strcmp(got, x->env_cut)) {
+		/* the failure store is not reached when the cut took the env too */
+		fail_msg("%s: env\n%s\nexpected\n%s", ctx, got, x->env_failed);
+	}
 	free(got);
-	expect_env(r, expect_done ? x->env_done : x->env_failed, ctx);
 	pick = boot_pick(r);
 	if (expect_done) {
 		if (pick != 1 || !slot_holds(r, 1, &x->rootfs, &x->kernel))
@@ -1370,8 +1452,8 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 
 	/* a board in the field: B holds an older release, A the running one
 	 * (activated last, so "A B"), the overlay is a JFFS2 with data */
-	install_ok(r, old_b_b, &(struct ropts){ .slot = "B" }, NULL);
-	install_ok(r, old_a_b, &(struct ropts){ .slot = "A" }, NULL);
+	install_ok(r, old_b_b, &(struct ropts){ .slot = "B", .cmdline = cmdline_factory }, NULL);
+	install_ok(r, old_a_b, &(struct ropts){ .slot = "A", .cmdline = cmdline_factory }, NULL);
 	expect_env(r, r->base_env, "provisioned board");
 	assert_int_equal(board_open(r->l, r->target, true, &b), 0);
 	assert_int_equal(board_open_partition_by_name(b, "rootfs_data", &f), 0);
@@ -1385,7 +1467,11 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 	board_close(b);
 
 	x->env_failed = env_b_marked_bad(r);
-	x->env_done = env_with(r->base_env, "BOOT_ORDER", "B A", "FLASHD_B_VERSION", "2.0", NULL);
+	x->env_cut = env_b_record(r, "installing");
+	x->env_done = env_with(r->base_env, "BOOT_ORDER", "B A", "FLASHD_B_VERSION", "2.0",
+			       "FLASHD_B_STATE", "verified", NULL);
+	x->env_verified = env_with(r->base_env, "BOOT_ORDER", "A", "BOOT_B_LEFT", "0",
+				   "FLASHD_B_VERSION", "2.0", "FLASHD_B_STATE", "verified", NULL);
 	snap_take(&x->snap, r, 1);
 	x->erases_base = sim_ops(r).erases;
 	free(old_a_b);
@@ -1397,7 +1483,9 @@ static void matrix_free(struct matrix *x)
 	free(x->snap.base);
 	free(x->bundle);
 	free(x->env_failed);
+	free(x->env_cut);
 	free(x->env_done);
+	free(x->env_verified);
 	image_free(&x->old_a);
 	image_free(&x->old_b);
 	image_free(&x->rootfs);
@@ -1451,11 +1539,11 @@ static void powercut_matrix(const char *layout, const char *name, size_t rootfs_
 		}
 	}
 
-	/* the moment between read-back and the activating store: written,
-	 * verified, still marked bad, so A boots */
+	/* install --no-activate: written, verified, recorded so with its
+	 * version (issue 13 item 4), still out of BOOT_ORDER, so A boots */
 	install_ok(r, x.bundle, &(struct ropts){ .no_activate = true }, &res);
 	assert_int_equal(res.phase, INSTALL_PHASE_DONE);
-	expect_env(r, x.env_failed, "verified, not activated");
+	expect_env(r, x.env_verified, "verified, not activated");
 	assert_int_equal(boot_pick(r), 0);
 	assert_true(slot_holds(r, 1, &x.rootfs, &x.kernel));
 	assert_true(slot_holds(r, 0, &x.old_a, &x.old_kernel));
@@ -1607,7 +1695,7 @@ static void test_cancel(void **state)
 			     &kernel, NULL, key_trusted, NULL, false });
 	bundle_bytes = th_read(bundle, &blen);
 	raw0 = env_raw(&r, &raw_len);
-	marked_bad = env_b_marked_bad(&r);
+	marked_bad = env_b_record(&r, "cancelled");
 
 	/* the cancel flag of install_run_fd, raised while writing */
 	k = run_install(&r, bundle, &(struct ropts){ .cancel = &flag, .progress = cancel_progress,
