@@ -171,6 +171,22 @@ static void print_flash(struct json_object *st)
 	}
 }
 
+/* Only an unreadable env is worth a line: it changes what boots. */
+static void print_env(struct json_object *st)
+{
+	struct json_object *env = jo(st, "env"), *copies = env ? jo(env, "copies") : NULL;
+
+	if (!env || jb(env, "readable"))
+		return;
+	printf("U-Boot env:   UNREADABLE (%s):", jp(env, "device"));
+	for (size_t i = 0; copies && i < json_object_array_length(copies); i++) {
+		struct json_object *c = json_object_array_get_idx(copies, i);
+		printf(" copy %zu %s%s%s", i + 1, jp(c, "state"), js(c, "error") ? " " : "",
+		       js(c, "error") ? jp(c, "error") : "");
+	}
+	printf("\n              %s\n", jp(env, "next_boot"));
+}
+
 /* Every layer flashd boot mounted; a fallback of any one must show. */
 static void print_layers(struct json_object *ov, const char *indent)
 {
@@ -211,6 +227,7 @@ static void print_status(struct json_object *st)
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");
 	print_slots(st);
+	print_env(st);
 	if (li) {
 		printf("Last install: version %s into slot %s: %s", jp(li, "version"),
 		       jp(li, "slot"), jp(li, "result"));

@@ -149,6 +149,9 @@ static int load_slots(struct manager *m, struct env *e, struct slots_view *v, ch
 
 static int reply_env_error(struct proto_call *call, int r, const struct env_error *err)
 {
+	/* the env lock stayed taken past its bounded wait: "env busy" */
+	if (r == -EBUSY)
+		return proto_error_string(call, PROTO_ERROR_BUSY, "operation", err->msg);
 	return proto_error_errno(call, r, err->msg[0] ? err->msg : strerror(-r));
 }
 
@@ -320,27 +323,65 @@ static struct json_object *last_install_json(struct manager *m)
 	return o;
 }
 
+/* The env's health. With no valid copy U-Boot boots with its built-in
+ * default env, in which the slot variables are unset: the boot script
+ * then tries every slot with full tries (docs/boot-contract.md). */
+static struct json_object *env_json(struct env *e)
+{
+	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	bool blank = env_is_blank(e);
+
+	json_object_object_add(o, "readable", json_object_new_boolean(!blank));
+	json_object_object_add(o, "device", json_object_new_string(env_describe(e)));
+	for (size_t i = 0; i < env_n_devices(e); i++) {
+		struct json_object *c = json_object_new_object();
+		int err = 0;
+		enum env_copy_state st = env_copy_state(e, i, &err);
+
+		json_object_object_add(c, "state", json_object_new_string(env_copy_state_to_string(st)));
+		json_object_object_add(c, "error", st == ENV_COPY_UNREADABLE ?
+				       json_object_new_string(strerror(-err)) : NULL);
+		json_object_array_add(arr, c);
+	}
+	json_object_object_add(o, "copies", arr);
+	json_object_object_add(o, "next_boot", blank ? json_object_new_string(
+		"no valid env copy: U-Boot boots with its built-in default env (slot variables "
+		"unset: every slot, full tries); recover with 'flashctl env init' and "
+		"'flashctl slot init'") : NULL);
+	return o;
+}
+
 static int method_get_status(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct env_error eerr = { "" };
+	struct json_object *envj;
 	struct slots_view v;
 	char why[256];
+	bool blank;
 	int r;
 
-	r = open_env(m, &e, &eerr);
+	/* both copies corrupt: status still answers (issue 13, item 6) */
+	r = env_open_layout(m->layout, m->conf->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &eerr);
 	if (r < 0)
 		return reply_env_error(call, r, &eerr);
 	r = load_slots(m, e, &v, why, sizeof(why));
+	blank = env_is_blank(e);
+	envj = env_json(e);
 	env_close(TAKE_PTR(e)); /* do not hold the env lock while reading flash */
+	json_object_object_add(o, "env", envj);
 	if (r < 0)
 		return proto_error_errno(call, r, why);
 	json_object_object_add(o, "layout", json_object_new_string(m->layout->path));
 	json_object_object_add(o, "board", jstr(m->layout->board));
 	json_object_object_add(o, "compatible", jstr(m->layout->compatible));
-	json_object_object_add(o, "slots", slots_json(m, &v));
+	struct json_object *slots = slots_json(m, &v);
+	for (size_t i = 0; blank && i < m->group->n_slots; i++) /* no record is left */
+		json_object_object_add(json_object_array_get_idx(slots, i), "state",
+				       json_object_new_string("unknown"));
+	json_object_object_add(o, "slots", slots);
 	json_object_object_add(o, "booted", v.status.booted >= 0 ?
 			       jstr(m->group->slots[v.status.booted].name) : NULL);
 	json_object_object_add(o, "trial", json_object_new_boolean(v.status.on_trial));
@@ -1316,6 +1357,8 @@ int manager_new(struct conf *conf, struct manager **ret, struct manager_error *e
 	}
 	m->conf = conf;
 	m->op.bundle_fd = -1;
+	/* env access on the event loop waits for the env lock 1 s at most */
+	env_set_lock(NULL, ENV_LOCK_TIMEOUT_LOOP_MS);
 	r = layout_load(conf->layout, &m->layout, &lerr);
 	if (r < 0) {
 		snprintf(err->msg, sizeof(err->msg), "layout: %s", lerr.msg);

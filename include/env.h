@@ -1,12 +1,21 @@
-/* The U-Boot environment, through libubootenv (never fw_setenv).
+/* The U-Boot environment (never through fw_setenv).
  *
  * An env is opened from the layout's env copies (one or two; two = a
  * redundant env), from an fw_env.config file, or from an explicit device
- * list. Opening takes libubootenv's lock (flock on
- * /var/lock/fw_printenv.lock) and loads the current copy; the lock is held
- * until env_close(), so keep env objects short-lived: open, read, change,
+ * list. Real devices and config files go through libubootenv; a layout's
+ * env on simulator files ("sim:" targets) through flashd's own
+ * implementation of U-Boot's env format on the flash layer, so that its
+ * stores are erases and page programs of the simulated chip (power cuts,
+ * tearing, counters). The bytes are the same either way.
+ *
+ * Opening takes the lock fw_printenv/fw_setenv use (flock on
+ * ENV_LOCK_FILE) with a bounded wait (-EBUSY, "env busy", when someone
+ * holds it longer) and loads the current copy; the lock is held until
+ * env_close(), so keep env objects short-lived: open, read, change,
  * close. A read-modify-write under one open is therefore consistent with
- * fw_setenv and other flashd processes.
+ * fw_setenv and other flashd processes. (libubootenv 0.3.2 takes the same
+ * lock itself, blocking; env.c checks it is free first, and as root makes
+ * the lock file root-only so that users without rights cannot hold it.)
  *
  * Every change goes through a transaction: env_txn_set() only records,
  * env_txn_commit() applies all of them in memory and writes them with ONE
@@ -51,14 +60,30 @@ enum {
 
 #define ENV_DEFAULT_CONFIG "/etc/fw_env.config"
 #define ENV_DEFAULT_SYSFS "/sys/class/mtd"
-/* Simulator files ("sim:PATH") keep a header before the flash data.
- * Mirrors nsim_data_offset() (include/nsim.h, simulator area). */
-#define ENV_SIM_DATA_OFFSET 4096
+#define ENV_LOCK_FILE "/var/lock/fw_printenv.lock" /* libubootenv's, fixed in 0.3.2 */
+#define ENV_LOCK_TIMEOUT_MS 10000     /* tools, workers */
+#define ENV_LOCK_TIMEOUT_LOOP_MS 1000 /* the daemon's event loop */
+
+/* Where an env copy stands after the last load (env_copy_state()). */
+enum env_copy_state {
+	ENV_COPY_UNKNOWN,     /* not checked (the libubootenv backend does not tell) */
+	ENV_COPY_VALID,       /* CRC matches */
+	ENV_COPY_ERASED,      /* all 0xff: never written, or erased by a cut store */
+	ENV_COPY_BAD_CRC,     /* data that does not match its CRC: corrupt or torn */
+	ENV_COPY_UNREADABLE,  /* read error (uncorrectable ECC, bad blocks, I/O) */
+	_ENV_COPY_STATE_MAX,
+};
+
+/* Lock file and longest wait for it (tests use a private file). */
+void env_set_lock(const char *path, unsigned timeout_ms);
 
 /* Copies from l->env. target: NULL or "system" = the kernel's MTD
- * partitions, found by name under sysfs_root (NULL = /sys/class/mtd);
- * "sim:PATH" = the simulator file PATH (or PATH/<device>.sim when PATH is a
- * directory). A layout without env copies is -ENOENT (use env_open_config). */
+ * partitions, found by name under sysfs_root (NULL = /sys/class/mtd),
+ * through libubootenv; "sim:PATH" = the simulator file PATH (or
+ * PATH/<device>.sim when PATH is a directory), through the flash layer
+ * (env_device(): path = the simulator file, offset = on the simulated
+ * chip). A layout without env copies is -ENOENT (use env_open_config).
+ * -EBUSY when the env lock stays taken (see above). */
 int env_open_layout(const struct layout *l, const char *target, const char *sysfs_root,
 		    unsigned flags, struct env **ret, struct env_error *err);
 /* An fw_env.config ("device offset size [sector-size [sectors]]" lines,
@@ -78,6 +103,13 @@ bool env_is_redundant(const struct env *e);
 bool env_is_blank(const struct env *e);
 size_t env_n_devices(const struct env *e);
 const struct env_device *env_device(const struct env *e, size_t i);
+
+/* Copy i's state after the last load, also when no copy is valid (open
+ * with ENV_OPEN_ALLOW_BLANK to see which copy failed and why);
+ * *ret_error = -errno for ENV_COPY_UNREADABLE. */
+enum env_copy_state env_copy_state(const struct env *e, size_t i, int *ret_error);
+/* "valid", "erased", "bad-crc", "unreadable", "unknown". */
+const char *env_copy_state_to_string(enum env_copy_state s);
 
 /* Value of name (malloc'd) or -ENOENT. */
 int env_get(struct env *e, const char *name, char **ret);

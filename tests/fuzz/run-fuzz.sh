@@ -51,7 +51,8 @@ declare -A SRCS=(
 	[proto]="daemon/proto.c @proto-idl.c"
 	[bundle]="daemon/bundle.c daemon/keyring.c daemon/squashfs.c daemon/util.c"
 	[squashfs]="daemon/squashfs.c"
-	[env]="daemon/slot.c daemon/env.c daemon/layout.c daemon/util.c"
+	[env]="daemon/slot.c daemon/env.c daemon/layout.c daemon/util.c daemon/board.c daemon/flash.c
+	       daemon/flash_sim.c daemon/flash_mtd.c nandsim/nsim.c"
 	[keep]="daemon/boot_gen.c daemon/util.c"
 )
 declare -A PKGS=(
