@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,8 +56,11 @@ struct layer {
 	struct boot_overlay_result res;
 	struct boot_gen_result gen;
 	bool gen_ok;
+	char gen_error[512];           /* why the generation could not be used */
+	char vol[PATH_MAX];            /* tmpfs stand-in upper when it could not ("" = none) */
 	struct boot_gen_list removed;
 	bool gc_done;
+	bool reset_earlier;            /* factory reset found done by an earlier boot */
 };
 
 struct boot {
@@ -70,6 +74,7 @@ struct boot {
 	char version[128];
 	bool env_ok, reset_pending, reset_cleared;
 	char env_error[512];
+	bool read_only;                /* the union has no writable upper */
 	unsigned left, max_tries;
 	char rom[PATH_MAX], root[PATH_MAX];
 	struct boot_root rootdev;
@@ -86,6 +91,9 @@ struct boot {
 
 /* ---- logging: stderr and the kernel log (the console may be gone) ---- */
 
+/* The first error of this run: the state file says why it failed. */
+static char first_error[1024];
+
 static void blog(int level, const char *fmt, ...) _printf_(2, 3);
 static void blog(int level, const char *fmt, ...)
 {
@@ -97,6 +105,8 @@ static void blog(int level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "flashd boot: %s\n", msg);
+	if (level <= 3 && !first_error[0])
+		snprintf(first_error, sizeof(first_error), "%s", msg);
 	/* the kernel rate-limits /dev/kmsg writers (10 per 5 s): keep its
 	 * budget for warnings and errors, which must not be lost */
 	if (level > 4)
@@ -212,7 +222,7 @@ static void read_env(struct boot *b)
 
 /* After the erase: ONE store clears the flag. A power cut before it
  * repeats the reset on the next boot, never skips it. */
-static int clear_reset(struct boot *b)
+static int clear_reset(struct boot *b, char *why, size_t whylen)
 {
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
@@ -227,9 +237,108 @@ static int clear_reset(struct boot *b)
 	if (r >= 0)
 		r = env_txn_commit(t, &eerr);
 	if (r < 0)
-		log_err("factory reset done, but clearing %s failed (it will be done again next boot): %s",
-			BOOT_OVERLAY_RESET_VAR, eerr.msg[0] ? eerr.msg : strerror(-r));
+		fmt(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
 	return r;
+}
+
+/* ---- which slot ---- */
+
+/* The command line as the slot lookup should see it: the kernel hands
+ * every word after "--" to init, and an empty flashd.slot= names no slot
+ * (a rauc.slot= or root= decides then). */
+static int read_cmdline(const char *path, char **ret)
+{
+	_cleanup_free_ char *text = NULL;
+	char *out, *w;
+	int r;
+
+	r = util_read_file(path, 64 * 1024, &text, NULL);
+	if (r < 0)
+		return r;
+	out = w = calloc(1, strlen(text) + 2);
+	if (!out)
+		return -ENOMEM;
+	for (const char *p = text; *p;) {
+		const char *start;
+		bool quoted = false;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		start = p;
+		for (; *p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n')); p++)
+			if (*p == '"')
+				quoted = !quoted;
+		if (p - start == 2 && !strncmp(start, "--", 2))
+			break;
+		if ((p - start == 12 && !strncmp(start, "flashd.slot=", 12)) ||
+		    (p - start == 14 && !strncmp(start, "flashd.slot=\"\"", 14)))
+			continue;
+		memcpy(w, start, p - start);
+		w += p - start;
+		*w++ = ' ';
+	}
+	*w = '\0';
+	*ret = out;
+	return 0;
+}
+
+static int booted_slot(struct boot *b, struct slot_error *serr)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *path = b->cmdline ? b->cmdline : SLOT_DEFAULT_CMDLINE;
+	int r = read_cmdline(path, &text);
+
+	if (r < 0) {
+		fmt(serr->msg, sizeof(serr->msg), "%s: %s", path, strerror(-r));
+		return r;
+	}
+	return slot_booted_from_cmdline(text, b->l, b->g, &b->booted_by, serr);
+}
+
+/* preinit: the kernel mounted "/" from its root=; the generation and the
+ * env's version are the named slot's, so "/" must be that slot's image.
+ * Checked where the device can be told (NOR/NAND: the mtdblock, or a dm
+ * map over it); elsewhere the state says it was not checked. */
+static int check_preinit_root(struct boot *b)
+{
+	const struct layout_slot *s = &b->g->slots[b->slot];
+	char sys[96], link[PATH_MAX], mtd[64], want[64], err[256] = "";
+	const char *name;
+	struct stat st;
+	ssize_t n;
+
+	if (s->rootfs.storage != LAYOUT_STORAGE_NOR && s->rootfs.storage != LAYOUT_STORAGE_NAND) {
+		warn_state(b, "preinit: not checked that / is slot %s's image (%s storage)", s->name,
+			   layout_storage_to_string(s->rootfs.storage));
+		return 0;
+	}
+	if (stat("/", &st) < 0 || major(st.st_dev) == 0 ||
+	    boot_root_mtd_dev(s->rootfs.part, mtd, sizeof(mtd), err, sizeof(err)) < 0) {
+		warn_state(b, "preinit: cannot check that / is slot %s's image (%s)", s->name,
+			   err[0] ? err : "/ is on no block device");
+		return 0;
+	}
+	fmt(want, sizeof(want), "mtdblock%s", mtd + strlen("/dev/mtd"));
+	fmt(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	n = readlink(sys, link, sizeof(link) - 1);
+	if (n < 0) {
+		warn_state(b, "preinit: cannot check that / is slot %s's image: %s: %s", s->name, sys,
+			   strerror(errno));
+		return 0;
+	}
+	link[n] = '\0';
+	name = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+	if (!strcmp(name, want))
+		return 0;
+	fmt(sys + strlen(sys), sizeof(sys) - strlen(sys), "/slaves/%s", want);
+	if (!strncmp(name, "dm-", 3) && access(sys, F_OK) == 0)
+		return 0;
+	log_err("preinit: / is %s, but slot %s (%s) is %s (partition %s): refusing to put slot %s's "
+		"generation over another image", name, s->name, b->booted_by ? b->booted_by : "--slot",
+		want, s->rootfs.part->name, s->name);
+	return -EXDEV;
 }
 
 /* ---- assembly ---- */
@@ -317,11 +426,102 @@ static int cmp_overlay(const void *a, const void *c)
 	return strcmp(x->path, y->path);
 }
 
+/* A factory reset done on a layer is marked on the layer itself until
+ * the env flag is cleared: when clearing it fails (or another layer's
+ * reset failed and the flag stays), the next boot does not erase the
+ * user's new data again. */
+#define RESET_MARK ".flashd-reset-done"
+
+static bool reset_marked(const char *mnt)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	fmt(p, sizeof(p), "%s/" RESET_MARK, mnt);
+	return lstat(p, &st) == 0;
+}
+
+static int reset_mark(const char *mnt, bool on)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	fmt(p, sizeof(p), "%s/" RESET_MARK, mnt);
+	if (!on)
+		return unlink(p) < 0 && errno != ENOENT ? -errno : 0;
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Mount one layer; with a pending reset, first look whether an earlier
+ * boot already did it (the mark), and erase only if not. */
+static int mount_layer(struct boot *b, struct layer *ly, char *err, size_t errlen)
+{
+	bool reset = b->reset_pending && ly->ov->type != LAYOUT_OVERLAY_TMPFS;
+	int r;
+
+	if (reset) {
+		r = boot_overlay_mount(b->l, ly->ov, ly->mnt, false, &ly->res, err, errlen);
+		if (r < 0)
+			return r;
+		if (!ly->res.fallback && reset_marked(ly->mnt)) {
+			ly->reset_earlier = true;
+			return 0;
+		}
+		if (umount2(ly->mnt, 0) < 0)
+			return util_errorf(err, errlen, -errno, "umount %s before the reset: %s", ly->mnt,
+					   strerror(errno));
+	}
+	r = boot_overlay_mount(b->l, ly->ov, ly->mnt, b->reset_pending, &ly->res, err, errlen);
+	if (r < 0)
+		return r;
+	if (reset && ly->res.reset_done && !ly->res.fallback && (r = reset_mark(ly->mnt, true)) < 0)
+		warn_state(b, "overlay %s: factory reset done, but marking it done failed (%s): "
+			   "if the flag cannot be cleared it is done again", ly->ov->path, strerror(-r));
+	if (!b->reset_pending && !ly->res.fallback)
+		reset_mark(ly->mnt, false); /* a stale mark would skip a later reset */
+	return 0;
+}
+
+static void finish_reset(struct boot *b)
+{
+	char why[512] = "";
+	size_t done = 0;
+
+	for (size_t i = 0; i < b->n_layers; i++) {
+		const struct layer *ly = &b->layers[i];
+
+		if ((ly->res.reset_done || ly->reset_earlier) && !ly->res.fallback)
+			done++;
+		else
+			warn_state(b, "overlay %s: factory reset pending but not done (%s): "
+				   "it is tried again next boot", ly->ov->path,
+				   ly->res.fallback ? ly->res.fallback_reason : "not mounted");
+	}
+	if (!b->n_layers || done < b->n_layers)
+		return;
+	b->reset_cleared = clear_reset(b, why, sizeof(why)) >= 0;
+	if (!b->reset_cleared) {
+		warn_state(b, "factory reset done, but clearing %s failed (%s): every layer is marked "
+			   "done, the erase is not repeated; the flag is cleared on a later boot",
+			   BOOT_OVERLAY_RESET_VAR, why);
+		return;
+	}
+	for (size_t i = 0; i < b->n_layers; i++)
+		reset_mark(b->layers[i].mnt, false);
+}
+
 static int setup_layers(struct boot *b)
 {
 	const struct layout_overlay *ovs[MAX_LAYERS];
 	size_t n = MIN(b->l->n_overlays, (size_t)MAX_LAYERS);
-	bool reset_ok = true;
 	int r;
 
 	for (size_t i = 0; i < n; i++)
@@ -350,22 +550,20 @@ static int setup_layers(struct boot *b)
 			log_err("mkdir %s: %s", ly->mnt, strerror(-r));
 			return r;
 		}
-		r = boot_overlay_mount(b->l, ly->ov, ly->mnt, b->reset_pending, &ly->res, err,
-				       sizeof(err));
+		r = mount_layer(b, ly, err, sizeof(err));
 		if (r < 0) {
 			log_err("overlay %s: %s", ly->ov->path, err);
 			return r;
 		}
 		b->n_layers = i + 1;
-		if (b->reset_pending && !ly->res.reset_done)
-			reset_ok = false;
 		if (ly->res.fallback)
 			warn_state(b, "overlay %s: CHANGES ARE NOT PERSISTENT (tmpfs in RAM): %s",
 				   ly->ov->path, ly->res.fallback_reason);
 		else
 			log_info("overlay %s: %s %s%s%s", ly->ov->path, ly->res.fstype, ly->res.source,
 				 ly->res.formatted ? " (formatted on first boot)" : "",
-				 ly->res.reset_done ? " (factory reset done)" : "");
+				 ly->res.reset_done ? " (factory reset done)" :
+				 ly->reset_earlier ? " (factory reset done by an earlier boot)" : "");
 		if (!ly->res.fallback && ly->ov->type == LAYOUT_OVERLAY_TMPFS)
 			warn_state(b, "overlay %s: tmpfs by layout: changes are lost at reboot",
 				   ly->ov->path);
@@ -375,14 +573,45 @@ static int setup_layers(struct boot *b)
 				   "(mainline JFFS2); use UBIFS for full overlay semantics",
 				   ly->ov->path, ly->res.fstype);
 	}
-	if (b->reset_pending) {
-		if (reset_ok && b->n_layers)
-			b->reset_cleared = clear_reset(b) >= 0;
-		else
-			warn_state(b, "factory reset pending but not done on every overlay: "
-				   "it is tried again next boot");
-	}
+	if (b->reset_pending)
+		finish_reset(b);
 	return 0;
+}
+
+/* The generation could not be made or used (overlay full during the
+ * migration, ...): the union must still be writable. A tmpfs upper
+ * stands in for this boot; the user's data stays where it is (the
+ * previous generation is untouched) and the next boot tries again. */
+static void volatile_upper(struct boot *b, struct layer *ly, const char *gen)
+{
+	char up[PATH_MAX + 16];
+	int r;
+
+	fmt(ly->vol, sizeof(ly->vol), "%s-volatile", ly->mnt);
+	r = mkdir_p(ly->vol, 0755);
+	if (r >= 0 && mount("tmpfs", ly->vol, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		r = -errno;
+	if (r >= 0) {
+		fmt(up, sizeof(up), "%s/upper", ly->vol);
+		r = mkdir(up, 0755) < 0 ? -errno : 0;
+		fmt(up, sizeof(up), "%s/work", ly->vol);
+		if (r >= 0 && mkdir(up, 0700) < 0)
+			r = -errno;
+	}
+	if (r < 0) {
+		ly->vol[0] = '\0';
+		warn_state(b, "overlay %s: generation %s: %s; and no tmpfs could stand in (%s): "
+			   "%s IS READ-ONLY", ly->ov->path, gen, ly->gen_error, strerror(-r),
+			   ly->ov->path);
+		return;
+	}
+	ly->res.fallback = true;
+	ly->res.state = "tmpfs";
+	fmt(ly->res.fallback_reason, sizeof(ly->res.fallback_reason), "generation %s: %s", gen,
+	    ly->gen_error);
+	warn_state(b, "overlay %s: CHANGES ARE NOT PERSISTENT (tmpfs in RAM): generation %s could "
+		   "not be made: %s; the data on %s (%s) is untouched, the next boot tries again",
+		   ly->ov->path, gen, ly->gen_error, ly->res.source, ly->final);
 }
 
 static void setup_generations(struct boot *b)
@@ -392,27 +621,31 @@ static void setup_generations(struct boot *b)
 	int r;
 
 	r = boot_gen_name(b->g->slots[b->slot].name, b->version, gen, sizeof(gen));
-	if (r < 0) {
-		warn_state(b, "generation name for slot %s version %s: %s",
-			   b->g->slots[b->slot].name, b->version, strerror(-r));
-		return;
-	}
 	for (size_t i = 0; i < b->n_layers; i++) {
 		struct layer *ly = &b->layers[i];
 		char err[512] = "";
 		bool good;
 
-		r = boot_gen_prepare(ly->mnt, gen, rom, ly->ov->path, &ly->gen, err, sizeof(err));
-		if (r < 0) {
-			warn_state(b, "overlay %s: generation %s: %s", ly->ov->path, gen, err);
+		if (r < 0)
+			fmt(err, sizeof(err), "no generation name for slot %s version %s: %s",
+			    b->g->slots[b->slot].name, b->version, strerror(-r));
+		else if (boot_gen_prepare(ly->mnt, gen, rom, ly->ov->path, &ly->gen, err,
+					  sizeof(err)) >= 0)
+			ly->gen_ok = true;
+		if (!ly->gen_ok) {
+			fmt(ly->gen_error, sizeof(ly->gen_error), "%s", err);
+			volatile_upper(b, ly, r < 0 ? "(none)" : gen);
 			continue;
 		}
-		ly->gen_ok = true;
+		if (ly->gen.note[0])
+			warn_state(b, "overlay %s: generation %s: %s", ly->ov->path, gen, ly->gen.note);
 		if (ly->gen.created)
 			log_info("overlay %s: new generation %s%s%s (%d entries migrated)",
 				 ly->ov->path, gen, ly->gen.previous[0] ? " from " : "",
 				 ly->gen.previous, ly->gen.migrated);
-		good = b->env_ok && boot_gen_slot_good(b->left, b->max_tries, ly->gen.boots);
+		/* a volatile layer's generations are not the user's to remove */
+		good = b->env_ok && boot_gen_slot_good(b->left, b->max_tries, ly->gen.boots) &&
+		       !ly->res.fallback;
 		if (!good)
 			continue;
 		ly->gc_done = true;
@@ -448,10 +681,23 @@ static void lowerdirs(struct boot *b, const char *path, char *buf, size_t len)
 	}
 }
 
+/* upperdir/workdir of a layer: its generation, or the tmpfs stand-in */
+static bool layer_upper(const struct layer *ly, char *opts, size_t len)
+{
+	if (ly->gen_ok)
+		fmt(opts, len, "upperdir=%s/%s/upper,workdir=%s/%s/work", ly->mnt, ly->gen.name,
+		    ly->mnt, ly->gen.name);
+	else if (ly->vol[0])
+		fmt(opts, len, "upperdir=%s/upper,workdir=%s/work", ly->vol, ly->vol);
+	else
+		return false;
+	return true;
+}
+
 static int mount_union(struct boot *b)
 {
 	struct layer *root_layer = NULL;
-	char lower[4096], opts[8192];
+	char lower[4096], opts[8192], upper[2 * PATH_MAX + 64];
 	int r;
 
 	fmt(b->root, sizeof(b->root), "%s/root", b->stage);
@@ -464,10 +710,8 @@ static int mount_union(struct boot *b)
 		if (!strcmp(b->layers[i].ov->path, "/"))
 			root_layer = &b->layers[i];
 	lowerdirs(b, "/", lower, sizeof(lower));
-	if (root_layer && root_layer->gen_ok) {
-		fmt(opts, sizeof(opts), "lowerdir=%s,upperdir=%s/%s/upper,workdir=%s/%s/work",
-			 lower, root_layer->mnt, root_layer->gen.name, root_layer->mnt,
-			 root_layer->gen.name);
+	if (root_layer && layer_upper(root_layer, upper, sizeof(upper))) {
+		fmt(opts, sizeof(opts), "lowerdir=%s,%s", lower, upper);
 		r = mount("overlay", b->root, "overlay", MS_NOATIME, opts);
 	} else if (strchr(lower, ':')) {
 		fmt(opts, sizeof(opts), "lowerdir=%s", lower);
@@ -481,16 +725,21 @@ static int mount_union(struct boot *b)
 		log_err("mounting the union on %s (%s): %s", b->root, opts, strerror(-r));
 		return r;
 	}
+	if (root_layer && !root_layer->gen_ok && !root_layer->vol[0])
+		b->read_only = true;
 	for (size_t i = 0; i < b->n_layers; i++) {
 		struct layer *ly = &b->layers[i];
 		char target[PATH_MAX];
 
-		if (ly == root_layer || !ly->gen_ok)
+		if (ly == root_layer)
 			continue;
+		if (!layer_upper(ly, upper, sizeof(upper))) {
+			b->read_only = true;
+			continue;
+		}
 		lowerdirs(b, ly->ov->path, lower, sizeof(lower));
 		fmt(target, sizeof(target), "%s%s", b->root, ly->ov->path);
-		fmt(opts, sizeof(opts), "lowerdir=%s,upperdir=%s/%s/upper,workdir=%s/%s/work",
-			 lower, ly->mnt, ly->gen.name, ly->mnt, ly->gen.name);
+		fmt(opts, sizeof(opts), "lowerdir=%s,%s", lower, upper);
 		if (mount("overlay", target, "overlay", MS_NOATIME, opts) < 0) {
 			r = -errno;
 			log_err("mounting the overlay for %s on %s (%s): %s", ly->ov->path, target,
@@ -555,12 +804,16 @@ static struct json_object *layer_json(struct boot *b, const struct layer *ly)
 	json_object_object_add(o, "mountpoint", jstr(ly->final[0] ? ly->final : ly->mnt));
 	json_object_object_add(o, "size", json_object_new_int64((int64_t)r->size));
 	json_object_object_add(o, "used", json_object_new_int64((int64_t)r->used));
-	json_object_object_add(o, "persistent", json_object_new_boolean(!strcmp(r->state, "mounted")));
+	json_object_object_add(o, "persistent", json_object_new_boolean(!strcmp(r->state, "mounted") &&
+									 ly->gen_ok));
 	json_object_object_add(o, "fallback", json_object_new_boolean(r->fallback));
 	json_object_object_add(o, "fallback_reason", r->fallback ? jstr(r->fallback_reason) : NULL);
 	json_object_object_add(o, "medium", jstr(r->medium));
 	json_object_object_add(o, "formatted", json_object_new_boolean(r->formatted));
 	json_object_object_add(o, "reset_done", json_object_new_boolean(r->reset_done));
+	json_object_object_add(o, "reset_done_earlier", json_object_new_boolean(ly->reset_earlier));
+	json_object_object_add(o, "generation_error", ly->gen_ok ? NULL : jstr(ly->gen_error));
+	json_object_object_add(o, "writable", json_object_new_boolean(ly->gen_ok || ly->vol[0]));
 	json_object_object_add(o, "rename_whiteout", json_object_new_boolean(r->probe.rename_whiteout));
 	p = json_object_new_object();
 	json_object_object_add(p, "whiteout", json_object_new_boolean(r->probe.whiteout));
@@ -577,6 +830,7 @@ static struct json_object *layer_json(struct boot *b, const struct layer *ly)
 		json_object_object_add(g, "previous", ly->gen.previous[0] ? jstr(ly->gen.previous) : NULL);
 		json_object_object_add(g, "migrated", json_object_new_int(ly->gen.migrated));
 		json_object_object_add(g, "keep_entries", json_object_new_int((int)ly->gen.keep_entries));
+		json_object_object_add(g, "keep_rejected", json_object_new_int((int)ly->gen.keep_rejected));
 		json_object_object_add(g, "slot_good", json_object_new_boolean(ly->gc_done));
 		rm = json_object_new_array();
 		for (size_t i = 0; i < ly->removed.n; i++)
@@ -588,10 +842,24 @@ static struct json_object *layer_json(struct boot *b, const struct layer *ly)
 	return o;
 }
 
+/* Something the user would not expect: a layer in RAM instead of flash,
+ * or a path of the union without a writable upper. */
+static bool degraded(const struct boot *b)
+{
+	if (b->read_only)
+		return true;
+	for (size_t i = 0; i < b->n_layers; i++)
+		if (b->layers[i].res.fallback)
+			return true;
+	return false;
+}
+
 static struct json_object *state_json(struct boot *b, const char *result)
 {
 	struct json_object *o = json_object_new_object(), *arr, *lo;
 
+	if (!strcmp(result, "ok") && degraded(b))
+		result = "degraded";
 	json_object_object_add(o, "result", jstr(result));
 	json_object_object_add(o, "mode", jstr(mode_names[b->mode]));
 	json_object_object_add(o, "layout", jstr(b->layout_path));
@@ -615,12 +883,17 @@ static struct json_object *state_json(struct boot *b, const char *result)
 	for (size_t i = 0; i < b->n_layers; i++)
 		json_object_array_add(arr, layer_json(b, &b->layers[i]));
 	json_object_object_add(o, "overlays", arr);
-	/* the daemon's status reads "overlay": the "/" one, else the first */
+	/* "overlay": the "/" one, else the layout's first (the one whose
+	 * partition the daemon names); "overlays" has them all */
 	for (size_t i = 0; i < b->n_layers; i++)
-		if (!strcmp(b->layers[i].ov->path, "/") || i + 1 == b->n_layers) {
+		if (!strcmp(b->layers[i].ov->path, "/") || b->layers[i].ov == &b->l->overlays[0]) {
 			json_object_object_add(o, "overlay", layer_json(b, &b->layers[i]));
 			break;
 		}
+	json_object_object_add(o, "degraded", json_object_new_boolean(degraded(b)));
+	json_object_object_add(o, "read_only", json_object_new_boolean(b->read_only));
+	json_object_object_add(o, "error", strcmp(result, "failed") ? NULL :
+			       jstr(first_error[0] ? first_error : "unknown"));
 	json_object_object_add(o, "reset_pending", json_object_new_boolean(b->reset_pending));
 	json_object_object_add(o, "reset_cleared", json_object_new_boolean(b->reset_cleared));
 	json_object_object_add(o, "warnings", json_object_get(b->warnings));
@@ -931,14 +1204,17 @@ int boot_main(int argc, char **argv)
 
 	if (!b.dry_run && b.mode == BOOT_MODE_INITRAMFS)
 		api_filesystems(&b);
+	/* an earlier run's record must not be read as this boot's */
+	if (!b.dry_run && unlink(b.state_path) < 0 && errno != ENOENT)
+		log_warn("removing the old state %s: %s", b.state_path, strerror(errno));
 	r = layout_load(b.layout_path, &b.l, &lerr);
 	if (r < 0) {
 		log_err("layout: %s", lerr.msg);
-		goto out;
+		goto fail;
 	}
 	if (b.l->n_groups == 0) {
 		log_err("%s: no slot group: nothing to boot", b.layout_path);
-		goto out;
+		goto fail;
 	}
 	b.g = &b.l->groups[0];
 	if (b.slot_arg) {
@@ -948,19 +1224,21 @@ int boot_main(int argc, char **argv)
 				r = (int)i;
 		if (r < 0) {
 			log_err("--slot %s: the layout's group %s has no such slot", b.slot_arg, b.g->name);
-			goto out;
+			goto fail;
 		}
 		b.booted_by = "--slot";
 	} else {
-		r = slot_booted(b.cmdline, b.l, b.g, &b.booted_by, &serr);
+		r = booted_slot(&b, &serr);
 		if (r < 0) {
 			log_err("which slot booted: %s", r == -ENOENT ?
 				"the kernel command line has no flashd.slot=, rauc.slot= or root= naming a slot" :
 				serr.msg);
-			goto out;
+			goto fail;
 		}
 	}
 	b.slot = r;
+	if (b.mode == BOOT_MODE_PREINIT && !b.dry_run && check_preinit_root(&b) < 0)
+		goto fail;
 	read_env(&b);
 	if (!b.env_ok)
 		warn_state(&b, "U-Boot env not readable (%s): no version, reset flag or tries: "
@@ -1000,7 +1278,11 @@ int boot_main(int argc, char **argv)
 	for (size_t i = 0; i < b.n_layers; i++)
 		move_into_root(&b, b.layers[i].mnt, b.layers[i].final);
 	write_state(&b, "ok", b.no_exec);
-	log_info("slot %s assembled in %.0f ms", b.g->slots[b.slot].name, ms_since(&b.t0));
+	if (degraded(&b))
+		log_warn("slot %s assembled DEGRADED in %.0f ms (see the warnings in %s)",
+			 b.g->slots[b.slot].name, ms_since(&b.t0), b.state_path);
+	else
+		log_info("slot %s assembled in %.0f ms", b.g->slots[b.slot].name, ms_since(&b.t0));
 	if (b.no_exec) {
 		ret = 0;
 		goto out;
@@ -1010,7 +1292,8 @@ int boot_main(int argc, char **argv)
 	log_err("could not start %s in the new root (%s)", b.init, strerror(-r));
 	goto out;
 fail:
-	write_state(&b, "failed", b.no_exec);
+	if (!b.dry_run)
+		write_state(&b, "failed", b.no_exec);
 out:
 	boot_root_done(&b.rootdev);
 	for (size_t i = 0; i < MAX_LAYERS; i++)

@@ -2,9 +2,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,32 +58,103 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static const char gen_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-";
+
+/* FNV-1a: a short, stable tag that keeps sanitised names apart */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
 int boot_gen_name(const char *slot, const char *version, char *buf, size_t len)
 {
+	char v[BOOT_GEN_NAME_MAX];
+	size_t head, room;
+	bool changed = false;
 	int n;
 
 	if (!version || !*version)
 		version = "unknown";
-	n = snprintf(buf, len, BOOT_GEN_PREFIX "%s-%s", slot, version);
-	if (n < 0 || (size_t)n >= len)
+	n = snprintf(buf, len, BOOT_GEN_PREFIX "%s-", slot);
+	if (n < 0 || (size_t)n >= len || strpbrk(slot, "/") || !*slot)
 		return -ENAMETOOLONG;
-	for (char *p = buf + strlen(BOOT_GEN_PREFIX); *p; p++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-", *p))
+	head = (size_t)n;
+	/* room for the version part; a name must also fit NAME_MAX with ".tmp" */
+	room = MIN(len, (size_t)BOOT_GEN_NAME_MAX) - 1 - head;
+	if (room < 10)
+		return -ENAMETOOLONG;
+	snprintf(v, sizeof(v), "%s", version);
+	for (char *p = v; *p; p++)
+		if (!strchr(gen_chars, *p)) {
 			*p = '_';
+			changed = true;
+		}
+	/* ".tmp" names the half-built generation; "." and ".." are no names */
+	changed |= strlen(version) >= sizeof(v) || strlen(v) > room || ends_with(v, ".tmp") ||
+		   !strcmp(v, ".") || !strcmp(v, "..");
+	if (!changed) {
+		snprintf(buf + head, len - head, "%s", v);
+		return 0;
+	}
+	/* "2.0~rc1" and "2.0_rc1" would share a generation: tag the
+	 * sanitised (or shortened) name with a hash of the real version */
+	snprintf(buf + head, len - head, "%.*s-%08x", (int)(room - 9), v, name_hash(version));
 	return 0;
 }
 
-static bool path_ok(const char *p)
+bool boot_gen_name_valid(const char *name)
 {
-	if (p[0] != '/')
+	size_t n = strlen(name);
+
+	if (strncmp(name, BOOT_GEN_PREFIX, strlen(BOOT_GEN_PREFIX)) || n >= BOOT_GEN_NAME_MAX ||
+	    n <= strlen(BOOT_GEN_PREFIX) || ends_with(name, ".tmp"))
 		return false;
-	for (const char *c = p; (c = strstr(c, "..")); c += 2)
-		if (c[-1] == '/' && (c[2] == '/' || c[2] == '\0'))
+	for (const char *p = name; *p; p++)
+		if (!strchr(gen_chars, *p))
 			return false;
 	return true;
 }
 
-int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret_line)
+/* Normalise one entry in place ("//" -> "/", no trailing "/") and check
+ * it: absolute, no "." or ".." component, components within NAME_MAX. */
+static int keep_entry_check(char *e)
+{
+	char *w = e;
+
+	if (e[0] != '/')
+		return -EINVAL;
+	for (const char *r = e; *r; r++)
+		if (!(*r == '/' && w > e && w[-1] == '/'))
+			*w++ = *r;
+	*w = '\0';
+	if (w - e > 1 && w[-1] == '/')
+		w[-1] = '\0';
+	for (const char *c = e + 1; *c;) {
+		size_t len = strcspn(c, "/");
+
+		if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return -EINVAL;
+		if (len > NAME_MAX)
+			return -ENAMETOOLONG;
+		c += len + (c[len] == '/');
+	}
+	return 0;
+}
+
+/* Parse text; bad lines are skipped and counted (*bad), the first one's
+ * line number and error kept. Returns 0 or -ENOMEM. */
+static int keep_parse(const char *text, struct boot_gen_list *l, unsigned *bad,
+		      unsigned *first_line, int *first_err)
 {
 	unsigned line = 0;
 
@@ -102,20 +174,18 @@ int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret
 		s = *e ? e + 1 : e;
 		if (b == a)
 			continue;
-		if ((size_t)(b - a) >= sizeof(buf)) {
-			if (ret_line)
-				*ret_line = line;
-			return -ENAMETOOLONG;
+		r = -ENAMETOOLONG;
+		if ((size_t)(b - a) < sizeof(buf)) {
+			memcpy(buf, a, b - a);
+			buf[b - a] = '\0';
+			r = keep_entry_check(buf);
 		}
-		memcpy(buf, a, b - a);
-		buf[b - a] = '\0';
-		/* "/etc/config/" and "/etc/config" are the same entry */
-		while (strlen(buf) > 1 && buf[strlen(buf) - 1] == '/')
-			buf[strlen(buf) - 1] = '\0';
-		if (!path_ok(buf)) {
-			if (ret_line)
-				*ret_line = line;
-			return -EINVAL;
+		if (r < 0) {
+			if (!(*bad)++) {
+				*first_line = line;
+				*first_err = r;
+			}
+			continue;
 		}
 		r = list_add(l, buf);
 		if (r < 0)
@@ -124,10 +194,27 @@ int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret
 	return 0;
 }
 
+int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret_line)
+{
+	unsigned bad = 0, line = 0;
+	int err = 0, r;
+
+	r = keep_parse(text, l, &bad, &line, &err);
+	if (r < 0)
+		return r;
+	if (bad) {
+		if (ret_line)
+			*ret_line = line;
+		return err;
+	}
+	return 0;
+}
+
 int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_list *ret,
 		       char *err, size_t errlen)
 {
 	struct boot_gen_list l = { 0 };
+	unsigned rejected = 0;
 	int r = 0;
 
 	for (size_t i = 0; i < n_dirs && r >= 0; i++) {
@@ -142,19 +229,24 @@ int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_l
 		}
 		for (int j = 0; j < n; j++) {
 			_cleanup_free_ char *path = NULL, *text = NULL;
-			unsigned line = 0;
+			unsigned bad = 0, line = 0;
+			int perr = 0;
 			struct stat st;
 
 			if (r >= 0 && ents[j]->d_name[0] != '.' &&
 			    asprintf(&path, "%s/%s", dirs[i], ents[j]->d_name) >= 0 &&
-			    stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+			    lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 				r = util_read_file(path, 1 << 20, &text, NULL);
 				if (r < 0)
 					util_errorf(err, errlen, r, "%s: %s", path, strerror(-r));
-				else if ((r = boot_gen_keep_parse(text, &l, &line)) < 0)
-					util_errorf(err, errlen, r, "%s:%u: %s", path, line,
-					     r == -EINVAL ? "not an absolute path without '..'"
-							  : strerror(-r));
+				else if ((r = keep_parse(text, &l, &bad, &line, &perr)) >= 0 && bad) {
+					if (!rejected)
+						util_errorf(err, errlen, perr, "%s:%u: %s", path, line,
+							    perr == -EINVAL ? "not an absolute path without "
+									      "'.' or '..' components"
+									    : strerror(-perr));
+					rejected += bad;
+				}
 			}
 			free(ents[j]);
 		}
@@ -165,10 +257,12 @@ int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_l
 		return r;
 	}
 	*ret = l;
-	return 0;
+	return (int)MIN(rejected, (unsigned)INT_MAX);
 }
 
-/* ---- copying ---- */
+/* ---- copying: every step is one openat() of one name below a
+ * directory fd with O_NOFOLLOW, so nothing in the old upper (symlinks,
+ * "..") can lead a read or a write outside the two uppers ---- */
 
 static bool xattr_wanted(const char *name)
 {
@@ -177,191 +271,425 @@ static bool xattr_wanted(const char *name)
 	return !strcmp(name, "trusted.overlay.opaque");
 }
 
-static int copy_xattrs(const char *src, const char *dst)
-{
-	char names[4096], value[4096];
-	ssize_t n = llistxattr(src, names, sizeof(names));
+/* An inode to read or write xattrs of: an open fd, or (symlinks and
+ * whiteouts, which cannot be opened) /proc/self/fd/N of an O_PATH fd. */
+struct xnode {
+	int fd;
+	char path[64];
+};
 
-	if (n < 0)
-		return errno == ENOTSUP ? 0 : -errno;
+static ssize_t xlist(const struct xnode *x, char *buf, size_t n)
+{
+	return x->path[0] ? listxattr(x->path, buf, n) : flistxattr(x->fd, buf, n);
+}
+
+static ssize_t xget(const struct xnode *x, const char *name, void *buf, size_t n)
+{
+	return x->path[0] ? getxattr(x->path, name, buf, n) : fgetxattr(x->fd, name, buf, n);
+}
+
+static int xset(const struct xnode *x, const char *name, const void *buf, size_t n)
+{
+	return x->path[0] ? setxattr(x->path, name, buf, n, 0) : fsetxattr(x->fd, name, buf, n, 0);
+}
+
+static bool xattr_unsupported(int e)
+{
+	return e == ENOTSUP || e == ENOENT; /* ENOENT: no /proc in a preinit */
+}
+
+/* Buffers sized from the kernel's answer: values of any size copy. */
+static int copy_xattrs(const struct xnode *src, const struct xnode *dst)
+{
+	_cleanup_free_ char *names = NULL;
+	ssize_t n;
+
+	for (;;) {
+		n = xlist(src, NULL, 0);
+		if (n <= 0)
+			return n == 0 ? 0 : xattr_unsupported(errno) ? 0 : -errno;
+		free(names);
+		names = malloc(n);
+		if (!names)
+			return -ENOMEM;
+		n = xlist(src, names, n);
+		if (n >= 0)
+			break;
+		if (errno != ERANGE)
+			return -errno;
+	}
 	for (char *p = names; p < names + n; p += strlen(p) + 1) {
+		_cleanup_free_ char *value = NULL;
 		ssize_t vl;
 
 		if (!xattr_wanted(p))
 			continue;
-		vl = lgetxattr(src, p, value, sizeof(value));
+		vl = xget(src, p, NULL, 0);
+		if (vl < 0)
+			return errno == ENODATA ? 0 : -errno;
+		if (!(value = malloc(vl ? vl : 1)))
+			return -ENOMEM;
+		vl = xget(src, p, value, vl);
 		if (vl < 0)
 			return -errno;
-		if (lsetxattr(dst, p, value, vl, 0) < 0 && errno != ENOTSUP)
+		if (xset(dst, p, value, vl) < 0 && errno != ENOTSUP)
 			return -errno;
 	}
 	return 0;
 }
 
-static int copy_meta(const char *dst, const struct stat *st)
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+struct mig {
+	int total;
+	char *err;
+	size_t errlen;
+};
+
+static int mig_fail(struct mig *m, int r, const char *what, const char *rel)
+{
+	return util_errorf(m->err, m->errlen, r, "%s %s: %s", what, rel,
+			   r == -ELOOP ? "source and destination are the same file" : strerror(-r));
+}
+
+/* Owner, mode, times of name in dir (fd < 0: by name, not followed). */
+static int copy_meta_at(int dir, const char *name, int fd, const struct stat *st)
 {
 	struct timespec ts[2] = { st->st_atim, st->st_mtim };
 
-	if (lchown(dst, st->st_uid, st->st_gid) < 0)
-		return -errno;
-	if (!S_ISLNK(st->st_mode) && chmod(dst, st->st_mode & 07777) < 0)
-		return -errno;
-	if (utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fd >= 0) {
+		if (fchown(fd, st->st_uid, st->st_gid) < 0 || fchmod(fd, st->st_mode & 07777) < 0 ||
+		    futimens(fd, ts) < 0)
+			return -errno;
+		return 0;
+	}
+	if (fchownat(dir, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    utimensat(dir, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	return 0;
 }
 
-static int copy_file(const char *src, const char *dst, mode_t mode)
+static int copy_at(struct mig *m, int odir, int ndir, const char *name, const char *rel);
+
+static int copy_dir_contents(struct mig *m, int ofd, int nfd, const char *rel)
 {
-	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_close_ int out = -1;
+	_cleanup_(closedirp_) DIR *d = NULL;
+	int dup_fd = openat(ofd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	int r;
+
+	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
+		r = -errno;
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return mig_fail(m, r, "reading", rel);
+	}
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *sub = NULL;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (asprintf(&sub, "%s/%s", strcmp(rel, "/") ? rel : "", de->d_name) < 0)
+			return -ENOMEM;
+		r = copy_at(m, ofd, nfd, de->d_name, sub);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int copy_dir(struct mig *m, int odir, int ndir, const char *name, const char *rel,
+		    const struct stat *st)
+{
+	_cleanup_close_ int ofd = -1, nfd = -1;
+	struct xnode xs, xd;
+	struct stat nst;
+	int r;
+
+	ofd = openat(odir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ofd < 0)
+		return mig_fail(m, -errno, "opening", rel);
+	if (mkdirat(ndir, name, 0700) < 0 && errno != EEXIST)
+		return mig_fail(m, -errno, "mkdir", rel);
+	nfd = openat(ndir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd < 0)
+		return mig_fail(m, -errno, "opening the new", rel);
+	if (fstat(nfd, &nst) < 0)
+		return mig_fail(m, -errno, "stat", rel);
+	if (same_inode(st, &nst))
+		return mig_fail(m, -ELOOP, "copying", rel);
+	r = copy_dir_contents(m, ofd, nfd, rel);
+	if (r < 0)
+		return r;
+	xs = (struct xnode){ .fd = ofd };
+	xd = (struct xnode){ .fd = nfd };
+	r = copy_xattrs(&xs, &xd);
+	if (r >= 0)
+		r = copy_meta_at(-1, NULL, nfd, st);
+	return r < 0 ? mig_fail(m, r, "attributes of", rel) : 0;
+}
+
+static int copy_reg(struct mig *m, int odir, int ndir, const char *name, const char *rel,
+		    const struct stat *st)
+{
+	_cleanup_close_ int in = -1, out = -1;
+	struct stat ist, ost;
+	struct xnode xs, xd;
 	char buf[65536];
 	ssize_t n;
+	int r;
 
-	if (in < 0)
-		return -errno;
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 0777);
-	if (out < 0)
-		return -errno;
+	in = openat(odir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0 || fstat(in, &ist) < 0)
+		return mig_fail(m, -errno, "opening", rel);
+	if (!S_ISREG(ist.st_mode) || !same_inode(st, &ist))
+		return mig_fail(m, -ESTALE, "opening", rel);
+	/* no O_TRUNC before we know it is not the source itself */
+	out = openat(ndir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0 || fstat(out, &ost) < 0)
+		return mig_fail(m, -errno, "creating", rel);
+	if (same_inode(&ist, &ost))
+		return mig_fail(m, -ELOOP, "copying", rel);
+	if (!S_ISREG(ost.st_mode))
+		return mig_fail(m, -EEXIST, "creating", rel);
+	if (ftruncate(out, 0) < 0)
+		return mig_fail(m, -errno, "truncating", rel);
 	while ((n = util_read_full(in, buf, sizeof(buf))) > 0)
 		if (util_write_full(out, buf, n) < 0)
-			return -errno;
+			return mig_fail(m, -errno, "writing", rel);
 	if (n < 0)
-		return (int)n;
+		return mig_fail(m, (int)n, "reading", rel);
 	if (fsync(out) < 0)
-		return -errno;
-	return 0;
+		return mig_fail(m, -errno, "writing", rel);
+	xs = (struct xnode){ .fd = in };
+	xd = (struct xnode){ .fd = out };
+	r = copy_xattrs(&xs, &xd);
+	if (r >= 0)
+		r = copy_meta_at(-1, NULL, out, st);
+	return r < 0 ? mig_fail(m, r, "attributes of", rel) : 0;
 }
 
-/* Copy one entry (recursively for directories); returns entries copied. */
-static int copy_entry(const char *src, const char *dst, char *err, size_t errlen)
+/* symlinks and whiteouts: made by name, xattrs through O_PATH fds */
+static int copy_special(struct mig *m, int odir, int ndir, const char *name, const char *rel,
+			const struct stat *st)
 {
-	struct stat st;
-	int r, count = 1;
+	_cleanup_close_ int ofd = -1, nfd = -1;
+	struct xnode xs = { .fd = -1 }, xd = { .fd = -1 };
+	struct stat nst;
+	int r;
 
-	if (lstat(src, &st) < 0)
-		return errno == ENOENT ? 0 : util_errorf(err, errlen, -errno, "%s: %s", src, strerror(errno));
-	if (S_ISDIR(st.st_mode)) {
-		_cleanup_(closedirp_) DIR *d = NULL;
-		struct dirent *de;
-
-		if (mkdir(dst, 0700) < 0 && errno != EEXIST)
-			return util_errorf(err, errlen, -errno, "mkdir %s: %s", dst, strerror(errno));
-		d = opendir(src);
-		if (!d)
-			return util_errorf(err, errlen, -errno, "%s: %s", src, strerror(errno));
-		while ((de = readdir(d))) {
-			_cleanup_free_ char *s = NULL, *t = NULL;
-
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			if (asprintf(&s, "%s/%s", src, de->d_name) < 0 ||
-			    asprintf(&t, "%s/%s", dst, de->d_name) < 0)
-				return -ENOMEM;
-			r = copy_entry(s, t, err, errlen);
-			if (r < 0)
-				return r;
-			count += r;
-		}
-	} else if (S_ISREG(st.st_mode)) {
-		r = copy_file(src, dst, st.st_mode);
-		if (r < 0)
-			return util_errorf(err, errlen, r, "copy %s to %s: %s", src, dst, strerror(-r));
-	} else if (S_ISLNK(st.st_mode)) {
+	if (fstatat(ndir, name, &nst, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (same_inode(st, &nst))
+			return mig_fail(m, -ELOOP, "copying", rel);
+		if (unlinkat(ndir, name, S_ISDIR(nst.st_mode) ? AT_REMOVEDIR : 0) < 0)
+			return mig_fail(m, -errno, "replacing", rel);
+	}
+	if (S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX];
-		ssize_t n = readlink(src, target, sizeof(target) - 1);
+		ssize_t n = readlinkat(odir, name, target, sizeof(target) - 1);
 
 		if (n < 0)
-			return util_errorf(err, errlen, -errno, "readlink %s: %s", src, strerror(errno));
+			return mig_fail(m, -errno, "readlink", rel);
 		target[n] = '\0';
-		unlink(dst);
-		if (symlink(target, dst) < 0)
-			return util_errorf(err, errlen, -errno, "symlink %s: %s", dst, strerror(errno));
-	} else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) {
+		if (symlinkat(target, ndir, name) < 0)
+			return mig_fail(m, -errno, "symlink", rel);
+	} else if (mknodat(ndir, name, S_IFCHR | 0000, makedev(0, 0)) < 0) {
 		/* an overlayfs whiteout: the user deleted a file of the image */
-		unlink(dst);
-		if (mknod(dst, S_IFCHR | 0000, makedev(0, 0)) < 0)
-			return util_errorf(err, errlen, -errno, "whiteout %s: %s", dst, strerror(errno));
-	} else {
-		return 0; /* devices, fifos, sockets: not user data */
+		return mig_fail(m, -errno, "whiteout", rel);
 	}
-	r = copy_xattrs(src, dst);
+	ofd = openat(odir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	nfd = openat(ndir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (ofd < 0 || nfd < 0)
+		return mig_fail(m, -errno, "opening", rel);
+	snprintf(xs.path, sizeof(xs.path), "/proc/self/fd/%d", ofd);
+	snprintf(xd.path, sizeof(xd.path), "/proc/self/fd/%d", nfd);
+	r = copy_xattrs(&xs, &xd);
 	if (r >= 0)
-		r = copy_meta(dst, &st);
-	if (r < 0)
-		return util_errorf(err, errlen, r, "attributes of %s: %s", dst, strerror(-r));
-	return count;
+		r = copy_meta_at(ndir, name, -1, st);
+	return r < 0 ? mig_fail(m, r, "attributes of", rel) : 0;
 }
 
-/* Make the parents of rel (relative to the uppers) in new_upper, taking
- * owner and mode from old_upper's directories (no xattrs: an opaque
- * parent would hide the new image's files around the kept one). */
-static int make_parents(const char *old_upper, const char *new_upper, const char *rel,
-			char *err, size_t errlen)
+/* Copy name (recursively for a directory) from odir to ndir. */
+static int copy_at(struct mig *m, int odir, int ndir, const char *name, const char *rel)
 {
-	char path[PATH_MAX];
-	const char *p = rel;
+	struct stat st;
+	int r;
 
-	while ((p = strchr(p + 1, '/'))) {
-		_cleanup_free_ char *s = NULL, *t = NULL;
-		struct stat st;
-
-		snprintf(path, sizeof(path), "%.*s", (int)(p - rel), rel);
-		if (asprintf(&s, "%s%s", old_upper, path) < 0 ||
-		    asprintf(&t, "%s%s", new_upper, path) < 0)
-			return -ENOMEM;
-		if (lstat(t, &st) == 0)
-			continue;
-		if (lstat(s, &st) < 0 || !S_ISDIR(st.st_mode))
-			st = (struct stat){ .st_mode = S_IFDIR | 0755 };
-		if (mkdir(t, st.st_mode & 07777) < 0 && errno != EEXIST)
-			return util_errorf(err, errlen, -errno, "mkdir %s: %s", t, strerror(errno));
-		if (lchown(t, st.st_uid, st.st_gid) < 0 || chmod(t, st.st_mode & 07777) < 0)
-			return util_errorf(err, errlen, -errno, "attributes of %s: %s", t, strerror(errno));
-	}
+	if (fstatat(odir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : mig_fail(m, -errno, "stat", rel);
+	if (S_ISDIR(st.st_mode))
+		r = copy_dir(m, odir, ndir, name, rel, &st);
+	else if (S_ISREG(st.st_mode))
+		r = copy_reg(m, odir, ndir, name, rel, &st);
+	else if (S_ISLNK(st.st_mode) || (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)))
+		r = copy_special(m, odir, ndir, name, rel, &st);
+	else
+		return 0; /* devices, fifos, sockets: not user data */
+	if (r < 0)
+		return r;
+	m->total++;
 	return 0;
+}
+
+/* One directory level of the walk down a keep entry. The new upper's
+ * directory is made only when something below it is copied (owner and
+ * mode from the old one, no xattrs: an opaque parent would hide the new
+ * image's files around the kept one). */
+struct level {
+	struct level *up;
+	const char *name;      /* in up */
+	int old_fd, new_fd;    /* new_fd: -1 until needed */
+	const char *rel;
+};
+
+static int level_new_fd(struct mig *m, struct level *lv)
+{
+	struct stat ost, nst;
+	int r;
+
+	if (lv->new_fd >= 0)
+		return lv->new_fd;
+	r = level_new_fd(m, lv->up);
+	if (r < 0)
+		return r;
+	if (fstat(lv->old_fd, &ost) < 0)
+		return mig_fail(m, -errno, "stat", lv->rel);
+	if (mkdirat(lv->up->new_fd, lv->name, ost.st_mode & 07777) < 0 && errno != EEXIST)
+		return mig_fail(m, -errno, "mkdir", lv->rel);
+	lv->new_fd = openat(lv->up->new_fd, lv->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lv->new_fd < 0)
+		return mig_fail(m, -errno, "opening the new", lv->rel);
+	if (fstat(lv->new_fd, &nst) < 0)
+		return mig_fail(m, -errno, "stat", lv->rel);
+	if (same_inode(&ost, &nst))
+		return mig_fail(m, -ELOOP, "copying", lv->rel);
+	if (fchown(lv->new_fd, ost.st_uid, ost.st_gid) < 0 || fchmod(lv->new_fd, ost.st_mode & 07777) < 0)
+		return mig_fail(m, -errno, "attributes of", lv->rel);
+	return lv->new_fd;
+}
+
+static int walk(struct mig *m, struct level *lv, const char *pattern);
+
+/* One name matched in lv: copy it (last component) or descend into it
+ * (a real directory only: a symlinked directory is not followed). */
+static int walk_step(struct mig *m, struct level *lv, const char *name, const char *rest)
+{
+	_cleanup_free_ char *rel = NULL;
+	struct level child;
+	struct stat st;
+	int r;
+
+	if (asprintf(&rel, "%s/%s", strcmp(lv->rel, "/") ? lv->rel : "", name) < 0)
+		return -ENOMEM;
+	if (!rest) {
+		if (fstatat(lv->old_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 0 : mig_fail(m, -errno, "stat", rel);
+		r = level_new_fd(m, lv);
+		return r < 0 ? r : copy_at(m, lv->old_fd, lv->new_fd, name, rel);
+	}
+	child = (struct level){ .up = lv, .name = name, .new_fd = -1, .rel = rel };
+	child.old_fd = openat(lv->old_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (child.old_fd < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0
+			: mig_fail(m, -errno, "opening", rel);
+	r = walk(m, &child, rest);
+	close(child.old_fd);
+	if (child.new_fd >= 0)
+		close(child.new_fd);
+	return r;
+}
+
+/* Names in lv's old directory matching one glob component. readdir's
+ * "." and ".." are never offered, so no pattern can climb ('.[.]', '.*'). */
+static int walk_glob(struct mig *m, struct level *lv, const char *comp, const char *rest)
+{
+	_cleanup_(closedirp_) DIR *d = NULL;
+	struct boot_gen_list names = { 0 };
+	int dup_fd, r = 0;
+	struct dirent *de;
+
+	dup_fd = openat(lv->old_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
+		r = -errno;
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return mig_fail(m, r, "reading", lv->rel);
+	}
+	while ((de = readdir(d)) && r >= 0)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && !fnmatch(comp, de->d_name, 0))
+			r = list_add(&names, de->d_name);
+	if (names.n)
+		qsort(names.v, names.n, sizeof(*names.v), cmp_str);
+	for (size_t i = 0; i < names.n && r >= 0; i++)
+		r = walk_step(m, lv, names.v[i], rest);
+	boot_gen_list_done(&names);
+	return r;
+}
+
+/* pattern: the rest of a keep entry below lv, without the leading '/' */
+static int walk(struct mig *m, struct level *lv, const char *pattern)
+{
+	char comp[NAME_MAX + 1];
+	const char *slash, *rest;
+	size_t len;
+	int r;
+
+	while (*pattern == '/')
+		pattern++;
+	if (!*pattern) {
+		/* the entry names the whole upper ("/", or the subtree's path) */
+		r = level_new_fd(m, lv);
+		return r < 0 ? r : copy_dir_contents(m, lv->old_fd, lv->new_fd, lv->rel);
+	}
+	slash = strchr(pattern, '/');
+	len = slash ? (size_t)(slash - pattern) : strlen(pattern);
+	rest = slash && slash[strspn(slash, "/")] ? slash + 1 : NULL;
+	if (len > NAME_MAX)
+		return 0; /* matches nothing */
+	memcpy(comp, pattern, len);
+	comp[len] = '\0';
+	if (!strcmp(comp, ".") || !strcmp(comp, ".."))
+		return util_errorf(m->err, m->errlen, -EINVAL, "keep entry component '%s'", comp);
+	if (strpbrk(comp, "*?[\\"))
+		return walk_glob(m, lv, comp, rest);
+	return walk_step(m, lv, comp, rest);
 }
 
 int boot_gen_migrate(const char *old_upper, const char *new_upper,
 		     const struct boot_gen_list *keep, char *err, size_t errlen)
 {
-	int total = 0, r;
+	struct mig m = { .err = err, .errlen = errlen };
+	struct level root = { .rel = "/", .old_fd = -1, .new_fd = -1 };
+	struct stat ost, nst;
+	int r = 0;
 
-	for (size_t i = 0; i < keep->n; i++) {
-		_cleanup_free_ char *pattern = NULL;
-		glob_t g = { 0 };
+	root.old_fd = open(old_upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root.old_fd < 0)
+		return util_errorf(err, errlen, -errno, "%s: %s", old_upper, strerror(errno));
+	root.new_fd = open(new_upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root.new_fd < 0)
+		r = util_errorf(err, errlen, -errno, "%s: %s", new_upper, strerror(errno));
+	else if (fstat(root.old_fd, &ost) < 0 || fstat(root.new_fd, &nst) < 0)
+		r = util_errorf(err, errlen, -errno, "stat: %s", strerror(errno));
+	else if (same_inode(&ost, &nst))
+		r = util_errorf(err, errlen, -ELOOP, "%s and %s are the same directory", old_upper,
+				new_upper);
+	for (size_t i = 0; i < keep->n && r >= 0; i++) {
+		r = walk(&m, &root, keep->v[i]);
+		if (r < 0 && err && !strstr(err, keep->v[i])) {
+			char inner[512];
 
-		if (asprintf(&pattern, "%s%s", old_upper, keep->v[i]) < 0)
-			return -ENOMEM;
-		r = glob(pattern, GLOB_NOSORT | GLOB_PERIOD, NULL, &g);
-		if (r == GLOB_NOMATCH) {
-			globfree(&g);
-			continue;
+			snprintf(inner, sizeof(inner), "%s", err);
+			util_errorf(err, errlen, r, "keep entry %s: %s", keep->v[i], inner);
 		}
-		if (r != 0) {
-			globfree(&g);
-			return util_errorf(err, errlen, -EIO, "keep entry %s: glob failed", keep->v[i]);
-		}
-		for (size_t j = 0; j < g.gl_pathc; j++) {
-			const char *rel = g.gl_pathv[j] + strlen(old_upper);
-			_cleanup_free_ char *dst = NULL;
-
-			if (asprintf(&dst, "%s%s", new_upper, rel) < 0) {
-				globfree(&g);
-				return -ENOMEM;
-			}
-			r = make_parents(old_upper, new_upper, rel, err, errlen);
-			if (r >= 0)
-				r = copy_entry(g.gl_pathv[j], dst, err, errlen);
-			if (r < 0) {
-				globfree(&g);
-				return r;
-			}
-			total += r;
-		}
-		globfree(&g);
 	}
-	return total;
+	close(root.old_fd);
+	if (root.new_fd >= 0)
+		close(root.new_fd);
+	return r < 0 ? r : m.total;
 }
 
 /* ---- bookkeeping ---- */
@@ -500,79 +828,141 @@ static int keep_for_prefix(struct boot_gen_list *keep, const char *prefix)
 	return r < 0 ? r : 0;
 }
 
+/* The name in .flashd-last, if it is one this code could have written:
+ * anything else (a planted "../x", a ".tmp") is no previous generation. */
+static void last_read(const char *path, char *last, struct boot_gen_result *res)
+{
+	if (util_read_line(path, last, BOOT_GEN_NAME_MAX) < 0) {
+		last[0] = '\0';
+		return;
+	}
+	if (last[0] && !boot_gen_name_valid(last)) {
+		snprintf(res->note, sizeof(res->note),
+			 "%s names no generation (\"%.64s\"): nothing migrated", path, last);
+		last[0] = '\0';
+	}
+}
+
+static void meta_from_name(struct gen_meta *m, const char *name)
+{
+	const char *v;
+
+	*m = (struct gen_meta){ .created = (unsigned long long)time(NULL) };
+	/* the slot/version parts are informational; the name is the key */
+	snprintf(m->slot, sizeof(m->slot), "%s", name + strlen(BOOT_GEN_PREFIX));
+	*strchrnul(m->slot, '-') = '\0';
+	v = name + strlen(BOOT_GEN_PREFIX) + strlen(m->slot);
+	snprintf(m->version, sizeof(m->version), "%s", *v ? v + 1 : "");
+}
+
+/* Keep-list of the new image and the previous upper, applied from the
+ * previous generation's upper to the new one (in tmp). */
+static int migrate_from(const char *overlay, const char *last, const char *rom, const char *prefix,
+			const char *up, struct boot_gen_result *res, char *err, size_t errlen)
+{
+	_cleanup_free_ char *prev_up = NULL, *keep_rom = NULL, *keep_old = NULL;
+	struct boot_gen_list keep = { 0 };
+	const char *kd = under_prefix(BOOT_GEN_KEEP_DIR, prefix);
+	const char *dirs[2];
+	size_t n_dirs = 0;
+	int r;
+
+	if (asprintf(&prev_up, "%s/%s/upper", overlay, last) < 0 ||
+	    asprintf(&keep_rom, "%s" BOOT_GEN_KEEP_DIR, rom ? rom : "") < 0 ||
+	    (kd && asprintf(&keep_old, "%s%s", prev_up, kd) < 0))
+		return -ENOMEM;
+	if (!is_dir(prev_up))
+		return 0;
+	if (rom)
+		dirs[n_dirs++] = keep_rom;
+	if (keep_old)
+		dirs[n_dirs++] = keep_old;
+	r = boot_gen_keep_load(dirs, n_dirs, &keep, err, errlen);
+	if (r > 0) {
+		/* a bad line is skipped, the others still apply */
+		res->keep_rejected = (unsigned)r;
+		snprintf(res->note, sizeof(res->note), "keep-list line skipped: %s", err);
+	}
+	if (r >= 0)
+		r = keep_for_prefix(&keep, prefix);
+	if (r < 0) {
+		boot_gen_list_done(&keep);
+		return r;
+	}
+	res->keep_entries = keep.n;
+	r = boot_gen_migrate(prev_up, up, &keep, err, errlen);
+	boot_gen_list_done(&keep);
+	if (r < 0)
+		return r;
+	res->migrated = r;
+	snprintf(res->previous, sizeof(res->previous), "%s", last);
+	return 0;
+}
+
+/* First boot of a generation: build it as NAME.tmp, rename into place.
+ * On failure the .tmp is removed (the previous generation is untouched). */
+static int create_gen(const char *overlay, const char *name, const char *last, const char *rom,
+		      const char *prefix, struct boot_gen_result *res, struct gen_meta *m,
+		      char *err, size_t errlen)
+{
+	_cleanup_free_ char *dir = NULL, *tmp = NULL, *up = NULL, *work = NULL;
+	int r;
+
+	if (asprintf(&dir, "%s/%s", overlay, name) < 0 || asprintf(&tmp, "%s.tmp", dir) < 0 ||
+	    asprintf(&up, "%s/upper", tmp) < 0 || asprintf(&work, "%s/work", tmp) < 0)
+		return -ENOMEM;
+	res->created = true;
+	r = boot_gen_rmtree(tmp); /* an interrupted earlier attempt */
+	if (r < 0)
+		return util_errorf(err, errlen, r, "removing %s: %s", tmp, strerror(-r));
+	if (mkdir(tmp, 0755) < 0 || mkdir(up, 0755) < 0 || mkdir(work, 0700) < 0) {
+		r = util_errorf(err, errlen, -errno, "mkdir in %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	meta_from_name(m, name);
+	if (last[0] && strcmp(last, name)) {
+		r = migrate_from(overlay, last, rom, prefix, up, res, err, errlen);
+		if (r < 0)
+			goto fail;
+		snprintf(m->previous, sizeof(m->previous), "%s", res->previous);
+		m->migrated = res->migrated;
+	}
+	r = meta_write(tmp, m);
+	if (r < 0) {
+		util_errorf(err, errlen, r, "%s/" BOOT_GEN_META ": %s", tmp, strerror(-r));
+		goto fail;
+	}
+	if (rename(tmp, dir) < 0) {
+		r = util_errorf(err, errlen, -errno, "rename %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	boot_gen_rmtree(tmp);
+	return r;
+}
+
 int boot_gen_prepare(const char *overlay, const char *name, const char *rom, const char *prefix,
 		     struct boot_gen_result *ret, char *err, size_t errlen)
 {
-	_cleanup_free_ char *dir = NULL, *tmp = NULL, *last_path = NULL, *last = NULL;
-	_cleanup_free_ char *prev_dir = NULL, *keep_rom = NULL, *keep_old = NULL;
-	_cleanup_free_ char *up = NULL, *work = NULL, *prev_up = NULL;
+	_cleanup_free_ char *dir = NULL, *last_path = NULL, *up = NULL, *work = NULL;
+	char last[BOOT_GEN_NAME_MAX];
 	struct boot_gen_result res = { 0 };
 	struct gen_meta m;
 	int r;
 
+	if (!boot_gen_name_valid(name))
+		return util_errorf(err, errlen, -EINVAL, "%s: not a generation name", name);
 	snprintf(res.name, sizeof(res.name), "%s", name);
-	if (asprintf(&dir, "%s/%s", overlay, name) < 0 || asprintf(&tmp, "%s.tmp", dir) < 0 ||
+	if (asprintf(&dir, "%s/%s", overlay, name) < 0 ||
 	    asprintf(&last_path, "%s/" BOOT_GEN_LAST, overlay) < 0)
 		return -ENOMEM;
-	if (util_read_line(last_path, (last = calloc(1, BOOT_GEN_NAME_MAX)), BOOT_GEN_NAME_MAX) < 0)
-		last[0] = '\0';
+	last_read(last_path, last, &res);
 
 	if (!is_dir(dir)) {
-		struct boot_gen_list keep = { 0 };
-
-		res.created = true;
-		r = boot_gen_rmtree(tmp); /* an interrupted earlier attempt */
+		r = create_gen(overlay, name, last, rom, prefix, &res, &m, err, errlen);
 		if (r < 0)
-			return util_errorf(err, errlen, r, "removing %s: %s", tmp, strerror(-r));
-		if (asprintf(&up, "%s/upper", tmp) < 0 || asprintf(&work, "%s/work", tmp) < 0)
-			return -ENOMEM;
-		if (mkdir(tmp, 0755) < 0 || mkdir(up, 0755) < 0 || mkdir(work, 0700) < 0)
-			return util_errorf(err, errlen, -errno, "mkdir in %s: %s", tmp, strerror(errno));
-		m = (struct gen_meta){ .created = (unsigned long long)time(NULL) };
-		/* the slot/version parts are informational; the name is the key */
-		snprintf(m.slot, sizeof(m.slot), "%s", name + strlen(BOOT_GEN_PREFIX));
-		*strchrnul(m.slot, '-') = '\0';
-		{
-			const char *v = name + strlen(BOOT_GEN_PREFIX) + strlen(m.slot);
-			snprintf(m.version, sizeof(m.version), "%s", *v ? v + 1 : "");
-		}
-		if (last[0] && strcmp(last, name) &&
-		    asprintf(&prev_dir, "%s/%s", overlay, last) >= 0 && is_dir(prev_dir)) {
-			const char *dirs[2];
-			size_t n_dirs = 0;
-
-			const char *kd = under_prefix(BOOT_GEN_KEEP_DIR, prefix);
-
-			if (asprintf(&prev_up, "%s/upper", prev_dir) < 0 ||
-			    asprintf(&keep_rom, "%s" BOOT_GEN_KEEP_DIR, rom ? rom : "") < 0 ||
-			    (kd && asprintf(&keep_old, "%s%s", prev_up, kd) < 0))
-				return -ENOMEM;
-			if (rom)
-				dirs[n_dirs++] = keep_rom;
-			if (keep_old)
-				dirs[n_dirs++] = keep_old;
-			r = boot_gen_keep_load(dirs, n_dirs, &keep, err, errlen);
-			if (r >= 0)
-				r = keep_for_prefix(&keep, prefix);
-			if (r < 0) {
-				boot_gen_list_done(&keep);
-				return r;
-			}
-			res.keep_entries = keep.n;
-			r = boot_gen_migrate(prev_up, up, &keep, err, errlen);
-			boot_gen_list_done(&keep);
-			if (r < 0)
-				return r;
-			res.migrated = r;
-			snprintf(res.previous, sizeof(res.previous), "%s", last);
-			snprintf(m.previous, sizeof(m.previous), "%s", last);
-			m.migrated = r;
-		}
-		r = meta_write(tmp, &m);
-		if (r < 0)
-			return util_errorf(err, errlen, r, "%s/" BOOT_GEN_META ": %s", tmp, strerror(-r));
-		if (rename(tmp, dir) < 0)
-			return util_errorf(err, errlen, -errno, "rename %s: %s", tmp, strerror(errno));
+			return r;
 	} else {
 		meta_read(dir, &m);
 		res.boots = m.boots;

@@ -43,12 +43,41 @@ static int read_head(struct flash *f, uint64_t off, uint8_t *buf, size_t len)
 	return r == -EUCLEAN ? 0 : r;
 }
 
+/* What one good block starts with. */
+static int classify_block(struct flash *f, uint64_t off, uint8_t *buf, size_t page,
+			  enum boot_overlay_medium *ret)
+{
+	int r = jffs2_block_is_clean(f, off);
+
+	if (r < 0 && r != -EUCLEAN && r != -EBADMSG)
+		return r;
+	if (r == 1) {
+		*ret = BOOT_OVERLAY_MEDIUM_JFFS2;
+		return 0;
+	}
+	r = read_head(f, off, buf, page);
+	if (r < 0 && r != -EBADMSG)
+		return r;
+	if (r >= 0 && jffs2_magic(buf))
+		*ret = BOOT_OVERLAY_MEDIUM_JFFS2;
+	else if (r >= 0 && util_mem_is(buf, 0xff, page))
+		*ret = BOOT_OVERLAY_MEDIUM_ERASED;
+	else
+		*ret = BOOT_OVERLAY_MEDIUM_FOREIGN;
+	return 0;
+}
+
+/* Every good block is looked at, as the kernel's mount scan would: one
+ * block carrying JFFS2 (cleanmarker or node) makes the partition JFFS2,
+ * whatever the others hold (an erase interrupted by a power cut or by
+ * JFFS2's own garbage collection leaves one block of garbage, and the
+ * kernel simply erases it again). FOREIGN only when no block does. */
 int boot_overlay_classify(struct flash *f, enum boot_overlay_medium *ret)
 {
 	uint32_t es = f->info.erasesize;
 	size_t page = f->info.writesize > 1 ? f->info.writesize : 4096;
 	_cleanup_free_ uint8_t *buf = NULL;
-	uint64_t first = UINT64_MAX;
+	bool any_good = false, foreign = false;
 	int r;
 
 	page = MIN(page, (size_t)es);
@@ -56,45 +85,26 @@ int boot_overlay_classify(struct flash *f, enum boot_overlay_medium *ret)
 	if (!buf)
 		return -ENOMEM;
 	for (uint64_t off = 0; off < f->info.size; off += es) {
+		enum boot_overlay_medium m;
+
 		r = flash_block_isbad(f, off);
 		if (r < 0)
 			return r;
-		if (r == 0) {
-			first = off;
-			break;
-		}
-	}
-	if (first == UINT64_MAX)
-		return -ENOSPC;
-	r = jffs2_block_is_clean(f, first);
-	if (r < 0 && r != -EUCLEAN && r != -EBADMSG)
-		return r;
-	if (r == 1) {
-		*ret = BOOT_OVERLAY_MEDIUM_JFFS2;
-		return 0;
-	}
-	r = read_head(f, first, buf, page);
-	if (r < 0 && r != -EBADMSG)
-		return r;
-	if (jffs2_magic(buf)) {
-		*ret = BOOT_OVERLAY_MEDIUM_JFFS2;
-		return 0;
-	}
-	if (!util_mem_is(buf, 0xff, page)) {
-		*ret = BOOT_OVERLAY_MEDIUM_FOREIGN;
-		return 0;
-	}
-	/* the first block is erased: JFFS2's GC may have just done that */
-	for (uint64_t off = first + es; off < f->info.size; off += es) {
-		if (flash_block_isbad(f, off) != 0)
+		if (r)
 			continue;
-		r = jffs2_block_is_clean(f, off);
-		if (r == 1 || (read_head(f, off, buf, 4) >= 0 && jffs2_magic(buf))) {
-			*ret = BOOT_OVERLAY_MEDIUM_JFFS2;
+		any_good = true;
+		r = classify_block(f, off, buf, page, &m);
+		if (r < 0)
+			return r;
+		if (m == BOOT_OVERLAY_MEDIUM_JFFS2) {
+			*ret = m;
 			return 0;
 		}
+		foreign |= m == BOOT_OVERLAY_MEDIUM_FOREIGN;
 	}
-	*ret = BOOT_OVERLAY_MEDIUM_ERASED;
+	if (!any_good)
+		return -ENOSPC;
+	*ret = foreign ? BOOT_OVERLAY_MEDIUM_FOREIGN : BOOT_OVERLAY_MEDIUM_ERASED;
 	return 0;
 }
 
@@ -221,8 +231,11 @@ static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool re
 		break;
 	case BOOT_OVERLAY_MEDIUM_FOREIGN:
 		return util_errorf(why, whylen, -EMEDIUMTYPE,
-			    "%s (%s) holds data that is not JFFS2; not mounting it (the kernel would erase it); "
-			    "a factory reset (flashctl overlay reset) formats it",
+			    "%s (%s) holds data that is not JFFS2 (no block carries a cleanmarker or node); "
+			    "not mounting it "
+			    "(the kernel would erase it). Check that the layout names the right partition; "
+			    "only if what it holds is not needed, a factory reset (flashctl overlay reset) "
+			    "erases and formats it",
 			    ov->part->name, res->device);
 	case _BOOT_OVERLAY_MEDIUM_MAX:
 		break;

@@ -34,23 +34,38 @@ struct boot_gen_list {
 void boot_gen_list_done(struct boot_gen_list *l);
 
 /* "gen-A-2.0": characters outside [A-Za-z0-9._+-] become '_'; an empty
- * version is "unknown". -ENAMETOOLONG when it does not fit len. */
+ * version is "unknown". When the version had to be changed (sanitised,
+ * shortened to fit, or ending in ".tmp", the half-built generation's
+ * suffix) "-" and 8 hex digits of a hash of the real version are
+ * appended, so two versions never share a generation. -ENAMETOOLONG
+ * when not even that fits len. */
 int boot_gen_name(const char *slot, const char *version, char *buf, size_t len);
+/* A name boot_gen_name can produce: "gen-" + [A-Za-z0-9._+-], no ".tmp"
+ * suffix, shorter than BOOT_GEN_NAME_MAX (so never "/" or ".."). */
+bool boot_gen_name_valid(const char *name);
 
 /* Append the entries of one keep file's text: trimmed lines, '#' comments
- * and blank lines dropped. Entries must be absolute and free of ".."
- * components: -EINVAL with *ret_line set to the offending line number. */
+ * and blank lines dropped, "//" and a trailing "/" folded. Entries must be
+ * absolute and free of "." and ".." components: -EINVAL with *ret_line
+ * set to the first offending line number (the valid lines are added). */
 int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret_line);
 /* Every regular file in each directory (missing ones are fine), in name
- * order, each parsed; duplicates dropped. err names file and line. */
+ * order, each parsed; duplicates dropped. Invalid lines are skipped:
+ * returns how many (err names the first one's file and line), or -errno
+ * when a file cannot be read. */
 int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_list *ret,
 		       char *err, size_t errlen);
 
 /* Copy the keep paths (globs allowed) from old_upper to new_upper: files,
  * symlinks, directories (recursively) and whiteouts, with owner, mode,
- * times and xattrs (overlayfs' own trusted.overlay.* except opaque are
- * left behind: they point into the old image). Missing paths are skipped
- * (unchanged from the image). Returns the number of entries copied. */
+ * times and xattrs of any size (overlayfs' own trusted.overlay.* except
+ * opaque are left behind: they point into the old image). Missing paths
+ * are skipped (unchanged from the image). The walk opens one name at a
+ * time below a directory fd with O_NOFOLLOW: a glob never matches "." or
+ * "..", a symlink in the old upper is copied as a symlink but never
+ * followed (not as a parent either), nothing outside the two uppers is
+ * read or written, and a copy whose source and destination are one inode
+ * fails with -ELOOP. Returns the number of entries copied. */
 int boot_gen_migrate(const char *old_upper, const char *new_upper,
 		     const struct boot_gen_list *keep, char *err, size_t errlen);
 
@@ -61,10 +76,15 @@ struct boot_gen_result {
 	char previous[BOOT_GEN_NAME_MAX];    /* migrated from ("" = none) */
 	int migrated;                        /* entries migrated */
 	size_t keep_entries;                 /* keep-list lines applied */
+	unsigned keep_rejected;              /* invalid keep-list lines skipped */
+	char note[512];                      /* something the caller should warn about */
 };
 
 /* Make OVERLAY/name ready (create + migrate on first boot, count the boot)
- * and record it as the last booted one. rom = the new image's root (for
+ * and record it as the last booted one. On failure a half-built NAME.tmp
+ * is removed and the previous generation and .flashd-last are unchanged
+ * (the next boot tries again). A .flashd-last that is no valid name is
+ * ignored (res.note says so). rom = the new image's root (for
  * its keep.d; NULL = none); prefix = the path the overlay covers ("/", or
  * "/etc" for a per-subtree overlay: keep entries outside it are ignored,
  * the others taken relative to it). Returns 0, fills ret. */

@@ -48,9 +48,10 @@ struct boot_overlay_result {
 
 const char *boot_overlay_medium_to_string(enum boot_overlay_medium m);
 
-/* What a JFFS2 partition holds: looks at the first good block (clean
- * marker, node magic, erased) and, when that is erased, the first bytes of
- * every block. */
+/* What a JFFS2 partition holds, from the start of every good block
+ * (cleanmarker, node magic, erased, other): JFFS2 as soon as one block
+ * carries JFFS2, FOREIGN only when none does and some block holds
+ * something else, ERASED when all are erased. -ENOSPC: no good block. */
 int boot_overlay_classify(struct flash *f, enum boot_overlay_medium *ret);
 
 /* Mount the writable filesystem of overlay ov at mnt (an existing

@@ -10,7 +10,7 @@
 #   --merge    after the run, merge what was found into the kept corpus
 #              tests/fuzz/corpus/TARGET (libFuzzer -merge=1 keeps only
 #              inputs that add coverage); commit it by hand
-#   TARGET     layout, proto, bundle, squashfs, env (default: all)
+#   TARGET     layout, proto, bundle, squashfs, env, keep (default: all)
 #
 # Binaries, objects and the corpus grown during the run go to
 # $top_builddir/build/fuzz. A crash leaves its input in
@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(layout proto bundle squashfs env)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(layout proto bundle squashfs env keep)
 
 say() { printf 'run-fuzz: %s\n' "$*"; }
 skip() { say "SKIP: $*"; exit 77; }
@@ -52,6 +52,7 @@ declare -A SRCS=(
 	[bundle]="daemon/bundle.c daemon/keyring.c daemon/squashfs.c daemon/util.c"
 	[squashfs]="daemon/squashfs.c"
 	[env]="daemon/slot.c daemon/env.c daemon/layout.c daemon/util.c"
+	[keep]="daemon/boot_gen.c daemon/util.c"
 )
 declare -A PKGS=(
 	[layout]="json-c"
@@ -59,6 +60,7 @@ declare -A PKGS=(
 	[bundle]="json-c libcrypto zlib"
 	[squashfs]=""
 	[env]="json-c libubootenv zlib"
+	[keep]=""
 )
 for t in "${TARGETS[@]}"; do
 	[ -n "${SRCS[$t]+x}" ] || { say "unknown target '$t' (known: ${!SRCS[*]})"; exit 2; }
