@@ -162,9 +162,13 @@ static void print_status(struct json_object *st)
 	printf("Booted slot:  %s%s%s\n", js(st, "booted") ? jp(st, "booted") : "unknown",
 	       jb(st, "trial") ? ", on trial (not yet marked good)" : "",
 	       jb(st, "fallback") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
-	printf("Next boot:    %s%s\n", js(st, "next") ? jp(st, "next") :
-	       "none (the bootloader will reset the counters)",
+	printf("Next boot:    %s%s%s\n", js(st, "next") ? jp(st, "next") :
+	       "none (BOOT_ORDER names no slot: the bootloader resets forever)",
+	       jb(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
 	       jb(st, "switch_pending") ? " (newly activated: reboot to switch)" : "");
+	if (jb(st, "degraded"))
+		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
+		       "other verified slot can boot; install a new image\n");
 	print_slots(st);
 	if (li) {
 		printf("Last install: version %s into slot %s: %s", jp(li, "version"),
@@ -229,6 +233,7 @@ struct install_ui {
 	const char *sock;
 	bool tty;
 	bool cancel_sent;
+	bool no_activate;
 	char last_step[32];
 	int last_percent;
 };
@@ -288,9 +293,13 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 	if (!continues) {
 		if (ui->tty && !ui->ctx->quiet)
 			fputc('\n', stderr);
-		printf("Installed version %s into slot %s; it boots next (on trial until marked "
-		       "good).\n", jp(params, "version"),
-		       jp(params, "slot"));
+		if (ui->no_activate)
+			printf("Installed version %s into slot %s, verified, not activated: "
+			       "'flashctl slot activate %s' makes it boot next.\n",
+			       jp(params, "version"), jp(params, "slot"), jp(params, "slot"));
+		else
+			printf("Installed version %s into slot %s; it boots next (on trial until "
+			       "marked good).\n", jp(params, "version"), jp(params, "slot"));
 	}
 	return 0;
 }
@@ -315,7 +324,10 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		switch (opt) {
 		case 's': sock = optarg; break;
 		case 'S': json_object_object_add(params, "slot", json_object_new_string(optarg)); break;
-		case 'n': json_object_object_add(params, "activate", json_object_new_boolean(false)); break;
+		case 'n':
+			json_object_object_add(params, "activate", json_object_new_boolean(false));
+			ui.no_activate = true;
+			break;
 		default: return CLI_EXIT_USAGE;
 		}
 	}

@@ -165,7 +165,10 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	struct cli_env_args a = {};
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
+	_cleanup_layout_ struct layout *l = NULL;
+	const struct layout_slot_group *group;
 	struct env_error err = { "" };
+	struct slot_error serr = { "" };
 	int r = parse(ctx, argc, argv, &a);
 
 	if (r)
@@ -174,9 +177,10 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "env set: give NAME=VALUE... or NAME VALUE (NAME= deletes)");
 		return CLI_EXIT_USAGE;
 	}
-	r = cli_env_open(ctx, &a, 0, false, &e, NULL);
+	r = cli_env_open(ctx, &a, 0, false, &e, &l);
 	if (r)
 		return r;
+	group = l && l->n_groups ? &l->groups[0] : NULL;
 	if (env_txn_new(e, &t) < 0)
 		return CLI_EXIT_FAIL;
 	bool pair = argc - optind == 2 && !strchr(argv[optind], '=');
@@ -199,6 +203,11 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 			cli_error(ctx, "env set: %s is slot state; use 'flashctl slot "
 				  "activate|mark-good|mark-bad|rollback' (or --force)", name);
 			return CLI_EXIT_DENIED;
+		}
+		/* forced or not, never a value the boot script reads otherwise */
+		if (slot_var_check(group, name, value, &serr) < 0) {
+			cli_error(ctx, "env set: %s", serr.msg);
+			return CLI_EXIT_INVALID;
 		}
 		if (env_txn_set(t, name, value) < 0) {
 			cli_error(ctx, "env set: '%s' is not a valid variable name", name);

@@ -90,12 +90,17 @@ static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
 		json_object_object_add(j, "fell_back", json_object_new_boolean(st.fell_back));
 		json_object_object_add(j, "needs_health_check",
 				       json_object_new_boolean(st.needs_health_check));
+		json_object_object_add(j, "next_after_reset",
+				       json_object_new_boolean(st.next_after_reset));
+		json_object_object_add(j, "degraded", json_object_new_boolean(st.degraded));
+		json_object_object_add(j, "last_good", json_str_or_null(slot_name(s, st.last_good)));
 		for (size_t i = 0; i < s->st.n_slots; i++) {
 			struct json_object *o = json_object_new_object();
 			json_object_object_add(o, "name", json_object_new_string(s->st.slots[i].name));
 			json_object_object_add(o, "tries_left", json_object_new_int(s->st.slots[i].left));
+			/* offline: an install record is shown as written ("installing") */
 			json_object_object_add(o, "state", json_object_new_string(
-				slot_health_to_string(slot_health_of(&s->st, i))));
+				slot_view_to_string(slot_view_of(&s->st, i, true))));
 			json_object_object_add(o, "booted", json_object_new_boolean((int)i == st.booted));
 			json_object_array_add(slots, o);
 		}
@@ -108,8 +113,12 @@ static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
 	printf("booted:     %s%s%s%s\n", st.booted >= 0 ? slot_name(s, st.booted) : "unknown",
 	       st.booted_by ? " (from " : "", st.booted_by ? st.booted_by : "",
 	       st.booted_by ? "=)" : "");
-	printf("next boot:  %s\n", st.next >= 0 ? slot_name(s, st.next) :
-	       "none: U-Boot will reset the counters");
+	printf("next boot:  %s%s\n", st.next >= 0 ? slot_name(s, st.next) :
+	       "none: BOOT_ORDER names no slot, the boot script resets forever",
+	       st.next_after_reset ? " (after U-Boot resets the counters and the board)" : "");
+	if (st.degraded)
+		printf("DEGRADED:   BOOT_ORDER keeps a slot marked bad: no other verified slot can "
+		       "boot; install a new image\n");
 	if (st.fell_back)
 		printf("warning:    fell back: the booted slot is not first in BOOT_ORDER\n");
 	if (st.on_trial)
@@ -117,7 +126,7 @@ static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
 	for (size_t i = 0; i < s->st.n_slots; i++)
 		printf("  %c %-8s %u/%u tries left, %s\n", (int)i == st.booted ? '*' : ' ',
 		       s->st.slots[i].name, s->st.slots[i].left, s->st.max_tries,
-		       slot_health_to_string(slot_health_of(&s->st, i)));
+		       slot_view_describe(slot_view_of(&s->st, i, true)));
 	return CLI_EXIT_OK;
 }
 
@@ -150,19 +159,22 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 				  argv[optind], s.group->name);
 			return CLI_EXIT_USAGE;
 		}
-	} else if (op == SLOT_OP_MARK_GOOD || op == SLOT_OP_MARK_BAD || op == SLOT_OP_ROLLBACK) {
+	} else if (op == SLOT_OP_MARK_GOOD || op == SLOT_OP_MARK_BAD) {
 		slot = s.booted; /* RAUC's default: the booted slot */
-	}
+	} /* rollback: from the primary (what boots next), as the daemon's Rollback */
 	if (slot < 0 && op != SLOT_OP_ROLLBACK && op != SLOT_OP_RESET_COUNTERS &&
 	    op != SLOT_OP_INIT) {
 		cli_error(ctx, "%s: the booted slot is unknown (kernel command line has no "
 			  "flashd.slot=); name the slot", slot_op_to_string(op));
 		return CLI_EXIT_USAGE;
 	}
-	r = slot_compute(&s.st, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c, &err);
+	/* a fallback not recorded yet (no daemon ran) joins this store */
+	r = slot_compute_booted(&s.st, s.booted, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c,
+				&err);
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
-		return r == -EBUSY || r == -ENOENT ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return r == -EBUSY || r == -ENOENT || r == -EPERM || r == -EALREADY ?
+		       CLI_EXIT_DENIED : CLI_EXIT_FAIL;
 	}
 	r = slot_apply(s.env, &c, &eerr);
 	if (r < 0) {
@@ -222,9 +234,15 @@ static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "%s", eerr.msg);
 		return CLI_EXIT_FAIL;
 	}
+	if (i == -ELOOP) {
+		cli_error(ctx, "BOOT_ORDER names no slot of group %s: the boot script finds "
+			  "nothing to boot and resets forever (nothing written)", s.group->name);
+		return CLI_EXIT_FAIL;
+	}
 	if (i < 0) {
-		cli_error(ctx, "no slot has tries left: the boot script restored BOOT_ORDER and "
-			  "the counters and resets the board; run boot-select again");
+		cli_error(ctx, "no slot in BOOT_ORDER has tries left: the boot script gave them "
+			  "their tries back (%zu variable(s) saved) and resets the board; run "
+			  "boot-select again", c.n);
 		return CLI_EXIT_FAIL;
 	}
 	if (ctx->json) {
@@ -278,12 +296,12 @@ const struct cli_cmd cli_slot_cmds[] = {
 	{ "mark-bad", SLOT_USAGE, "take SLOT (default: booted) out of BOOT_ORDER, 0 tries",
 	  slot_mark_bad_cmd, NULL },
 	{ "activate", SLOT_USAGE, "make SLOT primary with full tries", slot_activate_cmd, NULL },
-	{ "rollback", SLOT_USAGE, "make the other slot primary (from SLOT, default: booted)",
-	  slot_rollback_cmd, NULL },
+	{ "rollback", SLOT_USAGE, "make the next verified slot primary (from SLOT, default: "
+	  "the primary); fails when nothing changes", slot_rollback_cmd, NULL },
 	{ "reset-counters", SLOT_USAGE, "full tries for every slot in BOOT_ORDER", slot_reset_cmd,
 	  NULL },
-	{ "init", SLOT_USAGE, "BOOT_ORDER = every slot, full tries (provisioning)", slot_init_cmd,
-	  NULL },
+	{ "init", SLOT_USAGE, "BOOT_ORDER = every verified slot, full tries (provisioning)",
+	  slot_init_cmd, NULL },
 	{ "boot-select", "[--cmdline FILE] " CLI_ENV_USAGE,
 	  "do what the boot script does at power-on (pick, decrement, save); for simulated boards",
 	  slot_boot_select_cmd, NULL },

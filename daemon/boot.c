@@ -830,6 +830,7 @@ static struct json_object *layer_json(struct boot *b, const struct layer *ly)
 		json_object_object_add(g, "previous", ly->gen.previous[0] ? jstr(ly->gen.previous) : NULL);
 		json_object_object_add(g, "migrated", json_object_new_int(ly->gen.migrated));
 		json_object_object_add(g, "keep_entries", json_object_new_int((int)ly->gen.keep_entries));
+		json_object_object_add(g, "keep_rejected", json_object_new_int((int)ly->gen.keep_rejected));
 		json_object_object_add(g, "slot_good", json_object_new_boolean(ly->gc_done));
 		rm = json_object_new_array();
 		for (size_t i = 0; i < ly->removed.n; i++)

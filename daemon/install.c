@@ -38,6 +38,7 @@ struct install {
 	size_t n_targets;
 	struct install_target *current;      /* being written */
 	bool marked_bad;                     /* the target slot's mark-bad store is done */
+	bool recorded;                       /* its failed/cancelled store was tried */
 	/* verify state */
 	size_t verify_idx;
 	struct flashio_reader *vreader;
@@ -69,7 +70,31 @@ const char *install_phase_to_string(enum install_phase p)
 
 void install_version_var(const char *slot, char *buf, size_t len)
 {
-	snprintf(buf, len, "FLASHD_%s_VERSION", slot);
+	slot_version_var(slot, buf, len);
+}
+
+static int env_change(struct install *in, enum slot_op op, const char *version);
+
+/* Once the target is marked bad, the end of the install is recorded in
+ * one more store: failed or cancelled, and (again) out of BOOT_ORDER,
+ * whatever another writer did to the env in between. */
+static void record_end(struct install *in, int r)
+{
+	char msg[sizeof(in->err.msg)];
+
+	if (!in->marked_bad || in->recorded)
+		return;
+	in->recorded = true;
+	snprintf(msg, sizeof(msg), "%s", in->err.msg);
+	in->error = 0; /* env_change reports through fail() */
+	if (env_change(in, r == -ECANCELED ? SLOT_OP_INSTALL_CANCELLED : SLOT_OP_INSTALL_FAILED,
+		       NULL) < 0) {
+		size_t len = strlen(msg);
+		snprintf(msg + len, sizeof(msg) - len, " (and recording it failed: %.160s)",
+			 in->err.msg);
+	}
+	snprintf(in->err.msg, sizeof(in->err.msg), "%s", msg);
+	in->error = r;
 }
 
 static _printf_(3, 4) int fail(struct install *in, int r, const char *fmt, ...)
@@ -84,6 +109,7 @@ static _printf_(3, 4) int fail(struct install *in, int r, const char *fmt, ...)
 	in->error = r;
 	in->phase = INSTALL_PHASE_FAILED;
 	in->stats.finished = time(NULL);
+	record_end(in, r);
 	return r;
 }
 
@@ -134,14 +160,17 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 		return fail(in, r, "cannot open the U-Boot env: %s", eerr.msg);
 	r = slot_state_load_group(&st, in->group, env_get_dup, e, &serr);
 	if (r >= 0)
-		r = slot_compute(&st, op, in->slot, SLOT_FORCE, &nst, &ch, &serr);
+		r = slot_compute(&st, op, in->slot, op == SLOT_OP_INSTALL_FAILED ||
+				 op == SLOT_OP_INSTALL_CANCELLED ? SLOT_FORCE : 0, &nst, &ch, &serr);
 	if (r < 0)
 		return fail(in, r, "slot state: %s", serr.msg);
 	r = env_txn_new(e, &t);
 	for (size_t i = 0; r >= 0 && i < ch.n; i++)
-		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value);
+		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value[0] ? ch.vars[i].value : NULL);
+	/* the version goes with the content: forgotten when writing starts,
+	 * set when the read-back verified */
 	install_version_var(in->group->slots[in->slot].name, var, sizeof(var));
-	if (r >= 0)
+	if (r >= 0 && (op == SLOT_OP_INSTALL_BEGIN || version))
 		r = env_txn_set(t, var, version);
 	if (r >= 0)
 		r = env_txn_commit(t, &eerr);
@@ -159,9 +188,18 @@ static int pick_slot(struct install *in)
 	int booted;
 
 	if (in->p.slot) {
-		for (size_t i = 0; i < in->group->n_slots; i++)
-			if (!strcmp(in->group->slots[i].name, in->p.slot))
-				return (int)i;
+		booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, &serr);
+		for (size_t i = 0; i < in->group->n_slots; i++) {
+			if (strcmp(in->group->slots[i].name, in->p.slot))
+				continue;
+			/* the running root is never written (an unknown booted slot
+			 * is a board being provisioned from outside) */
+			if ((int)i == booted)
+				return fail(in, -EBUSY, "refusing to install into slot %s: it is the "
+					    "booted slot (the running root); the env is unchanged",
+					    in->p.slot);
+			return (int)i;
+		}
 		return fail(in, -ENOENT, "slot group '%s' has no slot '%s'", in->group->name,
 			    in->p.slot);
 	}
@@ -268,7 +306,7 @@ static int mark_bad_once(struct install *in, struct bundle_error *err)
 
 	if (in->marked_bad)
 		return 0;
-	r = env_change(in, SLOT_OP_MARK_BAD, NULL);
+	r = env_change(in, SLOT_OP_INSTALL_BEGIN, NULL);
 	if (r < 0) {
 		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
 		return r;
@@ -544,12 +582,14 @@ int install_step(struct install *in, struct install_error *err)
 		if (r < 0)
 			return report(in, r, err);
 		if (in->verify_idx == in->n_targets) {
-			in->phase = in->p.activate ? INSTALL_PHASE_ACTIVATE : INSTALL_PHASE_DONE;
+			in->phase = INSTALL_PHASE_ACTIVATE;
 			progress(in, NULL);
 		}
-		return in->phase == INSTALL_PHASE_DONE ? 0 : 1;
+		return 1;
 	case INSTALL_PHASE_ACTIVATE:
-		r = env_change(in, SLOT_OP_ACTIVATE, bundle_reader_manifest(in->reader)->version);
+		/* --no-activate still records the verified content and its version */
+		r = env_change(in, in->p.activate ? SLOT_OP_INSTALL_ACTIVATE :
+			       SLOT_OP_INSTALL_VERIFIED, bundle_reader_manifest(in->reader)->version);
 		if (r < 0)
 			return report(in, r, err);
 		in->phase = INSTALL_PHASE_DONE;

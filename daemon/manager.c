@@ -36,6 +36,7 @@ struct operation {
 	char *slot;                    /* requested target */
 	bool activate;
 	bool cancelled;
+	int health_slot;               /* the booted slot the health check runs for */
 	struct json_object *final;     /* the worker's last report */
 	struct json_object *last;      /* the last progress report */
 	sd_event_source *timeout;
@@ -69,21 +70,21 @@ static int open_env(struct manager *m, struct env **ret, struct env_error *err)
 	return env_open_layout(m->layout, m->conf->target, NULL, 0, ret, err);
 }
 
-struct slot_view {
+struct slots_view {
 	struct slot_state st;
 	struct slot_status status;
 	char *versions[SLOT_MAX];
 	bool reset_pending;
 };
 
-static void slot_view_done(struct slot_view *v)
+static void slots_view_done(struct slots_view *v)
 {
 	for (size_t i = 0; i < SLOT_MAX; i++)
 		free(v->versions[i]);
 }
 
 /* Slot state and status from the env and the kernel command line. */
-static int load_slots(struct manager *m, struct env *e, struct slot_view *v, char *why,
+static int load_slots(struct manager *m, struct env *e, struct slots_view *v, char *why,
 		      size_t whylen)
 {
 	struct slot_error serr = { "" };
@@ -91,7 +92,7 @@ static int load_slots(struct manager *m, struct env *e, struct slot_view *v, cha
 	char *reset;
 	int booted, r;
 
-	*v = (struct slot_view){ 0 };
+	*v = (struct slots_view){ 0 };
 	r = slot_state_load_group(&v->st, m->group, env_get_dup, e, &serr);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", serr.msg);
@@ -117,22 +118,12 @@ static int reply_env_error(struct proto_call *call, int r, const struct env_erro
 
 /* ---- status ---- */
 
-static const char *slot_state_name(const struct slot_view *v, size_t i)
+static bool install_running(const struct manager *m)
 {
-	static const char *const names[_SLOT_HEALTH_MAX] = {
-		[SLOT_HEALTH_GOOD] = "good",
-		[SLOT_HEALTH_TRIAL] = "trial",
-		[SLOT_HEALTH_EXHAUSTED] = "bad",
-		[SLOT_HEALTH_BAD] = "bad",
-	};
-	enum slot_health h = slot_health_of(&v->st, i);
-
-	if (h == SLOT_HEALTH_BAD && !v->versions[i])
-		return "empty";
-	return names[h];
+	return m->op.name && !strcmp(m->op.name, "install");
 }
 
-static struct json_object *slots_json(struct manager *m, const struct slot_view *v)
+static struct json_object *slots_json(struct manager *m, const struct slots_view *v)
 {
 	struct json_object *arr = json_object_new_array();
 
@@ -144,7 +135,8 @@ static struct json_object *slots_json(struct manager *m, const struct slot_view 
 		json_object_object_add(o, "name", json_object_new_string(s->name));
 		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
 							       s->rootfs.ubi_volume));
-		json_object_object_add(o, "state", json_object_new_string(slot_state_name(v, i)));
+		json_object_object_add(o, "state", json_object_new_string(slot_view_to_string(
+			slot_view_of(&v->st, i, install_running(m)))));
 		json_object_object_add(o, "version", jstr(v->versions[i]));
 		json_object_object_add(o, "tries_left", json_object_new_int(si->left));
 		json_object_object_add(o, "priority", si->order_pos >= 0 ?
@@ -201,19 +193,53 @@ static struct json_object *flash_json(struct manager *m, const char *only)
 	return arr;
 }
 
+/* Every layer flashd boot recorded, so a fallback of any one shows. */
+static struct json_object *overlay_layers_json(struct json_object *boot, bool *degraded)
+{
+	static const char *const keys[] = { "path", "state", "fstype", "partition", "persistent",
+					    "fallback", "fallback_reason", "generation_error" };
+	struct json_object *arr = json_object_new_array(), *ovs, *v, *g;
+
+	if (!boot || !json_object_object_get_ex(boot, "overlays", &ovs) ||
+	    !json_object_is_type(ovs, json_type_array))
+		return arr;
+	for (size_t i = 0; i < json_object_array_length(ovs); i++) {
+		struct json_object *ly = json_object_array_get_idx(ovs, i), *o = json_object_new_object();
+
+		for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+			json_object_object_add(o, keys[k], json_object_object_get_ex(ly, keys[k], &v) ?
+					       json_object_get(v) : NULL);
+		json_object_object_add(o, "generation", json_object_object_get_ex(ly, "generation", &g) &&
+				       json_object_object_get_ex(g, "name", &v) ? json_object_get(v) : NULL);
+		if (json_object_object_get_ex(ly, "fallback", &v) && json_object_get_boolean(v))
+			*degraded = true;
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 static struct json_object *overlay_json(struct manager *m, bool reset_pending)
 {
 	_cleanup_json_ struct json_object *boot = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct json_object *o = json_object_new_object(), *ov = NULL, *v;
+	struct json_object *o = json_object_new_object(), *ov = NULL, *v, *layers;
 	const struct layout_overlay *lo = m->layout->n_overlays ? &m->layout->overlays[0] : NULL;
 	const char *state = lo ? "unknown" : "none";
+	bool degraded = false;
 
+	/* the "/" layer, else the layout's first: the one flashd boot records
+	 * as "overlay" */
+	for (size_t i = 0; i < m->layout->n_overlays; i++)
+		if (!strcmp(m->layout->overlays[i].path, "/"))
+			lo = &m->layout->overlays[i];
 	/* flashd boot records what it mounted */
 	if (util_read_file(BOOT_STATE_FILE, 1 << 16, &text, NULL) >= 0 &&
 	    (boot = json_tokener_parse(text)) && json_object_object_get_ex(boot, "overlay", &ov) &&
 	    json_object_object_get_ex(ov, "state", &v))
 		state = json_object_get_string(v);
+	layers = overlay_layers_json(boot, &degraded);
+	if (boot && json_object_object_get_ex(boot, "degraded", &v) && json_object_get_boolean(v))
+		degraded = true;
 	if (reset_pending)
 		state = "reset_pending";
 	json_object_object_add(o, "state", json_object_new_string(state));
@@ -233,6 +259,8 @@ static struct json_object *overlay_json(struct manager *m, bool reset_pending)
 	else
 		json_object_object_add(o, "rename_whiteout",
 				       json_object_new_boolean(lo && lo->type != LAYOUT_OVERLAY_JFFS2));
+	json_object_object_add(o, "degraded", json_object_new_boolean(degraded));
+	json_object_object_add(o, "layers", layers);
 	return o;
 }
 
@@ -262,7 +290,7 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct env_error eerr = { "" };
-	struct slot_view v;
+	struct slots_view v;
 	char why[256];
 	int r;
 
@@ -284,6 +312,11 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 	json_object_object_add(o, "switch_pending", json_object_new_boolean(v.status.switch_pending));
 	json_object_object_add(o, "next", v.status.next >= 0 ?
 			       jstr(m->group->slots[v.status.next].name) : NULL);
+	json_object_object_add(o, "next_after_reset",
+			       json_object_new_boolean(v.status.next_after_reset));
+	json_object_object_add(o, "degraded", json_object_new_boolean(v.status.degraded));
+	json_object_object_add(o, "last_good", v.status.last_good >= 0 ?
+			       jstr(m->group->slots[v.status.last_good].name) : NULL);
 	json_object_object_add(o, "last_install", last_install_json(m));
 	json_object_object_add(o, "overlay", overlay_json(m, v.reset_pending));
 	json_object_object_add(o, "flash", flash_json(m, NULL));
@@ -291,7 +324,7 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 	json_object_object_add(o, "operation", jstr(m->op.name));
 	if (m->op.last)
 		json_object_object_add(o, "progress", json_object_get(m->op.last));
-	slot_view_done(&v);
+	slots_view_done(&v);
 	return proto_reply(call, o);
 }
 
@@ -537,6 +570,33 @@ static int on_stop_now(sd_event_source *s, void *userdata)
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
+enum slot_change_error {
+	SLOT_CHANGE_ENV,       /* env unreadable/unwritable */
+	SLOT_CHANGE_NO_SLOT,   /* no such slot (or none to roll back to) */
+	SLOT_CHANGE_REFUSED,   /* the state logic refuses */
+};
+
+static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
+		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen);
+
+/* The worker could not record the end of its install: the daemon does, so
+ * the target is recorded failed and out of BOOT_ORDER again (an offline
+ * write may have put it back meanwhile). */
+static void install_record_died(struct manager *m)
+{
+	const char *slot = jget(m->op.last, "slot");
+	enum slot_change_error kind;
+	char why[512];
+	int idx;
+
+	if (!slot)
+		return; /* no target chosen yet */
+	/* refused (-ESTALE) unless the env records it installing */
+	if (slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, &idx, &kind, why, sizeof(why)) < 0 &&
+	    kind != SLOT_CHANGE_REFUSED)
+		log_error("cannot record the failed install of slot %s: %s", slot, why);
+}
+
 static void install_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
@@ -551,6 +611,7 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 			 status);
 		result = "failed";
 		error = why;
+		install_record_died(m);
 	}
 	if (!strcmp(result, "success"))
 		log_info("installed version %s into slot %s (%" PRId64 " bytes, %" PRId64
@@ -687,14 +748,11 @@ static int method_cancel(struct proto_call *call, struct json_object *params, vo
 
 /* ---- slot operations: one env store each ---- */
 
-enum slot_change_error {
-	SLOT_CHANGE_ENV,       /* env unreadable/unwritable */
-	SLOT_CHANGE_NO_SLOT,   /* no such slot (or none to roll back to) */
-	SLOT_CHANGE_REFUSED,   /* the state logic refuses */
-};
 
-/* op on slot name (NULL = booted) in one env store. On failure *ret_kind
- * and why say what went wrong. */
+
+/* op on slot name (NULL = booted) in one env store; 1 = mark-bad with
+ * SLOT_KEEP_LAST kept the slot (degraded). On failure *ret_kind and why
+ * say what went wrong. */
 static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
 		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen)
 {
@@ -703,8 +761,8 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 	struct slot_error serr = { "" };
 	struct slot_state nst;
 	struct slot_changes ch;
-	struct slot_view v;
-	int idx, r;
+	struct slots_view v;
+	int idx, kept, r;
 
 	*ret_kind = SLOT_CHANGE_ENV;
 	r = open_env(m, &e, &eerr);
@@ -715,26 +773,30 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 	r = load_slots(m, e, &v, why, whylen);
 	if (r < 0)
 		return r;
-	slot_view_done(&v);
+	slots_view_done(&v);
 	idx = name ? slot_find(&v.st, name) : v.status.booted;
 	if (idx < 0 && op != SLOT_OP_ROLLBACK) {
 		*ret_kind = SLOT_CHANGE_NO_SLOT;
 		snprintf(why, whylen, "%s", name ? name : "(booted slot unknown)");
 		return -ENOENT;
 	}
-	r = slot_compute(&v.st, op, op == SLOT_OP_ROLLBACK ? -1 : idx, flags, &nst, &ch, &serr);
+	/* a fallback the daemon has not recorded yet goes into the same store */
+	r = slot_compute_booted(&v.st, v.status.booted, op, op == SLOT_OP_ROLLBACK ? -1 : idx,
+				flags, &nst, &ch, &serr);
 	if (r < 0) {
-		*ret_kind = op == SLOT_OP_ROLLBACK ? SLOT_CHANGE_NO_SLOT : SLOT_CHANGE_REFUSED;
+		*ret_kind = op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_SLOT :
+			    SLOT_CHANGE_REFUSED;
 		snprintf(why, whylen, "%s", serr.msg);
 		return r;
 	}
+	kept = r;
 	r = slot_apply(e, &ch, &eerr);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
 		return r;
 	}
 	*ret_idx = op == SLOT_OP_ROLLBACK ? (int)nst.order[0] : idx;
-	return 0;
+	return kept;
 }
 
 static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, const char *name,
@@ -977,14 +1039,46 @@ static int health_job(int report_fd, volatile int *cancel, void *userdata)
 	return -errno;
 }
 
+/* The slot the check ran for is still the booted one, in BOOT_ORDER with
+ * tries used: an operator's mark-bad (or anything else) since the check
+ * started wins over its verdict. */
+static int health_still_on_trial(struct manager *m, char *why, size_t whylen)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct slots_view v;
+	int r;
+
+	r = open_env(m, &e, &eerr);
+	if (r < 0) {
+		snprintf(why, whylen, "cannot read the U-Boot env: %s", eerr.msg);
+		return r;
+	}
+	r = load_slots(m, e, &v, why, whylen);
+	if (r < 0)
+		return r;
+	slots_view_done(&v);
+	if (v.status.booted != m->op.health_slot || !v.status.needs_health_check) {
+		snprintf(why, whylen, "slot %s is no longer on trial (changed while the check ran)",
+			 m->group->slots[m->op.health_slot].name);
+		return -ESTALE;
+	}
+	return 0;
+}
+
 static void health_verdict(struct manager *m, bool good, const char *what)
 {
 	enum slot_change_error kind;
 	char why[512];
 	int idx, r;
 
-	r = slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL, SLOT_FORCE, &idx,
-			&kind, why, sizeof(why));
+	r = health_still_on_trial(m, why, sizeof(why));
+	if (r < 0) {
+		log_warning("health check %s, verdict not applied: %s", what, why);
+		return;
+	}
+	r = slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
+			SLOT_FORCE | SLOT_KEEP_LAST, &idx, &kind, why, sizeof(why));
 	if (r < 0) {
 		log_error("health check %s, but the slot state could not be changed: %s", what, why);
 		return;
@@ -993,13 +1087,25 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 		log_notice("health check passed: slot %s marked good", m->group->slots[idx].name);
 		return;
 	}
-	log_error("health check %s: slot %s marked bad", what, m->group->slots[idx].name);
-	if (m->conf->health_reboot) {
-		log_notice("rebooting into the other slot");
-		sync();
-		if (reboot(RB_AUTOBOOT) < 0)
-			log_error("reboot failed: %s", strerror(errno));
+	if (r == 1) {
+		/* rebooting would boot the same slot: keep running, say so */
+		log_error("health check %s: slot %s recorded bad but kept in BOOT_ORDER: no other "
+			  "verified slot can boot; the board is DEGRADED until an image passes",
+			  what, m->group->slots[idx].name);
+		return;
 	}
+	log_error("health check %s: slot %s marked bad", what, m->group->slots[idx].name);
+	if (!m->conf->health_reboot)
+		return;
+	if (!strncmp(m->conf->target, "sim:", 4)) {
+		log_notice("not rebooting: the board is simulated (%s); reboot it with 'flashctl "
+			   "slot boot-select'", m->conf->target);
+		return;
+	}
+	log_notice("rebooting into the other slot");
+	sync();
+	if (reboot(RB_AUTOBOOT) < 0)
+		log_error("reboot failed: %s", strerror(errno));
 }
 
 static void health_on_done(struct worker *w, int code, int status, void *userdata)
@@ -1026,11 +1132,41 @@ static int health_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* The boot script skipped the primaries before the booted slot (no tries
+ * left): they failed to boot. Out of BOOT_ORDER in one store, so neither a
+ * health check nor mark-bad of the booted slot can lock the board onto
+ * them. v is reloaded. */
+static int record_fallback(struct manager *m, struct env *e, struct slots_view *v, char *why,
+			   size_t whylen)
+{
+	struct slot_error serr = { "" };
+	struct env_error eerr = { "" };
+	struct slot_state nst;
+	struct slot_changes ch;
+	char order[128];
+	int r;
+
+	r = slot_compute(&v->st, SLOT_OP_FALLBACK, v->status.booted, 0, &nst, &ch, &serr);
+	if (r >= 0)
+		r = slot_apply(e, &ch, &eerr);
+	if (r < 0) {
+		snprintf(why, whylen, "recording the fallback: %s", serr.msg[0] ? serr.msg :
+			 eerr.msg[0] ? eerr.msg : strerror(-r));
+		return r;
+	}
+	slot_order_string(&nst, order, sizeof(order));
+	log_warning("booted slot %s after the slots before it in BOOT_ORDER ran out of tries: "
+		    "they failed to boot and are marked bad (BOOT_ORDER=%s)",
+		    m->group->slots[v->status.booted].name, order);
+	slots_view_done(v);
+	return load_slots(m, e, v, why, whylen);
+}
+
 static int health_start(struct manager *m)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct env_error eerr = { "" };
-	struct slot_view v;
+	struct slots_view v;
 	char why[256];
 	int r;
 
@@ -1040,10 +1176,14 @@ static int health_start(struct manager *m)
 		return 0;
 	}
 	r = load_slots(m, e, &v, why, sizeof(why));
+	if (r >= 0 && slot_fell_back(&v.st, v.status.booted))
+		r = record_fallback(m, e, &v, why, sizeof(why));
 	env_close(TAKE_PTR(e));
-	if (r < 0)
+	if (r < 0) {
+		log_warning("no health check: %s", why);
 		return 0;
-	slot_view_done(&v);
+	}
+	slots_view_done(&v);
 	if (!v.status.needs_health_check)
 		return 0;
 	if (!m->conf->health_command) {
@@ -1053,7 +1193,8 @@ static int health_start(struct manager *m)
 	}
 	log_info("slot %s is on trial: running the health check '%s'",
 		 m->group->slots[v.status.booted].name, m->conf->health_command);
-	m->op = (struct operation){ .name = "health-check", .bundle_fd = -1, .started = time(NULL) };
+	m->op = (struct operation){ .name = "health-check", .bundle_fd = -1, .started = time(NULL),
+				    .health_slot = v.status.booted };
 	r = worker_start(m->event, health_job, NULL, health_on_done, m, &m->op.worker);
 	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &m->op.timeout, CLOCK_MONOTONIC,

@@ -347,7 +347,7 @@ static int retire_empty_slots(struct prov *pv)
 			return fail(pv, r, "U-Boot env: %s", eerr.msg);
 		r = slot_state_load_group(&st, pv->g, env_get_dup, e, &serr);
 		if (r >= 0)
-			r = slot_compute(&st, SLOT_OP_MARK_BAD, i, SLOT_FORCE, &nst, &ch, &serr);
+			r = slot_compute(&st, SLOT_OP_RETIRE, i, 0, &nst, &ch, &serr);
 		if (r < 0)
 			return fail(pv, r, "slot state: %s", serr.msg);
 		r = slot_apply(e, &ch, &eerr);

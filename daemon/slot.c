@@ -17,6 +17,38 @@ static const char *const op_names[_SLOT_OP_MAX] = {
 	[SLOT_OP_ROLLBACK] = "rollback",
 	[SLOT_OP_RESET_COUNTERS] = "reset-counters",
 	[SLOT_OP_INIT] = "init",
+	[SLOT_OP_INSTALL_BEGIN] = "install-begin",
+	[SLOT_OP_INSTALL_VERIFIED] = "install-verified",
+	[SLOT_OP_INSTALL_ACTIVATE] = "install-activate",
+	[SLOT_OP_INSTALL_FAILED] = "install-failed",
+	[SLOT_OP_INSTALL_CANCELLED] = "install-cancelled",
+	[SLOT_OP_RETIRE] = "retire",
+	[SLOT_OP_FALLBACK] = "fallback",
+};
+
+static const char *const record_names[_SLOT_RECORD_MAX] = {
+	[SLOT_RECORD_NONE] = "",
+	[SLOT_RECORD_INSTALLING] = "installing",
+	[SLOT_RECORD_FAILED] = "failed",
+	[SLOT_RECORD_CANCELLED] = "cancelled",
+	[SLOT_RECORD_VERIFIED] = "verified",
+	[SLOT_RECORD_GOOD] = "good",
+	[SLOT_RECORD_BAD] = "bad",
+};
+
+static const struct {
+	const char *word, *text;
+} view_names[_SLOT_VIEW_MAX] = {
+	[SLOT_VIEW_EMPTY] = { "empty", "empty" },
+	[SLOT_VIEW_INSTALLING] = { "installing", "install in progress" },
+	[SLOT_VIEW_INTERRUPTED] = { "interrupted", "install interrupted (content unverified)" },
+	[SLOT_VIEW_FAILED] = { "failed", "install failed (content unverified)" },
+	[SLOT_VIEW_CANCELLED] = { "cancelled", "install cancelled (content unverified)" },
+	[SLOT_VIEW_INSTALLED] = { "installed", "installed, verified, not activated" },
+	[SLOT_VIEW_PENDING] = { "pending", "trial pending (activated, not booted yet)" },
+	[SLOT_VIEW_TRIAL] = { "trial", "on trial (tries used, not marked good)" },
+	[SLOT_VIEW_GOOD] = { "good", "good" },
+	[SLOT_VIEW_BAD] = { "bad", "bad" },
 };
 
 static const char *const health_names[_SLOT_HEALTH_MAX] = {
@@ -57,19 +89,42 @@ const char *slot_health_to_string(enum slot_health h)
 	return h < _SLOT_HEALTH_MAX ? health_names[h] : NULL;
 }
 
+const char *slot_record_to_string(enum slot_record r)
+{
+	return r < _SLOT_RECORD_MAX ? record_names[r] : NULL;
+}
+
+int slot_record_from_string(const char *s)
+{
+	for (size_t i = 1; i < _SLOT_RECORD_MAX; i++)
+		if (!strcmp(record_names[i], s))
+			return (int)i;
+	return -EINVAL;
+}
+
+const char *slot_view_to_string(enum slot_view v)
+{
+	return v < _SLOT_VIEW_MAX ? view_names[v].word : NULL;
+}
+
+const char *slot_view_describe(enum slot_view v)
+{
+	return v < _SLOT_VIEW_MAX ? view_names[v].text : NULL;
+}
+
 void slot_left_var(const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "BOOT_%s_LEFT", name);
 }
 
-bool slot_is_state_var(const char *name)
+void slot_version_var(const char *name, char *buf, size_t len)
 {
-	size_t len = strlen(name);
+	snprintf(buf, len, "FLASHD_%s_VERSION", name);
+}
 
-	if (!strcmp(name, "BOOT_ORDER"))
-		return true;
-	return len > strlen("BOOT__LEFT") && !strncmp(name, "BOOT_", 5) &&
-	       !strcmp(name + len - 5, "_LEFT");
+void slot_record_var(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "FLASHD_%s_STATE", name);
 }
 
 static bool slot_name_valid(const char *s)
@@ -82,6 +137,99 @@ static bool slot_name_valid(const char *s)
 	return true;
 }
 
+static bool has_affix(const char *name, const char *pre, const char *suf)
+{
+	size_t len = strlen(name), lp = strlen(pre), ls = strlen(suf);
+
+	return len > lp + ls && !strncmp(name, pre, lp) && !strcmp(name + len - ls, suf);
+}
+
+bool slot_is_state_var(const char *name)
+{
+	return !strcmp(name, "BOOT_ORDER") || !strcmp(name, SLOT_LAST_GOOD_VAR) ||
+	       has_affix(name, "BOOT_", "_LEFT") || has_affix(name, "FLASHD_", "_STATE");
+}
+
+/* One decimal digit: U-Boot's "test -gt" reads decimal, the script's
+ * setexpr writes hex; they agree on 0..9 only. */
+static int parse_left(const char *s, unsigned *ret)
+{
+	if (!s || !isdigit((unsigned char)s[0]) || s[1])
+		return -EINVAL;
+	*ret = (unsigned)(s[0] - '0');
+	return 0;
+}
+
+static bool group_has(const struct layout_slot_group *g, const char *name, size_t len)
+{
+	if (!g)
+		return true;
+	for (size_t i = 0; i < g->n_slots; i++)
+		if (strlen(g->slots[i].name) == len && !strncmp(g->slots[i].name, name, len))
+			return true;
+	return false;
+}
+
+static int check_order(const struct layout_slot_group *g, const char *v, struct slot_error *err)
+{
+	char name[SLOT_NAME_MAX];
+
+	if (!v || !*v)
+		return slot_fail(err, -EINVAL, "BOOT_ORDER must name at least one slot: unset or "
+				 "empty, the boot script boots every slot, unverified ones too");
+	for (const char *p = v;;) {
+		size_t len = strcspn(p, " ");
+
+		snprintf(name, sizeof(name), "%.*s", (int)MIN(len, sizeof(name) - 1), p);
+		if (!len || len >= SLOT_NAME_MAX || !slot_name_valid(name) ||
+		    !group_has(g, p, len))
+			return slot_fail(err, -EINVAL, "BOOT_ORDER='%s': '%.*s' is not a slot%s%s "
+					 "(slot names separated by single spaces)", v, (int)len, p,
+					 g ? " of group " : "", g ? g->name : "");
+		for (const char *q = v; q < p; q += strcspn(q, " ") + 1)
+			if (strcspn(q, " ") == len && !strncmp(q, p, len))
+				return slot_fail(err, -EINVAL, "BOOT_ORDER='%s': slot %s given "
+						 "twice", v, name);
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+int slot_var_check(const struct layout_slot_group *g, const char *name, const char *value,
+		   struct slot_error *err)
+{
+	unsigned max = g && g->max_tries ? g->max_tries : g ? SLOT_DEFAULT_MAX_TRIES :
+		       SLOT_MAX_TRIES_LIMIT, left;
+	size_t len = strlen(name);
+
+	if (!strcmp(name, "BOOT_ORDER"))
+		return check_order(g, value, err);
+	if (has_affix(name, "BOOT_", "_LEFT")) {
+		if (!group_has(g, name + 5, len - 10))
+			return slot_fail(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
+					 (int)(len - 10), name + 5, g->name);
+		if (value && (parse_left(value, &left) < 0 || left > max))
+			return slot_fail(err, -EINVAL, "%s='%s': tries left must be one decimal "
+					 "number 0..%u (the boot script counts with setexpr, "
+					 "which writes hex)", name, value, max);
+		return 0;
+	}
+	if (has_affix(name, "FLASHD_", "_STATE")) {
+		if (!group_has(g, name + 7, len - 13))
+			return slot_fail(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
+					 (int)(len - 13), name + 7, g->name);
+		if (value && slot_record_from_string(value) < 0)
+			return slot_fail(err, -EINVAL, "%s='%s': not an install record (installing, "
+					 "verified, good, bad, failed, cancelled)", name, value);
+		return 0;
+	}
+	if (!strcmp(name, SLOT_LAST_GOOD_VAR) && value &&
+	    (!slot_name_valid(value) || !group_has(g, value, strlen(value))))
+		return slot_fail(err, -EINVAL, "%s='%s' is not a slot", name, value);
+	return 0;
+}
+
 int slot_find(const struct slot_state *st, const char *name)
 {
 	for (size_t i = 0; i < st->n_slots; i++)
@@ -90,33 +238,42 @@ int slot_find(const struct slot_state *st, const char *name)
 	return -ENOENT;
 }
 
-/* Decimal tries count as U-Boot's "test -gt" reads it. */
-static int parse_left(const char *s, unsigned *ret)
-{
-	char *end;
-	unsigned long v;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > 1000)
-		return -EINVAL;
-	*ret = (unsigned)v;
-	return 0;
-}
-
 static void order_push(struct slot_state *st, size_t idx)
 {
 	st->slots[idx].order_pos = (int)st->n_order;
 	st->order[st->n_order++] = idx;
 }
 
+/* FLASHD_<x>_STATE and whether FLASHD_<x>_VERSION exists. */
+static int load_record(struct slot_info *s, slot_getenv_fn get, void *userdata,
+		       struct slot_error *err)
+{
+	char var[SLOT_NAME_MAX + 16];
+	_cleanup_free_ char *rec = NULL, *ver = NULL;
+	int r;
+
+	slot_record_var(s->name, var, sizeof(var));
+	rec = get(userdata, var);
+	if (rec && *rec) {
+		r = slot_record_from_string(rec);
+		if (r < 0)
+			return slot_fail(err, -EBADMSG, "%s='%s' is not an install record "
+					 "(installing, verified, good, bad, failed, cancelled)",
+					 var, rec);
+		s->record = (enum slot_record)r;
+	}
+	slot_version_var(s->name, var, sizeof(var));
+	ver = get(userdata, var);
+	s->has_version = ver && *ver;
+	return 0;
+}
+
 int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
 		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct slot_error *err)
 {
 	struct slot_state st = { .max_tries = max_tries, .n_slots = n_names };
-	_cleanup_free_ char *order = NULL;
+	_cleanup_free_ char *order = NULL, *last = NULL;
+	int r;
 
 	if (n_names < 1 || n_names > SLOT_MAX)
 		return slot_fail(err, -EINVAL, "%zu slots: 1 to %d supported", n_names, SLOT_MAX);
@@ -134,6 +291,9 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 			return slot_fail(err, -EINVAL, "slot name '%s' given twice", names[i]);
 		snprintf(st.slots[i].name, sizeof(st.slots[i].name), "%s", names[i]);
 		st.slots[i].order_pos = -1;
+		r = load_record(&st.slots[i], get, userdata, err);
+		if (r < 0)
+			return r;
 		slot_left_var(names[i], var, sizeof(var));
 		v = get(userdata, var);
 		if (!v) {
@@ -141,13 +301,19 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 			continue;
 		}
 		if (parse_left(v, &st.slots[i].left) < 0)
-			return slot_fail(err, -EBADMSG, "%s='%s' is not a number of tries", var, v);
+			return slot_fail(err, -EBADMSG, "%s='%s' is not a number of tries (one "
+					 "decimal digit)", var, v);
 		st.slots[i].left_set = true;
 	}
+	last = get(userdata, SLOT_LAST_GOOD_VAR);
+	st.last_good = last ? slot_find(&st, last) : -1;
+	if (st.last_good < 0)
+		st.last_good = -1;
 
 	order = get(userdata, "BOOT_ORDER");
-	st.order_set = order != NULL;
-	if (!order) {
+	/* the script's "test -n" cannot tell empty from unset */
+	st.order_set = order && *order;
+	if (!st.order_set) {
 		for (size_t i = 0; i < st.n_slots; i++)
 			order_push(&st, i);
 	} else {
@@ -260,121 +426,382 @@ static void set_left(struct slot_state *st, size_t slot, unsigned left)
 	st->slots[slot].left_set = true;
 }
 
+static void add_change(struct slot_changes *c, const char *name, const char *value)
+{
+	snprintf(c->vars[c->n].name, sizeof(c->vars[c->n].name), "%s", name);
+	snprintf(c->vars[c->n].value, sizeof(c->vars[c->n].value), "%s", value);
+	c->n++;
+}
+
 /* Every variable that differs between old and new (or is unset in old). */
 static void diff_changes(const struct slot_state *old, const struct slot_state *new,
 			 struct slot_changes *c)
 {
 	char o[sizeof(c->vars[0].value)], n[sizeof(c->vars[0].value)];
+	char var[sizeof(c->vars[0].name)];
 
 	c->n = 0;
 	slot_order_string(old, o, sizeof(o));
 	slot_order_string(new, n, sizeof(n));
-	if (!old->order_set || old->order_foreign || strcmp(o, n)) {
-		snprintf(c->vars[c->n].name, sizeof(c->vars[c->n].name), "BOOT_ORDER");
-		snprintf(c->vars[c->n].value, sizeof(c->vars[c->n].value), "%s", n);
-		c->n++;
-	}
+	/* never an empty BOOT_ORDER: the script would boot every slot */
+	if (new->n_order && (!old->order_set || old->order_foreign || strcmp(o, n)))
+		add_change(c, "BOOT_ORDER", n);
 	for (size_t i = 0; i < new->n_slots; i++) {
 		if (old->slots[i].left_set && old->slots[i].left == new->slots[i].left)
 			continue;
-		slot_left_var(new->slots[i].name, c->vars[c->n].name, sizeof(c->vars[c->n].name));
-		snprintf(c->vars[c->n].value, sizeof(c->vars[c->n].value), "%u",
-			 new->slots[i].left);
-		c->n++;
+		slot_left_var(new->slots[i].name, var, sizeof(var));
+		snprintf(n, sizeof(n), "%u", new->slots[i].left);
+		add_change(c, var, n);
 	}
+	for (size_t i = 0; i < new->n_slots; i++) {
+		if (old->slots[i].record == new->slots[i].record)
+			continue;
+		slot_record_var(new->slots[i].name, var, sizeof(var));
+		add_change(c, var, record_names[new->slots[i].record]);
+	}
+	if (old->last_good != new->last_good && new->last_good >= 0)
+		add_change(c, SLOT_LAST_GOOD_VAR, new->slots[new->last_good].name);
+}
+
+bool slot_verified(const struct slot_state *st, size_t i)
+{
+	const struct slot_info *s = &st->slots[i];
+
+	switch (s->record) {
+	case SLOT_RECORD_VERIFIED:
+	case SLOT_RECORD_GOOD:
+	case SLOT_RECORD_BAD:
+		return true;
+	case SLOT_RECORD_INSTALLING:
+	case SLOT_RECORD_FAILED:
+	case SLOT_RECORD_CANCELLED:
+		return false;
+	case SLOT_RECORD_NONE:
+	case _SLOT_RECORD_MAX:
+		break;
+	}
+	/* legacy: what the bootloader boots is what the board trusted */
+	if (s->order_pos < 0)
+		return false;
+	if (st->order_set || s->has_version)
+		return true;
+	for (size_t k = 0; k < st->n_slots; k++)
+		if (st->slots[k].has_version)
+			return false;
+	return true;
+}
+
+enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_running)
+{
+	const struct slot_info *s = &st->slots[i];
+
+	switch (s->record) {
+	case SLOT_RECORD_INSTALLING:
+		return install_running ? SLOT_VIEW_INSTALLING : SLOT_VIEW_INTERRUPTED;
+	case SLOT_RECORD_FAILED:
+		return SLOT_VIEW_FAILED;
+	case SLOT_RECORD_CANCELLED:
+		return SLOT_VIEW_CANCELLED;
+	case SLOT_RECORD_BAD:
+		return SLOT_VIEW_BAD;
+	case SLOT_RECORD_VERIFIED:
+		if (s->order_pos < 0)
+			return SLOT_VIEW_INSTALLED;
+		return s->left >= st->max_tries ? SLOT_VIEW_PENDING : SLOT_VIEW_TRIAL;
+	case SLOT_RECORD_GOOD:
+		if (s->order_pos < 0)
+			return SLOT_VIEW_BAD;
+		return s->left >= st->max_tries ? SLOT_VIEW_GOOD : SLOT_VIEW_TRIAL;
+	case SLOT_RECORD_NONE:
+	case _SLOT_RECORD_MAX:
+		break;
+	}
+	if (!slot_verified(st, i))
+		return s->has_version ? SLOT_VIEW_BAD : SLOT_VIEW_EMPTY;
+	return s->left >= st->max_tries ? SLOT_VIEW_GOOD : SLOT_VIEW_TRIAL;
+}
+
+/* Slots of BOOT_ORDER other than skip that are verified and not recorded bad. */
+static size_t order_good_others(const struct slot_state *st, size_t skip)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < st->n_order; k++)
+		if (st->order[k] != skip && slot_verified(st, st->order[k]) &&
+		    st->slots[st->order[k]].record != SLOT_RECORD_BAD)
+			n++;
+	return n;
+}
+
+static int need_verified(const struct slot_state *st, enum slot_op op, size_t slot,
+			 struct slot_error *err)
+{
+	const struct slot_info *s = &st->slots[slot];
+
+	if (slot_verified(st, slot))
+		return 0;
+	return slot_fail(err, -EPERM, "%s: slot %s holds no verified image (%s): only a slot "
+			 "whose last install verified can boot; install it first",
+			 op_names[op], s->name, view_names[slot_view_of(st, slot, false)].text);
+}
+
+/* A slot that leaves BOOT_ORDER as a failed install: never leaves the
+ * order empty (the script would boot every slot, this one included). */
+static int drop_install(struct slot_state *n, size_t slot, enum slot_record rec,
+			struct slot_error *err)
+{
+	if (n->slots[slot].order_pos >= 0 && n->n_order == 1)
+		return slot_fail(err, -EBUSY, "slot %s is the last slot in BOOT_ORDER: taking it "
+				 "out would leave nothing to boot (an empty BOOT_ORDER boots "
+				 "every slot)", n->slots[slot].name);
+	remove_from_order(n, slot);
+	set_left(n, slot, 0);
+	n->slots[slot].record = rec;
+	return 0;
+}
+
+static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct slot_error *err)
+{
+	struct slot_info *s = &n->slots[slot];
+	bool in_order = s->order_pos >= 0;
+
+	if (slot_verified(n, slot) || s->record == SLOT_RECORD_NONE)
+		s->record = SLOT_RECORD_BAD;
+	if (!in_order) {
+		set_left(n, slot, 0);
+		return 0;
+	}
+	if ((flags & SLOT_KEEP_LAST) && order_good_others(n, slot) == 0)
+		return 1; /* the best the board has: it stays, recorded bad (degraded) */
+	if (n->n_order == 1)
+		return slot_fail(err, -EBUSY, "refusing to mark slot %s bad: it is the last slot "
+				 "in BOOT_ORDER and the board would have nothing to boot (an "
+				 "empty BOOT_ORDER boots every slot); install and activate "
+				 "another image first", s->name);
+	if (!(flags & SLOT_FORCE) && order_good_others(n, slot) == 0)
+		return slot_fail(err, -EBUSY, "refusing to mark slot %s bad: no other slot in "
+				 "BOOT_ORDER holds a verified image not marked bad (force "
+				 "overrides)", s->name);
+	remove_from_order(n, slot);
+	set_left(n, slot, 0);
+	return 0;
+}
+
+static int rollback(struct slot_state *n, int slot, unsigned flags, struct slot_error *err)
+{
+	int target = -1;
+
+	if (slot < 0) {
+		if (n->n_order == 0)
+			return slot_fail(err, -ENOENT, "rollback: BOOT_ORDER is empty");
+		slot = (int)n->order[0];
+	}
+	for (size_t k = 0; k < n->n_order && target < 0; k++)
+		if (n->order[k] != (size_t)slot && slot_verified(n, n->order[k]))
+			target = (int)n->order[k];
+	if (target < 0 && (flags & SLOT_FORCE))
+		for (size_t i = 0; i < n->n_slots && target < 0; i++)
+			if (i != (size_t)slot && slot_verified(n, i))
+				target = (int)i;
+	if (target < 0)
+		return slot_fail(err, -ENOENT, "rollback from slot %s: no other verified slot in "
+				 "BOOT_ORDER (one marked bad needs force; one whose install did "
+				 "not verify never boots)", n->slots[slot].name);
+	if (n->slots[target].record == SLOT_RECORD_BAD)
+		n->slots[target].record = SLOT_RECORD_VERIFIED;
+	move_first(n, (size_t)target);
+	set_left(n, (size_t)target, n->max_tries);
+	return 0;
+}
+
+static int activate(struct slot_state *n, size_t slot, struct slot_error *err)
+{
+	int r = need_verified(n, SLOT_OP_ACTIVATE, slot, err);
+
+	if (r < 0)
+		return r;
+	/* activating a slot marked bad gives it a new trial */
+	if (n->slots[slot].record == SLOT_RECORD_BAD)
+		n->slots[slot].record = SLOT_RECORD_VERIFIED;
+	move_first(n, slot);
+	set_left(n, slot, n->max_tries);
+	return 0;
+}
+
+static int init_order(struct slot_state *n, struct slot_error *err)
+{
+	size_t idx[SLOT_MAX], k = 0;
+
+	for (size_t i = 0; i < n->n_slots; i++)
+		if (slot_verified(n, i) && n->slots[i].record != SLOT_RECORD_BAD) {
+			idx[k++] = i;
+			set_left(n, i, n->max_tries);
+		}
+	if (!k)
+		return slot_fail(err, -EPERM, "init: no slot holds a verified image not marked "
+				 "bad; install one first");
+	set_order(n, idx, k);
+	return 0;
+}
+
+bool slot_fell_back(const struct slot_state *st, int booted)
+{
+	if (booted < 0 || booted >= (int)st->n_slots || st->slots[booted].order_pos <= 0)
+		return false;
+	for (int k = 0; k < st->slots[booted].order_pos; k++)
+		if (st->slots[st->order[k]].left > 0)
+			return false;
+	return true;
+}
+
+static void fallback(struct slot_state *n, int booted)
+{
+	if (!slot_fell_back(n, booted))
+		return;
+	while (n->order[0] != (size_t)booted) {
+		size_t s = n->order[0];
+
+		if (slot_verified(n, s) || n->slots[s].record == SLOT_RECORD_NONE)
+			n->slots[s].record = SLOT_RECORD_BAD;
+		remove_from_order(n, s);
+	}
+}
+
+/* op on n in place; 1 = kept (degraded), see SLOT_KEEP_LAST. */
+static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned flags,
+		    struct slot_error *err)
+{
+	int r;
+
+	switch (op) {
+	case SLOT_OP_ACTIVATE:
+		return activate(n, (size_t)slot, err);
+	case SLOT_OP_MARK_GOOD:
+		r = need_verified(n, op, (size_t)slot, err);
+		if (r < 0)
+			return r;
+		append_to_order(n, (size_t)slot);
+		set_left(n, (size_t)slot, n->max_tries);
+		n->slots[slot].record = SLOT_RECORD_GOOD;
+		n->last_good = slot;
+		return 0;
+	case SLOT_OP_MARK_BAD:
+		return mark_bad(n, (size_t)slot, flags, err);
+	case SLOT_OP_ROLLBACK:
+		return rollback(n, slot, flags, err);
+	case SLOT_OP_RESET_COUNTERS:
+		for (size_t k = 0; k < n->n_order; k++)
+			set_left(n, n->order[k], n->max_tries);
+		return 0;
+	case SLOT_OP_INIT:
+		return init_order(n, err);
+	case SLOT_OP_INSTALL_BEGIN:
+		if (n->slots[slot].order_pos >= 0 && n->n_order == 1)
+			return slot_fail(err, -EBUSY, "refusing to install into slot %s: it is the "
+					 "last slot in BOOT_ORDER, the only one the board can boot "
+					 "(the booted slot is not in BOOT_ORDER: it failed or was "
+					 "marked bad); reboot into %s, or activate the booted slot "
+					 "if it is good, first", n->slots[slot].name,
+					 n->slots[slot].name);
+		r = drop_install(n, (size_t)slot, SLOT_RECORD_INSTALLING, err);
+		if (r >= 0 && n->last_good == slot)
+			n->last_good = -1;
+		return r;
+	case SLOT_OP_INSTALL_VERIFIED:
+		n->slots[slot].record = SLOT_RECORD_VERIFIED;
+		return 0;
+	case SLOT_OP_INSTALL_ACTIVATE:
+		n->slots[slot].record = SLOT_RECORD_VERIFIED;
+		return activate(n, (size_t)slot, err);
+	case SLOT_OP_INSTALL_FAILED:
+	case SLOT_OP_INSTALL_CANCELLED:
+		if (!(flags & SLOT_FORCE) && n->slots[slot].record != SLOT_RECORD_INSTALLING)
+			return slot_fail(err, -ESTALE, "%s: slot %s is not being installed (%s)",
+					 op_names[op], n->slots[slot].name,
+					 view_names[slot_view_of(n, slot, false)].text);
+		return drop_install(n, (size_t)slot, op == SLOT_OP_INSTALL_FAILED ?
+				    SLOT_RECORD_FAILED : SLOT_RECORD_CANCELLED, err);
+	case SLOT_OP_RETIRE:
+		r = drop_install(n, (size_t)slot, SLOT_RECORD_NONE, err);
+		if (r >= 0 && n->last_good == slot)
+			n->last_good = -1;
+		return r;
+	case SLOT_OP_FALLBACK:
+		fallback(n, slot);
+		return 0;
+	case _SLOT_OP_MAX:
+		break;
+	}
+	return slot_fail(err, -EINVAL, "unknown slot operation %d", (int)op);
+}
+
+static bool op_needs_slot(enum slot_op op)
+{
+	return op != SLOT_OP_ROLLBACK && op != SLOT_OP_RESET_COUNTERS && op != SLOT_OP_INIT;
+}
+
+int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op, int slot,
+			unsigned flags, struct slot_state *ret_state,
+			struct slot_changes *ret_changes, struct slot_error *err)
+{
+	struct slot_state n = *st;
+	int r;
+
+	if (op >= _SLOT_OP_MAX)
+		return slot_fail(err, -EINVAL, "unknown slot operation %d", (int)op);
+	if ((op_needs_slot(op) && slot < 0) || slot >= (int)st->n_slots)
+		return slot_fail(err, -EINVAL, "%s: no such slot (index %d)", op_names[op], slot);
+	if (booted >= 0 && booted < (int)st->n_slots)
+		fallback(&n, booted);
+	r = apply_op(&n, op, slot, flags, err);
+	if (r < 0)
+		return r;
+	if (!n.n_order && st->n_order)
+		return slot_fail(err, -EBUSY, "%s would leave BOOT_ORDER empty", op_names[op]);
+	diff_changes(st, &n, ret_changes);
+	if (op == SLOT_OP_ROLLBACK && ret_changes->n == 0)
+		return slot_fail(err, -EALREADY, "rollback: slot %s is already primary with full "
+				 "tries; nothing to roll back", n.slots[n.order[0]].name);
+	*ret_state = n;
+	return r;
 }
 
 int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
 		 struct slot_state *ret_state, struct slot_changes *ret_changes,
 		 struct slot_error *err)
 {
-	struct slot_state n = *st;
-	bool needs_slot = op == SLOT_OP_ACTIVATE || op == SLOT_OP_MARK_GOOD ||
-			  op == SLOT_OP_MARK_BAD;
-	int target;
-
-	if (op >= _SLOT_OP_MAX)
-		return slot_fail(err, -EINVAL, "unknown slot operation %d", (int)op);
-	if ((needs_slot && slot < 0) || slot >= (int)st->n_slots)
-		return slot_fail(err, -EINVAL, "%s: no such slot (index %d)", op_names[op], slot);
-
-	switch (op) {
-	case SLOT_OP_ACTIVATE:
-		move_first(&n, (size_t)slot);
-		set_left(&n, (size_t)slot, n.max_tries);
-		break;
-	case SLOT_OP_MARK_GOOD:
-		append_to_order(&n, (size_t)slot);
-		set_left(&n, (size_t)slot, n.max_tries);
-		break;
-	case SLOT_OP_MARK_BAD:
-		if (!(flags & SLOT_FORCE) && st->slots[slot].order_pos >= 0 && st->n_order == 1)
-			return slot_fail(err, -EBUSY, "refusing to mark slot %s bad: it is the "
-					 "last slot in BOOT_ORDER (force overrides)",
-					 st->slots[slot].name);
-		remove_from_order(&n, (size_t)slot);
-		set_left(&n, (size_t)slot, 0);
-		break;
-	case SLOT_OP_ROLLBACK:
-		if (slot < 0) {
-			if (st->n_order == 0)
-				return slot_fail(err, -ENOENT, "rollback: BOOT_ORDER is empty");
-			slot = (int)st->order[0];
-		}
-		target = -1;
-		for (size_t k = 0; k < st->n_order && target < 0; k++)
-			if (st->order[k] != (size_t)slot)
-				target = (int)st->order[k];
-		if (target < 0 && (flags & SLOT_FORCE))
-			for (size_t i = 0; i < st->n_slots && target < 0; i++)
-				if (i != (size_t)slot)
-					target = (int)i;
-		if (target < 0)
-			return slot_fail(err, -ENOENT, "rollback from slot %s: no other slot in "
-					 "BOOT_ORDER (one marked bad needs force)",
-					 st->slots[slot].name);
-		move_first(&n, (size_t)target);
-		set_left(&n, (size_t)target, n.max_tries);
-		break;
-	case SLOT_OP_RESET_COUNTERS:
-		for (size_t k = 0; k < n.n_order; k++)
-			set_left(&n, n.order[k], n.max_tries);
-		break;
-	case SLOT_OP_INIT: {
-		size_t idx[SLOT_MAX];
-		for (size_t i = 0; i < n.n_slots; i++) {
-			idx[i] = i;
-			set_left(&n, i, n.max_tries);
-		}
-		set_order(&n, idx, n.n_slots);
-		break;
-	}
-	case _SLOT_OP_MAX:
-		break;
-	}
-	diff_changes(st, &n, ret_changes);
-	*ret_state = n;
-	return 0;
+	return slot_compute_booted(st, -1, op, slot, flags, ret_state, ret_changes, err);
 }
 
 void slot_status_compute(const struct slot_state *st, int booted, const char *booted_by,
 			 struct slot_status *ret)
 {
+	struct slot_state n, n2;
+	struct slot_changes ch;
 	struct slot_status s = {
 		.booted = booted >= 0 && booted < (int)st->n_slots ? booted : -1,
 		.primary = st->n_order ? (int)st->order[0] : -1,
-		.next = slot_next_boot(st),
+		.last_good = st->last_good,
 	};
+	int next = slot_boot_select(st, &n, &ch);
 
-	if (s.next < 0)
-		s.next = -1;
+	/* what the script boots, after its counter reset if it comes to that */
+	if (next == -EAGAIN) {
+		s.next_after_reset = true;
+		next = slot_boot_select(&n, &n2, &ch);
+	}
+	s.next = next >= 0 ? next : -1;
+	for (size_t k = 0; k < st->n_order; k++)
+		if (st->slots[st->order[k]].record == SLOT_RECORD_BAD)
+			s.degraded = true;
 	if (s.booted >= 0) {
+		const struct slot_info *b = &st->slots[s.booted];
+
 		s.booted_by = booted_by;
-		s.on_trial = st->slots[s.booted].left < st->max_tries;
-		/* the primary was tried (used tries) and the script moved on; a
-		 * primary with all its tries was activated after this boot */
-		s.fell_back = s.primary >= 0 && s.booted != s.primary &&
-			      st->slots[s.primary].left < st->max_tries;
+		s.on_trial = b->order_pos >= 0 && b->left < st->max_tries;
+		/* the primaries before it ran out of tries and the script moved
+		 * on; a primary with tries was activated after this boot */
+		s.fell_back = slot_fell_back(st, s.booted);
 		s.switch_pending = s.primary >= 0 && s.booted != s.primary && !s.fell_back;
 		s.needs_health_check = s.on_trial;
 	}
@@ -533,7 +960,8 @@ int slot_apply(struct env *e, const struct slot_changes *c, struct env_error *er
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < c->n; i++) {
-		r = env_txn_set(t, c->vars[i].name, c->vars[i].value);
+		/* "" deletes (a record going back to none); BOOT_ORDER is never "" */
+		r = env_txn_set(t, c->vars[i].name, c->vars[i].value[0] ? c->vars[i].value : NULL);
 		if (r < 0)
 			return r;
 	}
@@ -666,26 +1094,39 @@ int slot_bootscript(const struct layout *l, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+/* The script never rewrites a BOOT_ORDER that is set (names it does not
+ * know stay in it); it saves only the default of an unset one. */
+static void keep_order_as_is(const struct slot_state *st, struct slot_changes *c)
+{
+	if (!st->order_set || !c->n || strcmp(c->vars[0].name, "BOOT_ORDER"))
+		return;
+	memmove(&c->vars[0], &c->vars[1], (c->n - 1) * sizeof(c->vars[0]));
+	c->n--;
+}
+
 int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
 		     struct slot_changes *ret_changes)
 {
 	struct slot_state n = *st;
 	int i = slot_next_boot(st);
 
+	/* the script's defaults (unset or empty variables) are saved too */
+	n.order_set = true;
+	for (size_t k = 0; k < n.n_slots; k++)
+		n.slots[k].left_set = true;
 	if (i < 0) {
 		/* the script gives the slots in BOOT_ORDER full tries, saves,
 		 * resets; slots out of the order (bad) stay out */
 		for (size_t k = 0; k < n.n_order; k++)
 			set_left(&n, n.order[k], n.max_tries);
-		n.order_set = true;
 		diff_changes(st, &n, ret_changes);
+		keep_order_as_is(st, ret_changes);
 		*ret_state = n;
-		return -EAGAIN;
+		return n.n_order ? -EAGAIN : -ELOOP;
 	}
 	set_left(&n, i, n.slots[i].left - 1);
-	if (!n.order_set) /* the script's setenv of the default is saved too */
-		n.order_set = true;
 	diff_changes(st, &n, ret_changes);
+	keep_order_as_is(st, ret_changes);
 	*ret_state = n;
 	return i;
 }

@@ -1,6 +1,16 @@
 /* A/B slot state in the U-Boot env, RAUC-compatible: BOOT_ORDER ("A B",
  * first = primary) and BOOT_<x>_LEFT (tries left; the boot script
- * decrements before booting, mark-good restores the maximum).
+ * decrements before booting, mark-good restores the maximum), plus what
+ * flashd knows of each slot's content: FLASHD_<x>_STATE (the install
+ * record, enum slot_record) and FLASHD_LAST_GOOD (the slot marked good
+ * last). The record goes into the same store as the BOOT_ORDER/LEFT
+ * change it belongs to.
+ *
+ * Invariants the operations keep (docs/boot-contract.md):
+ *   - a slot enters BOOT_ORDER only when verified (slot_verified());
+ *   - BOOT_ORDER is never written empty (the boot script reads an empty
+ *     one as "every slot", unverified ones included);
+ *   - slot_boot_select() does exactly what the shipped boot script does.
  *
  * The state logic is pure: slot_state_load() parses the variables through
  * a getter, slot_compute() gives the new state and the variable changes
@@ -26,19 +36,73 @@ struct slot_error {
 	char msg[256];
 };
 
+/* Operations; every one refuses (-EPERM) to put an unverified slot into
+ * BOOT_ORDER and (-EBUSY) to leave BOOT_ORDER empty. */
 enum slot_op {
-	SLOT_OP_ACTIVATE,       /* slot first in BOOT_ORDER, full tries */
-	SLOT_OP_MARK_GOOD,      /* full tries (back into BOOT_ORDER, last, if it was out) */
-	SLOT_OP_MARK_BAD,       /* out of BOOT_ORDER, 0 tries */
-	SLOT_OP_ROLLBACK,       /* the other slot (first one in BOOT_ORDER that is not slot) primary */
+	SLOT_OP_ACTIVATE,       /* verified slot first in BOOT_ORDER, full tries */
+	SLOT_OP_MARK_GOOD,      /* verified slot: full tries, record good, FLASHD_LAST_GOOD
+				 * (back into BOOT_ORDER, last, if it was out) */
+	SLOT_OP_MARK_BAD,       /* out of BOOT_ORDER, 0 tries, record bad; never the last
+				 * slot of BOOT_ORDER (SLOT_KEEP_LAST: kept there instead) */
+	SLOT_OP_ROLLBACK,       /* from slot (-1 = the primary): the first other verified
+				 * slot of BOOT_ORDER (force: any other verified slot) becomes
+				 * primary with full tries; -EALREADY when nothing changes */
 	SLOT_OP_RESET_COUNTERS, /* full tries for every slot in BOOT_ORDER */
-	SLOT_OP_INIT,           /* every slot in BOOT_ORDER (layout order), full tries */
+	SLOT_OP_INIT,           /* every verified slot in BOOT_ORDER (layout order), full tries */
+	SLOT_OP_INSTALL_BEGIN,  /* install: out of BOOT_ORDER, 0 tries, record installing;
+				 * refused for the last slot of BOOT_ORDER */
+	SLOT_OP_INSTALL_VERIFIED, /* install --no-activate: record verified, stays out */
+	SLOT_OP_INSTALL_ACTIVATE, /* install: record verified and activate */
+	SLOT_OP_INSTALL_FAILED,   /* install failed: record failed, out of BOOT_ORDER, 0 tries;
+				   * -ESTALE when the record is not installing (force: the
+				   * install that stored installing knows better) */
+	SLOT_OP_INSTALL_CANCELLED, /* same, record cancelled */
+	SLOT_OP_RETIRE,         /* provisioning left the slot unwritten: out of BOOT_ORDER,
+				 * 0 tries, no record, no version (status: empty) */
+	SLOT_OP_FALLBACK,       /* slot = the booted one: the slots the boot script skipped
+				 * before it (no tries left) leave BOOT_ORDER, record bad */
 	_SLOT_OP_MAX,
 };
 
 enum {
-	/* mark-bad of the last slot in BOOT_ORDER, rollback to a slot marked bad */
+	/* rollback to a verified slot out of BOOT_ORDER; mark-bad of a slot
+	 * when no other verified slot is left in BOOT_ORDER (never the last
+	 * slot of BOOT_ORDER: nothing overrides that) */
 	SLOT_FORCE = 1 << 0,
+	/* mark-bad by the health check: the last slot of BOOT_ORDER (or the
+	 * last one not recorded bad) stays in it, recorded bad: the board
+	 * is "degraded" but keeps booting its best image; slot_compute()
+	 * returns 1 then */
+	SLOT_KEEP_LAST = 1 << 1,
+};
+
+/* FLASHD_<x>_STATE */
+enum slot_record {
+	SLOT_RECORD_NONE,       /* unset: never written by this flashd (legacy, see slot_verified) */
+	SLOT_RECORD_INSTALLING, /* an install marked it bad and writes it ("interrupted" when
+				 * no install runs) */
+	SLOT_RECORD_FAILED,     /* the last install failed: content unverified */
+	SLOT_RECORD_CANCELLED,  /* the last install was cancelled: content unverified */
+	SLOT_RECORD_VERIFIED,   /* the last install verified; not marked good since */
+	SLOT_RECORD_GOOD,       /* verified, booted and marked good */
+	SLOT_RECORD_BAD,        /* verified, marked bad (health check, operator, fallback) */
+	_SLOT_RECORD_MAX,
+};
+
+/* What status calls a slot: the one place these words are made, used by
+ * the daemon's GetStatus and by offline flashctl alike. */
+enum slot_view {
+	SLOT_VIEW_EMPTY,        /* nothing installed */
+	SLOT_VIEW_INSTALLING,   /* an install is writing it */
+	SLOT_VIEW_INTERRUPTED,  /* an install began and never ended (power cut, killed) */
+	SLOT_VIEW_FAILED,       /* install failed */
+	SLOT_VIEW_CANCELLED,    /* install cancelled */
+	SLOT_VIEW_INSTALLED,    /* verified, not activated (out of BOOT_ORDER) */
+	SLOT_VIEW_PENDING,      /* activated, full tries, never booted since: trial pending */
+	SLOT_VIEW_TRIAL,        /* in BOOT_ORDER, tries used, not marked good since */
+	SLOT_VIEW_GOOD,         /* in BOOT_ORDER, marked good, full tries */
+	SLOT_VIEW_BAD,          /* marked bad (out of BOOT_ORDER, or kept as the last one) */
+	_SLOT_VIEW_MAX,
 };
 
 enum slot_health {
@@ -54,6 +118,8 @@ struct slot_info {
 	unsigned left;          /* BOOT_<x>_LEFT (max_tries when unset, as the boot script does) */
 	bool left_set;          /* the variable exists */
 	int order_pos;          /* position in BOOT_ORDER, -1 = not in it */
+	enum slot_record record; /* FLASHD_<x>_STATE */
+	bool has_version;       /* FLASHD_<x>_VERSION is set */
 };
 
 struct slot_state {
@@ -62,9 +128,13 @@ struct slot_state {
 	struct slot_info slots[SLOT_MAX];
 	size_t n_order;
 	size_t order[SLOT_MAX]; /* slot indices, BOOT_ORDER order */
-	bool order_set;         /* BOOT_ORDER exists (unset = all slots, as the script does) */
+	bool order_set;         /* BOOT_ORDER is set and not empty (unset or empty = all
+				 * slots, as the script does) */
 	bool order_foreign;     /* BOOT_ORDER named something that is not a slot (ignored) */
+	int last_good;          /* FLASHD_LAST_GOOD: slot index, -1 = unset */
 };
+
+#define SLOT_CHANGES_MAX (2 * SLOT_MAX + 2)
 
 /* The variables one operation writes; all of them go into one store. */
 struct slot_changes {
@@ -72,26 +142,34 @@ struct slot_changes {
 	struct {
 		char name[SLOT_NAME_MAX + 16];
 		char value[SLOT_MAX * (SLOT_NAME_MAX + 1) + 1];
-	} vars[SLOT_MAX + 1];
+	} vars[SLOT_CHANGES_MAX];
 };
 
 struct slot_status {
 	int booted;             /* slot index, -1 = unknown */
 	const char *booted_by;  /* "flashd.slot", "rauc.slot", "root" or NULL */
 	int primary;            /* first in BOOT_ORDER, -1 = empty order */
-	int next;               /* what U-Boot picks next boot, -1 = none (it resets counters) */
+	int next;               /* what the boot script boots next (after its counter reset
+				 * when none has tries left); -1 = none: BOOT_ORDER names no slot */
+	bool next_after_reset;  /* no slot has tries left: the script resets the counters
+				 * and the board once before booting next */
 	bool on_trial;          /* the booted slot has used tries (not marked good) */
 	bool fell_back;         /* the booted slot is not first in BOOT_ORDER, whose primary used tries */
 	bool switch_pending;    /* another slot was activated (full tries): it boots next */
-	bool needs_health_check; /* on trial: run the health check, then mark-good or mark-bad */
+	bool needs_health_check; /* the booted slot is in BOOT_ORDER with tries used (0 = its
+				  * last try): run the health check, then mark-good or mark-bad */
+	bool degraded;          /* BOOT_ORDER holds a slot recorded bad: kept because no other
+				 * verified slot could boot */
+	int last_good;          /* FLASHD_LAST_GOOD, -1 = none */
 };
 
 /* Returns a malloc'd value or NULL when unset (env_get_dup fits). */
 typedef char *(*slot_getenv_fn)(void *userdata, const char *name);
 
 /* Parse. names: the slot names (1..SLOT_MAX, [A-Za-z0-9_]); max_tries
- * 1..SLOT_MAX_TRIES_LIMIT. A BOOT_<x>_LEFT that is not a number is
- * -EBADMSG with err naming it. */
+ * 1..SLOT_MAX_TRIES_LIMIT. A BOOT_<x>_LEFT that is not one decimal digit
+ * (what the script's setexpr counts right) or an unknown FLASHD_<x>_STATE
+ * is -EBADMSG with err naming it. */
 int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
 		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct slot_error *err);
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
@@ -101,21 +179,58 @@ int slot_find(const struct slot_state *st, const char *name); /* index or -ENOEN
 int slot_next_boot(const struct slot_state *st);              /* index or -ENOENT */
 enum slot_health slot_health_of(const struct slot_state *st, size_t i);
 const char *slot_health_to_string(enum slot_health h);
+const char *slot_record_to_string(enum slot_record r); /* "" for NONE */
+int slot_record_from_string(const char *s);            /* -EINVAL if unknown */
+/* The slot's content passed read-back verification: record verified, good
+ * or bad; a slot with no record (a board flashd never installed to: RAUC,
+ * a factory image, 'slot init') counts when it is in BOOT_ORDER, unless
+ * BOOT_ORDER is unset and another slot has a version this one lacks (an
+ * old flashd emptied BOOT_ORDER while writing it). */
+bool slot_verified(const struct slot_state *st, size_t i);
+/* The status word of slot i; install_running: an install is writing now
+ * (false turns "installing" into "interrupted"). */
+enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_running);
+const char *slot_view_to_string(enum slot_view v);  /* "trial" (JSON) */
+const char *slot_view_describe(enum slot_view v);   /* "on trial (booted, not marked good)" */
 const char *slot_op_to_string(enum slot_op op);
 int slot_op_from_string(const char *s); /* -EINVAL if unknown */
 /* "A B" */
 void slot_order_string(const struct slot_state *st, char *buf, size_t len);
 /* "BOOT_A_LEFT" */
 void slot_left_var(const char *name, char *buf, size_t len);
-/* Variables this module owns (BOOT_ORDER, BOOT_<x>_LEFT): env set refuses
- * them without --force. */
+/* "FLASHD_A_VERSION": the version an install verified into the slot */
+void slot_version_var(const char *name, char *buf, size_t len);
+/* "FLASHD_A_STATE" */
+void slot_record_var(const char *name, char *buf, size_t len);
+#define SLOT_LAST_GOOD_VAR "FLASHD_LAST_GOOD"
+/* Variables this module owns (BOOT_ORDER, BOOT_<x>_LEFT, FLASHD_<x>_STATE,
+ * FLASHD_LAST_GOOD): env set refuses them without --force. */
 bool slot_is_state_var(const char *name);
+/* Even with --force a state variable must read as the boot script and
+ * this module read it: BOOT_ORDER = known slot names separated by single
+ * spaces (never empty or unset: that means "every slot"), BOOT_<x>_LEFT =
+ * one decimal digit 0..max tries (or unset), FLASHD_<x>_STATE = a record
+ * word, FLASHD_LAST_GOOD = a slot. g NULL: slot names and max tries are
+ * not known, only the form is checked. value NULL = delete. -EINVAL with
+ * err saying why; 0 for variables that are not slot state. */
+int slot_var_check(const struct layout_slot_group *g, const char *name, const char *value,
+		   struct slot_error *err);
 
 /* Compute op on slot (index; -1 where the op takes none, for rollback =
- * "from the primary"). Fills the new state and the changes; st untouched. */
+ * "from the primary"). Fills the new state and the changes; st untouched.
+ * 0 done, 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). */
 int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
 		 struct slot_state *ret_state, struct slot_changes *ret_changes,
 		 struct slot_error *err);
+/* The booted slot fell back (slot_status.fell_back): the primaries the
+ * boot script skipped are out of tries. */
+bool slot_fell_back(const struct slot_state *st, int booted);
+/* slot_compute() after SLOT_OP_FALLBACK for booted (when it fell back),
+ * both in the one store: an operation never leaves an exhausted primary
+ * in BOOT_ORDER to lock the board onto. booted -1 = unknown. */
+int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op, int slot,
+			unsigned flags, struct slot_state *ret_state,
+			struct slot_changes *ret_changes, struct slot_error *err);
 void slot_status_compute(const struct slot_state *st, int booted, const char *booted_by,
 			 struct slot_status *ret);
 
@@ -130,15 +245,18 @@ int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
 int slot_booted(const char *path, const struct layout *l, const struct layout_slot_group *g,
 		const char **ret_by, struct slot_error *err);
 
-/* The boot script's choice at power-on: the first slot in BOOT_ORDER
- * with tries left gets its counter decremented (the changes the script
- * saves before booting); returns its index. With none left, the changes
- * restore every slot with full tries and -EAGAIN says the board resets.
- * Used to simulate reboots on the simulator and in tests. */
+/* The boot script's choice at power-on, exactly (the script is the
+ * reference): unset or empty BOOT_ORDER / BOOT_<x>_LEFT take the defaults
+ * (saved with the decrement); the first slot in BOOT_ORDER with tries left
+ * gets its counter decremented (the changes the script saves before
+ * booting); returns its index. With none left, the changes restore the
+ * slots of BOOT_ORDER with full tries and -EAGAIN says the board resets;
+ * when BOOT_ORDER names no slot at all that repeats forever (-ELOOP, no
+ * changes). Used to simulate reboots on the simulator and in tests. */
 int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
 		     struct slot_changes *ret_changes);
 
-/* Write c with one env transaction. */
+/* Write c with one env transaction (an empty value deletes the variable). */
 int slot_apply(struct env *e, const struct slot_changes *c, struct env_error *err);
 
 /* The U-Boot hush boot script for layout l's first slot group (see

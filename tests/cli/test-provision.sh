@@ -57,6 +57,12 @@ for board in nandsim-128m nor-router-16m; do
 		check "$board: bad block reported in the overlay" grep -qE "rootfs_data .*\[1 bad\]" "$T/out"
 		check "$board: bootloader bytes kept" [ "$(dd if="$S" bs=1 skip=4096 count=5 2>/dev/null)" = UBOOT ]
 	fi
+	# the install records (issue 13): A verified, activated, never booted;
+	# B never written
+	$fc --json slot status --layout "$L" --target "sim:$S" > "$T/slots.json"
+	check "$board: slot A is 'pending', B 'empty'" python3 -c 'import json,sys
+s=json.load(open(sys.argv[1]))["slots"]
+assert [x["state"] for x in s] == ["pending", "empty"], s' "$T/slots.json"
 	# the boot script's choice
 	sel=$($fc slot boot-select --layout "$L" --target "sim:$S")
 	check "$board: boot selection picks A ($sel)" [ "$sel" = flashd.slot=A ]

@@ -15,7 +15,7 @@ start_daemon
 # ---- status before anything was installed ----
 fctl --json status > "$T/st0.json" || fail "flashctl --json status: exit $?"
 expect_fields "$T/st0.json" <<EOF
-. {KEYS} layout board compatible slots booted trial fallback switch_pending next last_install overlay flash allow_unsigned operation
+. {KEYS} layout board compatible slots booted trial fallback switch_pending next next_after_reset degraded last_good last_install overlay flash allow_unsigned operation
 layout $LAYOUT
 board nandsim 128 MiB NAND (demo and test board)
 compatible flashd,nandsim-128m
@@ -108,6 +108,7 @@ t1=$(date +%s)
 fctl --json status > "$T/st1.json" || fail "status after install"
 expect_fields "$T/st1.json" <<EOF
 slots.1.version 1.0
+slots.1.state pending
 slots.1.tries_left 3
 slots.1.priority 0
 slots.0.priority 1
@@ -275,7 +276,7 @@ parameters.slot A
 EOF
 fctl --json status > "$T/st5.json"
 expect_fields "$T/st5.json" <<EOF
-slots.0.state empty
+slots.0.state bad
 slots.0.tries_left 0
 slots.0.priority null
 next B

@@ -12,7 +12,7 @@
 #       and the U-Boot env is unchanged -- except for corruptions that can
 #       only be found while the payload streams (hash, gzip, truncation),
 #       after which the target slot B is legitimately marked bad: then only
-#       BOOT_ORDER, BOOT_B_LEFT and FLASHD_B_VERSION may differ, B must be
+#       BOOT_ORDER, BOOT_B_LEFT, FLASHD_B_VERSION and FLASHD_B_STATE (failed) may differ, B must be
 #       out of BOOT_ORDER with 0 tries, and the booted slot A untouched.
 # At the end the same daemon still answers status and installs the good
 # bundle. Exit 77 when a tool is missing.
@@ -152,7 +152,7 @@ T = sys.argv[1]
 rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(T, "results.tsv"))]
 bad = 0
 refused = untouched = marked_bad = 0
-allowed = {"BOOT_ORDER", "BOOT_B_LEFT", "FLASHD_B_VERSION"}
+allowed = {"BOOT_ORDER", "BOOT_B_LEFT", "FLASHD_B_VERSION", "FLASHD_B_STATE"}
 for i, (name, stage, rc) in enumerate(rows, 1):
     err = open(os.path.join(T, f"inst.{i}.err"), errors="replace").read().strip()
     before = json.load(open(os.path.join(T, f"env.{i - 1}")))["variables"]
@@ -174,7 +174,9 @@ for i, (name, stage, rc) in enumerate(rows, 1):
         bad += 1
         continue
     order = after.get("BOOT_ORDER", "").split()
-    if not diff <= allowed or "B" in order or after.get("BOOT_B_LEFT") != "0" or "A" not in order:
+    # the install record says failed (docs/boot-contract.md)
+    if not diff <= allowed or "B" in order or after.get("BOOT_B_LEFT") != "0" or \
+       "A" not in order or after.get("FLASHD_B_STATE") != "failed":
         print(f"FAIL: install {name}: env after a payload refusal is not 'B marked bad': "
               + ", ".join(f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in sorted(diff)))
         bad += 1

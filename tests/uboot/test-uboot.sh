@@ -126,6 +126,21 @@ for scr in "$top_srcdir"/layouts/*.bootscr; do
 	run_case "none left, A marked bad: only BOOT_ORDER's slots reset" \
 		"BOOT_ORDER=B;BOOT_A_LEFT=0;BOOT_B_LEFT=0" \
 		"resetting the counters of BOOT_ORDER \\(B\\)" "FLASHD-BOOT"
+	# issue 13 policy (slot_boot_select mirrors each, tests/unit/test-slot.c):
+	# an empty BOOT_ORDER is an unset one, every slot (flashd never writes it)
+	run_case "empty BOOT_ORDER boots every slot, A first" "BOOT_ORDER=;BOOT_A_LEFT=3;BOOT_B_LEFT=3" \
+		"FLASHD-BOOT slot=A left=2,3 "
+	# names the script does not know are skipped, the order is kept
+	run_case "unknown names skipped" "BOOT_ORDER=C B;BOOT_A_LEFT=3;BOOT_B_LEFT=3" \
+		"FLASHD-BOOT slot=B left=3,2 "
+	# after a fallback flashd took the exhausted B out: A, never B
+	run_case "fallback recorded: A only" \
+		"BOOT_ORDER=A;BOOT_A_LEFT=2;BOOT_B_LEFT=0;FLASHD_B_STATE=bad" \
+		"FLASHD-BOOT slot=A left=1,0 "
+	# degraded: the last slot stays in the order, recorded bad, and boots
+	run_case "degraded board keeps booting its last slot" \
+		"BOOT_ORDER=A;BOOT_A_LEFT=1;BOOT_B_LEFT=0;FLASHD_A_STATE=bad" \
+		"FLASHD-BOOT slot=A left=0,0 "
 done
 [ "$n" -gt 0 ] || { echo "FAIL: no layouts/*.bootscr"; exit 1; }
 exit $fail

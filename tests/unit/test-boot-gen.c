@@ -439,6 +439,25 @@ static void test_hostile_keep_corpus(void **state)
 	assert_writable("ov/gen-B-2/upper/etc/config");
 }
 
+/* Issue 14.3: one relative line in any keep.d file failed the whole
+ * generation (and with it the writable root). It is skipped and named. */
+static void test_relative_line_skipped(void **state)
+{
+	struct boot_gen_result res;
+	char err[512] = "";
+	_cleanup_free_ char *t = NULL;
+
+	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	put("rom/etc/flashd/keep.d/10-x", "etc/relative\n/etc/keep\n");
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	put("ov/gen-A-1/upper/etc/keep", "kept\n");
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(res.keep_rejected, 1);
+	assert_non_null(strstr(res.note, "keep.d/10-x:1:"));
+	t = get("ov/gen-B-2/upper/etc/keep");
+	assert_string_equal(t, "kept\n");
+}
+
 static void test_name(void **state)
 {
 	char buf[64];
@@ -631,6 +650,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keep_star_never_dot_or_dotdot, setup, teardown),
 		cmocka_unit_test(test_keep_parse_dots),
 		cmocka_unit_test(test_name_collisions),
+		cmocka_unit_test_setup_teardown(test_relative_line_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_keep_corpus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_validated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_big_xattr, setup, teardown),

@@ -35,6 +35,7 @@
 static void *key_trusted, *key_untrusted;
 static struct keyring *ring;
 static char *cmdline_a;
+static char *cmdline_factory; /* no slot named: a board provisioned from outside */
 
 static void sha256(const void *p, size_t n, uint8_t out[32])
 {
@@ -80,6 +81,8 @@ static int group_setup(void **state)
 	assert_int_equal(keyring_count(ring), 1);
 	cmdline_a = th_path("cmdline-a");
 	th_write(cmdline_a, "console=ttyS0,115200 flashd.slot=A ro\n", 39);
+	cmdline_factory = th_path("cmdline-factory");
+	th_write(cmdline_factory, "console=ttyS0\n", 14);
 	setenv("SOURCE_DATE_EPOCH", "1767225600", 1);
 	free(ring_dir);
 	free(other);
@@ -96,6 +99,7 @@ static int group_teardown(void **state)
 	bundle_key_free(key_untrusted);
 	keyring_free(ring);
 	free(cmdline_a);
+	free(cmdline_factory);
 	return 0;
 }
 
@@ -314,6 +318,8 @@ static const struct env_var base_vars[] = {
 	{ "BOOT_B_LEFT", "3" },
 	{ "FLASHD_A_VERSION", "1.0" },
 	{ "FLASHD_B_VERSION", "0.9" },
+	{ "FLASHD_A_STATE", "verified" },
+	{ "FLASHD_B_STATE", "verified" },
 };
 
 static char *env_dump(struct rig *r);
@@ -482,12 +488,18 @@ static void expect_env(struct rig *r, const char *want, const char *ctx)
 	free(got);
 }
 
-/* The state right after the engine marked slot B bad (the only store a
- * failed install makes). */
-static char *env_b_marked_bad(struct rig *r)
+/* The state after a failed install of slot B: out of BOOT_ORDER, no
+ * version, its install record rec ("installing" when the end could not be
+ * recorded: a power cut). */
+static char *env_b_record(struct rig *r, const char *rec)
 {
 	return env_with(r->base_env, "BOOT_ORDER", "A", "BOOT_B_LEFT", "0",
-			"FLASHD_B_VERSION", NULL, NULL);
+			"FLASHD_B_VERSION", NULL, "FLASHD_B_STATE", rec, NULL);
+}
+
+static char *env_b_marked_bad(struct rig *r)
+{
+	return env_b_record(r, "failed");
 }
 
 /* Raw bytes of the env copies in the simulator file. */
@@ -713,7 +725,7 @@ static void expect_installed_b(struct rig *r, const char *version, const struct 
 			       const struct image *kernel)
 {
 	char *want = env_with(r->base_env, "BOOT_ORDER", "B A", "BOOT_B_LEFT", "3",
-			      "FLASHD_B_VERSION", version, NULL);
+			      "FLASHD_B_VERSION", version, "FLASHD_B_STATE", "verified", NULL);
 
 	/* U-Boot picks B, and B holds exactly the image bytes */
 	assert_int_equal(boot_pick(r), 1);
@@ -981,6 +993,63 @@ static void test_refusals(void **state)
 	}
 	printf("install refusals: %zu cases\n", ELEMENTSOF(cases));
 
+	/* issue 13 item 1: the booted slot is never a target, whatever the
+	 * bundle; refused before any store */
+	for (int corrupt = 0; corrupt < 2; corrupt++) {
+		struct rres res;
+		char *bad = corrupt ? mutate_bundle(good, "ref-payload-a.fbd",
+						    payload + rootfs.len / 2, 0x01, 0) : strdup(good);
+		uint8_t *raw;
+		size_t len;
+		int k = run_install(&r, bad, &(struct ropts){ .slot = "A" }, &res);
+
+		if (k != -EBUSY || !strstr(res.err.msg, "it is the booted slot"))
+			fail_msg("install into the booted slot: got %d \"%s\"", k, res.err.msg);
+		raw = env_raw(&r, &len);
+		assert_memory_equal(raw, raw0, len);
+		assert_int_equal(res.stats.bytes_written, 0);
+		free(raw);
+		free(bad);
+	}
+
+	/* issue 13 item 13: booted B failed its health check (out of
+	 * BOOT_ORDER="A"): the inactive slot A is the only one left to boot */
+	{
+		char *cmd_b = th_path("cmdline-b"), *only_a;
+		struct env *e = NULL;
+		struct env_txn *t = NULL;
+		struct env_error eerr = { "" };
+		struct rres res;
+		uint8_t *raw1, *raw;
+		size_t len;
+		int k;
+
+		th_write(cmd_b, "flashd.slot=B\n", 14);
+		assert_int_equal(env_open_layout(r.l, r.target, NULL, 0, &e, &eerr), 0);
+		assert_int_equal(env_txn_new(e, &t), 0);
+		assert_int_equal(env_txn_set(t, "BOOT_ORDER", "A"), 0);
+		assert_int_equal(env_txn_set(t, "BOOT_B_LEFT", "0"), 0);
+		assert_int_equal(env_txn_set(t, "FLASHD_B_STATE", "bad"), 0);
+		assert_int_equal(env_txn_commit(t, &eerr), 0);
+		env_txn_free(t);
+		env_close(e);
+		only_a = env_dump(&r);
+		raw1 = env_raw(&r, &len);
+		k = run_install(&r, good, &(struct ropts){ .cmdline = cmd_b }, &res);
+		if (k != -EBUSY || !strstr(res.err.msg, "last slot in BOOT_ORDER"))
+			fail_msg("install into the last slot of BOOT_ORDER: got %d \"%s\"", k,
+				 res.err.msg);
+		raw = env_raw(&r, &len);
+		assert_memory_equal(raw, raw1, len);
+		expect_env(&r, only_a, "install into the only bootable slot refused");
+		assert_int_equal(boot_pick(&r), 0);
+		free(raw);
+		free(raw1);
+		free(only_a);
+		free(cmd_b);
+		env_raw_restore(&r, raw0);
+	}
+
 	free(raw0);
 	free(marked_bad);
 	free(good);
@@ -1232,7 +1301,7 @@ struct matrix {
 	struct image old_b, old_a, old_kernel, rootfs, kernel;
 	char *bundle;
 	struct snap snap;
-	char *env_failed, *env_done;
+	char *env_failed, *env_cut, *env_done, *env_verified;
 	uint64_t ops;
 	unsigned points, recovered;
 };
@@ -1257,7 +1326,15 @@ static void matrix_check(struct matrix *x, int k, const struct rres *res, const 
 	if (res->stats.erases != sim_info(r).cnt.erases - erases_before)
 		fail_msg("%s: install counted %" PRIu64 " erases, the flash saw %" PRIu64, ctx,
 			 res->stats.erases, sim_info(r).cnt.erases - erases_before);
-	expect_env(r, expect_done ? x->env_done : x->env_failed, ctx);
+	if (expect_done) {
+		expect_env(r, x->env_done, ctx);
+	} else {
+		/* the failure store is not reached when the cut took the env too */
+		char *got = env_dump(r);
+		if (strcmp(got, x->env_failed) && strcmp(got, x->env_cut))
+			fail_msg("%s: env\n%s\nexpected\n%s", ctx, got, x->env_failed);
+		free(got);
+	}
 	pick = boot_pick(r);
 	if (expect_done) {
 		if (pick != 1 || !slot_holds(r, 1, &x->rootfs, &x->kernel))
@@ -1310,8 +1387,8 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 
 	/* a board in the field: B holds an older release, A the running one
 	 * (activated last, so "A B"), the overlay is a JFFS2 with data */
-	install_ok(r, old_b_b, &(struct ropts){ .slot = "B" }, NULL);
-	install_ok(r, old_a_b, &(struct ropts){ .slot = "A" }, NULL);
+	install_ok(r, old_b_b, &(struct ropts){ .slot = "B", .cmdline = cmdline_factory }, NULL);
+	install_ok(r, old_a_b, &(struct ropts){ .slot = "A", .cmdline = cmdline_factory }, NULL);
 	expect_env(r, r->base_env, "provisioned board");
 	assert_int_equal(board_open(r->l, r->target, true, &b), 0);
 	assert_int_equal(board_open_partition_by_name(b, "rootfs_data", &f), 0);
@@ -1325,7 +1402,11 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 	board_close(b);
 
 	x->env_failed = env_b_marked_bad(r);
-	x->env_done = env_with(r->base_env, "BOOT_ORDER", "B A", "FLASHD_B_VERSION", "2.0", NULL);
+	x->env_cut = env_b_record(r, "installing");
+	x->env_done = env_with(r->base_env, "BOOT_ORDER", "B A", "FLASHD_B_VERSION", "2.0",
+			       "FLASHD_B_STATE", "verified", NULL);
+	x->env_verified = env_with(r->base_env, "BOOT_ORDER", "A", "BOOT_B_LEFT", "0",
+				   "FLASHD_B_VERSION", "2.0", "FLASHD_B_STATE", "verified", NULL);
 	snap_take(&x->snap, r, 1);
 	free(old_a_b);
 	free(old_b_b);
@@ -1336,7 +1417,9 @@ static void matrix_free(struct matrix *x)
 	free(x->snap.base);
 	free(x->bundle);
 	free(x->env_failed);
+	free(x->env_cut);
 	free(x->env_done);
+	free(x->env_verified);
 	image_free(&x->old_a);
 	image_free(&x->old_b);
 	image_free(&x->rootfs);
@@ -1390,11 +1473,11 @@ static void powercut_matrix(const char *layout, const char *name, size_t rootfs_
 		}
 	}
 
-	/* the moment between read-back and the activating store: written,
-	 * verified, still marked bad, so A boots */
+	/* install --no-activate: written, verified, recorded so with its
+	 * version (issue 13 item 4), still out of BOOT_ORDER, so A boots */
 	install_ok(r, x.bundle, &(struct ropts){ .no_activate = true }, &res);
 	assert_int_equal(res.phase, INSTALL_PHASE_DONE);
-	expect_env(r, x.env_failed, "verified, not activated");
+	expect_env(r, x.env_verified, "verified, not activated");
 	assert_int_equal(boot_pick(r), 0);
 	assert_true(slot_holds(r, 1, &x.rootfs, &x.kernel));
 	assert_true(slot_holds(r, 0, &x.old_a, &x.old_kernel));
@@ -1544,7 +1627,7 @@ static void test_cancel(void **state)
 			     &kernel, NULL, key_trusted, NULL, false });
 	bundle_bytes = th_read(bundle, &blen);
 	raw0 = env_raw(&r, &raw_len);
-	marked_bad = env_b_marked_bad(&r);
+	marked_bad = env_b_record(&r, "cancelled");
 
 	/* the cancel flag of install_run_fd, raised while writing */
 	k = run_install(&r, bundle, &(struct ropts){ .cancel = &flag, .progress = cancel_progress,

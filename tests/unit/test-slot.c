@@ -41,7 +41,7 @@ int fsync(int fd)
 
 /* ---- a variable map standing in for the env ---- */
 struct vars {
-	const char *v[8][2];
+	const char *v[12][2];
 };
 
 static char *map_get(void *ud, const char *name)
@@ -59,6 +59,17 @@ static const char *const AB[] = { "A", "B" };
 static void load(struct slot_state *st, const char *order, const char *a, const char *b)
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b } } };
+	struct slot_error err = { "" };
+
+	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
+}
+
+/* load with install records: "NAME=VALUE" pairs after the three slot vars */
+static void loadr(struct slot_state *st, const char *order, const char *a, const char *b,
+		  const char *ra, const char *rb)
+{
+	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b },
+			    { "FLASHD_A_STATE", ra }, { "FLASHD_B_STATE", rb } } };
 	struct slot_error err = { "" };
 
 	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
@@ -143,10 +154,11 @@ static void test_activate(void **state)
 	expect_changes(&c, "BOOT_ORDER=B A;BOOT_B_LEFT=3;");
 	assert_int_equal(slot_next_boot(&n), 1);
 
-	/* a slot marked bad comes back first */
-	load(&st, "A", "2", "0");
+	/* a verified slot marked bad comes back first, on trial again */
+	loadr(&st, "A", "2", "0", NULL, "bad");
 	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
 	expect_state(&n, "B A", 2, 3);
+	assert_int_equal(n.slots[1].record, SLOT_RECORD_VERIFIED);
 	/* already active with full tries: nothing to write */
 	load(&st, "B A", "3", "3");
 	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
@@ -161,12 +173,13 @@ static void test_mark_good(void **state)
 	load(&st, "B A", "3", "2");
 	run(&st, SLOT_OP_MARK_GOOD, 1, 0, &n, &c);
 	expect_state(&n, "B A", 3, 3);
-	expect_changes(&c, "BOOT_B_LEFT=3;");
-	/* a slot out of BOOT_ORDER goes back in, last: the primary stays */
-	load(&st, "A", "3", "0");
+	expect_changes(&c, "BOOT_B_LEFT=3;FLASHD_B_STATE=good;FLASHD_LAST_GOOD=B;");
+	/* a verified slot out of BOOT_ORDER goes back in, last: the primary stays */
+	loadr(&st, "A", "3", "0", NULL, "verified");
 	run(&st, SLOT_OP_MARK_GOOD, 1, 0, &n, &c);
 	expect_state(&n, "A B", 3, 3);
-	expect_changes(&c, "BOOT_ORDER=A B;BOOT_B_LEFT=3;");
+	expect_changes(&c, "BOOT_ORDER=A B;BOOT_B_LEFT=3;FLASHD_B_STATE=good;"
+		       "FLASHD_LAST_GOOD=B;");
 }
 
 static void test_mark_bad(void **state)
@@ -178,15 +191,15 @@ static void test_mark_bad(void **state)
 	load(&st, "B A", "3", "2");
 	run(&st, SLOT_OP_MARK_BAD, 1, 0, &n, &c);
 	expect_state(&n, "A", 3, 0);
-	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;");
+	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=bad;");
 	assert_int_equal(slot_health_of(&n, 1), SLOT_HEALTH_BAD);
-	/* the last slot in BOOT_ORDER stays unless forced */
+	/* the last slot in BOOT_ORDER stays, even forced (issue 13 items 2, 15):
+	 * an empty BOOT_ORDER makes the script boot every slot */
 	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, 0, 0, &st, &c, &err), -EBUSY);
 	assert_non_null(strstr(err.msg, "last slot"));
-	run(&n, SLOT_OP_MARK_BAD, 0, SLOT_FORCE, &st, &c);
-	expect_state(&st, "", 0, 0);
-	assert_int_equal(slot_next_boot(&st), -ENOENT);
-	assert_int_equal(slot_compute(&st, SLOT_OP_MARK_BAD, -1, 0, &n, &c, &err), -EINVAL);
+	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, 0, SLOT_FORCE, &st, &c, &err),
+			 -EBUSY);
+	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, -1, 0, &st, &c, &err), -EINVAL);
 }
 
 static void test_rollback(void **state)
@@ -208,11 +221,22 @@ static void test_rollback(void **state)
 	run(&st, SLOT_OP_ROLLBACK, 0, 0, &n, &c);
 	expect_state(&n, "B A", 3, 3);
 	/* never to a slot marked bad, unless forced */
-	load(&st, "A", "3", "0");
+	loadr(&st, "A", "3", "0", NULL, "bad");
 	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 0, 0, &n, &c, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "marked bad"));
 	run(&st, SLOT_OP_ROLLBACK, 0, SLOT_FORCE, &n, &c);
 	expect_state(&n, "B A", 3, 3);
+	/* never, even forced, to a slot whose install did not verify (item 3) */
+	loadr(&st, "A", "3", "0", NULL, "failed");
+	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 0, SLOT_FORCE, &n, &c, &err),
+			 -ENOENT);
+	/* item 19: an update pending (B primary, booted A): rollback is from
+	 * the primary, and a rollback that changes nothing is an error */
+	load(&st, "B A", "2", "3");
+	run(&st, SLOT_OP_ROLLBACK, -1, 0, &n, &c);
+	expect_state(&n, "A B", 3, 3);
+	load(&st, "A B", "3", "3");
+	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 1, 0, &n, &c, &err), -EALREADY);
 }
 
 static void test_reset_and_init(void **state)
@@ -251,11 +275,11 @@ static void test_status(void **state)
 	assert_int_equal(s.next, 1);
 
 	/* B ran out of tries, U-Boot fell back to A */
-	load(&st, "B A", "3", "0");
+	load(&st, "B A", "2", "0");
 	slot_status_compute(&st, 0, "root", &s);
 	assert_true(s.fell_back);
-	assert_false(s.on_trial);
-	assert_false(s.needs_health_check);
+	assert_true(s.on_trial);
+	assert_true(s.needs_health_check);
 	assert_int_equal(s.next, 0);
 	assert_false(s.switch_pending);
 
@@ -266,11 +290,27 @@ static void test_status(void **state)
 	assert_true(s.switch_pending);
 	assert_int_equal(s.next, 1);
 
+	/* none left: the script resets the counters, then boots A (item 22) */
 	load(&st, "A B", "0", "0");
 	slot_status_compute(&st, -1, NULL, &s);
 	assert_int_equal(s.booted, -1);
-	assert_int_equal(s.next, -1);
+	assert_int_equal(s.next, 0);
+	assert_true(s.next_after_reset);
 	assert_false(s.fell_back);
+
+	/* a booted slot marked bad is not on trial: no health check (item 17) */
+	loadr(&st, "A", "3", "0", NULL, "bad");
+	slot_status_compute(&st, 1, "flashd.slot", &s);
+	assert_false(s.on_trial);
+	assert_false(s.needs_health_check);
+	/* on its last try (0 left) in BOOT_ORDER: it is checked */
+	load(&st, "B A", "3", "0");
+	slot_status_compute(&st, 1, "flashd.slot", &s);
+	assert_true(s.needs_health_check);
+	/* BOOT_ORDER names no slot: the script resets forever */
+	load(&st, "C", "3", "3");
+	slot_status_compute(&st, -1, NULL, &s);
+	assert_int_equal(s.next, -1);
 }
 
 /* What the boot script does at power-on (slot_boot_select). */
@@ -306,6 +346,9 @@ static void test_boot_select(void **state)
 static void test_state_vars(void **state)
 {
 	assert_true(slot_is_state_var("BOOT_ORDER"));
+	assert_true(slot_is_state_var("FLASHD_A_STATE"));
+	assert_true(slot_is_state_var("FLASHD_LAST_GOOD"));
+	assert_false(slot_is_state_var("FLASHD_A_VERSION"));
 	assert_true(slot_is_state_var("BOOT_A_LEFT"));
 	assert_true(slot_is_state_var("BOOT_rootfs_1_LEFT"));
 	assert_false(slot_is_state_var("BOOT__LEFT"));
@@ -460,6 +503,220 @@ static void test_bootscript(void **state)
 	free(buf);
 }
 
+/* ---- issue 13: the install record and the invariants ---- */
+
+static enum slot_view view(const char *order, const char *a, const char *ra, bool running)
+{
+	struct slot_state st;
+
+	loadr(&st, order, a, "3", ra, NULL);
+	return slot_view_of(&st, 0, running);
+}
+
+/* Items 3, 22: status names what a slot holds. */
+static void test_records_and_views(void **state)
+{
+	struct slot_state st;
+	struct vars bad = { { { "FLASHD_A_STATE", "ok" } } };
+	struct vars ver = { { { "FLASHD_B_VERSION", "1.0" } } };
+	struct slot_error err = { "" };
+
+	assert_int_equal(view("B", "0", NULL, false), SLOT_VIEW_EMPTY);
+	assert_int_equal(view("B", "0", "installing", true), SLOT_VIEW_INSTALLING);
+	assert_int_equal(view("B", "0", "installing", false), SLOT_VIEW_INTERRUPTED);
+	assert_int_equal(view("B", "0", "failed", false), SLOT_VIEW_FAILED);
+	assert_int_equal(view("B", "0", "cancelled", false), SLOT_VIEW_CANCELLED);
+	assert_int_equal(view("B", "0", "verified", false), SLOT_VIEW_INSTALLED);
+	assert_int_equal(view("A B", "3", "verified", false), SLOT_VIEW_PENDING);
+	assert_int_equal(view("A B", "2", "verified", false), SLOT_VIEW_TRIAL);
+	assert_int_equal(view("A B", "3", "good", false), SLOT_VIEW_GOOD);
+	assert_int_equal(view("A B", "2", "good", false), SLOT_VIEW_TRIAL);
+	assert_int_equal(view("B", "0", "bad", false), SLOT_VIEW_BAD);
+	/* legacy (no record): in BOOT_ORDER = what the board boots */
+	assert_int_equal(view("A B", "3", NULL, false), SLOT_VIEW_GOOD);
+	assert_string_equal(slot_view_to_string(SLOT_VIEW_PENDING), "pending");
+	assert_non_null(strstr(slot_view_describe(SLOT_VIEW_FAILED), "failed"));
+	for (int v = 0; v < _SLOT_VIEW_MAX; v++)
+		assert_non_null(slot_view_to_string(v));
+
+	/* an old flashd emptied BOOT_ORDER while writing A: A is not trusted */
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
+	assert_false(slot_verified(&st, 0));
+	assert_true(slot_verified(&st, 1));
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &bad, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "FLASHD_A_STATE='ok'"));
+}
+
+/* Item 3: only a slot whose last install verified enters BOOT_ORDER. */
+static void test_verified_only(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+	struct slot_error err = { "" };
+	static const char *const unverified[] = { "failed", "cancelled", "installing" };
+
+	for (size_t k = 0; k < ELEMENTSOF(unverified); k++) {
+		loadr(&st, "A", "3", "0", NULL, unverified[k]);
+		assert_int_equal(slot_compute(&st, SLOT_OP_ACTIVATE, 1, SLOT_FORCE, &n, &c, &err),
+				 -EPERM);
+		assert_non_null(strstr(err.msg, "no verified image"));
+		assert_int_equal(slot_compute(&st, SLOT_OP_MARK_GOOD, 1, SLOT_FORCE, &n, &c, &err),
+				 -EPERM);
+		/* init puts the verified slots in, only them */
+		run(&st, SLOT_OP_INIT, -1, 0, &n, &c);
+		expect_state(&n, "A", 3, 0);
+	}
+	loadr(&st, "A", "3", "0", "failed", "failed");
+	assert_int_equal(slot_compute(&st, SLOT_OP_INIT, -1, 0, &n, &c, &err), -EPERM);
+}
+
+/* Items 1, 13, 18: the install's stores. */
+static void test_install_ops(void **state)
+{
+	struct slot_state st, n, n2;
+	struct slot_changes c;
+	struct slot_error err = { "" };
+
+	load(&st, "A B", "2", "3");
+	run(&st, SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c);
+	expect_state(&n, "A", 2, 0);
+	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=installing;");
+	run(&n, SLOT_OP_INSTALL_ACTIVATE, 1, 0, &n2, &c);
+	expect_state(&n2, "B A", 2, 3);
+	expect_changes(&c, "BOOT_ORDER=B A;BOOT_B_LEFT=3;FLASHD_B_STATE=verified;");
+	assert_int_equal(slot_view_of(&n2, 1, false), SLOT_VIEW_PENDING);
+	/* --no-activate (item 4): verified, stays out, activatable later */
+	run(&n, SLOT_OP_INSTALL_VERIFIED, 1, 0, &n2, &c);
+	expect_changes(&c, "FLASHD_B_STATE=verified;");
+	assert_int_equal(slot_view_of(&n2, 1, false), SLOT_VIEW_INSTALLED);
+	run(&n2, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
+	expect_state(&n, "B A", 2, 3);
+
+	/* item 18: an offline init put the target back in during the install;
+	 * the failure store takes it out again */
+	loadr(&st, "B A", "3", "3", NULL, "installing");
+	run(&st, SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c);
+	expect_state(&n, "A", 3, 0);
+	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=failed;");
+	run(&st, SLOT_OP_INSTALL_CANCELLED, 1, 0, &n, &c);
+	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_CANCELLED);
+	/* provisioning wrote only A: B leaves BOOT_ORDER and reads "empty" */
+	load(&st, "A B", "3", "3");
+	run(&st, SLOT_OP_RETIRE, 1, 0, &n, &c);
+	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;");
+	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_EMPTY);
+	/* the daemon recording a dead worker's install: only if still installing */
+	loadr(&st, "B A", "3", "3", NULL, "verified");
+	assert_int_equal(slot_compute(&st, SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c, &err), -ESTALE);
+
+	/* item 13: booted B failed its check (out), A is the last slot of
+	 * BOOT_ORDER: installing into A is refused, nothing written */
+	loadr(&st, "A", "3", "0", NULL, "bad");
+	assert_int_equal(slot_compute(&st, SLOT_OP_INSTALL_BEGIN, 0, SLOT_FORCE, &n, &c, &err),
+			 -EBUSY);
+	assert_non_null(strstr(err.msg, "last slot in BOOT_ORDER"));
+}
+
+/* Items 2, 15: the health check never empties BOOT_ORDER; a fallback takes
+ * the exhausted primary out. */
+static void test_degraded_and_fallback(void **state)
+{
+	struct slot_state st, n, n2;
+	struct slot_changes c;
+	struct slot_status s;
+	struct slot_error err = { "" };
+
+	/* item 15: freshly provisioned, only A; its check fails */
+	loadr(&st, "A", "2", "0", "verified", NULL);
+	assert_int_equal(slot_compute(&st, SLOT_OP_MARK_BAD, 0, SLOT_FORCE | SLOT_KEEP_LAST,
+				      &n, &c, &err), 1);
+	expect_state(&n, "A", 2, 0);
+	expect_changes(&c, "FLASHD_A_STATE=bad;");
+	slot_status_compute(&n, 0, "flashd.slot", &s);
+	assert_true(s.degraded);
+	assert_int_equal(s.next, 0);
+	/* a later pass clears it */
+	run(&n, SLOT_OP_MARK_GOOD, 0, 0, &n2, &c);
+	slot_status_compute(&n2, 0, "flashd.slot", &s);
+	assert_false(s.degraded);
+	assert_int_equal(n2.last_good, 0);
+
+	/* item 2: B activated, used up its tries, the board fell back to A */
+	load(&st, "B A", "2", "0");
+	assert_true(slot_fell_back(&st, 0));
+	run(&st, SLOT_OP_FALLBACK, 0, 0, &n, &c);
+	expect_state(&n, "A", 2, 0);
+	expect_changes(&c, "BOOT_ORDER=A;FLASHD_B_STATE=bad;");
+	/* a failing check on A then keeps A: never BOOT_ORDER=B */
+	assert_int_equal(slot_compute_booted(&st, 0, SLOT_OP_MARK_BAD, 0,
+					     SLOT_FORCE | SLOT_KEEP_LAST, &n, &c, &err), 1);
+	expect_state(&n, "A", 2, 0);
+	assert_int_equal(slot_next_boot(&n), 0);
+	/* and the operator's mark-bad of A is refused, forced or not */
+	assert_int_equal(slot_compute_booted(&st, 0, SLOT_OP_MARK_BAD, 0, SLOT_FORCE, &n, &c,
+					     &err), -EBUSY);
+	/* two good slots: a failing check takes the booted one out */
+	load(&st, "B A", "3", "2");
+	assert_int_equal(slot_compute_booted(&st, 1, SLOT_OP_MARK_BAD, 1, SLOT_KEEP_LAST, &n,
+					     &c, &err), 0);
+	expect_state(&n, "A", 3, 0);
+}
+
+/* Item 5: boot-select does what the script does on every odd env. */
+static void test_boot_select_odd(void **state)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+
+	/* empty = unset: every slot, and the default is saved */
+	load(&st, "", "3", "3");
+	assert_false(st.order_set);
+	assert_int_equal(slot_boot_select(&st, &n, &c), 0);
+	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=2;");
+	/* names the script does not know stay as they are */
+	load(&st, "C B", "3", "3");
+	assert_int_equal(slot_boot_select(&st, &n, &c), 1);
+	expect_changes(&c, "BOOT_B_LEFT=2;");
+	/* nothing the script knows: it resets forever, saving nothing new */
+	load(&st, "C", "3", "3");
+	assert_int_equal(slot_boot_select(&st, &n, &c), -ELOOP);
+	assert_int_equal(c.n, 0);
+	/* unset counters default to the maximum and are saved */
+	load(&st, "A B", NULL, NULL);
+	assert_int_equal(slot_boot_select(&st, &n, &c), 0);
+	expect_changes(&c, "BOOT_A_LEFT=2;BOOT_B_LEFT=3;");
+}
+
+/* Item 20: slot variables are checked even when forced. */
+static void test_var_check(void **state)
+{
+	struct fake_layout f;
+	struct slot_error err = { "" };
+	static const char *const bad[][2] = {
+		{ "BOOT_ORDER", "B,A" }, { "BOOT_ORDER", "a b" }, { "BOOT_ORDER", "" },
+		{ "BOOT_ORDER", NULL }, { "BOOT_ORDER", "A  B" }, { "BOOT_ORDER", "A B " },
+		{ "BOOT_ORDER", "A A" }, { "BOOT_ORDER", "C" },
+		{ "BOOT_A_LEFT", "10" }, { "BOOT_A_LEFT", "0x2" }, { "BOOT_A_LEFT", "2 " },
+		{ "BOOT_A_LEFT", "-1" }, { "BOOT_A_LEFT", "4" }, { "BOOT_C_LEFT", "1" },
+		{ "FLASHD_A_STATE", "ok" }, { "FLASHD_LAST_GOOD", "C" },
+	};
+	static const char *const good[][2] = {
+		{ "BOOT_ORDER", "B A" }, { "BOOT_ORDER", "A" }, { "BOOT_A_LEFT", "0" },
+		{ "BOOT_B_LEFT", "3" }, { "BOOT_B_LEFT", NULL }, { "FLASHD_B_STATE", "verified" },
+		{ "bootcmd", "x" }, { "FLASHD_LAST_GOOD", "A" },
+	};
+
+	fake_layout(&f, false);
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		if (slot_var_check(&f.g, bad[i][0], bad[i][1], &err) != -EINVAL)
+			fail_msg("%s='%s' accepted", bad[i][0], bad[i][1] ? bad[i][1] : "(unset)");
+	for (size_t i = 0; i < ELEMENTSOF(good); i++)
+		if (slot_var_check(&f.g, good[i][0], good[i][1], &err) != 0)
+			fail_msg("%s='%s' refused: %s", good[i][0], good[i][1], err.msg);
+	assert_int_equal(slot_var_check(NULL, "BOOT_X_LEFT", "9", &err), 0);
+	assert_int_equal(slot_var_check(NULL, "BOOT_ORDER", "x,y", &err), -EINVAL);
+}
+
 /* Every transition, applied to a redundant file env, is exactly one store
  * and reads back as computed. */
 static void test_apply_one_store(void **state)
@@ -536,6 +793,12 @@ int main(void)
 		cmocka_unit_test(test_booted_file),
 		cmocka_unit_test(test_bootscript),
 		cmocka_unit_test(test_apply_one_store),
+		cmocka_unit_test(test_records_and_views),
+		cmocka_unit_test(test_verified_only),
+		cmocka_unit_test(test_install_ops),
+		cmocka_unit_test(test_degraded_and_fallback),
+		cmocka_unit_test(test_boot_select_odd),
+		cmocka_unit_test(test_var_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

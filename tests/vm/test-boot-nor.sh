@@ -74,14 +74,24 @@ vm_flashctl flash write "$rootfs" /tmp/a.sqfs
 # (generation named by the slot only, no cleanup of old generations).
 vm_run flash_erase -q "$data" 0 0
 
+mkdir -p /tmp/pre
 preinit_boot() {
-	mkdir -p /tmp/pre
 	unshare -m --propagation private sh -c "
 		mount -t squashfs -o ro $rootblk /tmp/pre &&
 		mount -t proc proc /tmp/pre/proc && mount -t sysfs sysfs /tmp/pre/sys &&
 		mount -t devtmpfs devtmpfs /tmp/pre/dev &&
 		exec chroot /tmp/pre /usr/sbin/flashd boot --mode preinit --slot A" 2>&1 </dev/null
 }
+
+vm_log "preinit with / from slot A's partition but slot B named: refused (issue 14.8)"
+out=$(unshare -m --propagation private sh -c "
+	mount -t squashfs -o ro $rootblk /tmp/pre &&
+	mount -t proc proc /tmp/pre/proc && mount -t sysfs sysfs /tmp/pre/sys &&
+	mount -t devtmpfs devtmpfs /tmp/pre/dev &&
+	exec chroot /tmp/pre /usr/sbin/flashd boot --mode preinit --slot B --state /dev/boot.json" 2>&1 </dev/null) &&
+	vm_fail "preinit assembled slot B over slot A's image: $out"
+grep -q "refusing to put slot B's generation over another image" <<<"$out" ||
+	vm_fail "preinit mismatch: no clear refusal: $out"
 
 vm_log "preinit boot 1"
 out=$(preinit_boot) || vm_fail "preinit boot failed: $out"

@@ -1,0 +1,46 @@
+#!/bin/sh
+# The daemon's status shows every overlay layer flashd boot recorded and
+# whether any is degraded (issue 14.6): a /run/flashd/boot.json with a "/"
+# layer on its tmpfs fallback and a /var layer, read by a real flashd on
+# the simulator. Runs in a private mount namespace (a tmpfs on
+# /run/flashd), so needs root and unshare; exits 77 without them.
+if [ -z "${BOOT_STATUS_NS:-}" ]; then
+	[ "$(id -u)" = 0 ] && command -v unshare >/dev/null ||
+		{ echo "SKIP: needs root and unshare"; exit 77; }
+	BOOT_STATUS_NS=1 exec unshare -m --propagation private "$0" "$@"
+fi
+mkdir -p /run/flashd && mount -t tmpfs -o mode=0755 flashd-test /run/flashd || exit 1
+. "$(dirname "$0")/../daemon/lib.sh"
+
+setup_board
+cat >/run/flashd/boot.json <<'EOT'
+{
+  "result": "degraded", "degraded": true,
+  "overlay": { "path": "/", "state": "tmpfs", "fstype": "tmpfs", "size": 1024, "used": 0,
+               "fallback": true, "rename_whiteout": true },
+  "overlays": [
+    { "path": "/", "state": "tmpfs", "fstype": "tmpfs", "partition": "rootfs_data",
+      "persistent": false, "fallback": true,
+      "fallback_reason": "generation gen-A-1: No space left on device",
+      "generation_error": "No space left on device" },
+    { "path": "/var", "state": "mounted", "fstype": "ubifs", "partition": "ubi",
+      "persistent": true, "fallback": false, "generation": { "name": "gen-A-1" } }
+  ]
+}
+EOT
+start_daemon
+fctl --json status >"$T/st.json" || fail "flashctl --json status: exit $?"
+expect_fields "$T/st.json" <<EOT
+overlay.state tmpfs
+overlay.degraded true
+#overlay.layers 2
+overlay.layers.0.path /
+overlay.layers.0.fallback true
+overlay.layers.0.fallback_reason generation gen-A-1: No space left on device
+overlay.layers.0.persistent false
+overlay.layers.1.path /var
+overlay.layers.1.state mounted
+overlay.layers.1.generation gen-A-1
+overlay.layers.1.persistent true
+EOT
+say "ok"

@@ -1,0 +1,167 @@
+#!/bin/bash
+# vm-layout: layouts/nandsim-128m.json
+# vm-timeout: 900
+#
+# flashd boot under faults, on nandsim-128m's JFFS2 overlay (issue 14):
+#  1. a factory reset whose env store fails (the env partitions seen
+#     through their read-only /dev/mtdNro nodes in a private namespace):
+#     the erase is done once, marked on the layer, the state warns; the
+#     next boot with the flag still set does NOT erase the user's new
+#     data; a boot with a writable env clears the flag (14.5)
+#  2. the overlay fills up during a migration, at two fill levels: the
+#     union stays writable (tmpfs upper), result degraded with the reason,
+#     no .tmp left, the old generation byte for byte; once space is freed
+#     the next boot migrates (14.3)
+#  3. flashd boot killed (SIGKILL) at growing delays during a migration
+#     of 400 kept files: after each kill the old generation is unchanged;
+#     the next complete boot has every kept file (the .tmp is redone)
+. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/vm/boot-lib.sh"
+vm_need_module mtdblock squashfs jffs2 overlay dm-mod
+vm_run modprobe mtdblock
+vm_run modprobe dm-mod
+L=$top_srcdir/layouts/nandsim-128m.json
+rootfs=$(vm_mtd_by_name rootfs-a) data=$(vm_mtd_by_name rootfs_data)
+env1=$(vm_mtd_by_name u-boot-env) env2=$(vm_mtd_by_name u-boot-env-redund)
+
+boot_image /tmp/img
+echo "image A" >/tmp/img/etc/issue
+printf '/etc/big\n/etc/many\n/etc/keep\n' >/tmp/img/etc/flashd/keep.d/test
+vm_run mksquashfs /tmp/img /tmp/a.sqfs -quiet -noappend -comp xz -all-root
+vm_flashctl flash write "$rootfs" /tmp/a.sqfs
+vm_run "$FLASHCTL" env init --layout "$L" FLASHD_A_VERSION=1.0
+vm_run "$FLASHCTL" slot init --layout "$L"
+echo "console=ttyS0 flashd.slot=A" >/tmp/cmdline
+vm_run flash_erase -q "$data" 0 0
+union=/tmp/st/root
+assemble() { boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline; }
+listing() { (cd "$1" && find . -printf '%y %m %s %p %l\n' | sort && find . -type f -exec md5sum {} + | sort -k2); }
+
+# ro_env_boot SCRIPT: flashd boot with the env partitions read-only (their
+# mtdNro nodes bound over the rw ones), then SCRIPT, in one namespace
+ro_env_boot() {
+	unshare -m --propagation private bash -c '
+		set -e
+		mount --bind '"${env1}ro ${env1}"'; mount --bind '"${env2}ro ${env2}"'
+		'"$FLASHD"' boot --mode initramfs --layout '"$L"' --cmdline /tmp/cmdline \
+			--stage /tmp/st --state /tmp/st.json --no-exec >/dev/null 2>/tmp/boot.err ||
+			{ cat /tmp/boot.err; exit 1; }
+		cat /tmp/boot.err >&2
+		'"$1"
+}
+
+# ---- 1. factory reset with a failing env store --------------------------
+vm_log "1. factory reset, env store fails"
+st=$(assemble)
+vm_expect_eq "$(boot_json "$st" .result)" ok "first boot"
+echo "before reset" >$union/etc/u1
+boot_teardown
+vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
+out=$(ro_env_boot 'echo "after reset" >/tmp/st/root/etc/u2; ls /tmp/st/root/etc/u1 2>&1 || true') ||
+	vm_fail "boot with a read-only env: $out"
+printf '%s\n' "$out"
+vm_expect_eq "$(jq -r .overlay.reset_done /tmp/st.json)" true "reset done"
+vm_expect_eq "$(jq -r .reset_cleared /tmp/st.json)" false "flag not cleared (env read-only)"
+jq -r '.warnings[]' /tmp/st.json | grep -q "the erase is not repeated" ||
+	vm_fail "no warning about the uncleared flag: $(jq .warnings /tmp/st.json)"
+grep -q "No such file" <<<"$out" || vm_fail "u1 survived the reset"
+vm_expect_eq "$("$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET 2>&1)" 1 "flag still set"
+
+vm_log "1b. next boot, flag still set, env still read-only: no second erase"
+out=$(ro_env_boot 'cat /tmp/st/root/etc/u2') || vm_fail "second boot with a read-only env: $out"
+vm_expect_eq "$(tail -n 1 <<<"$out")" "after reset" "data written after the reset survives"
+vm_expect_eq "$(jq -r .overlay.reset_done /tmp/st.json)" false "no second erase"
+vm_expect_eq "$(jq -r .overlay.reset_done_earlier /tmp/st.json)" true "reset found done"
+
+vm_log "1c. env writable again: the flag is cleared, nothing erased"
+st=$(assemble)
+vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "flag cleared"
+vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" false "still no second erase"
+vm_expect_eq "$(cat $union/etc/u2)" "after reset" "u2 still there"
+[ -e $union/overlay/.flashd-reset-done ] && vm_fail "reset mark left after the flag was cleared"
+"$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 && vm_fail "flag still set"
+
+# ---- 2. the overlay fills up during the migration -----------------------
+vm_log "2. overlay full during migration"
+head -c $((6 * 1024 * 1024)) /dev/urandom >$union/etc/big
+echo "kept" >$union/etc/keep
+mkdir -p $union/etc/many
+for i in $(seq 400); do head -c 2048 /dev/urandom >$union/etc/many/f$i; done
+sync
+listing $union/overlay/gen-A-1.0/upper >/tmp/a1.list
+boot_teardown
+v=10
+for free_kib in 3072 64; do
+	# fill /overlay (beside the generations) up to FREE KiB left
+	vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=1.0
+	st=$(assemble)
+	avail=$(df -k --output=avail $union/overlay | tail -n 1)
+	fill=$((avail - free_kib))
+	[ $fill -gt 0 ] && head -c $((fill * 1024)) /dev/urandom >$union/overlay/filler 2>/dev/null
+	sync
+	vm_log "filled: $(df -k --output=avail $union/overlay | tail -n 1) KiB free"
+	boot_teardown
+	v=$((v + 1))
+	vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=$v.0
+	st=$(assemble)
+	vm_expect_eq "$(boot_json "$st" .result)" degraded "[$free_kib KiB free] result"
+	vm_expect_eq "$(boot_json "$st" .overlay.fallback)" true "[$free_kib KiB free] fallback"
+	vm_expect_eq "$(boot_json "$st" .overlay.persistent)" false "[$free_kib KiB free] not persistent"
+	boot_json "$st" .overlay.generation_error | grep -q "No space left" ||
+		vm_fail "[$free_kib KiB free] reason: $(boot_json "$st" .overlay.generation_error)"
+	boot_json "$st" '.warnings[]' | grep -q "NOT PERSISTENT" || vm_fail "[$free_kib KiB free] no warning"
+	echo writable >$union/etc/probe || vm_fail "[$free_kib KiB free] union not writable"
+	ls -d $union/overlay/*.tmp 2>/dev/null && vm_fail "[$free_kib KiB free] .tmp left"
+	vm_expect_eq "$(cat $union/overlay/.flashd-last)" gen-A-1.0 "[$free_kib KiB free] last generation"
+	listing $union/overlay/gen-A-1.0/upper | cmp -s - /tmp/a1.list ||
+		vm_fail "[$free_kib KiB free] gen-A-1.0 changed"
+	rm -f $union/overlay/filler
+	boot_teardown
+done
+vm_log "2b. space freed: the migration is done"
+vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=2.0
+st=$(assemble)
+vm_expect_eq "$(boot_json "$st" .result)" ok "after freeing space"
+vm_expect_eq "$(boot_json "$st" .overlay.generation.name)" gen-A-2.0 "generation"
+vm_expect_eq "$(boot_json "$st" .overlay.generation.previous)" gen-A-1.0 "migrated from"
+cmp $union/etc/big $union/overlay/gen-A-1.0/upper/etc/big || vm_fail "big file not migrated"
+vm_expect_eq "$(ls $union/etc/many | wc -l)" 400 "many files migrated"
+listing $union/overlay/gen-A-2.0/upper/etc >/tmp/a2-etc.list
+boot_teardown
+
+# ---- 3. killed during a migration ---------------------------------------
+vm_log "3. flashd boot killed during the migration"
+vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=3.0
+kills=0
+for delay in 0.05 0.1 0.2 0.3 0.5 0.8 1.2 1.8 2.5 3.5 5 7 10; do
+	"$FLASHD" boot --mode initramfs --layout "$L" --cmdline /tmp/cmdline --stage /tmp/st \
+		--state /tmp/st.json --no-exec >/dev/null 2>/tmp/boot.err &
+	pid=$!
+	sleep $delay
+	if ! kill -9 $pid 2>/dev/null; then
+		wait $pid
+		vm_log "finished before ${delay}s: $kills kills"
+		break
+	fi
+	wait $pid 2>/dev/null
+	kills=$((kills + 1))
+	boot_teardown
+	mkdir -p /tmp/j && vm_run mount -t jffs2 "mtd${data#/dev/mtd}" /tmp/j
+	listing /tmp/j/gen-A-2.0/upper/etc | cmp -s - /tmp/a2-etc.list ||
+		vm_fail "killed after ${delay}s: gen-A-2.0 changed"
+	[ "$(cat /tmp/j/.flashd-last)" = gen-A-2.0 ] || [ "$(cat /tmp/j/.flashd-last)" = gen-A-3.0 ] ||
+		vm_fail "killed after ${delay}s: .flashd-last is '$(cat /tmp/j/.flashd-last)'"
+	vm_run umount /tmp/j
+done
+[ $kills -ge 2 ] || vm_fail "only $kills kills landed during the migration"
+boot_teardown
+st=$(assemble)
+vm_expect_eq "$(boot_json "$st" .result)" ok "boot after $kills kills"
+vm_expect_eq "$(boot_json "$st" .overlay.generation.name)" gen-A-3.0 "generation after the kills"
+listing $union/overlay/gen-A-3.0/upper/etc >/tmp/a3-etc.list
+diff /tmp/a2-etc.list /tmp/a3-etc.list >/dev/null ||
+	vm_fail "kept files differ after the kills: $(diff /tmp/a2-etc.list /tmp/a3-etc.list | head)"
+ls -d $union/overlay/*.tmp 2>/dev/null && vm_fail ".tmp left after the complete boot"
+echo writable >$union/etc/probe || vm_fail "union not writable"
+boot_teardown
+echo "flashd boot under faults: reset with a failing env store, full overlay at 2 levels, $kills kills during a migration: ok"
