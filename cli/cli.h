@@ -11,6 +11,7 @@ enum {
 	CLI_EXIT_USAGE = 2,   /* bad command line */
 	CLI_EXIT_INVALID = 3, /* input rejected: layout/bundle/env invalid, check failed */
 	CLI_EXIT_DENIED = 4,  /* not permitted / daemon busy */
+	CLI_EXIT_FORCE = 5,   /* refused by a safety check that --force overrides */
 };
 
 struct cli_ctx {
@@ -42,6 +43,11 @@ int cli_install(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cli_provision(struct cli_ctx *ctx, int argc, char **argv);
 
+/* Exit code of a state change the slot logic refused: 5 when the same
+ * change with --force would pass (the caller tried it); -EBUSY, -ENOENT,
+ * -EPERM, -EALREADY (last slot, nothing to do, no verified image) are
+ * failed checks (3); anything else failed (1). */
+int cli_refusal_exit(int r, bool forcible);
 /* "flashctl: <msg>" on stderr. */
 void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);
 /* Print a JSON object (pretty) on stdout and drop the reference. */

@@ -62,7 +62,8 @@ struct limits {
 	size_t n;
 };
 
-static void limits_add(struct limits *lim, const char *member, const struct layout_image_target *t)
+static void limits_add(struct limits *lim, const char *member, const struct layout_image_target *t,
+		       const char *image_type)
 {
 	bool raw = (t->storage == LAYOUT_STORAGE_NOR || t->storage == LAYOUT_STORAGE_NAND) && t->part;
 	size_t i;
@@ -73,13 +74,22 @@ static void limits_add(struct limits *lim, const char *member, const struct layo
 	if (i == lim->n) {
 		if (lim->n >= ELEMENTSOF(lim->l))
 			return;
-		lim->l[lim->n++] = (struct bundle_slot_limit) { member, UINT64_MAX };
+		lim->l[lim->n++] = (struct bundle_slot_limit) { member, UINT64_MAX, image_type };
 	}
 	if (raw)
 		lim->l[i].max_size = MIN(lim->l[i].max_size, t->part->size);
 }
 
-/* The compatible string and the slot sizes of a layout. */
+/* The type name in static storage: the limits outlive the layout. */
+static const char *static_type(const char *t)
+{
+	int i = t ? bundle_image_type_from_string(t) : -EINVAL;
+
+	return i >= 0 ? bundle_image_type_to_string(i) : t ? "unknown" : NULL;
+}
+
+/* The compatible string and the slot sizes and image types of a layout
+ * (the group's image type is the root filesystem's). */
 static int layout_info(struct cli_ctx *ctx, const char *path, char **ret_compat,
 		       struct limits *lim)
 {
@@ -95,9 +105,9 @@ static int layout_info(struct cli_ctx *ctx, const char *path, char **ret_compat,
 	if (lim && l->n_groups > 0) {
 		for (size_t i = 0; i < l->groups[0].n_slots; i++) {
 			const struct layout_slot *s = &l->groups[0].slots[i];
-			limits_add(lim, "rootfs", &s->rootfs);
+			limits_add(lim, "rootfs", &s->rootfs, static_type(l->groups[0].image_type));
 			if (s->has_kernel)
-				limits_add(lim, "kernel", &s->kernel);
+				limits_add(lim, "kernel", &s->kernel, NULL);
 		}
 	}
 	if (!*ret_compat) {
@@ -190,6 +200,29 @@ static int parse_image_arg(struct cli_ctx *ctx, char *arg, struct bundle_create_
 	return 0;
 }
 
+/* The layout's slots take these members, of these types (sizes are
+ * checked once the images were read). */
+static int check_members(struct cli_ctx *ctx, const struct bundle_create_image *imgs, size_t n,
+			 const struct limits *lim)
+{
+	_cleanup_free_ struct bundle_manifest *m = calloc(1, sizeof(*m));
+	struct bundle_error err = { "" };
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		m->images[i].index = i;
+		snprintf(m->images[i].slot, sizeof(m->images[i].slot), "%s", imgs[i].slot);
+		m->images[i].type = imgs[i].type;
+	}
+	m->n_images = n;
+	r = bundle_manifest_check(m, NULL, lim->l, lim->n, &err);
+	if (r < 0)
+		cli_error(ctx, "%s", err.msg);
+	return r;
+}
+
 static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -213,6 +246,7 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_free_ char *compat = NULL;
 	const char *out = NULL, *layout = NULL;
 	struct bundle_error err = { "" };
+	struct limits lim = { .n = 0 };
 	bool no_sign = false, gzip = false;
 	size_t n_keys = 0;
 	int c, r, fd = -1, ret = CLI_EXIT_FAIL;
@@ -263,10 +297,13 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	if (layout) {
-		r = layout_info(ctx, layout, &compat, NULL);
+		r = layout_info(ctx, layout, &compat, &lim);
 		if (r)
 			return r;
 		p.compatible = compat;
+		/* members and types first: no image is read for a bundle the board refuses */
+		if (check_members(ctx, imgs, p.n_images, &lim) < 0)
+			return CLI_EXIT_INVALID;
 	}
 	for (size_t i = 0; i < p.n_images; i++)
 		imgs[i].compression = gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE;
@@ -286,14 +323,17 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	r = bundle_create(&p, fd, res, &err);
+	/* the sizes, now known, against the layout's slots */
+	if (r >= 0 && layout)
+		r = bundle_manifest_check(&res->manifest, NULL, lim.l, lim.n, &err);
 	if (r >= 0 && fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
 		r = -errno, snprintf(err.msg, sizeof(err.msg), "%s: %s", out, strerror(errno));
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
 		if (strcmp(out, "-"))
 			unlink(out);
-		ret = r == -EBADMSG || r == -EINVAL || r == -EPROTONOSUPPORT || r == -EFBIG ?
-			CLI_EXIT_INVALID : CLI_EXIT_FAIL;
+		ret = r == -EBADMSG || r == -EINVAL || r == -EPROTONOSUPPORT || r == -EFBIG ||
+		      r == -EMEDIUMTYPE || r == -ENXIO ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
 		goto out;
 	}
 	ret = CLI_EXIT_OK;
@@ -429,7 +469,7 @@ static int parse_slot_size(struct cli_ctx *ctx, char *arg, struct limits *lim)
 		cli_error(ctx, "--slot-size %s: bad size \"%s\"", arg, eq + 1);
 		return -EINVAL;
 	}
-	lim->l[lim->n++] = (struct bundle_slot_limit) { arg, v };
+	lim->l[lim->n++] = (struct bundle_slot_limit) { arg, v, NULL };
 	return 0;
 }
 

@@ -11,9 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "cleanup_json.h"
 #include "cli.h"
 #include "client.h"
+#include "proto.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/flashd/flashd.sock"
@@ -35,20 +38,35 @@ static int connect_daemon(struct cli_ctx *ctx, const char *sock, struct client *
 	return r;
 }
 
+/* flashctl(1)'s exit code for each daemon error (others: 1). */
+static const struct {
+	const char *error;
+	int code;
+} error_codes[] = {
+	{ PROTO_ERROR_PERMISSION_DENIED, CLI_EXIT_DENIED },
+	{ PROTO_ERROR_DENIED, CLI_EXIT_DENIED },
+	{ PROTO_ERROR_BUSY, CLI_EXIT_DENIED },
+	{ PROTO_ERROR_INVALID_BUNDLE, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_ENV_REFUSED, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_INVALID_PARAMETER, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_NO_SUCH_SLOT, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_NO_SUCH_PARTITION, CLI_EXIT_INVALID },
+};
+
 /* Exit code and one message for a failed call. */
 static int call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what)
 {
 	char buf[512];
 	const char *name = client_error_name(c);
 
-	if (name)
-		cli_error(ctx, "%s: %s", what, client_error_message(c, buf, sizeof(buf)));
-	else
+	if (!name) {
 		cli_error(ctx, "%s: %s", what, strerror(-r));
-	if (r == -EACCES || r == -EBUSY || r == -EPERM)
-		return CLI_EXIT_DENIED;
-	if (r == -EBADMSG || r == -EINVAL)
-		return CLI_EXIT_INVALID;
+		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+	}
+	cli_error(ctx, "%s: %s", what, client_error_message(c, buf, sizeof(buf)));
+	for (size_t i = 0; i < ELEMENTSOF(error_codes); i++)
+		if (!strcmp(error_codes[i].error, name))
+			return error_codes[i].code;
 	return CLI_EXIT_FAIL;
 }
 
@@ -153,6 +171,29 @@ static void print_flash(struct json_object *st)
 	}
 }
 
+/* Every layer flashd boot mounted; a fallback of any one must show. */
+static void print_layers(struct json_object *ov, const char *indent)
+{
+	struct json_object *ls = jo(ov, "layers");
+
+	for (size_t i = 0; ls && i < json_object_array_length(ls); i++) {
+		struct json_object *l = json_object_array_get_idx(ls, i);
+
+		printf("%s%-8s %s", indent, jp(l, "path"), jp(l, "state"));
+		if (js(l, "fstype"))
+			printf(" (%s%s%s)", jp(l, "fstype"), js(l, "partition") ? " on " : "",
+			       js(l, "partition") ? jp(l, "partition") : "");
+		if (jb(l, "fallback"))
+			printf(", FALLBACK: %s", js(l, "fallback_reason") ?
+			       jp(l, "fallback_reason") : "changes are lost at reboot");
+		if (js(l, "generation_error"))
+			printf(", generation: %s", jp(l, "generation_error"));
+		printf("\n");
+	}
+	if (jb(ov, "degraded"))
+		printf("%sDEGRADED: a layer is not what the layout asks for (see above)\n", indent);
+}
+
 static void print_status(struct json_object *st)
 {
 	struct json_object *li = jo(st, "last_install"), *ov = jo(st, "overlay"), *pr;
@@ -186,6 +227,7 @@ static void print_status(struct json_object *st)
 	if (js(ov, "fstype") && !jb(ov, "rename_whiteout"))
 		printf(", no RENAME_WHITEOUT: renaming files of the root image fails");
 	printf("\n");
+	print_layers(ov, "              ");
 	print_flash(st);
 	printf("Unsigned bundles: %s\n", jb(st, "allow_unsigned") ? "ACCEPTED (allow-unsigned=yes)" :
 	       "refused");
@@ -207,8 +249,9 @@ static int status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 
 	if (i < 0 || i != argc)
 		return CLI_EXIT_USAGE;
-	if (connect_daemon(ctx, socket_path(sock), &c) < 0)
-		return CLI_EXIT_FAIL;
+	r = connect_daemon(ctx, socket_path(sock), &c);
+	if (r < 0)
+		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
 	r = client_call_simple(c, "io.flashd.GetStatus", NULL, &st);
 	if (r < 0)
 		return call_failed(ctx, c, r, "status");
@@ -233,6 +276,7 @@ struct install_ui {
 	const char *sock;
 	bool tty;
 	bool cancel_sent;
+	bool written;         /* a progress report showed payload on flash */
 	bool no_activate;
 	char last_step[32];
 	int last_percent;
@@ -280,18 +324,20 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 		send_cancel(ui);
 	if (error)
 		return 0;
+	if (ji(params, "bytes_done") > 0)
+		ui->written = true;
 	if (ui->ctx->json) {
-		if (continues)
-			printf("%s\n", json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN));
-		else
-			cli_print_json(json_object_get(params));
+		/* JSON lines: one per progress step, the result last */
+		printf("%s\n", json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE));
 		fflush(stdout);
 		return 0;
 	}
-	if (!ui->ctx->quiet)
-		draw_bar(ui, params);
+	if (ui->ctx->quiet)
+		return 0;
+	draw_bar(ui, params);
 	if (!continues) {
-		if (ui->tty && !ui->ctx->quiet)
+		if (ui->tty)
 			fputc('\n', stderr);
 		if (ui->no_activate)
 			printf("Installed version %s into slot %s, verified, not activated: "
@@ -302,6 +348,36 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 			       "marked good).\n", jp(params, "version"), jp(params, "slot"));
 	}
 	return 0;
+}
+
+/* A bundle is a regular file, or standard input ("-": a pipe is fine).
+ * Anything else (a directory, a device, a FIFO) is refused here, before
+ * the daemon is asked: nothing is written and the env stays as it is. */
+static int open_bundle(struct cli_ctx *ctx, const char *file)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (!strcmp(file, "-")) {
+		fd = dup(STDIN_FILENO);
+		return fd < 0 ? -errno : TAKE_FD(fd);
+	}
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int r = -errno;
+		cli_error(ctx, "cannot open bundle %s: %s", file, strerror(-r));
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		cli_error(ctx, "bundle %s is not a regular file (%s); give a bundle file, or - to "
+			  "stream one from standard input. Nothing was installed, the env is "
+			  "unchanged", file, S_ISDIR(st.st_mode) ? "a directory" :
+			  S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+		return -EINVAL;
+	}
+	if (fcntl(fd, F_SETFL, 0) < 0)
+		return -errno;
+	return TAKE_FD(fd);
 }
 
 static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
@@ -337,14 +413,13 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	file = argv[optind];
 	/* the daemon reads the bundle straight from this fd: no copy is made */
-	fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
-	if (fd < 0) {
-		cli_error(ctx, "cannot open bundle %s: %s", file, strerror(errno));
-		return CLI_EXIT_FAIL;
-	}
+	fd = open_bundle(ctx, file);
+	if (fd < 0)
+		return fd == -EINVAL ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
 	ui.sock = socket_path(sock);
-	if (connect_daemon(ctx, ui.sock, &c) < 0)
-		return CLI_EXIT_FAIL;
+	r = connect_daemon(ctx, ui.sock, &c);
+	if (r < 0)
+		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
 	client_set_timeout(c, 0); /* progress keeps coming; a slow flash is no error */
 	idx = client_push_fd(c, fd);
 	if (idx < 0) {
@@ -359,8 +434,15 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	if (ui.tty && !ctx->json)
 		fputc('\n', stderr);
 	if (r == -ECANCELED) {
-		cli_error(ctx, "install cancelled: the target slot stays marked bad, the booted "
-			  "slot is untouched");
+		/* progress comes about once per percent: without one that showed
+		 * bytes on flash, writing may or may not have begun */
+		if (ui.written)
+			cli_error(ctx, "install cancelled: the target slot stays marked bad, the "
+				  "booted slot is untouched");
+		else
+			cli_error(ctx, "install cancelled: the booted slot is untouched; the target "
+				  "slot is left marked bad if writing had begun ('flashctl status' "
+				  "shows it)");
 		return CLI_EXIT_FAIL;
 	}
 	if (r < 0)
@@ -378,8 +460,9 @@ static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *m
 
 	if (i < 0 || i != argc)
 		return CLI_EXIT_USAGE;
-	if (connect_daemon(ctx, socket_path(sock), &c) < 0)
-		return CLI_EXIT_FAIL;
+	r = connect_daemon(ctx, socket_path(sock), &c);
+	if (r < 0)
+		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
 	r = client_call_simple(c, method, NULL, &res);
 	if (r < 0)
 		return call_failed(ctx, c, r, method + strlen("io.flashd."));
@@ -406,6 +489,7 @@ static void print_overlay(struct json_object *res)
 		printf("  all local changes are erased at the next boot\n");
 	if (!strcmp(jp(ov, "state"), "tmpfs"))
 		printf("  WARNING: changes are kept in RAM only and lost at reboot\n");
+	print_layers(ov, "  ");
 }
 
 static int cancel_cmd(struct cli_ctx *ctx, int argc, char **argv)

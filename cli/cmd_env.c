@@ -202,7 +202,7 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		if (slot_is_state_var(name) && !a.force) {
 			cli_error(ctx, "env set: %s is slot state; use 'flashctl slot "
 				  "activate|mark-good|mark-bad|rollback' (or --force)", name);
-			return CLI_EXIT_DENIED;
+			return CLI_EXIT_FORCE;
 		}
 		/* forced or not, never a value the boot script reads otherwise */
 		if (slot_var_check(group, name, value, &serr) < 0) {
@@ -219,8 +219,14 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "%s", err.msg);
 		return r == -ENODATA || r == -ENOSPC ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
 	}
-	if (!ctx->quiet && !ctx->json)
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+		json_object_object_add(j, "written", json_object_new_int64(env_txn_size(t)));
+		json_object_object_add(j, "env", json_object_new_string(env_describe(e)));
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
 		printf("%zu variable(s) written to %s\n", env_txn_size(t), env_describe(e));
+	}
 	return CLI_EXIT_OK;
 }
 
@@ -259,7 +265,7 @@ static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	r = env_init_default(e, defaults, vars, n, a.force, &err);
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
-		return r == -EEXIST ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return r == -EEXIST ? CLI_EXIT_FORCE : CLI_EXIT_FAIL;
 	}
 	if (!ctx->quiet && !ctx->json)
 		printf("U-Boot env %s initialised\n", env_describe(e));

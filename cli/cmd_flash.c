@@ -78,7 +78,8 @@ static const char *open_hint(int r)
 	case -EPROTONOSUPPORT:
 		return " (use sim:PATH, /dev/mtdN or mtd:NAME)";
 	case -EMEDIUMTYPE:
-		return " (not a flash simulator file or unsupported MTD type)";
+		return " (not a flash simulator - a regular file made by 'flashctl flash sim-create' - "
+		       "or an unsupported MTD type)";
 	case -ENOTTY:
 		return " (not an MTD character device)";
 	case -ENODEV:
@@ -683,9 +684,17 @@ static int cmd_markbad(struct cli_ctx *ctx, int argc, char **argv)
 			  strerror(-r), io_hint(r));
 		return CLI_EXIT_FAIL;
 	}
-	if (!ctx->quiet && !ctx->json)
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+		json_object_object_add(j, "device", json_object_new_string(argv[optind]));
+		json_object_object_add(j, "block", json_object_new_int64(off / f->info.erasesize));
+		json_object_object_add(j, "offset", json_object_new_int64(off - off % f->info.erasesize));
+		json_object_object_add(j, "bad", json_object_new_boolean(true));
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
 		printf("%s: block %" PRIu64 " (offset %#" PRIx64 ") marked bad\n", argv[optind],
 		       off / f->info.erasesize, off - off % f->info.erasesize);
+	}
 	return CLI_EXIT_OK;
 }
 
@@ -761,8 +770,10 @@ static int cmd_sim_create(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "cannot create simulator %s: %s%s", argv[optind], strerror(-r),
 			  r == -EINVAL ? " (size must be a multiple of the erase block, the erase "
 			  "block of the page; NAND: page a power of two >= 256 with >= 16 OOB "
-			  "bytes; NOR: no --page/--oob)" : r == -EEXIST ? " (--force overwrites)" : "");
-		return CLI_EXIT_FAIL;
+			  "bytes; NOR: no --page/--oob)" : r == -EEXIST ? " (--force overwrites)" :
+			  r == -EMEDIUMTYPE ? " (not a regular file)" : "");
+		return r == -EEXIST ? CLI_EXIT_FORCE : r == -EINVAL ? CLI_EXIT_USAGE :
+		       r == -EMEDIUMTYPE ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
 	}
 	r = nsim_open(argv[optind], true, &s);
 	if (r < 0) {
@@ -782,9 +793,20 @@ static int cmd_sim_create(struct cli_ctx *ctx, int argc, char **argv)
 		}
 		p = *end ? end + 1 : end;
 	}
-	if (!ctx->quiet && !ctx->json)
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+		json_object_object_add(j, "path", json_object_new_string(argv[optind]));
+		json_object_object_add(j, "type", json_object_new_string(nsim_type_to_string(g.type)));
+		json_object_object_add(j, "size", json_object_new_int64(g.size));
+		json_object_object_add(j, "erase_block", json_object_new_int64(g.erasesize));
+		json_object_object_add(j, "page", json_object_new_int64(g.writesize));
+		json_object_object_add(j, "oob", json_object_new_int64(g.oobsize));
+		json_object_object_add(j, "blocks", json_object_new_int64(g.size / g.erasesize));
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
 		printf("created %s: %s, %" PRIu64 " blocks\n", argv[optind],
 		       nsim_type_to_string(g.type), g.size / g.erasesize);
+	}
 	return CLI_EXIT_OK;
 }
 

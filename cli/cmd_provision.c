@@ -23,6 +23,8 @@ static void on_region(void *userdata, const struct provision_region *r)
 	struct prov_out *o = userdata;
 	char size[32], off[32];
 
+	if (o->ctx->quiet && !o->ctx->json)
+		return;
 	if (o->ctx->json) {
 		struct json_object *j = json_object_new_object();
 		json_object_object_add(j, "partition", json_object_new_string(r->part->name));
@@ -59,6 +61,7 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "initial-env", required_argument, NULL, 'e' },
 		{ "sysfs", required_argument, NULL, 's' },
+		{ "cmdline", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_layout_ struct layout *l = NULL;
@@ -66,7 +69,7 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_json_ struct json_object *out = NULL;
 	struct layout_error lerr = { "" };
 	struct keyring_error kerr = { "" };
-	struct provision_error perr = { "" };
+	struct provision_error perr = { "", false };
 	struct provision_params p = { 0 };
 	struct prov_out po = { .ctx = ctx };
 	const char *layout = NULL, *keyring = NULL;
@@ -83,6 +86,7 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		case 'n': p.dry_run = true; break;
 		case 'e': p.initial_env = optarg; break;
 		case 's': p.sysfs = optarg; break;
+		case 'c': p.cmdline = optarg; break;
 		default: return CLI_EXIT_USAGE;
 		}
 	}
@@ -113,15 +117,20 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	p.userdata = &po;
 	po.dry_run = p.dry_run;
 	po.regions = json_object_new_array();
-	if (!ctx->json)
+	if (!ctx->json && !ctx->quiet)
 		printf("%s %s with %s (%s):\n", p.dry_run ? "Would provision" : "Provisioning",
 		       p.target, p.bundle, l->board ? l->board : l->path);
 	r = provision_run(&p, &perr);
 	if (r < 0) {
 		json_object_put(po.regions);
-		cli_error(ctx, "provision %s: %s", p.target, perr.msg);
-		return r == -EKEYREJECTED || r == -ENOKEY || r == -EBADMSG || r == -EMEDIUMTYPE ||
-		       r == -EFBIG || r == -EPROTONOSUPPORT ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
+		if (!perr.written) {
+			/* refused by a check: nothing was touched, and a dry run says the same */
+			cli_error(ctx, "provision %s refused, nothing was written: %s", p.target,
+				  perr.msg);
+			return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_INVALID;
+		}
+		cli_error(ctx, "provision %s failed: %s", p.target, perr.msg);
+		return CLI_EXIT_FAIL;
 	}
 	if (ctx->json) {
 		out = json_object_new_object();
@@ -131,9 +140,10 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		cli_print_json(json_object_get(out));
 	} else {
 		json_object_put(po.regions);
-		printf(p.dry_run ? "Nothing was written.\n" :
-		       "Done: slot %s boots first; every image was read back and verified.\n",
-		       l->groups[0].slots[0].name);
+		if (!ctx->quiet)
+			printf(p.dry_run ? "Nothing was written.\n" :
+			       "Done: slot %s boots first; every image was read back and "
+			       "verified.\n", l->groups[0].slots[0].name);
 	}
 	return CLI_EXIT_OK;
 }

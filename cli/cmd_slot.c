@@ -172,9 +172,15 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	r = slot_compute_booted(&s.st, s.booted, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c,
 				&err);
 	if (r < 0) {
+		struct slot_error ferr = { "" };
+		struct slot_changes fc;
+		struct slot_state fn;
+		/* would --force pass? then say so with the exit code (5) */
+		bool forcible = !s.a.force && slot_compute_booted(&s.st, s.booted, op, slot,
+								  SLOT_FORCE, &fn, &fc, &ferr) >= 0;
+
 		cli_error(ctx, "%s", err.msg);
-		return r == -EBUSY || r == -ENOENT || r == -EPERM || r == -EALREADY ?
-		       CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return cli_refusal_exit(r, forcible);
 	}
 	r = slot_apply(s.env, &c, &eerr);
 	if (r < 0) {
@@ -259,6 +265,29 @@ static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* --json: {"layout": FILE, "script": TEXT} */
+static int bootscript_json(const struct layout *l)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct json_object *j;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int r;
+
+	if (!f)
+		return -errno;
+	r = slot_bootscript(l, f);
+	if (fclose(f) != 0 && r >= 0)
+		r = -errno;
+	if (r < 0)
+		return r;
+	j = json_object_new_object();
+	json_object_object_add(j, "layout", json_object_new_string(l->path));
+	json_object_object_add(j, "script", json_object_new_string_len(buf, len));
+	cli_print_json(j);
+	return 0;
+}
+
 static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_env_args a = {};
@@ -278,7 +307,7 @@ static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "%s", err.msg);
 		return CLI_EXIT_INVALID;
 	}
-	r = slot_bootscript(l, stdout);
+	r = ctx->json ? bootscript_json(l) : slot_bootscript(l, stdout);
 	if (r < 0) {
 		cli_error(ctx, "%s: cannot make a boot script: %s", a.layout, strerror(-r));
 		return CLI_EXIT_INVALID;

@@ -1,5 +1,6 @@
 /* flashctl: the technician's and script's front end to flashd.
  * Commands are dispatched from nested tables (cli.h). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,8 +18,11 @@ static const struct cli_cmd top_cmds[] = {
 	  cli_cancel, NULL },
 	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
 	{ "provision", "--layout FILE --bundle FILE (--keyring DIR|--allow-unsigned) [--both-slots] "
-	  "[--include-bootloader] [--initial-env FILE] [--dry-run] system|sim:PATH|image:PREFIX",
-	  "lay out a blank board: erase, initial env, slot A (and B), overlay, read back",
+	  "[--include-bootloader] [--initial-env FILE] [--cmdline FILE] [--dry-run] "
+	  "system|sim:PATH|image:PREFIX",
+	  "lay out a blank board: erase, initial env, slot A (and B), overlay, read back\n"
+	  "Every check runs before the first erase; --dry-run runs the same checks and\n"
+	  "exits 3 exactly when the real run would refuse.",
 	  cli_provision, NULL },
 	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
 	{ "flash", NULL, "inspect and write flash devices (MTD or simulator)", NULL, cli_flash_cmds },
@@ -43,6 +47,15 @@ void cli_print_json(struct json_object *j)
 {
 	puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(j);
+}
+
+int cli_refusal_exit(int r, bool forcible)
+{
+	if (forcible)
+		return CLI_EXIT_FORCE;
+	if (r == -EBUSY || r == -ENOENT || r == -EPERM || r == -EALREADY)
+		return CLI_EXIT_INVALID;
+	return CLI_EXIT_FAIL;
 }
 
 bool cli_wants_help(int argc, char **argv)
@@ -115,7 +128,8 @@ static void usage_main(struct cli_ctx *ctx)
 	       "  -h, --help     this help\n"
 	       "  -V, --version  print the version\n"
 	       "\nExit status: 0 ok, 1 failed, 2 usage error, 3 input rejected"
-	       " (invalid layout, bundle, env), 4 permission denied or busy.\n");
+	       " (invalid layout, bundle, env; a failed check), 4 permission denied or busy,\n"
+	       "5 refused without --force.\n");
 }
 
 int main(int argc, char **argv)

@@ -560,8 +560,21 @@ int bundle_manifest_check(const struct bundle_manifest *m, const char *compatibl
 			return fail(err, -EFBIG, "image %u \"%s\": %" PRIu64 " bytes, larger than "
 				    "the slot's %" PRIu64, img->index, img->slot, img->size,
 				    slots[j].max_size);
+		if (slots[j].image_type &&
+		    strcmp(slots[j].image_type, bundle_image_type_to_string(img->type)))
+			return fail(err, -EMEDIUMTYPE, "image %u \"%s\" is of type %s; the layout's "
+				    "slots take a %s image for \"%s\"", img->index, img->slot,
+				    bundle_image_type_to_string(img->type), slots[j].image_type,
+				    img->slot);
 	}
 	return 0;
+}
+
+bool bundle_is_cramfs(const void *head, size_t len)
+{
+	static const uint8_t le[4] = { 0x45, 0x3d, 0xcd, 0x28 }, be[4] = { 0x28, 0xcd, 0x3d, 0x45 };
+
+	return len >= 4 && (!memcmp(head, le, 4) || !memcmp(head, be, 4));
 }
 
 int bundle_manifest_to_json(const struct bundle_manifest *m, struct json_object **ret)
@@ -941,11 +954,35 @@ static int deliver(struct bundle_reader *r, const uint8_t *p, size_t n, struct b
 	return call(r, r->ops.image_data(r->userdata, img, p, n, err), "image data", err);
 }
 
-/* Uncompressed image bytes: hash, hold back the squashfs superblock until
- * it is checked, pass on. */
+/* The first bytes of every image are held back until they passed: a
+ * CramFS image is refused by name, a squashfs superblock is checked. */
+static int check_head(struct bundle_reader *r, const struct bundle_image *img,
+		      struct bundle_error *err)
+{
+	uint64_t max = img->size;
+	char msg[300];
+	int ret;
+
+	if (bundle_is_cramfs(r->sb, r->sb_fill))
+		return fail(err, -EMEDIUMTYPE, "image %u \"%s\": %s", img->index, img->slot,
+			    BUNDLE_CRAMFS_REFUSED);
+	if (img->type != BUNDLE_IMAGE_SQUASHFS)
+		return 0;
+	for (size_t i = 0; i < r->policy.n_slots; i++)
+		if (r->policy.slots[i].slot && !strcmp(r->policy.slots[i].slot, img->slot))
+			max = MIN(max, r->policy.slots[i].max_size);
+	ret = squashfs_check_superblock(r->sb, sizeof(r->sb), max, NULL, msg, sizeof(msg));
+	if (ret < 0)
+		return fail(err, ret, "image %u \"%s\": %s", img->index, img->slot, msg);
+	return 0;
+}
+
+/* Uncompressed image bytes: hash, hold back the head until it is checked,
+ * pass on. */
 static int emit(struct bundle_reader *r, const uint8_t *p, size_t n, struct bundle_error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
+	size_t head = MIN(img->size, (uint64_t)SQUASHFS_SUPERBLOCK_SIZE);
 	int ret;
 
 	if (n > img->size - r->out_done)
@@ -955,24 +992,18 @@ static int emit(struct bundle_reader *r, const uint8_t *p, size_t n, struct bund
 	r->out_done += n;
 	if (EVP_DigestUpdate(r->sha, p, n) != 1)
 		return -EIO;
-	if (img->type == BUNDLE_IMAGE_SQUASHFS && r->sb_fill < SQUASHFS_SUPERBLOCK_SIZE) {
-		size_t take = MIN(n, SQUASHFS_SUPERBLOCK_SIZE - r->sb_fill);
-		uint64_t max = img->size;
-		char msg[300];
+	if (r->sb_fill < head) {
+		size_t take = MIN(n, head - r->sb_fill);
 
 		memcpy(r->sb + r->sb_fill, p, take);
 		r->sb_fill += take;
 		p += take;
 		n -= take;
-		if (r->sb_fill < SQUASHFS_SUPERBLOCK_SIZE)
+		if (r->sb_fill < head)
 			return 0;
-		for (size_t i = 0; i < r->policy.n_slots; i++)
-			if (r->policy.slots[i].slot && !strcmp(r->policy.slots[i].slot, img->slot))
-				max = MIN(max, r->policy.slots[i].max_size);
-		ret = squashfs_check_superblock(r->sb, sizeof(r->sb), max, NULL, msg, sizeof(msg));
-		if (ret < 0)
-			return fail(err, ret, "image %u \"%s\": %s", img->index, img->slot, msg);
-		ret = deliver(r, r->sb, sizeof(r->sb), err);
+		ret = check_head(r, img, err);
+		if (ret >= 0)
+			ret = deliver(r, r->sb, r->sb_fill, err);
 		if (ret < 0)
 			return ret;
 	}
@@ -1413,6 +1444,8 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 			return r;
 		if (size[i] == 0)
 			return fail(err, -EINVAL, "%s: empty image", ci->path);
+		if (bundle_is_cramfs(sb, MIN(size[i], sizeof(sb))))
+			return fail(err, -EMEDIUMTYPE, "%s: %s", ci->path, BUNDLE_CRAMFS_REFUSED);
 		if (ci->type == BUNDLE_IMAGE_SQUASHFS) {
 			char msg[300];
 			r = squashfs_check_superblock(sb, MIN(size[i], sizeof(sb)), size[i],

@@ -270,6 +270,14 @@ static int on_manifest(void *userdata, const struct bundle_manifest *m, struct b
 				 "'%s'", t->img->slot, s->name, in->group->name);
 			goto refuse;
 		}
+		/* the group's image type is the root filesystem's; the env is untouched yet */
+		if (!strcmp(t->img->slot, "rootfs") && in->group->image_type &&
+		    strcmp(bundle_image_type_to_string(t->img->type), in->group->image_type)) {
+			r = fail(in, -EMEDIUMTYPE, "image 'rootfs' is of type %s; slot group '%s' "
+				 "takes %s images", bundle_image_type_to_string(t->img->type),
+				 in->group->name, in->group->image_type);
+			goto refuse;
+		}
 		if (t->lt->part && t->img->size > t->lt->part->size) {
 			r = fail(in, -EFBIG, "image '%s' (%" PRIu64 " bytes) is larger than "
 				 "partition '%s' (%" PRIu64 " bytes)", t->img->slot, t->img->size,

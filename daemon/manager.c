@@ -391,9 +391,11 @@ static struct json_object *final_report(struct install *in, int r, const struct 
 		r >= 0 ? "success" : r == -ECANCELED ? "cancelled" : "failed"));
 	json_object_object_add(o, "errno", json_object_new_int(-r));
 	json_object_object_add(o, "error", r < 0 ? jstr(err->msg) : NULL);
-	/* bundle problems found before anything was written */
+	/* the bundle is what failed: refused before anything was written (env
+	 * untouched) or found while streaming (hash, truncation, trailing data:
+	 * the target stays marked bad); flashctl(1) exits 3 for both */
 	json_object_object_add(o, "invalid_bundle", json_object_new_boolean(
-		r < 0 && bundle_error_class(r) && st->bytes_written == 0));
+		r < 0 && bundle_error_class(r)));
 	json_object_object_add(o, "slot", jstr(install_get_slot(in)));
 	json_object_object_add(o, "version", jstr(man ? man->version : NULL));
 	json_object_object_add(o, "compatible", jstr(man ? man->compatible : NULL));
@@ -432,10 +434,14 @@ static int job_run(struct install *in, int fd, volatile int *cancel, struct inst
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0) {
+			struct install_error why = { "" };
+
 			r = -errno;
+			/* the engine knows what it left: the slot marked bad, or nothing */
 			install_cancel(in);
-			snprintf(err->msg, sizeof(err->msg), "reading the bundle: %s; the target "
-				 "slot stays marked bad", strerror(-r));
+			install_finish_input(in, &why);
+			snprintf(err->msg, sizeof(err->msg), "reading the bundle: %s (%s)",
+				 strerror(-r), why.msg);
 			return r;
 		}
 		if (n == 0)

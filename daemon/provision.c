@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <openssl/evp.h>
 
 #include "board.h"
@@ -138,20 +139,60 @@ static void plan(struct prov *pv)
 
 /* ---- the bundle is checked completely before flash is touched ---- */
 
+/* Room and image type per slot member, over the slots that get an image:
+ * the smallest partition holding the member; the root filesystem must be
+ * of the group's image type. */
+static size_t member_limits(const struct prov *pv, struct bundle_slot_limit *lim, size_t max)
+{
+	static const char *const members[] = { "rootfs", "kernel" };
+	size_t n = 0;
+
+	for (size_t m = 0; m < ELEMENTSOF(members) && n < max; m++) {
+		struct bundle_slot_limit l = { members[m], UINT64_MAX, NULL };
+		bool has = false;
+
+		if (m == 0)
+			l.image_type = pv->g->image_type;
+		for (size_t s = 0; s < pv->g->n_slots; s++) {
+			const struct layout_slot *sl = &pv->g->slots[s];
+			const struct layout_image_target *t = m == 0 ? &sl->rootfs : &sl->kernel;
+			if (m == 1 && !sl->has_kernel)
+				continue;
+			has = true;
+			if (slot_installed(pv, s) && t->part)
+				l.max_size = MIN(l.max_size, t->part->size);
+		}
+		if (has)
+			lim[n++] = l;
+	}
+	return n;
+}
+
 static int verify_bundle(struct prov *pv)
 {
 	_cleanup_(bundle_reader_freep) struct bundle_reader *r = NULL;
-	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct bundle_slot_limit lim[2];
 	struct bundle_error berr = { "" };
 	struct bundle_policy pol = {
 		.keyring = pv->p->keyring,
 		.allow_unsigned = pv->p->allow_unsigned,
 		.compatible = pv->l->compatible,
+		.slots = lim,
 	};
+	struct stat st;
 	int ret;
 
 	if (fd < 0)
 		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+	/* it is read twice (checked here, installed later): a pipe cannot be */
+	if (!S_ISREG(st.st_mode))
+		return fail(pv, -EINVAL, "bundle %s is not a regular file", pv->p->bundle);
+	if (fcntl(fd, F_SETFL, 0) < 0)
+		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+	pol.n_slots = member_limits(pv, lim, ELEMENTSOF(lim));
 	ret = bundle_reader_new(&pol, NULL, NULL, &r);
 	if (ret >= 0)
 		ret = bundle_reader_read_fd(r, fd, &berr);
@@ -162,21 +203,50 @@ static int verify_bundle(struct prov *pv)
 	return 0;
 }
 
-/* ---- target set-up ---- */
+/* ---- target checks (nothing is created or written) ---- */
 
-/* An existing simulator must be the chip the layout describes. */
+/* The directory that will hold a file we create must exist and be writable. */
+static int check_dir_of(struct prov *pv, const char *path, const char *what)
+{
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (access(dir, W_OK) < 0)
+		return fail(pv, -errno, "%s %s: cannot create it in %s: %s", what, path, dir,
+			    strerror(errno));
+	return 0;
+}
+
+/* An existing simulator must be a regular file holding the chip the
+ * layout describes (a FIFO or /dev/zero is refused, not opened). */
 static int check_sim(struct prov *pv, const char *path, const struct layout_device *d)
 {
 	_cleanup_flash_ struct flash *f = NULL;
 	_cleanup_free_ char *spec = NULL;
 	char a[32], b[32], c[32], e[32];
+	struct stat st;
 	int r;
 
+	if (stat(path, &st) < 0)
+		return fail(pv, -errno, "simulator %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fail(pv, -EMEDIUMTYPE, "simulator %s is not a regular file (a simulator is "
+			    "a file made by 'flashctl flash sim-create' or created here)", path);
 	if (asprintf(&spec, "sim:%s", path) < 0)
 		return -ENOMEM;
 	r = flash_open(spec, false, &f);
 	if (r < 0)
-		return fail(pv, r, "simulator %s: %s", path, strerror(-r));
+		return fail(pv, r, "simulator %s: %s", path, r == -EMEDIUMTYPE ?
+			    "not a simulator file" : strerror(-r));
 	if (f->info.type == d->type && f->info.size == d->size && f->info.erasesize == d->erasesize)
 		return 0;
 	return fail(pv, -EMEDIUMTYPE, "simulator %s is a %s %s chip with %s erase blocks; the "
@@ -187,7 +257,134 @@ static int check_sim(struct prov *pv, const char *path, const struct layout_devi
 		    util_format_size(d->erasesize, e, sizeof(e)));
 }
 
-static int sim_prepare(struct prov *pv, const char *path)
+static int check_sim_target(struct prov *pv, const char *path)
+{
+	if (pv->l->n_devices != 1)
+		return fail(pv, -EOPNOTSUPP, "simulator targets take one-device layouts; %s has %zu",
+			    pv->l->path, pv->l->n_devices);
+	if (access(path, F_OK) == 0)
+		return check_sim(pv, path, &pv->l->devices[0]);
+	return check_dir_of(pv, path, "simulator");
+}
+
+/* Provisioning erases every slot: never from a system running on one. */
+static int check_not_booted(struct prov *pv)
+{
+	struct slot_error serr = { "" };
+	const char *by = NULL;
+	int r = slot_booted(pv->p->cmdline, pv->l, pv->g, &by, &serr);
+
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return fail(pv, r, "cannot tell whether the running system booted from a slot: %s",
+			    serr.msg);
+	return fail(pv, -EBUSY, "the running system booted slot %s (%s): provisioning erases "
+		    "every slot, including the running root; provision from a rescue system or "
+		    "another boot medium, or update with 'flashctl install'", pv->g->slots[r].name,
+		    by ? by : "kernel command line");
+}
+
+static int check_target(struct prov *pv)
+{
+	const char *t = pv->p->target;
+	struct layout_error lerr = { "" };
+	int r;
+
+	if (!strncmp(t, "sim:", 4)) {
+		snprintf(pv->target, sizeof(pv->target), "%s", t);
+		return check_sim_target(pv, t + 4);
+	}
+	if (!strncmp(t, "image:", 6)) {
+		pv->image_prefix = strdup(t + 6);
+		if (!pv->image_prefix)
+			return -ENOMEM;
+		snprintf(pv->target, sizeof(pv->target), "sim:%s.sim.tmp", t + 6);
+		if (pv->l->n_devices != 1)
+			return fail(pv, -EOPNOTSUPP, "factory images take one-device layouts; %s "
+				    "has %zu", pv->l->path, pv->l->n_devices);
+		return check_dir_of(pv, pv->image_prefix, "factory image");
+	}
+	if (!strcmp(t, "system")) {
+		snprintf(pv->target, sizeof(pv->target), "system");
+		r = layout_check_system(pv->l, pv->p->sysfs, &lerr);
+		if (r < 0)
+			return fail(pv, r, "the running system's flash does not match the layout: %s",
+				    lerr.msg);
+		return check_not_booted(pv);
+	}
+	return fail(pv, -EINVAL, "unknown target '%s' (system, sim:PATH or image:PREFIX)", t);
+}
+
+/* What the layout asks for that this version cannot lay out. */
+static int check_layout(struct prov *pv)
+{
+	for (size_t i = 0; i < pv->l->n_partitions; i++)
+		if (pv->regions[i].action == PROVISION_UNSUPPORTED)
+			return fail(pv, -EOPNOTSUPP, "partition %s: %s", pv->regions[i].part->name,
+				    pv->regions[i].detail);
+	if (!pv->l->env.n_copies)
+		return fail(pv, -ENOENT, "layout %s has no U-Boot env to initialise", pv->l->path);
+	for (size_t s = 0; s < pv->g->n_slots; s++) {
+		const struct layout_slot *sl = &pv->g->slots[s];
+		if (!slot_installed(pv, s))
+			continue;
+		for (int k = 0; k < 1 + sl->has_kernel; k++) {
+			const struct layout_image_target *t = k ? &sl->kernel : &sl->rootfs;
+			if (t->storage != LAYOUT_STORAGE_NOR && t->storage != LAYOUT_STORAGE_NAND)
+				return fail(pv, -EOPNOTSUPP, "slot %s: %s storage is not written by "
+					    "this version", sl->name,
+					    layout_storage_to_string(t->storage));
+		}
+	}
+	if (pv->p->initial_env && access(pv->p->initial_env, R_OK) < 0)
+		return fail(pv, -errno, "initial env %s: %s", pv->p->initial_env, strerror(errno));
+	return 0;
+}
+
+/* On a target that exists, an image must also fit in the partition's
+ * good blocks (factory bad blocks are skipped when writing). */
+static int check_room(struct prov *pv)
+{
+	_cleanup_board_ struct board *b = NULL;
+	int r;
+
+	if (pv->image_prefix || (!strncmp(pv->target, "sim:", 4) && access(pv->target + 4, F_OK)))
+		return 0; /* created blank */
+	r = board_open(pv->l, pv->target, false, &b);
+	if (r < 0)
+		return fail(pv, r, "target %s: %s", pv->target, strerror(-r));
+	for (size_t s = 0; s < pv->g->n_slots; s++) {
+		const struct layout_slot *sl = &pv->g->slots[s];
+		if (!slot_installed(pv, s))
+			continue;
+		for (size_t i = 0; i < pv->man.n_images; i++) {
+			const struct bundle_image *img = &pv->man.images[i];
+			const struct layout_image_target *t = !strcmp(img->slot, "rootfs") ?
+				&sl->rootfs : sl->has_kernel ? &sl->kernel : NULL;
+			_cleanup_flash_ struct flash *f = NULL;
+			uint64_t good = 0;
+
+			if (!t || !t->part)
+				continue;
+			r = board_open_partition(b, t->part, &f);
+			if (r < 0)
+				return fail(pv, r, "partition %s: %s", t->part->name, strerror(-r));
+			for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize)
+				if (flash_block_isbad(f, off) != 1)
+					good += f->info.erasesize;
+			if (img->size > good)
+				return fail(pv, -EFBIG, "image \"%s\" (%" PRIu64 " bytes) does not fit in "
+					    "partition %s of slot %s: %" PRIu64 " bytes in good blocks",
+					    img->slot, img->size, t->part->name, sl->name, good);
+		}
+	}
+	return 0;
+}
+
+/* ---- target set-up (after every check passed) ---- */
+
+static int prepare_target(struct prov *pv)
 {
 	const struct layout_device *d = &pv->l->devices[0];
 	struct nsim_geometry geo = {
@@ -197,48 +394,19 @@ static int sim_prepare(struct prov *pv, const char *path)
 		.writesize = d->type == FLASH_NAND ? d->writesize : 1,
 		.oobsize = d->type == FLASH_NAND ? d->oobsize : 0,
 	};
+	const char *path = pv->target + 4;
 	int r;
 
-	if (pv->l->n_devices != 1)
-		return fail(pv, -EOPNOTSUPP, "simulator targets take one-device layouts; %s has %zu",
-			    pv->l->path, pv->l->n_devices);
-	if (access(path, F_OK) == 0)
-		return check_sim(pv, path, d);
+	if (strncmp(pv->target, "sim:", 4))
+		return 0;
+	if (pv->image_prefix)
+		unlink(path);
+	else if (access(path, F_OK) == 0)
+		return 0;
 	r = nsim_create(path, &geo, 0);
 	if (r < 0)
 		return fail(pv, r, "cannot create simulator %s: %s", path, strerror(-r));
 	return 0;
-}
-
-static int prepare_target(struct prov *pv)
-{
-	const char *t = pv->p->target;
-	struct layout_error lerr = { "" };
-	int r;
-
-	if (!strncmp(t, "sim:", 4)) {
-		snprintf(pv->target, sizeof(pv->target), "%s", t);
-		return pv->p->dry_run ? 0 : sim_prepare(pv, t + 4);
-	}
-	if (!strncmp(t, "image:", 6)) {
-		pv->image_prefix = strdup(t + 6);
-		if (!pv->image_prefix)
-			return -ENOMEM;
-		snprintf(pv->target, sizeof(pv->target), "sim:%s.sim.tmp", t + 6);
-		if (pv->p->dry_run)
-			return 0;
-		unlink(pv->target + 4);
-		return sim_prepare(pv, pv->target + 4);
-	}
-	if (!strcmp(t, "system")) {
-		snprintf(pv->target, sizeof(pv->target), "system");
-		r = layout_check_system(pv->l, pv->p->sysfs, &lerr);
-		if (r < 0)
-			return fail(pv, r, "the running system's flash does not match the layout: %s",
-				    lerr.msg);
-		return 0;
-	}
-	return fail(pv, -EINVAL, "unknown target '%s' (system, sim:PATH or image:PREFIX)", t);
 }
 
 /* ---- the steps ---- */
@@ -537,13 +705,23 @@ static void report_all(struct prov *pv)
 		pv->p->report(pv->p->userdata, &pv->regions[i]);
 }
 
-static int unsupported(struct prov *pv)
+/* The plan: what happens to each region, and every check that can refuse.
+ * A dry run stops here; a real run starts erasing only after it passed,
+ * so both refuse exactly the same things and a refusal changes nothing. */
+static int plan_and_check(struct prov *pv)
 {
-	for (size_t i = 0; i < pv->l->n_partitions; i++)
-		if (pv->regions[i].action == PROVISION_UNSUPPORTED)
-			return fail(pv, -EOPNOTSUPP, "partition %s: %s", pv->regions[i].part->name,
-				    pv->regions[i].detail);
-	return 0;
+	int r;
+
+	plan(pv);
+	r = check_layout(pv);
+	if (r >= 0)
+		r = check_target(pv);
+	if (r >= 0)
+		r = verify_bundle(pv);
+	if (r < 0)
+		return r;
+	plan(pv); /* again: which slot members the bundle fills is known now */
+	return check_room(pv);
 }
 
 static int run(struct prov *pv)
@@ -551,23 +729,21 @@ static int run(struct prov *pv)
 	_cleanup_board_ struct board *b = NULL;
 	int r;
 
-	r = verify_bundle(pv);
+	r = plan_and_check(pv);
 	if (r < 0)
 		return r;
-	plan(pv);
 	if (pv->p->dry_run) {
 		report_all(pv);
 		return 0;
 	}
-	r = unsupported(pv);
-	if (r >= 0)
-		r = prepare_target(pv);
+	r = prepare_target(pv);
 	if (r < 0)
 		return r;
 	r = board_open(pv->l, pv->target, true, &b);
 	if (r < 0)
 		return fail(pv, r, "target %s: %s", pv->target, r == -EMEDIUMTYPE ?
 			    "the simulator's geometry does not match the layout" : strerror(-r));
+	pv->err->written = true;
 	r = erase_regions(pv, b);
 	if (r >= 0)
 		r = init_env(pv);
@@ -601,12 +777,8 @@ int provision_run(const struct provision_params *p, struct provision_error *err)
 		r = -ENOMEM;
 		goto out;
 	}
-	/* the target is checked before the bundle is read */
-	r = strncmp(p->target, "sim:", 4) && strncmp(p->target, "image:", 6) &&
-	    strcmp(p->target, "system") ? fail(&pv, -EINVAL, "unknown target '%s' (system, "
-						 "sim:PATH or image:PREFIX)", p->target) : 0;
-	if (r >= 0)
-		r = run(&pv);
+	err->written = false;
+	r = run(&pv);
 	if (pv.image_prefix && !p->dry_run)
 		unlink(pv.target + 4);
 out:

@@ -17,7 +17,9 @@
  *   -ENOKEY           unsigned, or signed only by keys not in the keyring
  *                     (refused unless policy.allow_unsigned)
  *   -EPROTONOSUPPORT  a newer major format version, squashfs not 4.0
- *   -EMEDIUMTYPE      compatible string does not match
+ *   -EMEDIUMTYPE      compatible string does not match, an image of another
+ *                     type than its slot takes, a CramFS image (not in the
+ *                     reference kernel)
  *   -EFBIG            an image (or its squashfs) is larger than its slot
  *   -ENXIO            an image for a slot member the caller has no room for
  *   -ENODATA          stream ended early (truncated bundle)
@@ -107,6 +109,7 @@ struct bundle_manifest {
 struct bundle_slot_limit {
 	const char *slot;
 	uint64_t max_size;
+	const char *image_type;              /* the layout's type for it ("squashfs"); NULL: any */
 };
 
 /* Pointers must stay valid for the reader's lifetime. */
@@ -124,8 +127,9 @@ struct bundle_policy {
  * BUNDLE_STOP to end reading after the manifest (bundle info). Any of
  * them may be NULL. image_data gets the image's uncompressed bytes in
  * order; the image is trustworthy only once image_end is called (its
- * sha256 matched). For squashfs images the reader holds back the first
- * 96 bytes until the superblock check passed. */
+ * sha256 matched). The reader holds back the first 96 bytes of every
+ * image (all of a smaller one) until they passed the checks: a CramFS
+ * image is refused by name, a squashfs superblock must be sound. */
 #define BUNDLE_STOP 1
 struct bundle_reader_ops {
 	int (*manifest)(void *userdata, const struct bundle_manifest *m, struct bundle_error *err);
@@ -177,6 +181,12 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 			  struct bundle_error *err);
 /* JSON view of a manifest (for flashctl --json and the daemon status). */
 int bundle_manifest_to_json(const struct bundle_manifest *m, struct json_object **ret);
+
+/* CramFS (magic 0x28cd3d45, either byte order) in the first len bytes of
+ * an image: refused everywhere, the reference kernel has no cramfs. */
+bool bundle_is_cramfs(const void *head, size_t len);
+#define BUNDLE_CRAMFS_REFUSED "a CramFS image (magic 0x28cd3d45): the reference kernel has " \
+	"no cramfs, so this image could never be mounted; build a squashfs image (mksquashfs)"
 
 const char *bundle_image_type_to_string(enum bundle_image_type t);
 int bundle_image_type_from_string(const char *s);    /* enum or -EINVAL */

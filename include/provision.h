@@ -15,6 +15,7 @@
 
 struct provision_error {
 	char msg[512];
+	bool written;          /* the failure came after flash was touched (else: refused) */
 };
 
 enum provision_action {
@@ -49,9 +50,17 @@ struct provision_params {
 	bool dry_run;                     /* report only */
 	const char *initial_env;          /* U-Boot default env (name=value lines) or NULL */
 	const char *sysfs;                /* system targets: sysfs root (tests) */
+	const char *cmdline;              /* system targets: the booted slot's kernel command
+					   * line (NULL = /proc/cmdline) */
 	void (*report)(void *userdata, const struct provision_region *r);
 	void *userdata;
 };
 
+/* Every check (target kind and geometry, a simulator path that is a
+ * regular file, the running system's MTD table and booted slot, UBI and
+ * other unsupported layouts, the bundle: signature, hashes, compatible,
+ * image types and sizes against the slots and their good blocks) runs
+ * before the first erase; a dry run runs exactly these checks. On failure
+ * err->written says whether flash was touched. */
 int provision_run(const struct provision_params *p, struct provision_error *err);
 const char *provision_action_to_string(enum provision_action a);

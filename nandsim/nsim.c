@@ -268,14 +268,22 @@ int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flag
 	_cleanup_close_ int fd = -1;
 	struct nsim_hdr h;
 	uint8_t zero[NSIM_HEADER_SIZE] = { 0 };
+	struct stat st;
 	int r;
 
 	r = geometry_check(geo);
 	if (r < 0)
 		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC |
-		  ((flags & NSIM_CREATE_FORCE) ? O_TRUNC : O_EXCL), 0666);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+		  ((flags & NSIM_CREATE_FORCE) ? 0 : O_EXCL), 0666);
 	if (fd < 0)
+		return -errno;
+	/* --force replaces a simulator, never truncates a device or a FIFO */
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EMEDIUMTYPE;
+	if (fcntl(fd, F_SETFL, 0) < 0)
 		return -errno;
 	hdr_init(&h, geo);
 	if (ftruncate(fd, 0) < 0) {
@@ -311,8 +319,15 @@ int nsim_open(const char *path, bool writable, struct nsim **ret)
 	struct stat st;
 	ssize_t n;
 
-	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hang the open; only regular files are chips */
+	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EMEDIUMTYPE;
+	if (fcntl(fd, F_SETFL, 0) < 0)
 		return -errno;
 	s = calloc(1, sizeof(*s));
 	if (!s)

@@ -41,7 +41,8 @@ static int open_sim(const char *path, bool writable, struct nsim **ret)
 
 	if (r < 0)
 		fail("cannot open %s: %s%s", path, strerror(-r),
-		     r == -EMEDIUMTYPE ? " (not a simulator file)" : "");
+		     r == -EMEDIUMTYPE ? " (not a simulator: a regular file made by 'nsimctl create')" :
+		     "");
 	return r;
 }
 

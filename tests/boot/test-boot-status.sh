@@ -43,4 +43,13 @@ overlay.layers.1.state mounted
 overlay.layers.1.generation gen-A-1
 overlay.layers.1.persistent true
 EOT
+# the human views name every layer and the fallback's reason
+for cmd in status "overlay status"; do
+	fctl $cmd >"$T/human.txt" || fail "flashctl $cmd: exit $?"
+	grep -q '/var .*mounted (ubifs on ubi)' "$T/human.txt" ||
+		fail "flashctl $cmd does not show the /var layer: $(cat "$T/human.txt")"
+	grep -q 'FALLBACK: generation gen-A-1: No space left on device' "$T/human.txt" ||
+		fail "flashctl $cmd does not show the / fallback: $(cat "$T/human.txt")"
+	grep -q DEGRADED "$T/human.txt" || fail "flashctl $cmd does not say degraded"
+done
 say "ok"

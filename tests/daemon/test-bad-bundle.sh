@@ -3,7 +3,8 @@
 # manifest changed after signing, unknown signer, another board) give
 # io.flashd.InvalidBundle with a reason, flashctl exit 3, and leave the
 # U-Boot env byte-for-byte as it was. A damaged payload is found while
-# writing: io.flashd.InstallFailed, exit 1, the target slot marked bad, the
+# writing: io.flashd.InvalidBundle too, exit 3 (flashctl(1): a bundle
+# refused for its hash or truncation), the target slot marked bad, the
 # booted slot untouched. Each failure is in the install record.
 . "$(dirname "$0")/lib.sh"
 
@@ -70,12 +71,12 @@ refused manifest "signature"
 refused rogue "key\|signer\|trusted"
 refused otherboard "bundle is for \"flashd,nor-router-16m\""
 
-# ---- found while writing: InstallFailed, slot B marked bad, A untouched ----
+# ---- found while writing: InvalidBundle, exit 3, slot B marked bad, A untouched ----
 failed() {
 	fctl install "$T/$1.bundle" > "$T/$1.out" 2>&1
 	rc=$?
-	[ $rc = 1 ] || fail "$1: flashctl install exited $rc, expected 1: $(cat "$T/$1.out")"
-	grep -q "InstallFailed\|InvalidBundle" "$T/$1.out" || fail "$1: no error name in: $(cat "$T/$1.out")"
+	[ $rc = 3 ] || fail "$1: flashctl install exited $rc, expected 3: $(cat "$T/$1.out")"
+	grep -q "InvalidBundle" "$T/$1.out" || fail "$1: no InvalidBundle in: $(cat "$T/$1.out")"
 	records=$((records + 1))
 	fctl --json status > "$T/$1.st"
 	expect_fields "$T/$1.st" "$1" <<EOF

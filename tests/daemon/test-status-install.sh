@@ -65,16 +65,9 @@ fctl --json install "$T/v1.bundle" > "$T/inst1.out" 2> "$T/inst1.err" ||
 	fail "flashctl install: exit $?: $(cat "$T/inst1.err")"
 "$PY" - "$T/inst1.out" "$SQFS1" <<'EOF' || fail "install progress check failed"
 import json, sys
-lines = open(sys.argv[1]).read().split("\n")
-# progress: one JSON object per line, then the final reply pretty-printed
-progress, rest = [], []
-for i, l in enumerate(lines):
-    if l.startswith("{") and l.endswith("}"):
-        progress.append(json.loads(l))
-    else:
-        rest = lines[i:]
-        break
-final = json.loads("\n".join(rest))
+# JSON lines (flashctl(1)): one object per progress step, the final reply last
+objs = [json.loads(l) for l in open(sys.argv[1]).read().split("\n") if l]
+progress, final = objs[:-1], objs[-1]
 size = int(sys.argv[2])
 keys = {"percent", "bytes_done", "bytes_total", "step", "image", "slot", "version"}
 order = ["verify", "write", "readback", "activate", "done"]

@@ -143,6 +143,33 @@ static void assert_writable(const char *rel)
 	unlink(path);
 }
 
+/* The real union over the new generation takes a write (root: a private
+ * mount namespace; otherwise the upper's own check above stands). */
+static void assert_union_writable(const char *lower_rel, const char *gen_rel)
+{
+	char opts[2048], mnt[512], path[600], rel[128];
+	int fd;
+
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return;
+	snprintf(mnt, sizeof(mnt), "%s/union", base);
+	assert_int_equal(mkdir(mnt, 0755), 0);
+	snprintf(opts, sizeof(opts), "lowerdir=%s/%s,upperdir=%s/%s/upper,workdir=%s/%s/work", base,
+		 lower_rel, base, gen_rel, base, gen_rel);
+	if (mount("overlay", mnt, "overlay", 0, opts) < 0) {
+		print_message("no overlayfs here (%s): union not checked\n", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/etc/written-through-the-union", mnt);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(umount2(mnt, 0), 0);
+	snprintf(rel, sizeof(rel), "%s/upper/etc/written-through-the-union", gen_rel);
+	assert_true(exists(rel));
+}
+
 /* Issue 14.1: ".[.]" matches ".." for glob(3): "/.[.]/.[.]" named the
  * overlay root as source and destination, and the O_TRUNC copy emptied
  * every file of every generation. */
@@ -437,6 +464,7 @@ static void test_hostile_keep_corpus(void **state)
 	assert_true(exists("ov/gen-B-2/upper/etc/config/.h"));
 	assert_writable("ov/gen-B-2/upper");
 	assert_writable("ov/gen-B-2/upper/etc/config");
+	assert_union_writable("rom", "ov/gen-B-2");
 }
 
 /* Issue 14.3: one relative line in any keep.d file failed the whole

@@ -602,9 +602,13 @@ static void test_slot_limits(void **state)
 	struct bundle_policy pol = default_policy();
 	size_t len;
 	uint8_t *b = signed_bundle(true, &len);
-	struct bundle_slot_limit fits[] = { { "rootfs", rootfs_len }, { "kernel", 4 << 20 } };
-	struct bundle_slot_limit small[] = { { "rootfs", rootfs_len - 1 }, { "kernel", 4 << 20 } };
-	struct bundle_slot_limit no_kernel[] = { { "rootfs", 8 << 20 } };
+	struct bundle_slot_limit fits[] = { { "rootfs", rootfs_len, "squashfs" },
+					    { "kernel", 4 << 20, NULL } };
+	struct bundle_slot_limit small[] = { { "rootfs", rootfs_len - 1, NULL },
+					     { "kernel", 4 << 20, NULL } };
+	struct bundle_slot_limit no_kernel[] = { { "rootfs", 8 << 20, NULL } };
+	struct bundle_slot_limit raw_kernel_only[] = { { "rootfs", 8 << 20, NULL },
+						       { "kernel", 4 << 20, "squashfs" } };
 	struct seen s = { 0 };
 	struct bundle_error err = { "" };
 
@@ -616,7 +620,58 @@ static void test_slot_limits(void **state)
 	pol.slots = no_kernel;
 	pol.n_slots = 1;
 	expect_refusal(&pol, b, len, -ENXIO, "no \"kernel\" member");
+	/* the layout's image type is enforced before any image byte */
+	pol.slots = raw_kernel_only;
+	pol.n_slots = 2;
+	expect_refusal(&pol, b, len, -EMEDIUMTYPE, "\"kernel\" is of type raw; the layout's "
+		       "slots take a squashfs image");
 	seen_free(&s);
+	free(b);
+}
+
+/* A CramFS image (here a raw kernel whose first bytes are the cramfs magic,
+ * as a hand-made bundle could carry) is refused by name before a single
+ * byte of it reaches the caller, whatever the chunking. */
+static void test_cramfs_refused(void **state)
+{
+	static const uint8_t magic[4] = { 0x45, 0x3d, 0xcd, 0x28 };
+	struct spec sp = { .n_keys = 0 };
+	struct bundle_create_result *res = calloc(1, sizeof(*res));
+	struct bundle_policy pol = default_policy();
+	uint8_t *b, *kernel, md[32];
+	char old[65], new[65];
+	size_t len, klen;
+	char *at;
+
+	assert_non_null(res);
+	b = make_bundle(&sp, &len, res);
+	klen = res->manifest.images[1].size;
+	kernel = b + res->manifest.images[1].offset;
+	memcpy(kernel, magic, sizeof(magic));
+	/* unsigned: the manifest's sha256 can follow the change */
+	for (int i = 0; i < 32; i++)
+		sprintf(old + 2 * i, "%02x", res->manifest.images[1].sha256[i]);
+	sha256(kernel, klen, md);
+	for (int i = 0; i < 32; i++)
+		sprintf(new + 2 * i, "%02x", md[i]);
+	at = memmem(b, res->manifest.payload_offset, old, 64);
+	assert_non_null(at);
+	memcpy(at, new, 64);
+	pol.allow_unsigned = true;
+	for (size_t chunk = 1; chunk <= 8192; chunk *= 8) {
+		struct seen s = { 0 };
+		struct bundle_error err = { "" };
+		int r = feed_all(&pol, b, len, chunk, &s, &err, NULL);
+
+		if (r != -EMEDIUMTYPE || !strstr(err.msg, "CramFS image (magic 0x28cd3d45): the "
+						 "reference kernel has no cramfs"))
+			fail_msg("chunk %zu: got %d \"%s\"", chunk, r, err.msg);
+		assert_int_equal(s.bytes[1], 0);
+		seen_free(&s);
+	}
+	assert_true(bundle_is_cramfs(magic, 4));
+	assert_false(bundle_is_cramfs(magic, 3));
+	free(res);
 	free(b);
 }
 
@@ -1051,6 +1106,7 @@ int main(void)
 		cmocka_unit_test(test_trailing_data),
 		cmocka_unit_test(test_compatible),
 		cmocka_unit_test(test_slot_limits),
+		cmocka_unit_test(test_cramfs_refused),
 		cmocka_unit_test(test_callbacks_refuse_and_stop),
 		cmocka_unit_test(test_crafted_manifests),
 		cmocka_unit_test(test_too_many_images),
