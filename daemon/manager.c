@@ -1005,6 +1005,7 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	struct env_error eerr = { "" };
+	struct slot_error serr = { "" };
 	const char *name = param_str(params, "name"), *value = param_str(params, "value");
 	char why[256];
 	struct json_object *v;
@@ -1024,6 +1025,13 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 			"or a control character)" :
 			"managed by flashd (boot selection / install state): use mark-good, "
 			"activate, rollback, or force"));
+		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
+	}
+	/* even forced, a slot variable must read as the boot script reads it */
+	if (slot_var_check(m->group, name, value && *value ? value : NULL, &serr) < 0) {
+		_cleanup_json_ struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "reason", json_object_new_string(serr.msg));
 		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
 	}
 	r = lock_board(m, "flashd SetEnv", &lock, why, sizeof(why));

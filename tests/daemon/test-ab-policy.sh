@@ -203,6 +203,19 @@ done
 env_dump | cmp -s - "$T/env7" || fail "item 20: the env changed"
 fctl -q env set --force --layout "$LAYOUT" --target "$TARGET" "BOOT_A_LEFT=2" ||
 	fail "item 20: a valid forced value was refused"
+# the same values through the socket's SetEnv with force
+start_daemon
+wait_for 20 daemon_idle || fail "item 20: the daemon stayed busy"
+env_dump > "$T/env8"
+for v in "BOOT_ORDER=B,A" "BOOT_ORDER=a b" "BOOT_A_LEFT=10" "BOOT_A_LEFT=0x2" "BOOT_A_LEFT=-1" \
+	 "FLASHD_B_STATE=verifed"; do
+	vcall "$T/se" io.flashd.SetEnv "{\"name\":\"${v%%=*}\",\"value\":\"${v#*=}\",\"force\":true}" &&
+		fail "item 20: SetEnv force '$v' accepted"
+	grep -q EnvRefused "$T/se.last" "$T/se.err" 2>/dev/null ||
+		fail "item 20: SetEnv '$v': not EnvRefused: $(cat "$T/se" "$T/se.err")"
+done
+env_dump | cmp -s - "$T/env8" || fail "item 20: SetEnv changed the env"
+stop_daemon
 
 # ---- item 15: freshly provisioned (only A written), A fails its first check ----
 fctl provision --layout "$LAYOUT" --bundle "$T/v1.bundle" --keyring "$T/keyring" "$TARGET" \
