@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "conf.h"
+#include "layout.h"
 #include "proto.h"
 #include "util.h"
 
@@ -64,7 +65,7 @@ int conf_new(struct conf **ret)
 
 	if (!c)
 		return -ENOMEM;
-	if (set_string(&c->layout, SYSCONFDIR "/flashd/layout.json") < 0 ||
+	if (set_string(&c->layout, LAYOUT_DEFAULT_PATH) < 0 ||
 	    set_string(&c->target, "system") < 0 ||
 	    set_string(&c->keyring, SYSCONFDIR "/flashd/keys") < 0 ||
 	    set_string(&c->socket, "/run/flashd/flashd.sock") < 0 ||

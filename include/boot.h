@@ -17,9 +17,10 @@
  * Only syscalls and ioctls are used: it works with the kernel, flashd and
  * its shared libraries alone. */
 #pragma once
+#include "layout.h"
 
 #define BOOT_STATE_PATH "/run/flashd/boot.json"
-#define BOOT_DEFAULT_LAYOUT "/etc/flashd/layout.json"
+#define BOOT_DEFAULT_LAYOUT LAYOUT_DEFAULT_PATH /* include/layout.h */
 #define BOOT_DEFAULT_INIT "/sbin/init"
 #define BOOT_OVERLAY_RESET_VAR "FLASHD_OVERLAY_RESET"
 

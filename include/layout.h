@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include "flash.h"
 
+/* The board's layout, where flashd boot (in an initramfs, before any
+ * prefix exists) and the daemon both look: one path for both. */
+#define LAYOUT_DEFAULT_PATH "/etc/flashd/layout.json"
+
 struct layout_error {
 	char msg[512];
 };

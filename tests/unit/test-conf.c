@@ -30,6 +30,8 @@ static void test_defaults(void **state)
 	assert_int_equal(conf_new(&c), 0);
 	assert_string_equal(c->socket, "/run/flashd/flashd.sock");
 	assert_string_equal(c->target, "system");
+	/* where flashd boot looks too, whatever the build's prefix */
+	assert_string_equal(c->layout, "/etc/flashd/layout.json");
 	assert_false(c->allow_unsigned);
 	assert_int_equal(c->health_timeout, 60);
 	assert_null(c->health_command);
