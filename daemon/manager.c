@@ -795,14 +795,52 @@ static bool group_has_slot(const struct layout_slot_group *g, const char *name)
 	return false;
 }
 
+/* The A/B policy's answer before a worker starts and before the bundle is
+ * read, so a refusal is a refusal (SlotRefused, flashctl exit 3) and not a
+ * failed install: never the booted slot, never the last slot of BOOT_ORDER
+ * while the booted one is out of it. The engine checks the same again
+ * under its own env open; env trouble is left to it to report. */
+static int install_precheck(struct manager *m, const char *slot, int *ret_target, char *why,
+			    size_t whylen)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct env_error eerr = { "" };
+	struct slot_error serr = { "" };
+	struct slots_view v;
+	struct slot_state nst;
+	struct slot_changes ch;
+	int r, target;
+
+	*ret_target = -1;
+	if (open_env(m, &e, &eerr) < 0 || load_slots(m, e, &v, why, whylen) < 0)
+		return 0;
+	slots_view_done(&v);
+	target = slot ? slot_find(&v.st, slot) :
+		 v.status.booted >= 0 && v.st.n_slots == 2 ? 1 - v.status.booted : -1;
+	if (target < 0)
+		return 0;
+	*ret_target = target;
+	if (target == v.status.booted) {
+		snprintf(why, whylen, "refusing to install into slot %s: it is the booted slot "
+			 "(the running root), never written; the env is unchanged",
+			 v.st.slots[target].name);
+		return -EBUSY;
+	}
+	r = slot_compute_booted(&v.st, v.status.booted, SLOT_OP_INSTALL_BEGIN, target, 0, &nst,
+				&ch, &serr);
+	if (r < 0)
+		snprintf(why, whylen, "%s", serr.msg);
+	return r < 0 ? r : 0;
+}
+
 static int method_install(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	struct json_object *v;
 	const char *slot;
-	char why[256];
-	int fd, r;
+	char why[512];
+	int fd, r, target;
 
 	if (m->op.name)
 		return busy(m, call);
@@ -811,6 +849,14 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 	slot = param_str(params, "slot");
 	if (slot && !group_has_slot(m->group, slot))
 		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
+	r = install_precheck(m, slot, &target, why, sizeof(why));
+	if (r < 0) {
+		_cleanup_json_ struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "slot", target >= 0 ?
+				       json_object_new_string(m->group->slots[target].name) : NULL);
+		json_object_object_add(o, "reason", json_object_new_string(why));
+		return proto_error(call, PROTO_ERROR_SLOT_REFUSED, o);
+	}
 	/* another writer (a second daemon, an offline flashctl, a worker of a
 	 * daemon that died) must be gone before this one starts */
 	r = lock_board(m, "flashd install", &lock, why, sizeof(why));

@@ -40,7 +40,10 @@ health_runs() { [ -e "$T/health.log" ] && wc -l < "$T/health.log" || echo 0; }
 
 # ---- item 1: install into the booted slot A is refused, env untouched ----
 env_dump > "$T/env0"
-fctl install --slot A "$T/v1.bundle" > "$T/i1.out" 2>&1 && fail "install into the booted slot succeeded"
+fctl install --slot A "$T/v1.bundle" > "$T/i1.out" 2>&1
+rc=$?
+[ $rc = 3 ] || fail "item 1: install into the booted slot exited $rc, not 3 (refused): $(cat "$T/i1.out")"
+grep -q SlotRefused "$T/i1.out" || fail "item 1: not SlotRefused: $(cat "$T/i1.out")"
 grep -q "it is the booted slot" "$T/i1.out" || fail "item 1: no clear refusal: $(cat "$T/i1.out")"
 fctl install --slot A "$T/bad.bundle" > "$T/i1b.out" 2>&1 && fail "corrupt install into A succeeded"
 env_dump | cmp -s - "$T/env0" || fail "item 1: the env changed: $(env_dump | diff "$T/env0" -)"
