@@ -1,0 +1,171 @@
+#!/bin/sh
+# Real U-Boot agrees with the C mirror (issue 13): the shipped boot script
+# for the exploration board (tests/explore/tiny-ab.json), run by Debian's
+# qemu_arm64 U-Boot, must pick the same slot and leave the same counters as
+# slot_boot_select (through 'flashctl slot boot-select') on every env state
+# of the slot variables: the states test-abstate reaches (its samples) and
+# every combination of BOOT_ORDER x BOOT_A_LEFT x BOOT_B_LEFT (unset and
+# 0..max tries).
+#
+# Many states per U-Boot boot: each case is a variable that sets the slot
+# variables and names the next case; flashd_boot_cmd prints the choice and
+# runs the next case instead of booting. A state whose slots have no tries
+# left ends in the script's 'reset' (qemu exits), so each such state is the
+# last case of its own boot.
+# Exit 77 (skip) only when the packages cannot be installed.
+set -u
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+FLASHCTL="$top_builddir/flashctl"
+EXPLORE="$top_builddir/tests/explore/test-abstate"
+LAYOUT="$top_srcdir/tests/explore/tiny-ab.json"
+UBOOT=/usr/lib/u-boot/qemu_arm64/u-boot.bin
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3) || { echo "SKIP: python3 missing"; exit 77; }
+command -v qemu-system-aarch64 >/dev/null && command -v mkimage >/dev/null && [ -f "$UBOOT" ] ||
+	{ echo "SKIP: u-boot-qemu/qemu-system-arm/u-boot-tools missing (tests/uboot/test-uboot.sh installs them)"; exit 77; }
+[ -x "$FLASHCTL" ] || { echo "FAIL: $FLASHCTL not built"; exit 1; }
+
+w=$(mktemp -d /tmp/flashd-test-uboot-agree-XXXXXX)
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$w"' EXIT
+MAX=2 # tiny-ab.json's max_tries
+
+# ---- the states: test-abstate's samples and the whole grid ----
+if [ -x "$EXPLORE" ]; then
+	FLASHD_EXPLORE_SAMPLES="$w/samples" "$EXPLORE" >/dev/null 2>&1
+fi
+[ -s "$w/samples" ] || { echo "FAIL: test-abstate wrote no env samples"; exit 1; }
+"$PY" - "$w/samples" "$MAX" > "$w/states" <<'EOF'
+import re, sys
+states = []
+for line in open(sys.argv[1]):
+    vals = re.findall(r"(BOOT_\w+)=(?:'([^']*)'|-)", line)
+    states.append(tuple((k, v if ("%s='" % k) in line else None) for k, v in vals))
+n_samples = len(states)
+orders = [None, "", "A", "B", "A B", "B A", "C B", "B C", "A B A"]
+lefts = [None] + [str(i) for i in range(int(sys.argv[2]) + 1)]
+for o in orders:
+    for a in lefts:
+        for b in lefts:
+            states.append((("BOOT_ORDER", o), ("BOOT_A_LEFT", a), ("BOOT_B_LEFT", b)))
+seen = set()
+for s in states:
+    if s in seen:
+        continue
+    seen.add(s)
+    print(";".join("%s=%s" % (k, v) for k, v in s if v is not None) or "-")
+print("# %d samples, %d distinct states" % (n_samples, len(seen)), file=sys.stderr)
+EOF
+
+# ---- the C mirror: flashctl slot boot-select on a file env ----
+echo "$w/m.bin 0x0 0x1000 0x1000" > "$w/m.config"
+: > "$w/mirror"
+n=0 skipped=0
+while read -r st; do
+	rm -f "$w/m.bin"; truncate -s 64K "$w/m.bin"
+	oldifs=$IFS; IFS=';'
+	# shellcheck disable=SC2086
+	[ "$st" = - ] && set -- || set -- $st
+	IFS=$oldifs
+	if ! "$FLASHCTL" -q env init --env-config "$w/m.config" "$@" 2>/dev/null; then
+		skipped=$((skipped + 1)) # a value flashd never writes (env init refuses it)
+		continue
+	fi
+	sel=$("$FLASHCTL" slot boot-select --layout "$LAYOUT" --env-config "$w/m.config" 2>&1)
+	a=$("$FLASHCTL" env get --env-config "$w/m.config" BOOT_A_LEFT 2>/dev/null || echo $MAX)
+	b=$("$FLASHCTL" env get --env-config "$w/m.config" BOOT_B_LEFT 2>/dev/null || echo $MAX)
+	case "$sel" in
+	*flashd.slot=A*) c=A ;;
+	*flashd.slot=B*) c=B ;;
+	*) c=reset ;;
+	esac
+	echo "c$n|$st|$c|${a:-$MAX},${b:-$MAX}" >> "$w/mirror"
+	n=$((n + 1))
+done < "$w/states"
+[ "$n" -ge 100 ] || { echo "FAIL: only $n env states to compare (need >= 100)"; exit 1; }
+
+# ---- real U-Boot: the shipped script from flash, cases chained ----
+"$FLASHCTL" slot bootscript --layout "$LAYOUT" > "$w/boot.txt" || exit 1
+truncate -s 0 "$w/flash0.bin"
+dd if="$UBOOT" of="$w/flash0.bin" conv=notrunc status=none
+mkimage -A arm64 -T script -C none -n "flashd boot" -d "$w/boot.txt" "$w/boot.scr" >/dev/null ||
+	{ echo "FAIL: mkimage rejected the boot script"; exit 1; }
+dd if="$w/boot.scr" of="$w/flash0.bin" bs=1M seek=48 conv=notrunc status=none
+truncate -s 64M "$w/flash0.bin"
+echo "$w/env.bin 0x0 0x40000 0x40000" > "$w/fw_env.config"
+
+# boot LIST-FILE: one U-Boot run over the cases in the file (mirror lines)
+boot() {
+	"$PY" - "$1" > "$w/defaults" <<'EOF'
+import sys
+cases = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
+print("bootdelay=0")
+print("bootcmd=setenv flashd_case %s; run flashd_next" % cases[0][0])
+print('flashd_next=if test -n "${flashd_case}"; then setenv flashd_cur ${flashd_case}; '
+      'echo "AGREE-CASE ${flashd_cur}"; run ${flashd_cur}; source 0x3000000; else poweroff; fi')
+print('flashd_boot_cmd=echo "AGREE ${flashd_cur} ${flashd_slot} ${BOOT_A_LEFT},${BOOT_B_LEFT}"; '
+      'run flashd_next')
+for i, (name, st, _, _) in enumerate(cases):
+    nxt = cases[i + 1][0] if i + 1 < len(cases) else ""
+    sets = ["setenv flashd_case %s" % nxt]
+    vals = dict(kv.split("=", 1) for kv in st.split(";") if "=" in kv)
+    for k in ("BOOT_ORDER", "BOOT_A_LEFT", "BOOT_B_LEFT"):
+        sets.append('setenv %s "%s"' % (k, vals[k]) if k in vals else "setenv %s" % k)
+    print("%s=%s" % (name, "; ".join(sets)))
+EOF
+	rm -f "$w/env.bin"; truncate -s 64M "$w/env.bin"
+	"$FLASHCTL" -q env init --force --env-config "$w/fw_env.config" --defaults "$w/defaults" ||
+		{ echo "FAIL: flashctl env init of the case env"; return 1; }
+	timeout 120 qemu-system-aarch64 -M virt -cpu cortex-a57 -m 256 -nographic -no-reboot \
+		-drive if=pflash,format=raw,file="$w/flash0.bin",readonly=on \
+		-drive if=pflash,format=raw,file="$w/env.bin" </dev/null 2>&1 | tr -d '\r' >> "$w/serial"
+}
+
+# chunks of normal cases, each reset case last in its own boot
+grep -v '|reset|' "$w/mirror" > "$w/normal"
+grep '|reset|' "$w/mirror" > "$w/resets"
+split -l 25 "$w/normal" "$w/chunk."
+boots=0
+for f in "$w"/chunk.*; do
+	r=$(head -1 "$w/resets")
+	[ -n "$r" ] && { echo "$r" >> "$f"; sed -i 1d "$w/resets"; }
+	boot "$f" || exit 1
+	boots=$((boots + 1))
+done
+while [ -s "$w/resets" ]; do
+	head -1 "$w/resets" > "$w/one"; sed -i 1d "$w/resets"
+	boot "$w/one" || exit 1
+	boots=$((boots + 1))
+done
+
+# ---- compare ----
+"$PY" - "$w/mirror" "$w/serial" "$boots" "$skipped" <<'EOF'
+import re, sys
+mirror = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
+serial = open(sys.argv[2], errors="replace").read()
+got = {}
+for m in re.finditer(r"^AGREE (c\d+) (\S+) (\S*),(\S*)$", serial, re.M):
+    got[m.group(1)] = (m.group(2), "%s,%s" % (m.group(3), m.group(4)))
+# a reset case: its AGREE-CASE line followed by the script's reset message
+resets = set(re.findall(r"^AGREE-CASE (c\d+)\n(?:(?!AGREE-CASE).*\n)*?flashd: no slot with tries left", serial, re.M))
+bad = 0
+for name, st, choice, left in mirror:
+    if choice == "reset":
+        ok = name in resets and name not in got
+        what = "reset" if name in resets else got.get(name, ("nothing",))[0]
+    else:
+        ok = got.get(name) == (choice, left)
+        what = "%s %s" % got[name] if name in got else "nothing (case not reached)"
+    if not ok:
+        bad += 1
+        if bad <= 10:
+            print("FAIL: %s: U-Boot %s, slot_boot_select %s %s" % (st, what, choice, left))
+print("test-uboot-agree: %d env states (%s boots of real U-Boot, %s values flashd never writes "
+      "skipped): %d agree, %d differ" % (len(mirror), sys.argv[3], sys.argv[4],
+                                          len(mirror) - bad, bad))
+if bad:
+    tail = serial[-3000:]
+    print("---- serial tail ----\n" + tail)
+sys.exit(1 if bad else 0)
+EOF
