@@ -243,52 +243,12 @@ static int clear_reset(struct boot *b, char *why, size_t whylen)
 
 /* ---- which slot ---- */
 
-/* The command line as the slot lookup should see it: the kernel hands
- * every word after "--" to init, and an empty flashd.slot= names no slot
- * (a rauc.slot= or root= decides then). */
-static int read_cmdline(const char *path, char **ret)
-{
-	_cleanup_free_ char *text = NULL;
-	char *out, *w;
-	int r;
-
-	r = util_read_file(path, 64 * 1024, &text, NULL);
-	if (r < 0)
-		return r;
-	out = w = calloc(1, strlen(text) + 2);
-	if (!out)
-		return -ENOMEM;
-	for (const char *p = text; *p;) {
-		const char *start;
-		bool quoted = false;
-
-		while (*p == ' ' || *p == '\t' || *p == '\n')
-			p++;
-		if (!*p)
-			break;
-		start = p;
-		for (; *p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n')); p++)
-			if (*p == '"')
-				quoted = !quoted;
-		if (p - start == 2 && !strncmp(start, "--", 2))
-			break;
-		if ((p - start == 12 && !strncmp(start, "flashd.slot=", 12)) ||
-		    (p - start == 14 && !strncmp(start, "flashd.slot=\"\"", 14)))
-			continue;
-		memcpy(w, start, p - start);
-		w += p - start;
-		*w++ = ' ';
-	}
-	*w = '\0';
-	*ret = out;
-	return 0;
-}
-
 static int booted_slot(struct boot *b, struct slot_error *serr)
 {
 	_cleanup_free_ char *text = NULL;
 	const char *path = b->cmdline ? b->cmdline : SLOT_DEFAULT_CMDLINE;
-	int r = read_cmdline(path, &text);
+	/* "--" and empty values: slot_booted_from_cmdline, shared with the daemon */
+	int r = util_read_file(path, 64 * 1024, &text, NULL);
 
 	if (r < 0) {
 		fmt(serr->msg, sizeof(serr->msg), "%s: %s", path, strerror(-r));

@@ -909,13 +909,19 @@ int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
 	bool have[ELEMENTSOF(keys)] = { false, false, false };
 	char word[256];
 
-	/* the last occurrence of a parameter wins, as in the kernel */
-	for (const char *p = cmdline; (p = next_word(p, word, sizeof(word)));)
+	/* the last occurrence of a parameter wins, as in the kernel; the
+	 * kernel hands every word after "--" to init; an empty value names no
+	 * slot (a rauc.slot= or root= decides then). flashd boot and the
+	 * daemon both ask here, so they never disagree on the running root. */
+	for (const char *p = cmdline; (p = next_word(p, word, sizeof(word)));) {
+		if (!strcmp(word, "--"))
+			break;
 		for (size_t k = 0; k < ELEMENTSOF(keys); k++)
-			if (!strncmp(word, keys[k], strlen(keys[k]))) {
+			if (!strncmp(word, keys[k], strlen(keys[k])) && word[strlen(keys[k])]) {
 				snprintf(found[k], sizeof(found[k]), "%s", word + strlen(keys[k]));
 				have[k] = true;
 			}
+	}
 	for (size_t k = 0; k < 2; k++) {
 		if (!have[k])
 			continue;

@@ -437,6 +437,15 @@ static void test_booted_cmdline(void **state)
 	assert_non_null(strstr(err.msg, "flashd.slot=C"));
 	/* a quoted value with a space is one word */
 	assert_int_equal(booted(&f, "foo=\"flashd.slot=A x\" flashd.slot=B", &by), 1);
+	/* words after "--" are init's: the daemon must see the slot flashd
+	 * boot mounted, or it would install into the running root */
+	assert_int_equal(booted(&f, "flashd.slot=A -- flashd.slot=B", &by), 0);
+	assert_int_equal(booted(&f, "root=/dev/mtdblock1 -- rauc.slot=B", &by), 0);
+	assert_string_equal(by, "root");
+	/* an empty flashd.slot= names no slot: rauc.slot= decides */
+	assert_int_equal(booted(&f, "flashd.slot= rauc.slot=B", &by), 1);
+	assert_string_equal(by, "rauc.slot");
+	assert_int_equal(booted(&f, "flashd.slot=A flashd.slot=\"\"", &by), 0);
 
 	fake_layout(&f, true);
 	assert_int_equal(booted(&f, "ubi.mtd=ubi ubi.block=0,rootfs_b root=/dev/ubiblock0_2", &by), 1);
