@@ -1044,6 +1044,16 @@ static bool env_protected(const char *name)
 	return slot_is_state_var(name) || !strncmp(name, "FLASHD_", 7);
 }
 
+/* EnvRefused {name, reason}; proto_error() borrows the parameters. */
+static int env_refused(struct proto_call *call, const char *name, const char *reason)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "reason", json_object_new_string(reason));
+	return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
+}
+
 static int method_set_env(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
@@ -1058,28 +1068,19 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 	bool force = json_object_object_get_ex(params, "force", &v) && v &&
 		     json_object_get_boolean(v);
 	int r;
+	const char *nv = value && *value ? value : NULL; /* "" deletes */
 
 	if (m->op.name)
 		return busy(m, call);
-	if (!env_name_valid(name) || (env_protected(name) && !force)) {
-		/* proto_error() borrows the parameters: they are ours to free */
-		_cleanup_json_ struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "reason", json_object_new_string(
-			!env_name_valid(name) ?
-			"not a valid U-Boot variable name (empty, too long, or contains '=' "
-			"or a control character)" :
-			"managed by flashd (boot selection / install state): use mark-good, "
-			"activate, rollback, or force"));
-		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
-	}
+	if (!env_name_valid(name))
+		return env_refused(call, name, "not a valid U-Boot variable name (empty, too long, "
+				   "or contains '=' or a control character)");
+	if (env_protected(name) && !force)
+		return env_refused(call, name, "managed by flashd (boot selection / install "
+				   "state): use mark-good, activate, rollback, or force");
 	/* even forced, a slot variable must read as the boot script reads it */
-	if (slot_var_check(m->group, name, value && *value ? value : NULL, &serr) < 0) {
-		_cleanup_json_ struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "reason", json_object_new_string(serr.msg));
-		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
-	}
+	if (slot_var_check(m->group, name, nv, &serr) < 0)
+		return env_refused(call, name, serr.msg);
 	r = lock_board(m, "flashd SetEnv", &lock, why, sizeof(why));
 	if (r < 0)
 		return reply_lock_error(call, r, why);
@@ -1087,16 +1088,11 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 	if (r >= 0)
 		r = env_txn_new(e, &t);
 	if (r >= 0)
-		r = env_txn_set(t, name, value && *value ? value : NULL);
+		r = env_txn_set(t, name, nv);
 	if (r >= 0)
 		r = env_txn_commit(t, &eerr);
-	if (r < 0) {
-		_cleanup_json_ struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "reason", json_object_new_string(
-			eerr.msg[0] ? eerr.msg : strerror(-r)));
-		return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
-	}
+	if (r < 0)
+		return env_refused(call, name, eerr.msg[0] ? eerr.msg : strerror(-r));
 	log_notice("env %s %s by uid %u%s", value ? "set" : "delete", name,
 		   proto_call_peer(call)->uid, force ? " (forced)" : "");
 	return proto_reply(call, NULL);
