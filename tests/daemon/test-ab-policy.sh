@@ -26,7 +26,12 @@ make_bundle v2 2.0 2
 # the same bundle with a payload byte flipped: its hash check fails mid-stream
 size=$(stat -c %s "$T/v2.bundle")
 cp "$T/v2.bundle" "$T/bad.bundle"
-printf '\377' | dd of="$T/bad.bundle" bs=1 seek=$((size - 100000)) conv=notrunc 2>/dev/null
+# invert one payload byte (writing a fixed value left the bundle intact
+# when the byte already had it: 1 run in 256 failed)
+byte=$(od -An -tu1 -j $((size - 100000)) -N1 "$T/v2.bundle" | tr -d ' ')
+printf "\\$(printf %o $((255 - byte)))" |
+	dd of="$T/bad.bundle" bs=1 seek=$((size - 100000)) conv=notrunc 2>/dev/null
+cmp -s "$T/v2.bundle" "$T/bad.bundle" && fail "the corrupted copy equals the bundle"
 start_daemon
 
 status() { fctl --json status > "$T/$1.json" || fail "status $1: exit $?"; }
