@@ -14,6 +14,9 @@
  *   nvflash save FILE MTD...      write FILE (FILE.tmp, fsync, rename)
  *   nvflash restore FILE MTD...   FILE onto the (erased) MTD devices
  *   nvflash info FILE             geometry, bad blocks, stored blocks
+ *   nvflash read FILE OFFSET LENGTH   the data bytes of a chip range to
+ *                                 stdout (erased pages as 0xFF): what the
+ *                                 runner hands to U-Boot (the env copies)
  *
  * Needs the C library only, so it also runs in a minimal initramfs.
  * See docs/harness.md, "Non-volatile flash".
@@ -551,6 +554,80 @@ static int cmd_info(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+/* The page data of [off, off + len) of the saved chip, to stdout: the
+ * host side of the harness reads the env copies of a powered-off board
+ * without booting it. Unstored pages read erased (0xFF), as on the chip. */
+static int cmd_read(int argc, char **argv)
+{
+	struct nvflash_header h;
+	uint64_t part_size[NVFLASH_MAX_PARTS], off, len;
+	_cleanup_free_ uint32_t *bad = NULL;
+	_cleanup_free_ uint8_t *out = NULL, *page = NULL, *map = NULL;
+	uint32_t pages;
+	bool nand;
+	char *end;
+	int fd, rc = EXIT_FAILURE;
+
+	if (argc != 4)
+		return fail("usage: nvflash read FILE OFFSET LENGTH");
+	off = strtoull(argv[2], &end, 0);
+	if (*end)
+		return fail("OFFSET '%s' is not a number", argv[2]);
+	len = strtoull(argv[3], &end, 0);
+	if (*end || !len || len > 64u << 20)
+		return fail("LENGTH '%s' is not a number of bytes up to 64 MiB", argv[3]);
+	fd = image_open(argv[1], &h, part_size, &bad);
+	if (fd < 0)
+		return EXIT_FAILURE;
+	if (off > h.size || len > h.size - off) {
+		fail("%s: range 0x%" PRIx64 "+0x%" PRIx64 " is outside the %" PRIu64 "-byte chip",
+		     argv[1], off, len, h.size);
+		goto out;
+	}
+	pages = h.erasesize / h.writesize;
+	nand = h.type == MTD_NANDFLASH || h.type == MTD_MLCNANDFLASH;
+	out = malloc(len);
+	page = malloc((size_t)h.writesize + h.oobsize);
+	map = malloc((pages + 7) / 8);
+	if (!out || !page || !map) {
+		fail("out of memory");
+		goto out;
+	}
+	memset(out, 0xff, len);
+	for (uint32_t n = 0; n < h.nstored; n++) {
+		uint32_t abs;
+
+		if (read_all(fd, &abs, sizeof(abs)) || read_all(fd, map, (pages + 7) / 8)) {
+			fail("%s: truncated record", argv[1]);
+			goto out;
+		}
+		for (uint32_t p = 0; p < pages; p++) {
+			if (!(map[p / 8] & (1u << (p % 8))))
+				continue;
+			if (read_all(fd, page, h.writesize + (nand ? h.oobsize : 0))) {
+				fail("%s: truncated record of block %u", argv[1], abs);
+				goto out;
+			}
+			uint64_t at = (uint64_t)abs * h.erasesize + (uint64_t)p * h.writesize;
+
+			if (at + h.writesize <= off || at >= off + len)
+				continue;
+			uint64_t from = at < off ? off - at : 0;
+			uint64_t to = at + h.writesize > off + len ? off + len - at : h.writesize;
+
+			memcpy(out + (at + from - off), page + from, to - from);
+		}
+	}
+	if (write_all(STDOUT_FILENO, out, len)) {
+		fail("writing to stdout: %s", strerror(errno));
+		goto out;
+	}
+	rc = EXIT_SUCCESS;
+out:
+	close(fd);
+	return rc;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -558,6 +635,7 @@ static const struct {
 	{ "save", cmd_save },
 	{ "restore", cmd_restore },
 	{ "info", cmd_info },
+	{ "read", cmd_read },
 };
 
 int main(int argc, char **argv)
@@ -566,6 +644,6 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (!strcmp(argv[1], commands[i].name))
 				return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "usage: nvflash save FILE MTD... | restore FILE MTD... | info FILE\n");
+	fprintf(stderr, "usage: nvflash save FILE MTD... | restore FILE MTD... | info FILE | read FILE OFFSET LENGTH\n");
 	return 2;
 }

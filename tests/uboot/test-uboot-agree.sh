@@ -20,7 +20,7 @@ top_builddir=${top_builddir:-$top_srcdir}
 FLASHCTL="$top_builddir/flashctl"
 EXPLORE="$top_builddir/tests/explore/test-abstate"
 LAYOUT="$top_srcdir/tests/explore/tiny-ab.json"
-UBOOT=/usr/lib/u-boot/qemu_arm64/u-boot.bin
+. "$top_srcdir/tests/uboot/uboot-lib.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || { echo "SKIP: python3 missing"; exit 77; }
 command -v qemu-system-aarch64 >/dev/null && command -v mkimage >/dev/null && [ -f "$UBOOT" ] ||
@@ -87,13 +87,8 @@ done < "$w/states"
 
 # ---- real U-Boot: the shipped script from flash, cases chained ----
 "$FLASHCTL" slot bootscript --layout "$LAYOUT" > "$w/boot.txt" || exit 1
-truncate -s 0 "$w/flash0.bin"
-dd if="$UBOOT" of="$w/flash0.bin" conv=notrunc status=none
-mkimage -A arm64 -T script -C none -n "flashd boot" -d "$w/boot.txt" "$w/boot.scr" >/dev/null ||
-	{ echo "FAIL: mkimage rejected the boot script"; exit 1; }
-dd if="$w/boot.scr" of="$w/flash0.bin" bs=1M seek=48 conv=notrunc status=none
-truncate -s 64M "$w/flash0.bin"
-echo "$w/env.bin 0x0 0x40000 0x40000" > "$w/fw_env.config"
+uboot_flash0 "$w/boot.txt" "$w/flash0.bin" || { echo "FAIL: mkimage rejected the boot script"; exit 1; }
+uboot_env_config "$w/env.bin" "$w/fw_env.config"
 
 # boot LIST-FILE: one U-Boot run over the cases in the file (mirror lines)
 boot() {
@@ -117,9 +112,7 @@ EOF
 	rm -f "$w/env.bin"; truncate -s 64M "$w/env.bin"
 	"$FLASHCTL" -q env init --force --env-config "$w/fw_env.config" --defaults "$w/defaults" ||
 		{ echo "FAIL: flashctl env init of the case env"; return 1; }
-	timeout 120 qemu-system-aarch64 -M virt -cpu cortex-a57 -m 256 -nographic -no-reboot \
-		-drive if=pflash,format=raw,file="$w/flash0.bin",readonly=on \
-		-drive if=pflash,format=raw,file="$w/env.bin" </dev/null 2>&1 | tr -d '\r' >> "$w/serial"
+	uboot_run "$w/flash0.bin" "$w/env.bin" 120 >> "$w/serial"
 }
 
 # chunks of normal cases, each reset case last in its own boot

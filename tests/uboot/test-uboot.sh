@@ -14,24 +14,9 @@ set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
 FLASHCTL="$top_builddir/flashctl"
-UBOOT=/usr/lib/u-boot/qemu_arm64/u-boot.bin
 fail=0
-
-need() {
-	command -v qemu-system-aarch64 >/dev/null && command -v mkimage >/dev/null &&
-		[ -f "$UBOOT" ]
-}
-if ! need; then
-	echo "installing u-boot-qemu qemu-system-arm u-boot-tools"
-	if [ "$(id -u)" = 0 ]; then
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q u-boot-qemu qemu-system-arm \
-			u-boot-tools >/dev/null 2>&1 ||
-		{ apt-get update -q >/dev/null 2>&1 &&
-		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q u-boot-qemu \
-			qemu-system-arm u-boot-tools >/dev/null 2>&1; }
-	fi
-	need || { echo "SKIP: u-boot-qemu/qemu-system-arm/u-boot-tools unavailable"; exit 77; }
-fi
+. "$top_srcdir/tests/uboot/uboot-lib.sh"
+uboot_available || { echo "SKIP: u-boot-qemu/qemu-system-arm/u-boot-tools unavailable"; exit 77; }
 [ -x "$FLASHCTL" ] || { echo "FAIL: $FLASHCTL not built"; exit 1; }
 
 work=$(mktemp -d /tmp/flashd-test-uboot-XXXXXX)
@@ -39,16 +24,11 @@ trap 'rm -rf "$work"' EXIT
 
 # flash0: U-Boot at 0, the boot script image at 48 MiB (memory-mapped NOR)
 mkflash0() {
-	truncate -s 0 "$work/flash0.bin"
-	dd if="$UBOOT" of="$work/flash0.bin" conv=notrunc status=none
-	mkimage -A arm64 -T script -C none -n "flashd boot" -d "$1" "$work/boot.scr" >/dev/null ||
-		{ echo "FAIL: mkimage rejected $1"; exit 1; }
-	dd if="$work/boot.scr" of="$work/flash0.bin" bs=1M seek=48 conv=notrunc status=none
-	truncate -s 64M "$work/flash0.bin"
+	uboot_flash0 "$1" "$work/flash0.bin" || { echo "FAIL: mkimage rejected $1"; exit 1; }
 }
 
 # flash1 holds the env: CONFIG_ENV_ADDR 0x4000000 = its start, 0x40000, one copy
-echo "$work/env.bin 0x0 0x40000 0x40000" > "$work/fw_env.config"
+uboot_env_config "$work/env.bin" "$work/fw_env.config"
 cat > "$work/defaults" <<'EOF'
 bootdelay=0
 bootcmd=source 0x3000000
@@ -69,11 +49,7 @@ run_case() {
 		--defaults "$work/defaults" "$@"; then
 		echo "FAIL [$name]: flashctl env init"; fail=1; return
 	fi
-	timeout 60 qemu-system-aarch64 -M virt -cpu cortex-a57 -m 256 -nographic -no-reboot \
-		-drive if=pflash,format=raw,file="$work/flash0.bin",readonly=on \
-		-drive if=pflash,format=raw,file="$work/env.bin" \
-		</dev/null >"$work/serial.log" 2>&1
-	tr -d '\r' < "$work/serial.log" > "$work/serial.txt"
+	uboot_run "$work/flash0.bin" "$work/env.bin" >"$work/serial.txt"
 	if ! grep -q "Loading Environment from Flash... OK" "$work/serial.txt"; then
 		echo "FAIL [$name]: U-Boot did not accept the env flashctl wrote"
 		fail=1
