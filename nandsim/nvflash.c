@@ -158,26 +158,51 @@ static bool all_ff(const uint8_t *p, size_t n)
 	return true;
 }
 
-static int block_read(const struct nvflash_chip *c, const struct nvflash_dev *d, uint32_t blk,
-		      uint8_t *data, uint8_t *oob)
-{
-	uint64_t off = (uint64_t)blk * c->erasesize;
+static size_t oob_per_block(const struct nvflash_chip *c);
+static bool page_erased(const struct nvflash_chip *c, const uint8_t *data, const uint8_t *oob,
+			uint32_t p);
 
+/* Reads n bytes of data (and their OOB, NAND) at off, raw. */
+static int range_read(const struct nvflash_chip *c, const struct nvflash_dev *d, uint64_t off,
+		      uint32_t n, uint8_t *data, uint8_t *oob)
+{
 	if (c->nand && c->oobsize) {
 		struct mtd_read_req req = {
-			.start = off, .len = c->erasesize,
-			.ooblen = (uint64_t)c->erasesize / c->writesize * c->oobsize,
+			.start = off, .len = n,
+			.ooblen = (uint64_t)n / c->writesize * c->oobsize,
 			.usr_data = (uintptr_t)data, .usr_oob = (uintptr_t)oob,
 			.mode = MTD_OPS_RAW,
 		};
 
 		if (ioctl(d->fd, MEMREAD, &req) < 0)
 			return -errno;
-		return req.len == c->erasesize ? 0 : -EIO;
+		return req.len == n ? 0 : -EIO;
 	}
-	ssize_t n = pread(d->fd, data, c->erasesize, off);
+	ssize_t got = pread(d->fd, data, n, off);
 
-	return n < 0 ? -errno : n == (ssize_t)c->erasesize ? 0 : -EIO;
+	return got < 0 ? -errno : got == (ssize_t)n ? 0 : -EIO;
+}
+
+/* A NAND block whose first page is erased is read no further: the pages
+ * of a block are programmed in order (required by MLC NAND, and what
+ * every MTD user does: JFFS2's cleanmarker and UBI's EC header sit in page
+ * 0, images and env copies start at the block), so the rest is erased too.
+ * Reading a page of nandsim under TCG is slow; most blocks are erased. */
+static int block_read(const struct nvflash_chip *c, const struct nvflash_dev *d, uint32_t blk,
+		      uint8_t *data, uint8_t *oob)
+{
+	uint64_t off = (uint64_t)blk * c->erasesize;
+	int r;
+
+	if (c->nand) {
+		r = range_read(c, d, off, c->writesize, data, oob);
+		if (r < 0 || page_erased(c, data, oob, 0)) {
+			memset(data, 0xff, c->erasesize);
+			memset(oob, 0xff, oob_per_block(c));
+			return r;
+		}
+	}
+	return range_read(c, d, off, c->erasesize, data, oob);
 }
 
 static int page_write(const struct nvflash_chip *c, const struct nvflash_dev *d, uint64_t off,
