@@ -222,10 +222,8 @@ static int page_write(const struct nvflash_chip *c, const struct nvflash_dev *d,
 	return n < 0 ? -errno : n == (ssize_t)c->writesize ? 0 : -EIO;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+static int raw_write(int fd, const uint8_t *p, size_t n)
 {
-	const uint8_t *p = buf;
-
 	while (n) {
 		ssize_t w = write(fd, p, n);
 
@@ -239,19 +237,73 @@ static int write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+/* The image goes through the harness's 9p share, where every read or
+ * write call is a round trip to the host: records of a page are read and
+ * written through 1 MiB buffers (one image file per run of nvflash). */
+static struct iobuf {
+	int fd;
+	size_t pos, len;
+	uint8_t b[1 << 20];
+} rbuf = { .fd = -1 }, wbuf = { .fd = -1 };
+
+/* Writes out what write_all buffered; before seeking, fsync or close. */
+static int write_flush(void)
+{
+	int r = wbuf.len ? raw_write(wbuf.fd, wbuf.b, wbuf.len) : 0;
+
+	wbuf.len = 0;
+	return r;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+	int r;
+
+	if (wbuf.fd != fd) {
+		r = write_flush();
+		if (r < 0)
+			return r;
+		wbuf.fd = fd;
+	}
+	while (n) {
+		size_t k = sizeof(wbuf.b) - wbuf.len < n ? sizeof(wbuf.b) - wbuf.len : n;
+
+		memcpy(wbuf.b + wbuf.len, p, k);
+		wbuf.len += k;
+		p += k;
+		n -= k;
+		if (wbuf.len == sizeof(wbuf.b) && (r = write_flush()) < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int read_all(int fd, void *buf, size_t n)
 {
 	uint8_t *p = buf;
 
+	if (rbuf.fd != fd) {
+		rbuf.fd = fd;
+		rbuf.pos = rbuf.len = 0;
+	}
 	while (n) {
-		ssize_t r = read(fd, p, n);
+		if (rbuf.pos == rbuf.len) {
+			ssize_t r = read(fd, rbuf.b, sizeof(rbuf.b));
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -ENODATA;
-		p += r;
-		n -= r;
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return r < 0 ? -errno : -ENODATA;
+			rbuf.pos = 0;
+			rbuf.len = (size_t)r;
+		}
+		size_t k = rbuf.len - rbuf.pos < n ? rbuf.len - rbuf.pos : n;
+
+		memcpy(p, rbuf.b + rbuf.pos, k);
+		rbuf.pos += k;
+		p += k;
+		n -= k;
 	}
 	return 0;
 }
@@ -377,7 +429,7 @@ static int cmd_save(int argc, char **argv)
 			h.nstored += r;
 		}
 	}
-	if (write_all(fd, NVFLASH_END, 8) || pwrite(fd, &h, sizeof(h), 0) != sizeof(h) ||
+	if (write_all(fd, NVFLASH_END, 8) || write_flush() || pwrite(fd, &h, sizeof(h), 0) != sizeof(h) ||
 	    fsync(fd) < 0) {
 		fail("%s: write: %s", tmp, strerror(errno));
 		goto out;
@@ -643,7 +695,7 @@ static int cmd_read(int argc, char **argv)
 			memcpy(out + (at + from - off), page + from, to - from);
 		}
 	}
-	if (write_all(STDOUT_FILENO, out, len)) {
+	if (raw_write(STDOUT_FILENO, out, len)) {
 		fail("writing to stdout: %s", strerror(errno));
 		goto out;
 	}
