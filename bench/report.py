@@ -252,7 +252,7 @@ NOTES = """\
   these datasheet timings a page read (25 µs + 2 KiB at 25 ns/B ≈ 76 µs) is a quarter of
   a page program (250 + 51 µs), so the read-back alone adds ~25% over a floor that never
   reads. flashd also reads every block *before* writing it (changed-only compare), even
-  into an erased slot: a second full read. Fix in daemon/flashio.c `flush_block`: compare
+  into an erased slot: a second full read. Fix in lib/flash/flashio.c `flush_block`: compare
   page by page and stop at the first differing page (1 page read instead of 64 for a
   changed block), which takes the full install to ~1.25× + CPU. Meeting 1.05× needs
   dropping or sampling the read-back (ECC status + hash of what was sent), a product decision.

@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 	const char *config = NULL;
 	int c, r;
 
-	/* "flashd boot": the early-boot union assembly (daemon/boot.c) */
+	/* "flashd boot": the early-boot union assembly (boot/boot.c) */
 	if (argc > 1 && !strcmp(argv[1], "boot"))
 		return boot_main(argc - 1, argv + 1);
 

@@ -51,7 +51,7 @@
 #define PROTO_ERROR_PERMISSION_DENIED "org.varlink.service.PermissionDenied"     /* {} */
 #define PROTO_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"             /* {} */
 
-/* The errors of io.flashd (daemon/io.flashd.varlink documents each). */
+/* The errors of io.flashd (lib/varlink/io.flashd.varlink documents each). */
 #define PROTO_ERROR_BUSY "io.flashd.Busy"                         /* {operation} */
 #define PROTO_ERROR_DENIED "io.flashd.PermissionDenied"           /* {reason} */
 #define PROTO_ERROR_INSTALL_FAILED "io.flashd.InstallFailed"      /* {reason} */
@@ -65,7 +65,7 @@
 #define PROTO_ERROR_INTERNAL "io.flashd.InternalError"            /* {errno, errno_name, message} */
 
 /* The interface definitions, as served by GetInterfaceDescription. The
- * io.flashd text is daemon/io.flashd.varlink, compiled in at build time. */
+ * io.flashd text is lib/varlink/io.flashd.varlink, compiled in at build time. */
 extern const char proto_flashd_description[];
 extern const char proto_service_description[];
 

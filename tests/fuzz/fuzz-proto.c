@@ -1,5 +1,5 @@
 /* libFuzzer target: the Varlink framing, message parser and method
- * dispatch of the control socket (daemon/proto.c), on a detached server
+ * dispatch of the control socket (lib/varlink/proto.c), on a detached server
  * (no socket, no event loop) with the io.flashd method table wired to
  * dummy handlers that answer in every way the real ones do: at once,
  * with progress ("continues"), later (held call answered after the

@@ -47,13 +47,13 @@ skip() { say "SKIP: $*"; exit 77; }
 
 # Sources (beyond the target itself) and pkg-config modules per target.
 declare -A SRCS=(
-	[layout]="daemon/layout.c daemon/util.c"
-	[proto]="daemon/proto.c @proto-idl.c"
-	[bundle]="daemon/bundle.c daemon/keyring.c daemon/squashfs.c daemon/util.c"
-	[squashfs]="daemon/squashfs.c"
-	[env]="daemon/slot.c daemon/env.c daemon/layout.c daemon/util.c daemon/board.c daemon/flash.c
-	       daemon/flash_sim.c daemon/flash_mtd.c nandsim/nsim.c"
-	[keep]="daemon/boot_gen.c daemon/util.c"
+	[layout]="lib/layout/layout.c lib/base/util.c"
+	[proto]="lib/varlink/proto.c @proto-idl.c"
+	[bundle]="lib/bundle/bundle.c lib/bundle/keyring.c lib/bundle/squashfs.c lib/base/util.c"
+	[squashfs]="lib/bundle/squashfs.c"
+	[env]="lib/bootenv/slot.c lib/bootenv/env.c lib/layout/layout.c lib/base/util.c lib/board/board.c lib/flash/flash.c
+	       lib/flash/flash_sim.c lib/flash/flash_mtd.c nandsim/nsim.c"
+	[keep]="boot/boot_gen.c lib/base/util.c"
 )
 declare -A PKGS=(
 	[layout]="json-c"
@@ -88,8 +88,8 @@ else
 	CFLAGS+=(-D_GNU_SOURCE -D_FILE_OFFSET_BITS=64)
 fi
 
-# The io.flashd IDL as a C string (the rule of am/proto.am).
-idl=$top_srcdir/daemon/io.flashd.varlink
+# The io.flashd IDL as a C string (the rule of am/varlink.am).
+idl=$top_srcdir/lib/varlink/io.flashd.varlink
 if [ ! -f "$OUT/proto-idl.c" ] || [ "$idl" -nt "$OUT/proto-idl.c" ]; then
 	{
 		echo '#include "proto.h"'

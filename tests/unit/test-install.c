@@ -1,4 +1,4 @@
-/* The update engine (daemon/install.c) end to end: real bundles
+/* The update engine (lib/update/install.c) end to end: real bundles
  * (bundle_create, Ed25519 keys, squashfs images from mksquashfs) go through
  * install_run_fd() onto simulated boards laid out by the shipped layouts
  * (nandsim-128m: NAND with bad blocks, nor-router-16m: NOR). What the board

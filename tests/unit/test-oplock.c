@@ -1,4 +1,4 @@
-/* Unit tests of the board's operation lock (daemon/oplock.c) on a
+/* Unit tests of the board's operation lock (lib/board/oplock.c) on a
  * simulated target: where the lock lives, that a second taker is refused
  * at once and told who holds it, that a forked child keeps the lock after
  * its parent let go, and that the lock frees when the last holder exits. */
