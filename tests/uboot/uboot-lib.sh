@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Real U-Boot in qemu, shared by tests/uboot/*.sh and the appliance
 # life-cycle runner (nandsim/appliance/uboot-pick). Debian's qemu_arm64
 # U-Boot in qemu-system-aarch64: flash0 holds U-Boot at 0 and a mkimage'd
