@@ -21,6 +21,7 @@
 #include "manager.h"
 #include "oplock.h"
 #include "proto.h"
+#include "proto_flashd.h"
 #include "record.h"
 #include "slot.h"
 #include "util.h"
@@ -52,6 +53,7 @@ struct manager {
 	struct keyring *keyring;
 	sd_event *event;
 	struct proto_server *server;
+	struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 1]; /* io.flashd, bound here */
 	struct operation op;
 	bool socket_owned;             /* bound by us (not systemd): unlink at exit */
 	bool stopping;                 /* SIGTERM came during an install */
@@ -1186,22 +1188,20 @@ static int method_flash_info(struct proto_call *call, struct json_object *params
 	return proto_reply(call, o);
 }
 
-static const struct proto_method manager_methods[] = {
-	{ "io.flashd", "GetStatus", method_get_status, 0, proto_params_none },
-	{ "io.flashd", "Install", method_install, PROTO_NEEDS_AUTH | PROTO_TAKES_FDS,
-	  proto_params_install },
-	{ "io.flashd", "Cancel", method_cancel, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "MarkGood", method_mark_good, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "MarkBad", method_mark_bad, PROTO_NEEDS_AUTH, proto_params_mark_bad },
-	{ "io.flashd", "Activate", method_activate, PROTO_NEEDS_AUTH, proto_params_activate },
-	{ "io.flashd", "Rollback", method_rollback, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "OverlayReset", method_overlay_reset, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "OverlayStatus", method_overlay_status, 0, proto_params_none },
-	{ "io.flashd", "GetEnv", method_get_env, 0, proto_params_get_env },
-	{ "io.flashd", "SetEnv", method_set_env, PROTO_NEEDS_AUTH, proto_params_set_env },
-	{ "io.flashd", "ListEnv", method_list_env, 0, proto_params_none },
-	{ "io.flashd", "FlashInfo", method_flash_info, 0, proto_params_flash_info },
-	{ NULL },
+static const proto_method_fn manager_handlers[_PROTO_FLASHD_METHOD_MAX] = {
+	[PROTO_FLASHD_GET_STATUS] = method_get_status,
+	[PROTO_FLASHD_INSTALL] = method_install,
+	[PROTO_FLASHD_CANCEL] = method_cancel,
+	[PROTO_FLASHD_MARK_GOOD] = method_mark_good,
+	[PROTO_FLASHD_MARK_BAD] = method_mark_bad,
+	[PROTO_FLASHD_ACTIVATE] = method_activate,
+	[PROTO_FLASHD_ROLLBACK] = method_rollback,
+	[PROTO_FLASHD_OVERLAY_RESET] = method_overlay_reset,
+	[PROTO_FLASHD_OVERLAY_STATUS] = method_overlay_status,
+	[PROTO_FLASHD_GET_ENV] = method_get_env,
+	[PROTO_FLASHD_SET_ENV] = method_set_env,
+	[PROTO_FLASHD_LIST_ENV] = method_list_env,
+	[PROTO_FLASHD_FLASH_INFO] = method_flash_info,
 };
 
 /* ---- health check of a slot on trial ---- */
@@ -1529,7 +1529,8 @@ int manager_startup(struct manager *m, struct manager_error *err)
 	r = listen_socket(m, &fd, err);
 	if (r < 0)
 		return r;
-	r = proto_server_new(m->event, fd, manager_methods, m, &m->server);
+	proto_flashd_bind(m->methods, manager_handlers);
+	r = proto_server_new(m->event, fd, m->methods, m, &m->server);
 	if (r < 0) {
 		close(fd);
 		snprintf(err->msg, sizeof(err->msg), "control socket: %s", strerror(-r));
