@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -616,6 +617,29 @@ int install_step(struct install *in, struct install_error *err)
 			       install_phase_to_string(in->phase)), err);
 }
 
+/* Some bundle bytes, or 0 at the end. poll() with a short timeout, and a
+ * look at *cancel in between: a stalled stream (a pipe or socket whose
+ * writer stopped sending) cannot make a cancel wait forever. */
+static ssize_t read_some(int fd, uint8_t *buf, size_t len, volatile int *cancel)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		int r;
+
+		if (cancel && *cancel)
+			return -ECANCELED;
+		r = poll(&p, 1, cancel ? 200 : -1);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
+		n = read(fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+}
+
 int install_run_fd(struct install *in, int fd, volatile int *cancel, struct install_error *err)
 {
 	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
@@ -625,11 +649,11 @@ int install_run_fd(struct install *in, int fd, volatile int *cancel, struct inst
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		if (cancel && *cancel) {
+		n = read_some(fd, buf, BUNDLE_INFLATE_CHUNK, cancel);
+		if (n == -ECANCELED) {
 			install_cancel(in);
 			return report(in, in->error, err);
 		}
-		n = util_read_full(fd, buf, BUNDLE_INFLATE_CHUNK);
 		if (n < 0)
 			return report(in, fail(in, (int)n, "reading the bundle: %s",
 					       strerror((int)-n)), err);
