@@ -157,24 +157,6 @@ static double ms_since(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-
-	fmt(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static bool is_mountpoint(const char *path)
 {
 	struct stat a, b;
@@ -200,7 +182,7 @@ static void read_env(struct boot *b)
 	char *v;
 	int r;
 
-	mkdir_p("/var/lock", 0755); /* libubootenv's lock file lives there */
+	util_mkdir_p("/var/lock", 0755); /* libubootenv's lock file lives there */
 	r = env_open_layout(b->l, "system", NULL, 0, &e, &eerr);
 	if (r < 0) {
 		fmt(b->env_error, sizeof(b->env_error), "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
@@ -305,7 +287,7 @@ static int check_preinit_root(struct boot *b)
 
 static int mount_squashfs(const char *dev, const char *mnt)
 {
-	if (mkdir_p(mnt, 0755) < 0)
+	if (util_mkdir_p(mnt, 0755) < 0)
 		return -errno;
 	if (mount(dev, mnt, "squashfs", MS_RDONLY | MS_NODEV, NULL) < 0)
 		return -errno;
@@ -505,7 +487,7 @@ static int setup_layers(struct boot *b)
 			fmt(ly->mnt, sizeof(ly->mnt), "%s/overlay-%s", b->stage, tail);
 			fmt(ly->final, sizeof(ly->final), "/overlay-%s", tail);
 		}
-		r = mkdir_p(ly->mnt, 0755);
+		r = util_mkdir_p(ly->mnt, 0755);
 		if (r < 0) {
 			log_err("mkdir %s: %s", ly->mnt, strerror(-r));
 			return r;
@@ -548,7 +530,7 @@ static void volatile_upper(struct boot *b, struct layer *ly, const char *gen)
 	int r;
 
 	fmt(ly->vol, sizeof(ly->vol), "%s-volatile", ly->mnt);
-	r = mkdir_p(ly->vol, 0755);
+	r = util_mkdir_p(ly->vol, 0755);
 	if (r >= 0 && mount("tmpfs", ly->vol, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 		r = -errno;
 	if (r >= 0) {
@@ -661,7 +643,7 @@ static int mount_union(struct boot *b)
 	int r;
 
 	fmt(b->root, sizeof(b->root), "%s/root", b->stage);
-	r = mkdir_p(b->root, 0755);
+	r = util_mkdir_p(b->root, 0755);
 	if (r < 0) {
 		log_err("mkdir %s: %s", b->root, strerror(-r));
 		return r;
@@ -879,7 +861,7 @@ static int write_state(struct boot *b, const char *result, bool print)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		mkdir_p(dir, 0755);
+		util_mkdir_p(dir, 0755);
 	}
 	fmt(tmp, sizeof(tmp), "%s.new", b->state_path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -912,16 +894,10 @@ static void move_api_mounts(const char *from_prefix, const char *to_prefix)
 	}
 }
 
-static void closedirp_boot(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
 /* busybox switch_root's delete: everything on the initramfs' device */
 static void delete_contents(int dfd, dev_t rootdev)
 {
-	_cleanup_(closedirp_boot) DIR *d = fdopendir(dfd);
+	_cleanup_closedir_ DIR *d = fdopendir(dfd);
 	struct dirent *de;
 
 	if (!d) {
@@ -1208,7 +1184,7 @@ int boot_main(int argc, char **argv)
 		goto out;
 	}
 
-	r = mkdir_p(b.stage, 0755);
+	r = util_mkdir_p(b.stage, 0755);
 	if (r < 0) {
 		log_err("mkdir %s: %s", b.stage, strerror(-r));
 		goto out;

@@ -19,12 +19,6 @@
 #include "cleanup.h"
 #include "util.h"
 
-static void closedirp_(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
 void boot_gen_list_done(struct boot_gen_list *l)
 {
 	if (!l)
@@ -376,7 +370,7 @@ static int copy_at(struct mig *m, int odir, int ndir, const char *name, const ch
 
 static int copy_dir_contents(struct mig *m, int ofd, int nfd, const char *rel)
 {
-	_cleanup_(closedirp_) DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
 	int dup_fd = openat(ofd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
 	int r;
@@ -606,7 +600,7 @@ static int walk_step(struct mig *m, struct level *lv, const char *name, const ch
  * "." and ".." are never offered, so no pattern can climb ('.[.]', '.*'). */
 static int walk_glob(struct mig *m, struct level *lv, const char *comp, const char *rest)
 {
-	_cleanup_(closedirp_) DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
 	struct boot_gen_list names = { 0 };
 	int dup_fd, r = 0;
 	struct dirent *de;
@@ -702,7 +696,7 @@ int boot_gen_rmtree(const char *path)
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (S_ISDIR(st.st_mode)) {
-		_cleanup_(closedirp_) DIR *d = opendir(path);
+		_cleanup_closedir_ DIR *d = opendir(path);
 		struct dirent *de;
 
 		if (!d)
@@ -997,7 +991,7 @@ bool boot_gen_slot_good(unsigned left, unsigned max_tries, unsigned boots_before
 int boot_gen_list(const char *overlay, struct boot_gen_list *ret)
 {
 	struct boot_gen_list l = { 0 };
-	_cleanup_(closedirp_) DIR *d = opendir(overlay);
+	_cleanup_closedir_ DIR *d = opendir(overlay);
 	struct dirent *de;
 	int r;
 

@@ -29,5 +29,8 @@ ssize_t util_write_full(int fd, const void *buf, size_t len);
 int util_errorf(char *err, size_t errlen, int r, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* mkdir -p: path and every missing parent (existing ones are fine). */
+int util_mkdir_p(const char *path, mode_t mode);
+
 /* True when every byte of buf equals c. */
 bool util_mem_is(const void *buf, int c, size_t len);

@@ -119,12 +119,6 @@ static unsigned env_lock_timeout_ms = ENV_LOCK_TIMEOUT_MS;
 static int env_lock_fd = -1;
 static unsigned env_lock_holders;
 
-static inline void closedirp(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
 _printf_(3, 4)
 static int env_fail(struct env_error *err, int r, const char *fmt, ...)
 {
@@ -1042,7 +1036,7 @@ int env_open_config(const char *path, unsigned flags, struct env **ret, struct e
 /* /dev/mtdN of the MTD partition called name, found under sysfs_root. */
 static int env_mtd_by_name(const char *sysfs_root, const char *name, char **ret)
 {
-	_cleanup_(closedirp) DIR *d = opendir(sysfs_root);
+	_cleanup_closedir_ DIR *d = opendir(sysfs_root);
 	struct dirent *de;
 
 	if (!d)

@@ -19,11 +19,10 @@
 
 #include "bundle.h"
 #include "cleanup.h"
+#include "cleanup_crypto.h"
 #include "cleanup_json.h"
 #include "util.h"
 
-static void EVP_PKEY_freep(EVP_PKEY **p) { EVP_PKEY_free(*p); }
-static void EVP_MD_CTX_freep(EVP_MD_CTX **p) { EVP_MD_CTX_free(*p); }
 
 static int fail(struct bundle_error *err, int r, const char *fmt, ...) _printf_(3, 4);
 static int fail(struct bundle_error *err, int r, const char *fmt, ...)

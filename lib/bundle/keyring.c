@@ -11,6 +11,7 @@
 #include <openssl/pem.h>
 
 #include "cleanup.h"
+#include "cleanup_crypto.h"
 #include "keyring.h"
 #include "util.h"
 
@@ -19,10 +20,7 @@ struct keyring {
 	size_t n_keys;
 };
 
-static void EVP_PKEY_freep(EVP_PKEY **p) { EVP_PKEY_free(*p); }
 static void BIO_freep(BIO **p) { BIO_free(*p); }
-static void EVP_MD_CTX_freep(EVP_MD_CTX **p) { EVP_MD_CTX_free(*p); }
-static void closedirp(DIR **d) { if (*d) closedir(*d); }
 
 int keyring_new(struct keyring **ret)
 {
@@ -203,7 +201,7 @@ static int cmp_str(const void *a, const void *b)
 
 int keyring_load_dir(const char *dir, struct keyring **ret, struct keyring_error *err)
 {
-	_cleanup_(closedirp) DIR *d = opendir(dir);
+	_cleanup_closedir_ DIR *d = opendir(dir);
 	_cleanup_(keyring_freep) struct keyring *k = NULL;
 	char *names[KEYRING_MAX_KEYS * 2];
 	size_t n = 0;

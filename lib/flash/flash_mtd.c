@@ -21,12 +21,6 @@
 
 #define MTD_CHAR_MAJOR 90
 
-static inline void closedirp(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
 struct mtd_priv {
 	int fd;
 	unsigned index;
@@ -92,7 +86,7 @@ static int parse_mtd_dirname(const char *n, unsigned *ret)
 
 int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len)
 {
-	_cleanup_(closedirp) DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *de;
 
 	d = opendir(sysroot);
