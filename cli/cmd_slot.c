@@ -11,6 +11,7 @@
 #include "client.h"
 #include "cmd_env.h"
 #include "slot.h"
+#include "slot_change.h"
 
 
 struct slot_ctx {
@@ -232,10 +233,8 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	char what[64];
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = what };
 	_cleanup_client_ struct client *client = NULL;
-	struct slot_state n;
-	struct slot_changes c;
-	struct slot_error err = { "" };
-	struct env_error eerr = { "" };
+	struct slot_change_result res;
+	struct error err = { 0 };
 	int slot = -1, r, i;
 
 	snprintf(what, sizeof(what), "flashctl slot %s", slot_op_to_string(op));
@@ -266,31 +265,25 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 		return CLI_EXIT_USAGE;
 	}
 	/* a fallback not recorded yet (no daemon ran) joins this store */
-	r = slot_compute_booted(&s.st, s.booted, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c,
-				&err);
-	if (r < 0) {
-		struct slot_error ferr = { "" };
-		struct slot_changes fc;
-		struct slot_state fn;
-		/* would --force pass? then say so with the exit code (5) */
-		bool forcible = !s.a.force && slot_compute_booted(&s.st, s.booted, op, slot,
-								  SLOT_FORCE, &fn, &fc, &ferr) >= 0;
-
-		cli_error(ctx, "%s", err.msg);
-		return cli_refusal_exit(r, forcible);
-	}
-	r = slot_apply(s.env, &c, &eerr);
-	if (r < 0) {
-		cli_error(ctx, "%s", eerr.msg);
+	r = slot_change(s.env, s.group, &(struct slot_change) {
+			.op = op, .slot = slot, .booted = s.booted,
+			.flags = s.a.force ? SLOT_FORCE : 0 }, &res, &err);
+	if (r < 0 && res.fail == SLOT_CHANGE_ENV) {
+		cli_error(ctx, "%s", error_message(&err));
 		return CLI_EXIT_FAIL;
 	}
-	s.st = n;
+	if (r < 0) {
+		/* would --force pass? then say so with the exit code (5) */
+		cli_error(ctx, "%s", error_message(&err));
+		return cli_refusal_exit(r, res.forcible);
+	}
+	s.st = res.after;
 	if (ctx->quiet)
 		return CLI_EXIT_OK;
 	if (!ctx->json)
 		printf("%s%s%s: %zu variable(s) written in one env store (offline: %s)\n",
 		       slot_op_to_string(op), slot >= 0 ? " " : "", slot >= 0 ? slot_name(&s, slot) : "",
-		       c.n, i < 0 ? "flashd has no method for this" :
+		       res.n_written, i < 0 ? "flashd has no method for this" :
 		       cli_env_names_board(&s.a) ? "the board is named on the command line" :
 		       "no flashd answers");
 	return print_status(ctx, &s, "offline");

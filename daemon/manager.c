@@ -24,6 +24,7 @@
 #include "proto_flashd.h"
 #include "record.h"
 #include "slot.h"
+#include "slot_change.h"
 #include "util.h"
 #include "worker.h"
 
@@ -632,14 +633,9 @@ static int on_stop_now(sd_event_source *s, void *userdata)
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-enum slot_change_error {
-	SLOT_CHANGE_ENV,       /* env unreadable/unwritable */
-	SLOT_CHANGE_NO_SLOT,   /* no such slot (or none to roll back to) */
-	SLOT_CHANGE_REFUSED,   /* the state logic refuses */
-};
-
-static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
-		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen);
+static int manager_slot_change(struct manager *m, enum slot_op op, const char *name,
+			       unsigned flags, int *ret_idx, enum slot_change_fail *ret_kind,
+			       char *why, size_t whylen);
 
 /* The worker could not record the end of its install: the daemon does, so
  * the target is recorded failed and out of BOOT_ORDER again (an offline
@@ -647,14 +643,14 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 static void install_record_died(struct manager *m)
 {
 	const char *slot = str_or_null(m->op.last.slot);
-	enum slot_change_error kind;
+	enum slot_change_fail kind;
 	char why[512];
 	int idx;
 
 	if (!slot)
 		return; /* no target chosen yet */
 	/* refused (-ESTALE) unless the env records it installing */
-	if (slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, &idx, &kind, why, sizeof(why)) < 0 &&
+	if (manager_slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, &idx, &kind, why, sizeof(why)) < 0 &&
 	    kind != SLOT_CHANGE_REFUSED)
 		log_error("cannot record the failed install of slot %s: %s", slot, why);
 }
@@ -890,20 +886,20 @@ static int method_cancel(struct proto_call *call, struct json_object *params, vo
 
 
 
-/* op on slot name (NULL = booted) in one env store; 1 = mark-bad with
- * SLOT_KEEP_LAST kept the slot (degraded). On failure *ret_kind and why
- * say what went wrong. */
-static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
-		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen)
+/* op on slot name (NULL = booted) in one env store, under the board's
+ * lock; 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). On
+ * failure *ret_kind and why say what went wrong. */
+static int manager_slot_change(struct manager *m, enum slot_op op, const char *name,
+			       unsigned flags, int *ret_idx, enum slot_change_fail *ret_kind,
+			       char *why, size_t whylen)
 {
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	struct env_error eerr = { "" };
 	struct slot_error serr = { "" };
-	struct slot_state nst;
-	struct slot_changes ch;
-	struct slots_view v;
-	int idx, kept, r;
+	struct slot_change_result res;
+	struct error err = { 0 };
+	int booted, r;
 
 	*ret_kind = SLOT_CHANGE_ENV;
 	r = lock_board(m, slot_op_to_string(op), &lock, why, whylen);
@@ -914,46 +910,38 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
 		return r;
 	}
-	r = load_slots(m, e, &v, why, whylen);
-	if (r < 0)
-		return r;
-	slots_view_done(&v);
-	idx = name ? slot_find(&v.st, name) : v.status.booted;
-	if (idx < 0 && op != SLOT_OP_ROLLBACK) {
+	booted = slot_booted(m->conf->cmdline, m->layout, m->group, NULL, &serr);
+	if (booted < 0)
+		booted = -1;
+	if (!name && op != SLOT_OP_ROLLBACK && booted < 0) {
 		*ret_kind = SLOT_CHANGE_NO_SLOT;
-		snprintf(why, whylen, "%s", name ? name : "(booted slot unknown)");
+		snprintf(why, whylen, "(booted slot unknown)");
 		return -ENOENT;
 	}
 	/* a fallback the daemon has not recorded yet goes into the same store */
-	r = slot_compute_booted(&v.st, v.status.booted, op, op == SLOT_OP_ROLLBACK ? -1 : idx,
-				flags, &nst, &ch, &serr);
+	r = slot_change(e, m->group, &(struct slot_change) {
+			.op = op, .slot_name = name, .booted = booted, .flags = flags,
+			.slot = op == SLOT_OP_ROLLBACK ? -1 : booted }, &res, &err);
 	if (r < 0) {
-		*ret_kind = op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_SLOT :
-			    SLOT_CHANGE_REFUSED;
-		snprintf(why, whylen, "%s", serr.msg);
+		*ret_kind = res.fail;
+		snprintf(why, whylen, "%s", error_message(&err));
 		return r;
 	}
-	kept = r;
-	r = slot_apply(e, &ch, &eerr);
-	if (r < 0) {
-		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
-		return r;
-	}
-	*ret_idx = op == SLOT_OP_ROLLBACK ? (int)nst.order[0] : idx;
-	return kept;
+	*ret_idx = res.slot;
+	return r;
 }
 
 static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, const char *name,
 		   unsigned flags)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
-	enum slot_change_error kind;
+	enum slot_change_fail kind;
 	char why[512];
 	int idx, r;
 
 	if (m->op.name)
 		return busy(m, call);
-	r = slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
+	r = manager_slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
 	if (r < 0 && kind == SLOT_CHANGE_ENV)
 		return reply_lock_error(call, r, why);
 	if (r < 0) {
@@ -962,6 +950,7 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 			return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", why);
 		case SLOT_CHANGE_REFUSED:
 			return proto_error_string(call, PROTO_ERROR_DENIED, "reason", why);
+		case SLOT_CHANGE_OK:
 		case SLOT_CHANGE_ENV:
 			break;
 		}
@@ -1222,7 +1211,7 @@ static int health_still_on_trial(struct manager *m, char *why, size_t whylen)
 
 static void health_verdict(struct manager *m, bool good, const char *what)
 {
-	enum slot_change_error kind;
+	enum slot_change_fail kind;
 	char why[512];
 	int idx, r;
 
@@ -1231,7 +1220,7 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 		log_warning("health check %s, verdict not applied: %s", what, why);
 		return;
 	}
-	r = slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
+	r = manager_slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
 			SLOT_FORCE | SLOT_KEEP_LAST, &idx, &kind, why, sizeof(why));
 	if (r < 0) {
 		log_error("health check %s, but the slot state could not be changed: %s", what, why);

@@ -12,6 +12,7 @@
 #include "flashio.h"
 #include "install.h"
 #include "slot.h"
+#include "slot_change.h"
 #include "util.h"
 
 /* How payloads are written: unchanged erase blocks are left alone, blocks
@@ -148,36 +149,29 @@ static void progress(struct install *in, const char *image)
 static int env_change(struct install *in, enum slot_op op, const char *version)
 {
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_env_txn_ struct env_txn *t = NULL;
-	struct slot_state st, nst;
-	struct slot_changes ch;
-	struct slot_error serr = { "" };
 	struct env_error eerr = { "" };
+	struct slot_change_result res;
+	struct error err = { 0 };
 	char var[64];
 	int r;
 
 	r = env_open_layout(in->layout, in->p.target, NULL, 0, &e, &eerr);
 	if (r < 0)
 		return fail(in, r, "cannot open the U-Boot env: %s", eerr.msg);
-	r = slot_state_load_group(&st, in->group, env_get_dup, e, &serr);
-	if (r >= 0)
-		r = slot_compute(&st, op, in->slot, op == SLOT_OP_INSTALL_FAILED ||
-				 op == SLOT_OP_INSTALL_CANCELLED ? SLOT_FORCE : 0, &nst, &ch, &serr);
-	if (r < 0)
-		return fail(in, r, "slot state: %s", serr.msg);
-	r = env_txn_new(e, &t);
-	for (size_t i = 0; r >= 0 && i < ch.n; i++)
-		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value[0] ? ch.vars[i].value : NULL);
 	/* the version goes with the content: forgotten when writing starts,
 	 * set when the read-back verified */
 	install_version_var(in->group->slots[in->slot].name, var, sizeof(var));
-	if (r >= 0 && (op == SLOT_OP_INSTALL_BEGIN || version))
-		r = env_txn_set(t, var, version);
-	if (r >= 0)
-		r = env_txn_commit(t, &eerr);
-	if (r < 0)
+	r = slot_change(e, in->group, &(struct slot_change) {
+			.op = op, .slot = in->slot, .booted = -1,
+			.flags = op == SLOT_OP_INSTALL_FAILED || op == SLOT_OP_INSTALL_CANCELLED ?
+				 SLOT_FORCE : 0,
+			.extra_name = op == SLOT_OP_INSTALL_BEGIN || version ? var : NULL,
+			.extra_value = version }, &res, &err);
+	if (r < 0 && res.fail == SLOT_CHANGE_ENV && res.before.n_slots)
 		return fail(in, r, "writing the U-Boot env (%s): %s", env_describe(e),
-			    eerr.msg[0] ? eerr.msg : strerror(-r));
+			    error_message(&err));
+	if (r < 0)
+		return fail(in, r, "slot state: %s", error_message(&err));
 	return 0;
 }
 
