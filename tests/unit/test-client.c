@@ -28,6 +28,7 @@
 #include "client.h"
 #include "proto.h"
 #include "proto_flashd.h"
+#include "proto-test-helpers.h"
 
 struct srv {
 	char dir[64];
@@ -157,16 +158,12 @@ static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	[PROTO_FLASHD_MARK_GOOD] = m_mark_good,
 };
 
-/* The io.flashd table with the handlers above, and a test interface for
- * a streaming method (no io.flashd method requires "more"). */
-#define TEST_INTERFACE "org.example.test"
+/* The io.flashd table with the handlers above (proto-test-helpers.h). */
 static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
 
 static void methods_init(void)
 {
-	proto_flashd_bind(methods, handlers);
-	methods[_PROTO_FLASHD_METHOD_MAX] = (struct proto_method) {
-		TEST_INTERFACE, "Stream", m_rollback, PROTO_NEEDS_MORE, proto_params_none };
+	test_methods_bind(methods, handlers, m_rollback);
 }
 
 static int on_stop(sd_event_source *src, int fd, uint32_t revents, void *userdata)

@@ -23,6 +23,7 @@
 #include "cleanup_json.h"
 #include "proto.h"
 #include "proto_flashd.h"
+#include "proto-test-helpers.h"
 
 /* ---- test methods ---- */
 
@@ -102,16 +103,12 @@ static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	[PROTO_FLASHD_OVERLAY_RESET] = m_overlay_reset,
 };
 
-/* The io.flashd table with the handlers above, and a test interface for
- * what no io.flashd method uses (PROTO_NEEDS_MORE). */
-#define TEST_INTERFACE "org.example.test"
+/* The io.flashd table with the handlers above (proto-test-helpers.h). */
 static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
 
 static void methods_init(void)
 {
-	proto_flashd_bind(methods, handlers);
-	methods[_PROTO_FLASHD_METHOD_MAX] = (struct proto_method) {
-		TEST_INTERFACE, "Stream", m_rollback, PROTO_NEEDS_MORE, proto_params_none };
+	test_methods_bind(methods, handlers, m_rollback);
 }
 
 /* ---- fixture ---- */

@@ -780,6 +780,27 @@ static void test_var_check(void **state)
 	assert_int_equal(slot_var_check(NULL, "BOOT_ORDER", "x,y", &err), -EINVAL);
 }
 
+/* A redundant env in a file under dir (created), written once with a
+ * bootcmd; fsyncs of the file are counted (n_fsync). Open, for the caller. */
+static struct env *file_env(char *dir, char *file, size_t len, struct env_device devs[2])
+{
+	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
+	struct env_error eerr = { "" };
+	struct env *e = NULL;
+	char cmd[160];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, len, "%s/env.bin", dir);
+	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
+	assert_int_equal(system(cmd), 0);
+	assert_non_null(realpath(file, watched));
+	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
+	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
+	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
+	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	return e;
+}
+
 /* Every transition, applied to a redundant file env, is exactly one store
  * and reads back as computed. */
 static void test_apply_one_store(void **state)
@@ -788,7 +809,6 @@ static void test_apply_one_store(void **state)
 	struct env_error eerr = { "" };
 	struct slot_error serr = { "" };
 	struct env_device devs[2];
-	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
 	static const struct { enum slot_op op; int slot; const char *order; unsigned a, b; } steps[] = {
 		{ SLOT_OP_INIT, -1, "A B", 3, 3 },
 		{ SLOT_OP_MARK_BAD, 1, "A", 3, 0 },      /* before writing B */
@@ -801,15 +821,7 @@ static void test_apply_one_store(void **state)
 	};
 	struct env *e = NULL;
 
-	assert_non_null(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/env.bin", dir);
-	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
-	assert_int_equal(system(cmd), 0);
-	assert_non_null(realpath(file, watched));
-	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
-	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
-	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
-	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	e = file_env(dir, file, sizeof(file), devs);
 	env_close(e);
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
@@ -850,8 +862,6 @@ static char *env_str(struct env *e, const char *name)
 static void test_slot_change(void **state)
 {
 	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
-	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
-	struct env_error eerr = { "" };
 	struct env_device devs[2];
 	struct slot_change_result res;
 	struct error err = { 0 };
@@ -860,15 +870,7 @@ static void test_slot_change(void **state)
 	char *v;
 
 	fake_layout(&f, false);
-	assert_non_null(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/env.bin", dir);
-	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
-	assert_int_equal(system(cmd), 0);
-	assert_non_null(realpath(file, watched));
-	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
-	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
-	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
-	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	e = file_env(dir, file, sizeof(file), devs);
 
 	n_fsync = 0;
 	assert_int_equal(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_INIT, .slot = -1,
