@@ -36,7 +36,7 @@ static const struct option slot_opts[] = { CLI_ENV_OPTIONS, { NULL, 0, NULL, 0 }
 
 static int slot_open(struct cli_ctx *ctx, int argc, char **argv, struct slot_ctx *s)
 {
-	struct slot_error err = { "" };
+	struct error err = {};
 	int c, r;
 
 	s->booted = -1;
@@ -151,8 +151,8 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = what };
 	struct slot_state n;
 	struct slot_changes c;
-	struct slot_error err = { "" };
-	struct env_error eerr = { "" };
+	struct error err = {};
+	struct error eerr = {};
 	int slot = -1, r;
 
 	snprintf(what, sizeof(what), "flashctl slot %s", slot_op_to_string(op));
@@ -180,7 +180,7 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	r = slot_compute_booted(&s.st, s.booted, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c,
 				&err);
 	if (r < 0) {
-		struct slot_error ferr = { "" };
+		struct error ferr = {};
 		struct slot_changes fc;
 		struct slot_state fn;
 		/* would --force pass? then say so with the exit code (5) */
@@ -236,7 +236,7 @@ static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = "flashctl slot boot-select" };
 	struct slot_state n;
 	struct slot_changes c;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	int i, r;
 
 	r = slot_open(ctx, argc, argv, &s);
@@ -300,7 +300,7 @@ static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_env_args a = {};
 	_cleanup_layout_ struct layout *l = NULL;
-	struct layout_error err = { "" };
+	struct error err = {};
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)
