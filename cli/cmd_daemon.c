@@ -223,7 +223,7 @@ static void print_status(struct json_object *st)
 	printf("Next boot:    %s%s%s\n", js(st, "next") ? jp(st, "next") :
 	       "none (BOOT_ORDER names no slot: the bootloader resets forever)",
 	       jb(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
-	       jb(st, "switch_pending") ? " (newly activated: reboot to switch)" : "");
+	       jb(st, "switch_pending") ? " (not the booted slot: a reboot switches to it)" : "");
 	if (jb(st, "degraded"))
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");

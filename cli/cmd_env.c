@@ -81,23 +81,51 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 	return CLI_EXIT_OK;
 }
 
+/* Take target's board lock without waiting (oplock_acquire). */
+static int lock_target(struct cli_env_args *a, const char *what, struct oplock **ret,
+		       struct oplock_holder *h, char **ret_target)
+{
+	_cleanup_conf_ struct conf *conf = NULL;
+
+	if (conf_new(&conf) < 0)
+		return -ENOMEM;
+	/* a broken flashd.conf is reported by cli_env_open() */
+	(void) conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, true, NULL);
+	*ret_target = strdup(a->target ? a->target : conf->target);
+	if (!*ret_target)
+		return -ENOMEM;
+	return oplock_acquire(*ret_target, what, ret, h);
+}
+
+bool cli_install_running(struct cli_env_args *a)
+{
+	_cleanup_free_ char *target = NULL;
+	struct oplock_holder h = { 0 };
+	struct oplock *l = NULL;
+	int r;
+
+	if (a->env_config)
+		return true;
+	r = lock_target(a, "flashctl slot status", &l, &h, &target);
+	oplock_release(l);
+	/* the install worker holds the lock for the whole install; without
+	 * rights to look, say what the record says */
+	return r == -EBUSY ? strstr(h.what, "install") || strstr(h.what, "provision") : r < 0;
+}
+
 int cli_env_lock(struct cli_ctx *ctx, struct cli_env_args *a, const char *what,
 		 struct oplock **ret)
 {
-	_cleanup_conf_ struct conf *conf = NULL;
+	_cleanup_free_ char *target = NULL;
 	struct oplock_holder h;
-	const char *target;
 	char who[96];
 	int r;
 
 	if (a->env_config)
 		return CLI_EXIT_OK;
-	if (conf_new(&conf) < 0)
+	r = lock_target(a, what, ret, &h, &target);
+	if (r == -ENOMEM)
 		return CLI_EXIT_FAIL;
-	/* a broken flashd.conf is reported by cli_env_open() */
-	(void) conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, true, NULL);
-	target = a->target ? a->target : conf->target;
-	r = oplock_acquire(target, what, ret, &h);
 	if (!strncmp(what, "flashctl ", 9))
 		what += 9; /* cli_error() says flashctl already */
 	if (r == -EBUSY) {

@@ -34,6 +34,9 @@ bool cli_env_option(struct cli_env_args *a, int c, const char *arg);
  * what, without waiting: while flashd installs (or another writer holds
  * it) the write is refused, naming the holder. Not with --env-config,
  * which names an env outside any board target. Returns a CLI exit code. */
+/* Does an install hold the board's lock (flashd's worker)? Unknown (no
+ * rights, env config file) counts as yes: the record is shown as written. */
+bool cli_install_running(struct cli_env_args *a);
 int cli_env_lock(struct cli_ctx *ctx, struct cli_env_args *a, const char *what,
 		 struct oplock **ret);
 /* Open the env (and load the layout when one is configured; *ret_layout

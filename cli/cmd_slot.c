@@ -79,6 +79,8 @@ static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
 	struct slot_status st;
 	char order[128];
 
+	bool running = cli_install_running(&s->a);
+
 	slot_status_compute(&s->st, s->booted, s->booted_by, &st);
 	slot_order_string(&s->st, order, sizeof(order));
 	if (ctx->json) {
@@ -104,9 +106,8 @@ static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
 			struct json_object *o = json_object_new_object();
 			json_object_object_add(o, "name", json_object_new_string(s->st.slots[i].name));
 			json_object_object_add(o, "tries_left", json_object_new_int(s->st.slots[i].left));
-			/* offline: an install record is shown as written ("installing") */
 			json_object_object_add(o, "state", json_object_new_string(
-				slot_view_to_string(slot_view_of(&s->st, i, true))));
+				slot_view_to_string(slot_view_of(&s->st, i, running))));
 			json_object_object_add(o, "booted", json_object_new_boolean((int)i == st.booted));
 			json_object_array_add(slots, o);
 		}
@@ -132,7 +133,7 @@ static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
 	for (size_t i = 0; i < s->st.n_slots; i++)
 		printf("  %c %-8s %u/%u tries left, %s\n", (int)i == st.booted ? '*' : ' ',
 		       s->st.slots[i].name, s->st.slots[i].left, s->st.max_tries,
-		       slot_view_describe(slot_view_of(&s->st, i, true)));
+		       slot_view_describe(slot_view_of(&s->st, i, running)));
 	return CLI_EXIT_OK;
 }
 

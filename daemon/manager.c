@@ -1310,7 +1310,8 @@ static int health_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 /* The boot script skipped the primaries before the booted slot (no tries
  * left): they failed to boot. Out of BOOT_ORDER in one store, so neither a
  * health check nor mark-bad of the booted slot can lock the board onto
- * them. v is reloaded. */
+ * them. With the records lost (default env), the booted slot alone stays
+ * (slot_needs_fallback). v is reloaded. */
 static int record_fallback(struct manager *m, struct env *e, struct slots_view *v, char *why,
 			   size_t whylen)
 {
@@ -1330,9 +1331,15 @@ static int record_fallback(struct manager *m, struct env *e, struct slots_view *
 		return r;
 	}
 	slot_order_string(&nst, order, sizeof(order));
-	log_warning("booted slot %s after the slots before it in BOOT_ORDER ran out of tries: "
-		    "they failed to boot and are marked bad (BOOT_ORDER=%s)",
-		    m->group->slots[v->status.booted].name, order);
+	if (slot_records_lost(&v->st))
+		log_warning("the U-Boot env holds no slot records (both copies were lost, U-Boot "
+			    "booted its default env): only the booted slot %s is known to boot, the "
+			    "others are recorded unknown (BOOT_ORDER=%s)",
+			    m->group->slots[v->status.booted].name, order);
+	else
+		log_warning("booted slot %s after the slots before it in BOOT_ORDER ran out of "
+			    "tries: they failed to boot and are marked bad (BOOT_ORDER=%s)",
+			    m->group->slots[v->status.booted].name, order);
 	slots_view_done(v);
 	return load_slots(m, e, v, why, whylen);
 }
@@ -1351,7 +1358,7 @@ static int health_start(struct manager *m)
 		return 0;
 	}
 	r = load_slots(m, e, &v, why, sizeof(why));
-	if (r >= 0 && slot_fell_back(&v.st, v.status.booted))
+	if (r >= 0 && slot_needs_fallback(&v.st, v.status.booted))
 		r = record_fallback(m, e, &v, why, sizeof(why));
 	env_close(TAKE_PTR(e));
 	if (r < 0) {

@@ -83,6 +83,7 @@ enum slot_record {
 	SLOT_RECORD_VERIFIED,   /* the last install verified; not marked good since */
 	SLOT_RECORD_GOOD,       /* verified, booted and marked good */
 	SLOT_RECORD_BAD,        /* verified, marked bad (health check, operator, fallback) */
+	SLOT_RECORD_UNKNOWN,    /* the records were lost (both env copies): content unknown */
 	_SLOT_RECORD_MAX,
 };
 
@@ -99,6 +100,7 @@ enum slot_view {
 	SLOT_VIEW_TRIAL,        /* in BOOT_ORDER, tries used, not marked good since */
 	SLOT_VIEW_GOOD,         /* in BOOT_ORDER, marked good, full tries */
 	SLOT_VIEW_BAD,          /* marked bad (out of BOOT_ORDER, or kept as the last one) */
+	SLOT_VIEW_UNKNOWN,      /* the env was lost: content unknown, not bootable until installed */
 	_SLOT_VIEW_MAX,
 };
 
@@ -223,6 +225,12 @@ int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigne
 /* The booted slot fell back (slot_status.fell_back): the primaries the
  * boot script skipped are out of tries. */
 bool slot_fell_back(const struct slot_state *st, int booted);
+/* No slot record, version or FLASHD_LAST_GOOD: U-Boot's built-in default
+ * env (both copies were lost) or an env that never had flashd's records. */
+bool slot_records_lost(const struct slot_state *st);
+/* What the daemon records at start for the booted slot (SLOT_OP_FALLBACK):
+ * a fallback, or records lost (only the running slot is trusted then). */
+bool slot_needs_fallback(const struct slot_state *st, int booted);
 /* slot_compute() after SLOT_OP_FALLBACK for booted (when it fell back),
  * both in the one store: an operation never leaves an exhausted primary
  * in BOOT_ORDER to lock the board onto. booted -1 = unknown. */

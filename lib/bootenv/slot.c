@@ -35,6 +35,7 @@ static const char *const record_names[_SLOT_RECORD_MAX] = {
 	[SLOT_RECORD_VERIFIED] = "verified",
 	[SLOT_RECORD_GOOD] = "good",
 	[SLOT_RECORD_BAD] = "bad",
+	[SLOT_RECORD_UNKNOWN] = "unknown",
 };
 
 static const struct {
@@ -50,6 +51,7 @@ static const struct {
 	[SLOT_VIEW_TRIAL] = { "trial", "on trial (tries used, not marked good)" },
 	[SLOT_VIEW_GOOD] = { "good", "good" },
 	[SLOT_VIEW_BAD] = { "bad", "bad" },
+	[SLOT_VIEW_UNKNOWN] = { "unknown", "content unknown (the env was lost): install to use it" },
 };
 
 static const char *const slot_health_table[_SLOT_HEALTH_MAX] = {
@@ -446,6 +448,7 @@ bool slot_verified(const struct slot_state *st, size_t i)
 	case SLOT_RECORD_INSTALLING:
 	case SLOT_RECORD_FAILED:
 	case SLOT_RECORD_CANCELLED:
+	case SLOT_RECORD_UNKNOWN:
 		return false;
 	case SLOT_RECORD_NONE:
 	case _SLOT_RECORD_MAX:
@@ -473,6 +476,8 @@ enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_
 		return SLOT_VIEW_FAILED;
 	case SLOT_RECORD_CANCELLED:
 		return SLOT_VIEW_CANCELLED;
+	case SLOT_RECORD_UNKNOWN:
+		return SLOT_VIEW_UNKNOWN;
 	case SLOT_RECORD_BAD:
 		return SLOT_VIEW_BAD;
 	case SLOT_RECORD_VERIFIED:
@@ -607,6 +612,10 @@ static int init_order(struct slot_state *n, struct error *err)
 		if (slot_verified(n, i) && n->slots[i].record != SLOT_RECORD_BAD) {
 			idx[k++] = i;
 			set_left(n, i, n->max_tries);
+			/* a legacy slot trusted by the operator gets its record:
+			 * an env without any is one whose records were lost */
+			if (n->slots[i].record == SLOT_RECORD_NONE)
+				n->slots[i].record = SLOT_RECORD_GOOD;
 		}
 	if (!k)
 		return error_set(err, -EPERM, "init: no slot holds a verified image not marked "
@@ -625,8 +634,42 @@ bool slot_fell_back(const struct slot_state *st, int booted)
 	return true;
 }
 
+bool slot_records_lost(const struct slot_state *st)
+{
+	if (st->last_good >= 0)
+		return false;
+	for (size_t i = 0; i < st->n_slots; i++)
+		if (st->slots[i].record != SLOT_RECORD_NONE || st->slots[i].has_version)
+			return false;
+	return true;
+}
+
+bool slot_needs_fallback(const struct slot_state *st, int booted)
+{
+	if (booted < 0 || booted >= (int)st->n_slots)
+		return false;
+	return slot_records_lost(st) || slot_fell_back(st, booted);
+}
+
+/* Records lost: the default env's "A B" would boot a slot nobody verified
+ * (a never written or half-written one) once the booted slot's tries run
+ * out. The running slot is the only one known to boot: it alone stays in
+ * BOOT_ORDER, on trial (the health check decides), the others unknown. */
+static void adopt_booted(struct slot_state *n, size_t booted)
+{
+	for (size_t i = 0; i < n->n_slots; i++)
+		n->slots[i].record = i == booted ? SLOT_RECORD_VERIFIED : SLOT_RECORD_UNKNOWN;
+	set_order(n, &booted, 1);
+	if (!n->slots[booted].left_set)
+		set_left(n, booted, n->slots[booted].left);
+}
+
 static void fallback(struct slot_state *n, int booted)
 {
+	if (booted >= 0 && booted < (int)n->n_slots && slot_records_lost(n)) {
+		adopt_booted(n, (size_t)booted);
+		return;
+	}
 	if (!slot_fell_back(n, booted))
 		return;
 	while (n->order[0] != (size_t)booted) {

@@ -30,6 +30,13 @@ else
 	say "the worker (pid $WORKER) outlived the killed daemon"
 fi
 
+# nobody installs any more: offline status calls B's record interrupted
+fctl --json slot status --layout "$LAYOUT" --target "$TARGET" --cmdline "$T/cmdline" > "$T/slot-st.json" ||
+	fail "offline slot status after the kill"
+[ $survived = yes ] || expect_fields "$T/slot-st.json" "offline slot status after the kill" <<EOT
+slots.1.state interrupted
+EOT
+
 start_daemon
 fctl install "$T/v3.bundle" > "$T/three.out" 2>&1 || fail "installing v3 after the restart: $(cat "$T/three.out")"
 # let a surviving worker go on with v2, and wait until it is done

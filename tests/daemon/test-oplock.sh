@@ -64,8 +64,11 @@ EOF
 say "$n offline writes refused during the install, e.g.: $(cat "$T/w.out")"
 env_dump > "$T/env-after"
 cmp -s "$T/env-before" "$T/env-after" || fail "a refused offline write changed the env: $(diff "$T/env-before" "$T/env-after")"
-# reading stays open
-fctl slot status $B > /dev/null || fail "flashctl slot status refused during an install"
+# reading stays open, and says the install runs (the worker holds the lock)
+fctl --json slot status $B > "$T/slot-st.json" || fail "flashctl slot status refused during an install"
+expect_fields "$T/slot-st.json" "offline slot status during the install" <<EOT
+slots.1.state installing
+EOT
 
 # ---- a second daemon on the same board ----
 sed "s|^socket=.*|socket=$T/second.sock|" "$T/flashd.conf" > "$T/second.conf"

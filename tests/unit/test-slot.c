@@ -254,7 +254,7 @@ static void test_reset_and_init(void **state)
 	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
 	run(&st, SLOT_OP_INIT, -1, 0, &n, &c);
 	expect_state(&n, "A B", 3, 3);
-	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;");
+	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;FLASHD_A_STATE=good;FLASHD_B_STATE=good;");
 	assert_int_equal(slot_op_from_string("mark-good"), SLOT_OP_MARK_GOOD);
 	assert_int_equal(slot_op_from_string("nope"), -EINVAL);
 }
@@ -652,7 +652,7 @@ static void test_degraded_and_fallback(void **state)
 	assert_int_equal(n2.last_good, 0);
 
 	/* item 2: B activated, used up its tries, the board fell back to A */
-	load(&st, "B A", "2", "0");
+	loadr(&st, "B A", "2", "0", "good", "verified");
 	assert_true(slot_fell_back(&st, 0));
 	run(&st, SLOT_OP_FALLBACK, 0, 0, &n, &c);
 	expect_state(&n, "A", 2, 0);
@@ -666,10 +666,62 @@ static void test_degraded_and_fallback(void **state)
 	assert_int_equal(slot_compute_booted(&st, 0, SLOT_OP_MARK_BAD, 0, SLOT_FORCE, &n, &c,
 					     &err), -EBUSY);
 	/* two good slots: a failing check takes the booted one out */
-	load(&st, "B A", "3", "2");
+	loadr(&st, "B A", "3", "2", "good", "verified");
 	assert_int_equal(slot_compute_booted(&st, 1, SLOT_OP_MARK_BAD, 1, SLOT_KEEP_LAST, &n,
 					     &c, &err), 0);
 	expect_state(&n, "A", 3, 0);
+}
+
+/* Both env copies lost: U-Boot booted its default env ("A B", full tries,
+ * no records). The booted slot alone stays in BOOT_ORDER; the other one,
+ * whatever it holds (never written, half-written), can no longer be booted
+ * by the script, and a failing health check keeps the booted slot. */
+static void test_records_lost(void **state)
+{
+	struct slot_state st, n, n2;
+	struct slot_changes c;
+	struct slot_status s;
+	struct slot_error err = { "" };
+
+	/* the script's first saveenv on the default env, booted A */
+	load(&st, "A B", "2", "3");
+	assert_true(slot_records_lost(&st));
+	assert_true(slot_needs_fallback(&st, 0));
+	assert_false(slot_needs_fallback(&st, -1)); /* booted slot unknown: nothing */
+	run(&st, SLOT_OP_FALLBACK, 0, 0, &n, &c);
+	expect_state(&n, "A", 2, 3);
+	expect_changes(&c, "BOOT_ORDER=A;FLASHD_A_STATE=verified;FLASHD_B_STATE=unknown;");
+	assert_false(slot_records_lost(&n));
+	assert_false(slot_needs_fallback(&n, 0));
+	assert_int_equal(slot_view_of(&n, 0, false), SLOT_VIEW_TRIAL);
+	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_UNKNOWN);
+	slot_status_compute(&n, 0, "flashd.slot", &s);
+	assert_int_equal(s.next, 0);
+	assert_true(s.needs_health_check);
+	/* B's content is unknown: not activatable, forced or not */
+	assert_true(slot_compute(&n, SLOT_OP_ACTIVATE, 1, SLOT_FORCE, &n2, &c, &err) < 0);
+	/* the daemon's ops record it in their own store too (compute_booted) */
+	assert_int_equal(slot_compute_booted(&st, 0, SLOT_OP_MARK_BAD, 0,
+					     SLOT_FORCE | SLOT_KEEP_LAST, &n2, &c, &err), 1);
+	expect_state(&n2, "A", 2, 3);
+	assert_int_equal(slot_next_boot(&n2), 0);
+	/* U-Boot never saved (BOOT_ORDER unset) and A booted: the same */
+	load(&st, "", NULL, NULL);
+	run(&st, SLOT_OP_FALLBACK, 0, 0, &n, &c);
+	expect_state(&n, "A", 3, 3);
+	assert_int_equal(slot_next_boot(&n), 0);
+	/* the operator's slot init of a legacy board writes the records, so
+	 * that board is not taken for one whose records were lost */
+	load(&st, "A B", "3", "3");
+	run(&st, SLOT_OP_INIT, -1, 0, &n, &c);
+	expect_changes(&c, "FLASHD_A_STATE=good;FLASHD_B_STATE=good;");
+	assert_false(slot_records_lost(&n));
+	/* a version alone (an older flashd) is a record too */
+	{
+		struct vars ver = { { { "BOOT_ORDER", "A B" }, { "FLASHD_B_VERSION", "1.0" } } };
+		assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
+		assert_false(slot_records_lost(&st));
+	}
 }
 
 /* Item 5: boot-select does what the script does on every odd env. */
@@ -807,6 +859,7 @@ int main(void)
 		cmocka_unit_test(test_verified_only),
 		cmocka_unit_test(test_install_ops),
 		cmocka_unit_test(test_degraded_and_fallback),
+		cmocka_unit_test(test_records_lost),
 		cmocka_unit_test(test_boot_select_odd),
 		cmocka_unit_test(test_var_check),
 	};
