@@ -37,8 +37,8 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 {
 	_cleanup_conf_ struct conf *conf = NULL;
 	_cleanup_layout_ struct layout *l = NULL;
-	struct conf_error cerr = { "" };
-	struct env_error eerr = { "" };
+	struct error cerr = {};
+	struct error eerr = {};
 	const char *layout, *target;
 	int r;
 
@@ -58,7 +58,7 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 	if (!need_layout && (a->env_config || (!a->layout && layout && access(layout, F_OK) < 0)))
 		layout = NULL;
 	if (layout) {
-		struct layout_error lerr = { "" };
+		struct error lerr = {};
 		r = layout_load(layout, &l, &lerr);
 		if (r < 0) {
 			cli_error(ctx, "%s", lerr.msg);
@@ -303,8 +303,8 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_layout_ struct layout *l = NULL;
 	_cleanup_client_ struct client *client = NULL;
 	const struct layout_slot_group *group;
-	struct env_error err = { "" };
-	struct slot_error serr = { "" };
+	struct error err = {};
+	struct error serr = {};
 	int r = parse(ctx, argc, argv, &a);
 
 	if (r)
@@ -381,7 +381,7 @@ static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	struct cli_env_args a = {};
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env_var vars[64];
 	const char *defaults = NULL;
 	size_t n = 0;

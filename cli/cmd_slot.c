@@ -49,7 +49,7 @@ static int slot_parse(int argc, char **argv, struct cli_env_args *a)
 /* The env and the slot state, after slot_parse() filled s->a. */
 static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 {
-	struct slot_error err = { "" };
+	struct error err = {};
 	int r;
 
 	s->booted = -1;
@@ -322,7 +322,7 @@ static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = "flashctl slot boot-select" };
 	struct slot_state n;
 	struct slot_changes c;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	int i, r;
 
 	r = slot_open(ctx, argc, argv, &s);
@@ -386,7 +386,7 @@ static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_env_args a = {};
 	_cleanup_layout_ struct layout *l = NULL;
-	struct layout_error err = { "" };
+	struct error err = {};
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)

@@ -138,7 +138,7 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 }
 
 int conf_set(struct conf *c, const char *section, const char *key, const char *value,
-	       struct conf_error *err)
+	       struct error *err)
 {
 	char why[256] = "";
 	int r;
@@ -148,15 +148,13 @@ int conf_set(struct conf *c, const char *section, const char *key, const char *v
 		if (strcmp(k->key, key) || strcmp(k->section, section ? section : "flashd"))
 			continue;
 		r = set_value(c, k, value, why, sizeof(why));
-		if (r < 0 && err)
-			snprintf(err->msg, sizeof(err->msg), "[%s] %s: %s", k->section, key,
+		if (r < 0)
+			error_set(err, r, "[%s] %s: %s", k->section, key,
 				 r == -ENOMEM ? "out of memory" : why);
 		return r;
 	}
-	if (err)
-		snprintf(err->msg, sizeof(err->msg), "unknown key '%s' in section [%s]", key,
+	return error_set(err, -EINVAL, "unknown key '%s' in section [%s]", key,
 			 section ? section : "flashd");
-	return -EINVAL;
 }
 
 static char *strip(char *s)
@@ -172,7 +170,7 @@ static char *strip(char *s)
 }
 
 static int parse_line(struct conf *c, char *line, char *section, size_t seclen,
-		      struct conf_error *err)
+		      struct error *err)
 {
 	char *s = strip(line), *eq;
 
@@ -181,32 +179,28 @@ static int parse_line(struct conf *c, char *line, char *section, size_t seclen,
 	if (*s == '[') {
 		char *end = strchr(s, ']');
 		if (!end || end[1] != '\0') {
-			snprintf(err->msg, sizeof(err->msg), "malformed section header '%s'", s);
-			return -EINVAL;
+			return error_set(err, -EINVAL, "malformed section header '%s'", s);
 		}
 		*end = '\0';
 		if (strcmp(s + 1, "flashd") && strcmp(s + 1, "health")) {
-			snprintf(err->msg, sizeof(err->msg),
-				 "unknown section [%s] (known: [flashd], [health])", s + 1);
-			return -EINVAL;
+			return error_set(err, -EINVAL, "unknown section [%s] (known: [flashd], [health])", s + 1);
 		}
 		snprintf(section, seclen, "%s", s + 1);
 		return 0;
 	}
 	eq = strchr(s, '=');
 	if (!eq) {
-		snprintf(err->msg, sizeof(err->msg), "expected key=value, got '%s'", s);
-		return -EINVAL;
+		return error_set(err, -EINVAL, "expected key=value, got '%s'", s);
 	}
 	*eq = '\0';
 	return conf_set(c, section, strip(s), strip(eq + 1), err);
 }
 
-int conf_load(struct conf *c, const char *path, bool missing_ok, struct conf_error *err)
+int conf_load(struct conf *c, const char *path, bool missing_ok, struct error *err)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	char line[1024], section[32] = "flashd";
-	struct conf_error e = { "" };
+	struct error e = {};
 	unsigned lineno = 0;
 	int r;
 
@@ -214,19 +208,16 @@ int conf_load(struct conf *c, const char *path, bool missing_ok, struct conf_err
 		r = -errno;
 		if (r == -ENOENT && missing_ok)
 			return 0;
-		snprintf(err->msg, sizeof(err->msg), "%s: %s", path, strerror(-r));
-		return r;
+		return error_set(err, r, "%s: %s", path, strerror(-r));
 	}
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(err->msg, sizeof(err->msg), "%s:%u: line too long", path, lineno);
-			return -EINVAL;
+			return error_set(err, -EINVAL, "%s:%u: line too long", path, lineno);
 		}
 		r = parse_line(c, line, section, sizeof(section), &e);
 		if (r < 0) {
-			snprintf(err->msg, sizeof(err->msg), "%s:%u: %s", path, lineno, e.msg);
-			return r;
+			return error_set(err, r, "%s:%u: %s", path, lineno, e.msg);
 		}
 	}
 	return 0;

@@ -45,7 +45,7 @@ struct install_report {
 	/* final only */
 	int error;                     /* 0 or -errno; -ECANCELED: cancelled */
 	bool invalid_bundle;           /* the bundle is what failed (flashctl exits 3) */
-	char message[sizeof(((struct install_error *)0)->msg)];
+	char message[ERROR_MSG_MAX];
 	char compatible[BUNDLE_COMPATIBLE_MAX + 1];
 	char signer[256];
 	struct install_stats stats;
@@ -128,7 +128,7 @@ static int reply_lock_error(struct proto_call *call, int r, const char *why)
 	return proto_error_errno(call, r, why);
 }
 
-static int open_env(struct manager *m, struct env **ret, struct env_error *err)
+static int open_env(struct manager *m, struct env **ret, struct error *err)
 {
 	return env_open_layout(m->layout, m->conf->target, NULL, 0, ret, err);
 }
@@ -150,7 +150,7 @@ static void slots_view_done(struct slots_view *v)
 static int load_slots(struct manager *m, struct env *e, struct slots_view *v, char *why,
 		      size_t whylen)
 {
-	struct slot_error serr = { "" };
+	struct error serr = {};
 	const char *by = NULL;
 	char *reset;
 	int booted, r;
@@ -174,7 +174,7 @@ static int load_slots(struct manager *m, struct env *e, struct slots_view *v, ch
 	return 0;
 }
 
-static int reply_env_error(struct proto_call *call, int r, const struct env_error *err)
+static int reply_env_error(struct proto_call *call, int r, const struct error *err)
 {
 	/* the env lock stayed taken past its bounded wait: "env busy" */
 	if (r == -EBUSY)
@@ -383,7 +383,7 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 	struct manager *m = userdata;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct json_object *envj;
 	struct slots_view v;
 	char why[256];
@@ -509,7 +509,7 @@ static bool bundle_error_class(int r)
 	return false;
 }
 
-static void final_report(struct install *in, int r, const struct install_error *err,
+static void final_report(struct install *in, int r, const struct error *err,
 			 struct install_report *rep)
 {
 	const struct bundle_manifest *man = install_get_manifest(in);
@@ -523,7 +523,7 @@ static void final_report(struct install *in, int r, const struct install_error *
 		.stats = *install_get_stats(in),
 	};
 	rep->stats.finished = time(NULL);
-	COPY(rep->message, r < 0 ? err->msg : NULL);
+	COPY(rep->message, r < 0 ? error_message(err) : NULL);
 	COPY(rep->slot, install_get_slot(in));
 	COPY(rep->version, man ? man->version : NULL);
 	COPY(rep->compatible, man ? man->compatible : NULL);
@@ -536,7 +536,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	struct manager *m = userdata;
 	_cleanup_board_ struct board *b = NULL;
 	_cleanup_install_ struct install *in = NULL;
-	struct install_error err = { "" };
+	struct error err = {};
 	struct install_report fin;
 	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
 	struct install_params p = {
@@ -780,8 +780,8 @@ static int install_precheck(struct manager *m, const char *slot, int *ret_target
 			    size_t whylen)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct slots_view v;
 	struct slot_state nst;
 	struct slot_changes ch;
@@ -895,10 +895,9 @@ static int manager_slot_change(struct manager *m, enum slot_op op, const char *n
 {
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
 	struct slot_change_result res;
-	struct error err = { 0 };
+	struct error err = {};
 	int booted, r;
 
 	*ret_kind = SLOT_CHANGE_ENV;
@@ -910,7 +909,7 @@ static int manager_slot_change(struct manager *m, enum slot_op op, const char *n
 		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
 		return r;
 	}
-	booted = slot_booted(m->conf->cmdline, m->layout, m->group, NULL, &serr);
+	booted = slot_booted(m->conf->cmdline, m->layout, m->group, NULL, NULL);
 	if (booted < 0)
 		booted = -1;
 	if (!name && op != SLOT_OP_ROLLBACK && booted < 0) {
@@ -991,7 +990,7 @@ static int method_get_env(struct proto_call *call, struct json_object *params, v
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	_cleanup_free_ char *value = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	const char *name = param_str(params, "name");
 	int r;
 
@@ -1030,8 +1029,8 @@ static int method_set_env(struct proto_call *call, struct json_object *params, v
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	const char *name = param_str(params, "name"), *value = param_str(params, "value");
 	char why[256];
 	struct json_object *v;
@@ -1074,7 +1073,7 @@ static int method_list_env(struct proto_call *call, struct json_object *params, 
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct json_object *vars = json_object_new_object();
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	const char *name, *value;
 	void *it = NULL;
 	int r;
@@ -1097,7 +1096,7 @@ static int method_overlay_status(struct proto_call *call, struct json_object *pa
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	_cleanup_free_ char *reset = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	int r;
 
 	r = open_env(m, &e, &eerr);
@@ -1116,7 +1115,7 @@ static int method_overlay_reset(struct proto_call *call, struct json_object *par
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	char why[256];
 	int r;
 
@@ -1188,13 +1187,13 @@ static int health_job(int report_fd, volatile int *cancel, void *userdata)
 static int health_still_on_trial(struct manager *m, char *why, size_t whylen)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct slots_view v;
 	int r;
 
 	r = open_env(m, &e, &eerr);
 	if (r < 0) {
-		snprintf(why, whylen, "cannot read the U-Boot env: %s", eerr.msg);
+		snprintf(why, whylen, "cannot read the U-Boot env: %s", error_message(&eerr));
 		return r;
 	}
 	r = load_slots(m, e, &v, why, whylen);
@@ -1283,8 +1282,8 @@ static int health_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 static int record_fallback(struct manager *m, struct env *e, struct slots_view *v, char *why,
 			   size_t whylen)
 {
-	struct slot_error serr = { "" };
-	struct env_error eerr = { "" };
+	struct error serr = {};
+	struct error eerr = {};
 	struct slot_state nst;
 	struct slot_changes ch;
 	char order[128];
@@ -1294,8 +1293,8 @@ static int record_fallback(struct manager *m, struct env *e, struct slots_view *
 	if (r >= 0)
 		r = slot_apply(e, &ch, &eerr);
 	if (r < 0) {
-		snprintf(why, whylen, "recording the fallback: %s", serr.msg[0] ? serr.msg :
-			 eerr.msg[0] ? eerr.msg : strerror(-r));
+		snprintf(why, whylen, "recording the fallback: %s", serr.msg[0] ? error_message(&serr) :
+			 eerr.msg[0] ? error_message(&eerr) : strerror(-r));
 		return r;
 	}
 	slot_order_string(&nst, order, sizeof(order));
@@ -1315,7 +1314,7 @@ static int record_fallback(struct manager *m, struct env *e, struct slots_view *
 static int health_start(struct manager *m)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct slots_view v;
 	char why[256];
 	int r;
@@ -1369,11 +1368,9 @@ static void proto_log(void *userdata, const struct proto_peer *peer, const char 
 		log_warning("control socket (pid %d uid %u): %s", (int)peer->pid, peer->uid, msg);
 }
 
-int manager_new(struct conf *conf, struct manager **ret, struct manager_error *err)
+int manager_new(struct conf *conf, struct manager **ret, struct error *err)
 {
 	_cleanup_(manager_freep) struct manager *m = calloc(1, sizeof(*m));
-	struct layout_error lerr = { "" };
-	struct keyring_error kerr = { "" };
 	int r;
 
 	if (!m) {
@@ -1384,27 +1381,24 @@ int manager_new(struct conf *conf, struct manager **ret, struct manager_error *e
 	m->op.bundle_fd = -1;
 	/* env access on the event loop waits for the env lock 1 s at most */
 	env_set_lock(NULL, ENV_LOCK_TIMEOUT_LOOP_MS);
-	r = layout_load(conf->layout, &m->layout, &lerr);
-	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "layout: %s", lerr.msg);
-		return r;
-	}
+	r = layout_load(conf->layout, &m->layout, err);
+	if (r < 0)
+		return error_prefix(err, r, "layout");
 	if (!m->layout->n_groups) {
 		snprintf(err->msg, sizeof(err->msg), "layout %s has no slot group", conf->layout);
 		return -EINVAL;
 	}
 	m->group = &m->layout->groups[0];
-	r = keyring_load_dir(conf->keyring, &m->keyring, &kerr);
+	r = keyring_load_dir(conf->keyring, &m->keyring, err);
 	if (r == -ENOKEY || r == -ENOENT) {
 		/* no keys: only unsigned bundles could pass, and only when allowed */
 		log_warning("no trusted keys in %s: signed bundles will be refused%s",
 			    conf->keyring, conf->allow_unsigned ? "" : ", and so will unsigned ones");
+		error_clear(err);
 		r = keyring_new(&m->keyring);
 	}
-	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "keyring: %s", kerr.msg[0] ? kerr.msg : strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return error_prefix(err, r, "keyring");
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -1456,7 +1450,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-static int listen_socket(struct manager *m, int *ret_fd, struct manager_error *err)
+static int listen_socket(struct manager *m, int *ret_fd, struct error *err)
 {
 	int r = proto_listen_activated(ret_fd);
 
@@ -1479,7 +1473,7 @@ static int listen_socket(struct manager *m, int *ret_fd, struct manager_error *e
 	return r;
 }
 
-int manager_startup(struct manager *m, struct manager_error *err)
+int manager_startup(struct manager *m, struct error *err)
 {
 	sigset_t mask;
 	int fd = -1, r;

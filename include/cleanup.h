@@ -44,21 +44,29 @@ static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
 #define DIV_ROUND_UP(a, b) (((a) + (b) - 1) / (b))
 #define IS_ALIGNED(x, a) (((x) % (a)) == 0)
 
-/* A table of names indexed by an enum, and its two directions:
- *   DEFINE_STRING_TABLE(slot_op, enum slot_op, _SLOT_OP_MAX, "activate", ...)
- * gives slot_op_to_string(v) (NULL when out of range) and
- * slot_op_from_string(s) (the value, or -EINVAL when unknown). */
-#define DEFINE_STRING_TABLE(name, type, max, ...)                              \
-	static const char *const name##_table[max] = { __VA_ARGS__ };           \
+/* Index of s in a table of names (NULL entries skipped), or -EINVAL. */
+static inline int string_table_lookup(const char *const *table, size_t n, const char *s)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (table[i] && strcmp(table[i], s) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+/* enum <-> string from a table of names indexed by the enum:
+ *   static const char *const slot_op_table[_SLOT_OP_MAX] = { [SLOT_OP_X] = "x", ... };
+ *   DEFINE_STRING_TABLE(slot_op, enum slot_op)
+ * defines slot_op_to_string(v) (NULL when out of range) and
+ * slot_op_from_string(s) (the value, or -EINVAL when unknown);
+ * DEFINE_STRING_TABLE_TO only the first. */
+#define DEFINE_STRING_TABLE_TO(name, type)                                      \
 	const char *name##_to_string(type v)                                   \
 	{                                                                      \
-		return (int)v >= 0 && (size_t)v < ELEMENTSOF(name##_table) ?   \
-			name##_table[v] : NULL;                                \
-	}                                                                      \
+		return (size_t)v < ELEMENTSOF(name##_table) ? name##_table[v] : NULL; \
+	}
+#define DEFINE_STRING_TABLE(name, type)                                         \
+	DEFINE_STRING_TABLE_TO(name, type)                                     \
 	int name##_from_string(const char *s)                                  \
 	{                                                                      \
-		for (size_t i = 0; s && i < ELEMENTSOF(name##_table); i++)     \
-			if (name##_table[i] && strcmp(name##_table[i], s) == 0) \
-				return (int)i;                                 \
-		return -EINVAL;                                                \
+		return string_table_lookup(name##_table, ELEMENTSOF(name##_table), s); \
 	}

@@ -203,18 +203,6 @@ bool util_mem_is(const void *buf, int c, size_t len)
 	return p[0] == (unsigned char)c && memcmp(p, p + 1, len - 1) == 0;
 }
 
-int util_errorf(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 int util_mkdir_p(const char *path, mode_t mode)
 {
 	_cleanup_free_ char *p = strdup(path);

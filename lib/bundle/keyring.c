@@ -107,7 +107,7 @@ static const char *pkey_type_name(EVP_PKEY *p)
 }
 
 int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *name,
-		    struct keyring_error *err)
+		    struct error *err)
 {
 	_cleanup_(BIO_freep) BIO *bio = NULL;
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;
@@ -115,9 +115,8 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 	char *dup;
 
 	if (len > KEYRING_MAX_FILE_SIZE || len > INT32_MAX) {
-		snprintf(err->msg, sizeof(err->msg), "%s: %zu bytes, too large for a public key file",
+		return error_set(err, -EFBIG, "%s: %zu bytes, too large for a public key file",
 			 name, len);
-		return -EFBIG;
 	}
 	if (memmem(pem, len, "PRIVATE KEY-----", 16)) {
 		snprintf(err->msg, sizeof(err->msg), "%s: contains a private key; a keyring holds "
@@ -130,24 +129,20 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 	pkey = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
 	if (!pkey) {
 		ERR_clear_error();
-		snprintf(err->msg, sizeof(err->msg), "%s: not a PEM public key", name);
-		return -EINVAL;
+		return error_set(err, -EINVAL, "%s: not a PEM public key", name);
 	}
 	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
-		snprintf(err->msg, sizeof(err->msg), "%s: %s key, only Ed25519 keys are supported",
+		return error_set(err, -EINVAL, "%s: %s key, only Ed25519 keys are supported",
 			 name, pkey_type_name(pkey));
-		return -EINVAL;
 	}
 	if (keyring_key_id_pkey(pkey, id) < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s: cannot read the raw Ed25519 key", name);
-		return -EINVAL;
+		return error_set(err, -EINVAL, "%s: cannot read the raw Ed25519 key", name);
 	}
 	if (keyring_find(k, id))
 		return 0;
 	if (k->n_keys >= KEYRING_MAX_KEYS) {
-		snprintf(err->msg, sizeof(err->msg), "%s: more than %d keys in the keyring", name,
+		return error_set(err, -E2BIG, "%s: more than %d keys in the keyring", name,
 			 KEYRING_MAX_KEYS);
-		return -E2BIG;
 	}
 	dup = strdup(name);
 	if (!dup)
@@ -160,7 +155,7 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 	return 0;
 }
 
-int keyring_add_file(struct keyring *k, const char *path, struct keyring_error *err)
+int keyring_add_file(struct keyring *k, const char *path, struct error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
@@ -168,13 +163,11 @@ int keyring_add_file(struct keyring *k, const char *path, struct keyring_error *
 
 	r = util_read_file(path, KEYRING_MAX_FILE_SIZE, &buf, &len);
 	if (r == -EFBIG) {
-		snprintf(err->msg, sizeof(err->msg), "%s: larger than %d bytes, not a public key",
+		return error_set(err, r, "%s: larger than %d bytes, not a public key",
 			 path, KEYRING_MAX_FILE_SIZE);
-		return r;
 	}
 	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s: %s", path, strerror(-r));
-		return r;
+		return error_set(err, r, "%s: %s", path, strerror(-r));
 	}
 	return keyring_add_pem(k, buf, len, path, err);
 }
@@ -199,7 +192,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int keyring_load_dir(const char *dir, struct keyring **ret, struct keyring_error *err)
+int keyring_load_dir(const char *dir, struct keyring **ret, struct error *err)
 {
 	_cleanup_closedir_ DIR *d = opendir(dir);
 	_cleanup_(keyring_freep) struct keyring *k = NULL;
@@ -210,8 +203,7 @@ int keyring_load_dir(const char *dir, struct keyring **ret, struct keyring_error
 
 	if (!d) {
 		r = -errno;
-		snprintf(err->msg, sizeof(err->msg), "keyring %s: %s", dir, strerror(-r));
-		return r;
+		return error_set(err, r, "keyring %s: %s", dir, strerror(-r));
 	}
 	r = keyring_new(&k);
 	if (r < 0)

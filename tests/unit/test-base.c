@@ -20,8 +20,10 @@
 enum color { COLOR_RED, COLOR_GREEN, COLOR_BLUE, _COLOR_MAX };
 const char *color_to_string(enum color v);
 int color_from_string(const char *s);
-DEFINE_STRING_TABLE(color, enum color, _COLOR_MAX,
-		    [COLOR_RED] = "red", [COLOR_GREEN] = "green", [COLOR_BLUE] = "blue")
+static const char *const color_table[_COLOR_MAX] = {
+	[COLOR_RED] = "red", [COLOR_GREEN] = "green", [COLOR_BLUE] = "blue",
+};
+DEFINE_STRING_TABLE(color, enum color)
 
 static int inner(struct error *err)
 {

@@ -60,7 +60,7 @@ static const char *const AB[] = { "A", "B" };
 static void load(struct slot_state *st, const char *order, const char *a, const char *b)
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
@@ -71,7 +71,7 @@ static void loadr(struct slot_state *st, const char *order, const char *a, const
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b },
 			    { "FLASHD_A_STATE", ra }, { "FLASHD_B_STATE", rb } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
@@ -101,7 +101,7 @@ static void expect_changes(const struct slot_changes *c, const char *want)
 static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
 		struct slot_state *n, struct slot_changes *c)
 {
-	struct slot_error err = { "" };
+	struct error err = {};
 	int r = slot_compute(st, op, slot, flags, n, c, &err);
 
 	if (r < 0)
@@ -113,7 +113,7 @@ static void test_parse(void **state)
 	struct slot_state st;
 	struct vars none = { { { NULL, NULL } } };
 	struct vars garbage = { { { "BOOT_A_LEFT", "x3" } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* unset variables read as the boot script defaults them */
 	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
@@ -187,7 +187,7 @@ static void test_mark_bad(void **state)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	load(&st, "B A", "3", "2");
 	run(&st, SLOT_OP_MARK_BAD, 1, 0, &n, &c);
@@ -207,7 +207,7 @@ static void test_rollback(void **state)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* booted B (the new one) rolls back to A with full tries */
 	load(&st, "B A", "1", "2");
@@ -245,7 +245,7 @@ static void test_reset_and_init(void **state)
 	struct slot_state st, n;
 	struct slot_changes c;
 	struct vars none = { { { NULL, NULL } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	load(&st, "A", "0", "0");
 	run(&st, SLOT_OP_RESET_COUNTERS, -1, 0, &n, &c);
@@ -406,7 +406,7 @@ static void fake_layout(struct fake_layout *f, bool ubi)
 
 static int booted(const struct fake_layout *f, const char *cmdline, const char **by)
 {
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	*by = NULL;
 	return slot_booted_from_cmdline(cmdline, &f->l, &f->g, by, &err);
@@ -415,7 +415,7 @@ static int booted(const struct fake_layout *f, const char *cmdline, const char *
 static void test_booted_cmdline(void **state)
 {
 	struct fake_layout f;
-	struct slot_error err = { "" };
+	struct error err = {};
 	const char *by;
 
 	fake_layout(&f, false);
@@ -457,7 +457,7 @@ static void test_booted_cmdline(void **state)
 static void test_booted_file(void **state)
 {
 	struct fake_layout f;
-	struct slot_error err = { "" };
+	struct error err = {};
 	char path[] = "/tmp/flashd-test-cmdline-XXXXXX";
 	int fd = mkstemp(path);
 	const char *by = NULL;
@@ -529,7 +529,7 @@ static void test_records_and_views(void **state)
 	struct slot_state st;
 	struct vars bad = { { { "FLASHD_A_STATE", "ok" } } };
 	struct vars ver = { { { "FLASHD_B_VERSION", "1.0" } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(view("B", "0", NULL, false), SLOT_VIEW_EMPTY);
 	assert_int_equal(view("B", "0", "installing", true), SLOT_VIEW_INSTALLING);
@@ -562,7 +562,7 @@ static void test_verified_only(void **state)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 	static const char *const unverified[] = { "failed", "cancelled", "installing" };
 
 	for (size_t k = 0; k < ELEMENTSOF(unverified); k++) {
@@ -585,7 +585,7 @@ static void test_install_ops(void **state)
 {
 	struct slot_state st, n, n2;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	load(&st, "A B", "2", "3");
 	run(&st, SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c);
@@ -634,7 +634,7 @@ static void test_degraded_and_fallback(void **state)
 	struct slot_state st, n, n2;
 	struct slot_changes c;
 	struct slot_status s;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* item 15: freshly provisioned, only A; its check fails */
 	loadr(&st, "A", "2", "0", "verified", NULL);
@@ -682,7 +682,7 @@ static void test_records_lost(void **state)
 	struct slot_state st, n, n2;
 	struct slot_changes c;
 	struct slot_status s;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* the script's first saveenv on the default env, booted A */
 	load(&st, "A B", "2", "3");
@@ -754,7 +754,7 @@ static void test_boot_select_odd(void **state)
 static void test_var_check(void **state)
 {
 	struct fake_layout f;
-	struct slot_error err = { "" };
+	struct error err = {};
 	static const char *const bad[][2] = {
 		{ "BOOT_ORDER", "B,A" }, { "BOOT_ORDER", "a b" }, { "BOOT_ORDER", "" },
 		{ "BOOT_ORDER", NULL }, { "BOOT_ORDER", "A  B" }, { "BOOT_ORDER", "A B " },
@@ -785,7 +785,7 @@ static void test_var_check(void **state)
 static struct env *file_env(char *dir, char *file, size_t len, struct env_device devs[2])
 {
 	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct env *e = NULL;
 	char cmd[160];
 
@@ -806,8 +806,8 @@ static struct env *file_env(char *dir, char *file, size_t len, struct env_device
 static void test_apply_one_store(void **state)
 {
 	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct env_device devs[2];
 	static const struct { enum slot_op op; int slot; const char *order; unsigned a, b; } steps[] = {
 		{ SLOT_OP_INIT, -1, "A B", 3, 3 },
