@@ -704,8 +704,8 @@ static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags
 static void daemon_start(struct live *lv)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct slot_state st;
 
 	if (lv->booted < 0 || !lbl_bootable(lv->sh.lbl[lv->booted]))

@@ -681,7 +681,7 @@ static void test_records_lost(void **state)
 	struct slot_state st, n, n2;
 	struct slot_changes c;
 	struct slot_status s;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* the script's first saveenv on the default env, booted A */
 	load(&st, "A B", "2", "3");
