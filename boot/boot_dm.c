@@ -170,9 +170,8 @@ int boot_dm_create(const char *name, dev_t dev, const struct boot_dm_plan *p,
 	dev_t newdev;
 	int r;
 
-	if (fd < 0) {
+	if (fd < 0)
 		return error_set(err, fd, "%s: %s (is dm-mod loaded?)", BOOT_DM_CONTROL, strerror(-fd));
-	}
 	dm_init(&io, sizeof(io), name);
 	if (ioctl(fd, DM_DEV_CREATE, &io) < 0) {
 		r = -errno;

@@ -1016,31 +1016,6 @@ int env_open_config(const char *path, unsigned flags, struct env **ret, struct e
 	return r;
 }
 
-/* /dev/mtdN of the MTD partition called name, found under sysfs_root. */
-static int env_mtd_by_name(const char *sysfs_root, const char *name, char **ret)
-{
-	_cleanup_closedir_ DIR *d = opendir(sysfs_root);
-	struct dirent *de;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		char path[512], line[128], *end;
-		unsigned long idx;
-
-		if (strncmp(de->d_name, "mtd", 3))
-			continue;
-		idx = strtoul(de->d_name + 3, &end, 10);
-		if (end == de->d_name + 3 || *end) /* skips mtdNro */
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/name", sysfs_root, de->d_name);
-		if (util_read_line(path, line, sizeof(line)) < 0 || strcmp(line, name))
-			continue;
-		return asprintf(ret, "/dev/mtd%lu", idx) < 0 ? -ENOMEM : 0;
-	}
-	return -ENODEV;
-}
-
 static void env_flash_detach(struct env *e)
 {
 	for (size_t i = 0; i < ENV_MAX_COPIES; i++) {
@@ -1163,7 +1138,7 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 		const struct layout_env_copy *c = &l->env.copies[i];
 		const struct layout_partition *p = c->part;
 
-		r = env_mtd_by_name(sysfs_root, p->name, &paths[i]);
+		r = flash_mtd_find_by_name_dup(sysfs_root, p->name, &paths[i]);
 		if (r < 0)
 			r = error_set(err, r, "env partition %s: no MTD device of that name "
 				     "under %s", p->name, sysfs_root);

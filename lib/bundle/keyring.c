@@ -114,10 +114,9 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 	uint8_t id[KEYRING_ID_SIZE];
 	char *dup;
 
-	if (len > KEYRING_MAX_FILE_SIZE || len > INT32_MAX) {
+	if (len > KEYRING_MAX_FILE_SIZE || len > INT32_MAX)
 		return error_set(err, -EFBIG, "%s: %zu bytes, too large for a public key file",
 			 name, len);
-	}
 	if (memmem(pem, len, "PRIVATE KEY-----", 16)) {
 		snprintf(err->msg, sizeof(err->msg), "%s: contains a private key; a keyring holds "
 			 "public keys only (openssl pkey -in KEY -pubout)", name);
@@ -131,19 +130,16 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 		ERR_clear_error();
 		return error_set(err, -EINVAL, "%s: not a PEM public key", name);
 	}
-	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
+	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519)
 		return error_set(err, -EINVAL, "%s: %s key, only Ed25519 keys are supported",
 			 name, pkey_type_name(pkey));
-	}
-	if (keyring_key_id_pkey(pkey, id) < 0) {
+	if (keyring_key_id_pkey(pkey, id) < 0)
 		return error_set(err, -EINVAL, "%s: cannot read the raw Ed25519 key", name);
-	}
 	if (keyring_find(k, id))
 		return 0;
-	if (k->n_keys >= KEYRING_MAX_KEYS) {
+	if (k->n_keys >= KEYRING_MAX_KEYS)
 		return error_set(err, -E2BIG, "%s: more than %d keys in the keyring", name,
 			 KEYRING_MAX_KEYS);
-	}
 	dup = strdup(name);
 	if (!dup)
 		return -ENOMEM;
@@ -162,13 +158,11 @@ int keyring_add_file(struct keyring *k, const char *path, struct error *err)
 	int r;
 
 	r = util_read_file(path, KEYRING_MAX_FILE_SIZE, &buf, &len);
-	if (r == -EFBIG) {
+	if (r == -EFBIG)
 		return error_set(err, r, "%s: larger than %d bytes, not a public key",
 			 path, KEYRING_MAX_FILE_SIZE);
-	}
-	if (r < 0) {
+	if (r < 0)
 		return error_set(err, r, "%s: %s", path, strerror(-r));
-	}
 	return keyring_add_pem(k, buf, len, path, err);
 }
 

@@ -48,18 +48,15 @@ int squashfs_check_superblock(const void *buf, size_t len, uint64_t max_size,
 	uint32_t magic;
 	uint16_t block_log;
 
-	if (len < SQUASHFS_SUPERBLOCK_SIZE) {
+	if (len < SQUASHFS_SUPERBLOCK_SIZE)
 		return error_set(err, -EINVAL, "%zu bytes, too short for a squashfs superblock (%d)", len,
 			 SQUASHFS_SUPERBLOCK_SIZE);
-	}
 	magic = le32(p);
-	if (magic == __builtin_bswap32(SQUASHFS_MAGIC)) {
+	if (magic == __builtin_bswap32(SQUASHFS_MAGIC))
 		return error_set(err, -EPROTONOSUPPORT, "big-endian squashfs (version 3 or older), need 4.0");
-	}
-	if (magic != SQUASHFS_MAGIC) {
+	if (magic != SQUASHFS_MAGIC)
 		return error_set(err, -EBADMSG, "not a squashfs image (magic 0x%08" PRIx32 ", expected 0x%08x \"hsqs\")",
 			 magic, SQUASHFS_MAGIC);
-	}
 	i = (struct squashfs_info) {
 		.inode_count = le32(p + 4),
 		.mkfs_time = le32(p + 8),
@@ -72,43 +69,36 @@ int squashfs_check_superblock(const void *buf, size_t len, uint64_t max_size,
 		.bytes_used = le64(p + 40),
 	};
 	block_log = le16(p + 22);
-	if (i.version_major != 4 || i.version_minor != 0) {
+	if (i.version_major != 4 || i.version_minor != 0)
 		return error_set(err, -EPROTONOSUPPORT, "squashfs version %u.%u, only 4.0 is supported",
 			 i.version_major, i.version_minor);
-	}
-	if (!squashfs_compression_to_string(i.compression)) {
+	if (!squashfs_compression_to_string(i.compression))
 		return error_set(err, -EBADMSG, "unknown squashfs compression id %u (known: 1 gzip, 2 lzma, "
 			 "3 lzo, 4 xz, 5 lz4, 6 zstd)", i.compression);
-	}
 	if (i.block_size < SQUASHFS_MIN_BLOCK || i.block_size > SQUASHFS_MAX_BLOCK ||
 	    (i.block_size & (i.block_size - 1)) || block_log >= 32 ||
 	    (1u << block_log) != i.block_size) {
 		return error_set(err, -EBADMSG, "bad squashfs block size %" PRIu32 " (block_log %u): must be "
 			 "a power of two from 4 KiB to 1 MiB", i.block_size, block_log);
 	}
-	if (i.inode_count == 0) {
+	if (i.inode_count == 0)
 		return error_set(err, -EBADMSG, "squashfs has no inodes");
-	}
-	if (i.bytes_used < SQUASHFS_SUPERBLOCK_SIZE) {
+	if (i.bytes_used < SQUASHFS_SUPERBLOCK_SIZE)
 		return error_set(err, -EBADMSG, "squashfs bytes_used %" PRIu64 " is smaller than the superblock",
 			 i.bytes_used);
-	}
 	for (size_t t = 0; t < ELEMENTSOF(tables); t++) {
 		uint64_t v = le64(p + tables[t].off);
 		if (tables[t].optional && v == SQUASHFS_INVALID_BLK)
 			continue;
-		if (v < SQUASHFS_SUPERBLOCK_SIZE || v >= i.bytes_used) {
+		if (v < SQUASHFS_SUPERBLOCK_SIZE || v >= i.bytes_used)
 			return error_set(err, -EBADMSG, "squashfs %s 0x%" PRIx64 " outside the filesystem "
 				 "(bytes_used %" PRIu64 ")", tables[t].name, v, i.bytes_used);
-		}
 	}
-	if (le64(p + 64) >= le64(p + 72)) {
+	if (le64(p + 64) >= le64(p + 72))
 		return error_set(err, -EBADMSG, "squashfs inode table does not precede the directory table");
-	}
-	if (max_size && i.bytes_used > max_size) {
+	if (max_size && i.bytes_used > max_size)
 		return error_set(err, -EFBIG, "squashfs uses %" PRIu64 " bytes, more than the %" PRIu64
 			 " available", i.bytes_used, max_size);
-	}
 	if (ret)
 		*ret = i;
 	return 0;

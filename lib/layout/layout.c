@@ -1415,13 +1415,11 @@ int layout_load(const char *path, struct layout **ret, struct error *err)
 	int r;
 
 	r = util_read_file(path, LAYOUT_MAX_FILE, &buf, &len);
-	if (r < 0) {
+	if (r < 0)
 		return error_set(err, r, "%s: cannot read: %s", path, strerror(-r));
-	}
-	if (strlen(buf) != len) {
+	if (strlen(buf) != len)
 		return error_set(err, -EINVAL, "%s: contains a NUL byte (not a JSON text file)",
 				 path);
-	}
 	return layout_parse(buf, path, ret, err);
 }
 
@@ -1807,16 +1805,6 @@ static int read_sys_mtd(const char *root, const char *entry, struct sys_mtd *m)
 	return 0;
 }
 
-static bool is_mtd_entry(const char *n)
-{
-	if (strncmp(n, "mtd", 3) || !n[3])
-		return false;
-	for (const char *s = n + 3; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return false;
-	return true;
-}
-
 int layout_check_system(const struct layout *l, const char *sysfs_root, struct error *err)
 {
 	struct sys_mtd *mtds = NULL;
@@ -1827,7 +1815,7 @@ int layout_check_system(const struct layout *l, const char *sysfs_root, struct e
 	int r = 0;
 
 	if (!sysfs_root)
-		sysfs_root = "/sys/class/mtd";
+		sysfs_root = FLASH_MTD_SYSFS;
 	d = opendir(sysfs_root);
 	if (!d) {
 		int e = errno;
@@ -1839,7 +1827,7 @@ int layout_check_system(const struct layout *l, const char *sysfs_root, struct e
 	while ((de = readdir(d))) {
 		struct sys_mtd *nm;
 
-		if (!is_mtd_entry(de->d_name))
+		if (flash_mtd_parse_dirname(de->d_name, &(unsigned){ 0 }) < 0)
 			continue;
 		nm = realloc(mtds, (n + 1) * sizeof(*mtds));
 		if (!nm) {

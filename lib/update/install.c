@@ -315,9 +315,8 @@ static int mark_bad_once(struct install *in, struct error *err)
 	if (in->marked_bad)
 		return 0;
 	r = env_change(in, SLOT_OP_INSTALL_BEGIN, NULL);
-	if (r < 0) {
+	if (r < 0)
 		return r;
-	}
 	in->marked_bad = true;
 	return 0;
 }
