@@ -157,24 +157,6 @@ static double ms_since(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-
-	fmt(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static bool is_mountpoint(const char *path)
 {
 	struct stat a, b;
@@ -193,14 +175,14 @@ static bool is_mountpoint(const char *path)
 static void read_env(struct boot *b)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct slot_state st;
-	struct slot_error serr = { "" };
+	struct error serr = {};
 	char var[64];
 	char *v;
 	int r;
 
-	mkdir_p("/var/lock", 0755); /* libubootenv's lock file lives there */
+	util_mkdir_p("/var/lock", 0755); /* libubootenv's lock file lives there */
 	r = env_open_layout(b->l, "system", NULL, 0, &e, &eerr);
 	if (r < 0) {
 		fmt(b->env_error, sizeof(b->env_error), "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
@@ -222,28 +204,27 @@ static void read_env(struct boot *b)
 
 /* After the erase: ONE store clears the flag. A power cut before it
  * repeats the reset on the next boot, never skips it. */
-static int clear_reset(struct boot *b, char *why, size_t whylen)
+static int clear_reset(struct boot *b, struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
-	struct env_error eerr = { "" };
 	int r;
 
-	r = env_open_layout(b->l, "system", NULL, 0, &e, &eerr);
+	r = env_open_layout(b->l, "system", NULL, 0, &e, err);
 	if (r >= 0)
 		r = env_txn_new(e, &t);
 	if (r >= 0)
 		r = env_txn_set(t, BOOT_OVERLAY_RESET_VAR, NULL);
 	if (r >= 0)
-		r = env_txn_commit(t, &eerr);
-	if (r < 0)
-		fmt(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
+		r = env_txn_commit(t, err);
+	if (r < 0 && !error_is_set(err))
+		error_set(err, r, "%s", strerror(-r));
 	return r;
 }
 
 /* ---- which slot ---- */
 
-static int booted_slot(struct boot *b, struct slot_error *serr)
+static int booted_slot(struct boot *b, struct error *serr)
 {
 	_cleanup_free_ char *text = NULL;
 	const char *path = b->cmdline ? b->cmdline : SLOT_DEFAULT_CMDLINE;
@@ -264,7 +245,8 @@ static int booted_slot(struct boot *b, struct slot_error *serr)
 static int check_preinit_root(struct boot *b)
 {
 	const struct layout_slot *s = &b->g->slots[b->slot];
-	char sys[96], link[PATH_MAX], mtd[64], want[64], err[256] = "";
+	char sys[96], link[PATH_MAX], mtd[64], want[64];
+	struct error err = {};
 	const char *name;
 	struct stat st;
 	ssize_t n;
@@ -275,9 +257,9 @@ static int check_preinit_root(struct boot *b)
 		return 0;
 	}
 	if (stat("/", &st) < 0 || major(st.st_dev) == 0 ||
-	    boot_root_mtd_dev(s->rootfs.part, mtd, sizeof(mtd), err, sizeof(err)) < 0) {
+	    boot_root_mtd_dev(s->rootfs.part, mtd, sizeof(mtd), &err) < 0) {
 		warn_state(b, "preinit: cannot check that / is slot %s's image (%s)", s->name,
-			   err[0] ? err : "/ is on no block device");
+			   err.msg[0] ? err.msg : "/ is on no block device");
 		return 0;
 	}
 	fmt(want, sizeof(want), "mtdblock%s", mtd + strlen("/dev/mtd"));
@@ -305,7 +287,7 @@ static int check_preinit_root(struct boot *b)
 
 static int mount_squashfs(const char *dev, const char *mnt)
 {
-	if (mkdir_p(mnt, 0755) < 0)
+	if (util_mkdir_p(mnt, 0755) < 0)
 		return -errno;
 	if (mount(dev, mnt, "squashfs", MS_RDONLY | MS_NODEV, NULL) < 0)
 		return -errno;
@@ -315,7 +297,8 @@ static int mount_squashfs(const char *dev, const char *mnt)
 static int setup_root(struct boot *b)
 {
 	const struct layout_slot *s = &b->g->slots[b->slot];
-	char err[512] = "", dm[64];
+	struct error err = {};
+	char dm[64];
 	int r;
 
 	if (b->mode == BOOT_MODE_PREINIT) {
@@ -329,9 +312,9 @@ static int setup_root(struct boot *b)
 		fmt(b->rootdev.source, sizeof(b->rootdev.source), "%s", b->root_dev);
 	} else {
 		fmt(dm, sizeof(dm), "flashd-%s-%s", b->g->name, s->name);
-		r = boot_root_setup(b->l, &s->rootfs, dm, &b->rootdev, err, sizeof(err));
+		r = boot_root_setup(b->l, &s->rootfs, dm, &b->rootdev, &err);
 		if (r < 0) {
-			log_err("slot %s: read-only root: %s", s->name, err);
+			log_err("slot %s: read-only root: %s", s->name, error_message(&err));
 			return r;
 		}
 	}
@@ -355,23 +338,24 @@ static int setup_lowers(struct boot *b)
 {
 	for (size_t i = 0; i < b->l->n_lowers && i < MAX_LAYERS; i++) {
 		const struct layout_lower *lo = &b->l->lowers[i];
-		char err[512] = "", dm[80];
+		struct error err = {};
+		char dm[80];
 		int r;
 
 		fmt(dm, sizeof(dm), "flashd-lower-%s", lo->name);
 		fmt(b->lower_mnt[i], sizeof(b->lower_mnt[i]), "%s/lower-%s", b->stage, lo->name);
-		r = boot_root_setup(b->l, &lo->target, dm, &b->lowers[i], err, sizeof(err));
+		r = boot_root_setup(b->l, &lo->target, dm, &b->lowers[i], &err);
 		if (r >= 0) {
 			b->n_lowers = i + 1;
 			r = mount_squashfs(b->lowers[i].device, b->lower_mnt[i]);
 			if (r < 0)
-				fmt(err, sizeof(err), "mount -t squashfs %s on %s: %s",
-					 b->lowers[i].device, b->lower_mnt[i], strerror(-r));
+				error_set(&err, r, "mount -t squashfs %s on %s: %s",
+					  b->lowers[i].device, b->lower_mnt[i], strerror(-r));
 			if (b->lowers[i].hold_fd >= 0)
 				close(TAKE_FD(b->lowers[i].hold_fd));
 		}
 		if (r < 0) {
-			log_err("lower layer %s: %s", lo->name, err);
+			log_err("lower layer %s: %s", lo->name, error_message(&err));
 			return r;
 		}
 	}
@@ -422,13 +406,13 @@ static int reset_mark(const char *mnt, bool on)
 
 /* Mount one layer; with a pending reset, first look whether an earlier
  * boot already did it (the mark), and erase only if not. */
-static int mount_layer(struct boot *b, struct layer *ly, char *err, size_t errlen)
+static int mount_layer(struct boot *b, struct layer *ly, struct error *err)
 {
 	bool reset = b->reset_pending && ly->ov->type != LAYOUT_OVERLAY_TMPFS;
 	int r;
 
 	if (reset) {
-		r = boot_overlay_mount(b->l, ly->ov, ly->mnt, false, &ly->res, err, errlen);
+		r = boot_overlay_mount(b->l, ly->ov, ly->mnt, false, &ly->res, err);
 		if (r < 0)
 			return r;
 		if (!ly->res.fallback && reset_marked(ly->mnt)) {
@@ -436,10 +420,10 @@ static int mount_layer(struct boot *b, struct layer *ly, char *err, size_t errle
 			return 0;
 		}
 		if (umount2(ly->mnt, 0) < 0)
-			return util_errorf(err, errlen, -errno, "umount %s before the reset: %s", ly->mnt,
+			return error_set(err, -errno, "umount %s before the reset: %s", ly->mnt,
 					   strerror(errno));
 	}
-	r = boot_overlay_mount(b->l, ly->ov, ly->mnt, b->reset_pending, &ly->res, err, errlen);
+	r = boot_overlay_mount(b->l, ly->ov, ly->mnt, b->reset_pending, &ly->res, err);
 	if (r < 0)
 		return r;
 	if (reset && ly->res.reset_done && !ly->res.fallback && (r = reset_mark(ly->mnt, true)) < 0)
@@ -452,7 +436,7 @@ static int mount_layer(struct boot *b, struct layer *ly, char *err, size_t errle
 
 static void finish_reset(struct boot *b)
 {
-	char why[512] = "";
+	struct error why = {};
 	size_t done = 0;
 
 	for (size_t i = 0; i < b->n_layers; i++) {
@@ -463,15 +447,15 @@ static void finish_reset(struct boot *b)
 		else
 			warn_state(b, "overlay %s: factory reset pending but not done (%s): "
 				   "it is tried again next boot", ly->ov->path,
-				   ly->res.fallback ? ly->res.fallback_reason : "not mounted");
+				   ly->res.fallback ? ly->res.fallback_reason.msg : "not mounted");
 	}
 	if (!b->n_layers || done < b->n_layers)
 		return;
-	b->reset_cleared = clear_reset(b, why, sizeof(why)) >= 0;
+	b->reset_cleared = clear_reset(b, &why) >= 0;
 	if (!b->reset_cleared) {
 		warn_state(b, "factory reset done, but clearing %s failed (%s): every layer is marked "
 			   "done, the erase is not repeated; the flag is cleared on a later boot",
-			   BOOT_OVERLAY_RESET_VAR, why);
+			   BOOT_OVERLAY_RESET_VAR, why.msg);
 		return;
 	}
 	for (size_t i = 0; i < b->n_layers; i++)
@@ -489,7 +473,7 @@ static int setup_layers(struct boot *b)
 	qsort(ovs, n, sizeof(*ovs), cmp_overlay);
 	for (size_t i = 0; i < n; i++) {
 		struct layer *ly = &b->layers[i];
-		char err[512] = "";
+		struct error err = {};
 
 		ly->ov = ovs[i];
 		if (!strcmp(ly->ov->path, "/")) {
@@ -505,20 +489,20 @@ static int setup_layers(struct boot *b)
 			fmt(ly->mnt, sizeof(ly->mnt), "%s/overlay-%s", b->stage, tail);
 			fmt(ly->final, sizeof(ly->final), "/overlay-%s", tail);
 		}
-		r = mkdir_p(ly->mnt, 0755);
+		r = util_mkdir_p(ly->mnt, 0755);
 		if (r < 0) {
 			log_err("mkdir %s: %s", ly->mnt, strerror(-r));
 			return r;
 		}
-		r = mount_layer(b, ly, err, sizeof(err));
+		r = mount_layer(b, ly, &err);
 		if (r < 0) {
-			log_err("overlay %s: %s", ly->ov->path, err);
+			log_err("overlay %s: %s", ly->ov->path, error_message(&err));
 			return r;
 		}
 		b->n_layers = i + 1;
 		if (ly->res.fallback)
 			warn_state(b, "overlay %s: CHANGES ARE NOT PERSISTENT (tmpfs in RAM): %s",
-				   ly->ov->path, ly->res.fallback_reason);
+				   ly->ov->path, ly->res.fallback_reason.msg);
 		else
 			log_info("overlay %s: %s %s%s%s", ly->ov->path, ly->res.fstype, ly->res.source,
 				 ly->res.formatted ? " (formatted on first boot)" : "",
@@ -548,7 +532,7 @@ static void volatile_upper(struct boot *b, struct layer *ly, const char *gen)
 	int r;
 
 	fmt(ly->vol, sizeof(ly->vol), "%s-volatile", ly->mnt);
-	r = mkdir_p(ly->vol, 0755);
+	r = util_mkdir_p(ly->vol, 0755);
 	if (r >= 0 && mount("tmpfs", ly->vol, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 		r = -errno;
 	if (r >= 0) {
@@ -567,8 +551,8 @@ static void volatile_upper(struct boot *b, struct layer *ly, const char *gen)
 	}
 	ly->res.fallback = true;
 	ly->res.state = "tmpfs";
-	fmt(ly->res.fallback_reason, sizeof(ly->res.fallback_reason), "generation %s: %s", gen,
-	    ly->gen_error);
+	error_set(&ly->res.fallback_reason, -EIO, "generation %s: %s", gen,
+		  ly->gen_error);
 	warn_state(b, "overlay %s: CHANGES ARE NOT PERSISTENT (tmpfs in RAM): generation %s could "
 		   "not be made: %s; the data on %s (%s) is untouched, the next boot tries again",
 		   ly->ov->path, gen, ly->gen_error, ly->res.source, ly->final);
@@ -583,17 +567,16 @@ static void setup_generations(struct boot *b)
 	r = boot_gen_name(b->g->slots[b->slot].name, b->version, gen, sizeof(gen));
 	for (size_t i = 0; i < b->n_layers; i++) {
 		struct layer *ly = &b->layers[i];
-		char err[512] = "";
+		struct error err = {};
 		bool good;
 
 		if (r < 0)
-			fmt(err, sizeof(err), "no generation name for slot %s version %s: %s",
-			    b->g->slots[b->slot].name, b->version, strerror(-r));
-		else if (boot_gen_prepare(ly->mnt, gen, rom, ly->ov->path, &ly->gen, err,
-					  sizeof(err)) >= 0)
+			error_set(&err, r, "no generation name for slot %s version %s: %s",
+				  b->g->slots[b->slot].name, b->version, strerror(-r));
+		else if (boot_gen_prepare(ly->mnt, gen, rom, ly->ov->path, &ly->gen, &err) >= 0)
 			ly->gen_ok = true;
 		if (!ly->gen_ok) {
-			fmt(ly->gen_error, sizeof(ly->gen_error), "%s", err);
+			fmt(ly->gen_error, sizeof(ly->gen_error), "%s", error_message(&err));
 			volatile_upper(b, ly, r < 0 ? "(none)" : gen);
 			continue;
 		}
@@ -609,9 +592,10 @@ static void setup_generations(struct boot *b)
 		if (!good)
 			continue;
 		ly->gc_done = true;
-		r = boot_gen_gc(ly->mnt, gen, &ly->removed, err, sizeof(err));
+		r = boot_gen_gc(ly->mnt, gen, &ly->removed, &err);
 		if (r < 0)
-			warn_state(b, "overlay %s: removing old generations: %s", ly->ov->path, err);
+			warn_state(b, "overlay %s: removing old generations: %s", ly->ov->path,
+				   error_message(&err));
 		else if (r > 0)
 			log_info("overlay %s: slot %s is good: removed %d old generation(s)",
 				 ly->ov->path, b->g->slots[b->slot].name, r);
@@ -661,7 +645,7 @@ static int mount_union(struct boot *b)
 	int r;
 
 	fmt(b->root, sizeof(b->root), "%s/root", b->stage);
-	r = mkdir_p(b->root, 0755);
+	r = util_mkdir_p(b->root, 0755);
 	if (r < 0) {
 		log_err("mkdir %s: %s", b->root, strerror(-r));
 		return r;
@@ -767,7 +751,7 @@ static struct json_object *layer_json(struct boot *b, const struct layer *ly)
 	json_object_object_add(o, "persistent", json_object_new_boolean(!strcmp(r->state, "mounted") &&
 									 ly->gen_ok));
 	json_object_object_add(o, "fallback", json_object_new_boolean(r->fallback));
-	json_object_object_add(o, "fallback_reason", r->fallback ? jstr(r->fallback_reason) : NULL);
+	json_object_object_add(o, "fallback_reason", r->fallback ? jstr(r->fallback_reason.msg) : NULL);
 	json_object_object_add(o, "medium", jstr(r->medium));
 	json_object_object_add(o, "formatted", json_object_new_boolean(r->formatted));
 	json_object_object_add(o, "reset_done", json_object_new_boolean(r->reset_done));
@@ -879,7 +863,7 @@ static int write_state(struct boot *b, const char *result, bool print)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		mkdir_p(dir, 0755);
+		util_mkdir_p(dir, 0755);
 	}
 	fmt(tmp, sizeof(tmp), "%s.new", b->state_path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -912,16 +896,10 @@ static void move_api_mounts(const char *from_prefix, const char *to_prefix)
 	}
 }
 
-static void closedirp_boot(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
 /* busybox switch_root's delete: everything on the initramfs' device */
 static void delete_contents(int dfd, dev_t rootdev)
 {
-	_cleanup_(closedirp_boot) DIR *d = fdopendir(dfd);
+	_cleanup_closedir_ DIR *d = fdopendir(dfd);
 	struct dirent *de;
 
 	if (!d) {
@@ -1148,8 +1126,8 @@ int boot_main(int argc, char **argv)
 {
 	struct boot b = { .layout_path = BOOT_DEFAULT_LAYOUT, .state_path = BOOT_STATE_PATH,
 			  .init = BOOT_DEFAULT_INIT, .slot = -1 };
-	struct layout_error lerr = { "" };
-	struct slot_error serr = { "" };
+	struct error lerr = {};
+	struct error serr = {};
 	char stagefs[PATH_MAX];
 	int r, ret = 1;
 
@@ -1208,7 +1186,7 @@ int boot_main(int argc, char **argv)
 		goto out;
 	}
 
-	r = mkdir_p(b.stage, 0755);
+	r = util_mkdir_p(b.stage, 0755);
 	if (r < 0) {
 		log_err("mkdir %s: %s", b.stage, strerror(-r));
 		goto out;

@@ -160,7 +160,7 @@ static int load_table(int fd, const char *name, dev_t dev, const struct boot_dm_
 }
 
 int boot_dm_create(const char *name, dev_t dev, const struct boot_dm_plan *p,
-		   char *ret_path, size_t path_len, dev_t *ret_dev, char *err, size_t errlen)
+		   char *ret_path, size_t path_len, dev_t *ret_dev, struct error *err)
 {
 	_cleanup_close_ int fd = dm_control();
 	struct dm_ioctl io;
@@ -170,15 +170,12 @@ int boot_dm_create(const char *name, dev_t dev, const struct boot_dm_plan *p,
 	dev_t newdev;
 	int r;
 
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s (is dm-mod loaded?)", BOOT_DM_CONTROL, strerror(-fd));
-		return fd;
-	}
+	if (fd < 0)
+		return error_set(err, fd, "%s: %s (is dm-mod loaded?)", BOOT_DM_CONTROL, strerror(-fd));
 	dm_init(&io, sizeof(io), name);
 	if (ioctl(fd, DM_DEV_CREATE, &io) < 0) {
 		r = -errno;
-		snprintf(err, errlen, "DM_DEV_CREATE %s: %s", name, strerror(-r));
-		return r;
+		return error_set(err, r, "DM_DEV_CREATE %s: %s", name, strerror(-r));
 	}
 	newdev = (dev_t)io.dev;
 	step = "DM_TABLE_LOAD";
@@ -189,7 +186,7 @@ int boot_dm_create(const char *name, dev_t dev, const struct boot_dm_plan *p,
 		r = ioctl(fd, DM_DEV_SUSPEND, &io) < 0 ? -errno : 0;
 	}
 	if (r < 0) {
-		snprintf(err, errlen, "%s %s: %s", step, name, strerror(-r));
+		error_set(err, r, "%s %s: %s", step, name, strerror(-r));
 		boot_dm_remove(name);
 		return r;
 	}
@@ -202,7 +199,7 @@ int boot_dm_create(const char *name, dev_t dev, const struct boot_dm_plan *p,
 		unlink(path);
 		if (mknod(path, S_IFBLK | 0600, newdev) < 0) {
 			r = -errno;
-			snprintf(err, errlen, "mknod %s: %s", path, strerror(-r));
+			error_set(err, r, "mknod %s: %s", path, strerror(-r));
 			boot_dm_remove(name);
 			return r;
 		}

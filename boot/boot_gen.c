@@ -19,12 +19,6 @@
 #include "cleanup.h"
 #include "util.h"
 
-static void closedirp_(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
 void boot_gen_list_done(struct boot_gen_list *l)
 {
 	if (!l)
@@ -211,7 +205,7 @@ int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret
 }
 
 int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_list *ret,
-		       char *err, size_t errlen)
+		       struct error *err)
 {
 	struct boot_gen_list l = { 0 };
 	unsigned rejected = 0;
@@ -224,7 +218,7 @@ int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_l
 		if (n < 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
 				continue;
-			r = util_errorf(err, errlen, -errno, "%s: %s", dirs[i], strerror(errno));
+			r = error_set(err, -errno, "%s: %s", dirs[i], strerror(errno));
 			break;
 		}
 		for (int j = 0; j < n; j++) {
@@ -238,10 +232,10 @@ int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_l
 			    lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 				r = util_read_file(path, 1 << 20, &text, NULL);
 				if (r < 0)
-					util_errorf(err, errlen, r, "%s: %s", path, strerror(-r));
+					error_set(err, r, "%s: %s", path, strerror(-r));
 				else if ((r = keep_parse(text, &l, &bad, &line, &perr)) >= 0 && bad) {
 					if (!rejected)
-						util_errorf(err, errlen, perr, "%s:%u: %s", path, line,
+						error_set(err, perr, "%s:%u: %s", path, line,
 							    perr == -EINVAL ? "not an absolute path without "
 									      "'.' or '..' components"
 									    : strerror(-perr));
@@ -345,13 +339,12 @@ static bool same_inode(const struct stat *a, const struct stat *b)
 
 struct mig {
 	int total;
-	char *err;
-	size_t errlen;
+	struct error *err;
 };
 
 static int mig_fail(struct mig *m, int r, const char *what, const char *rel)
 {
-	return util_errorf(m->err, m->errlen, r, "%s %s: %s", what, rel,
+	return error_set(m->err, r, "%s %s: %s", what, rel,
 			   r == -ELOOP ? "source and destination are the same file" : strerror(-r));
 }
 
@@ -376,7 +369,7 @@ static int copy_at(struct mig *m, int odir, int ndir, const char *name, const ch
 
 static int copy_dir_contents(struct mig *m, int ofd, int nfd, const char *rel)
 {
-	_cleanup_(closedirp_) DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
 	int dup_fd = openat(ofd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
 	int r;
@@ -606,7 +599,7 @@ static int walk_step(struct mig *m, struct level *lv, const char *name, const ch
  * "." and ".." are never offered, so no pattern can climb ('.[.]', '.*'). */
 static int walk_glob(struct mig *m, struct level *lv, const char *comp, const char *rest)
 {
-	_cleanup_(closedirp_) DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
 	struct boot_gen_list names = { 0 };
 	int dup_fd, r = 0;
 	struct dirent *de;
@@ -652,39 +645,35 @@ static int walk(struct mig *m, struct level *lv, const char *pattern)
 	memcpy(comp, pattern, len);
 	comp[len] = '\0';
 	if (!strcmp(comp, ".") || !strcmp(comp, ".."))
-		return util_errorf(m->err, m->errlen, -EINVAL, "keep entry component '%s'", comp);
+		return error_set(m->err, -EINVAL, "keep entry component '%s'", comp);
 	if (strpbrk(comp, "*?[\\"))
 		return walk_glob(m, lv, comp, rest);
 	return walk_step(m, lv, comp, rest);
 }
 
 int boot_gen_migrate(const char *old_upper, const char *new_upper,
-		     const struct boot_gen_list *keep, char *err, size_t errlen)
+		     const struct boot_gen_list *keep, struct error *err)
 {
-	struct mig m = { .err = err, .errlen = errlen };
+	struct mig m = { .err = err };
 	struct level root = { .rel = "/", .old_fd = -1, .new_fd = -1 };
 	struct stat ost, nst;
 	int r = 0;
 
 	root.old_fd = open(old_upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root.old_fd < 0)
-		return util_errorf(err, errlen, -errno, "%s: %s", old_upper, strerror(errno));
+		return error_set(err, -errno, "%s: %s", old_upper, strerror(errno));
 	root.new_fd = open(new_upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root.new_fd < 0)
-		r = util_errorf(err, errlen, -errno, "%s: %s", new_upper, strerror(errno));
+		r = error_set(err, -errno, "%s: %s", new_upper, strerror(errno));
 	else if (fstat(root.old_fd, &ost) < 0 || fstat(root.new_fd, &nst) < 0)
-		r = util_errorf(err, errlen, -errno, "stat: %s", strerror(errno));
+		r = error_set(err, -errno, "stat: %s", strerror(errno));
 	else if (same_inode(&ost, &nst))
-		r = util_errorf(err, errlen, -ELOOP, "%s and %s are the same directory", old_upper,
+		r = error_set(err, -ELOOP, "%s and %s are the same directory", old_upper,
 				new_upper);
 	for (size_t i = 0; i < keep->n && r >= 0; i++) {
 		r = walk(&m, &root, keep->v[i]);
-		if (r < 0 && err && !strstr(err, keep->v[i])) {
-			char inner[512];
-
-			snprintf(inner, sizeof(inner), "%s", err);
-			util_errorf(err, errlen, r, "keep entry %s: %s", keep->v[i], inner);
-		}
+		if (r < 0 && err && !strstr(err->msg, keep->v[i]))
+			error_prefix(err, r, "keep entry %s", keep->v[i]);
 	}
 	close(root.old_fd);
 	if (root.new_fd >= 0)
@@ -702,7 +691,7 @@ int boot_gen_rmtree(const char *path)
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (S_ISDIR(st.st_mode)) {
-		_cleanup_(closedirp_) DIR *d = opendir(path);
+		_cleanup_closedir_ DIR *d = opendir(path);
 		struct dirent *de;
 
 		if (!d)
@@ -858,7 +847,7 @@ static void meta_from_name(struct gen_meta *m, const char *name)
 /* Keep-list of the new image and the previous upper, applied from the
  * previous generation's upper to the new one (in tmp). */
 static int migrate_from(const char *overlay, const char *last, const char *rom, const char *prefix,
-			const char *up, struct boot_gen_result *res, char *err, size_t errlen)
+			const char *up, struct boot_gen_result *res, struct error *err)
 {
 	_cleanup_free_ char *prev_up = NULL, *keep_rom = NULL, *keep_old = NULL;
 	struct boot_gen_list keep = { 0 };
@@ -877,11 +866,12 @@ static int migrate_from(const char *overlay, const char *last, const char *rom, 
 		dirs[n_dirs++] = keep_rom;
 	if (keep_old)
 		dirs[n_dirs++] = keep_old;
-	r = boot_gen_keep_load(dirs, n_dirs, &keep, err, errlen);
+	r = boot_gen_keep_load(dirs, n_dirs, &keep, err);
 	if (r > 0) {
 		/* a bad line is skipped, the others still apply */
 		res->keep_rejected = (unsigned)r;
-		snprintf(res->note, sizeof(res->note), "keep-list line skipped: %s", err);
+		snprintf(res->note, sizeof(res->note), "keep-list line skipped: %s", error_message(err));
+		error_clear(err); /* a note, not the error of this call */
 	}
 	if (r >= 0)
 		r = keep_for_prefix(&keep, prefix);
@@ -890,7 +880,7 @@ static int migrate_from(const char *overlay, const char *last, const char *rom, 
 		return r;
 	}
 	res->keep_entries = keep.n;
-	r = boot_gen_migrate(prev_up, up, &keep, err, errlen);
+	r = boot_gen_migrate(prev_up, up, &keep, err);
 	boot_gen_list_done(&keep);
 	if (r < 0)
 		return r;
@@ -903,7 +893,7 @@ static int migrate_from(const char *overlay, const char *last, const char *rom, 
  * On failure the .tmp is removed (the previous generation is untouched). */
 static int create_gen(const char *overlay, const char *name, const char *last, const char *rom,
 		      const char *prefix, struct boot_gen_result *res, struct gen_meta *m,
-		      char *err, size_t errlen)
+		      struct error *err)
 {
 	_cleanup_free_ char *dir = NULL, *tmp = NULL, *up = NULL, *work = NULL;
 	int r;
@@ -914,14 +904,14 @@ static int create_gen(const char *overlay, const char *name, const char *last, c
 	res->created = true;
 	r = boot_gen_rmtree(tmp); /* an interrupted earlier attempt */
 	if (r < 0)
-		return util_errorf(err, errlen, r, "removing %s: %s", tmp, strerror(-r));
+		return error_set(err, r, "removing %s: %s", tmp, strerror(-r));
 	if (mkdir(tmp, 0755) < 0 || mkdir(up, 0755) < 0 || mkdir(work, 0700) < 0) {
-		r = util_errorf(err, errlen, -errno, "mkdir in %s: %s", tmp, strerror(errno));
+		r = error_set(err, -errno, "mkdir in %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
 	meta_from_name(m, name);
 	if (last[0] && strcmp(last, name)) {
-		r = migrate_from(overlay, last, rom, prefix, up, res, err, errlen);
+		r = migrate_from(overlay, last, rom, prefix, up, res, err);
 		if (r < 0)
 			goto fail;
 		snprintf(m->previous, sizeof(m->previous), "%s", res->previous);
@@ -929,11 +919,11 @@ static int create_gen(const char *overlay, const char *name, const char *last, c
 	}
 	r = meta_write(tmp, m);
 	if (r < 0) {
-		util_errorf(err, errlen, r, "%s/" BOOT_GEN_META ": %s", tmp, strerror(-r));
+		error_set(err, r, "%s/" BOOT_GEN_META ": %s", tmp, strerror(-r));
 		goto fail;
 	}
 	if (rename(tmp, dir) < 0) {
-		r = util_errorf(err, errlen, -errno, "rename %s: %s", tmp, strerror(errno));
+		r = error_set(err, -errno, "rename %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
 	return 0;
@@ -943,7 +933,7 @@ fail:
 }
 
 int boot_gen_prepare(const char *overlay, const char *name, const char *rom, const char *prefix,
-		     struct boot_gen_result *ret, char *err, size_t errlen)
+		     struct boot_gen_result *ret, struct error *err)
 {
 	_cleanup_free_ char *dir = NULL, *last_path = NULL, *up = NULL, *work = NULL;
 	char last[BOOT_GEN_NAME_MAX];
@@ -952,7 +942,7 @@ int boot_gen_prepare(const char *overlay, const char *name, const char *rom, con
 	int r;
 
 	if (!boot_gen_name_valid(name))
-		return util_errorf(err, errlen, -EINVAL, "%s: not a generation name", name);
+		return error_set(err, -EINVAL, "%s: not a generation name", name);
 	snprintf(res.name, sizeof(res.name), "%s", name);
 	if (asprintf(&dir, "%s/%s", overlay, name) < 0 ||
 	    asprintf(&last_path, "%s/" BOOT_GEN_LAST, overlay) < 0)
@@ -960,7 +950,7 @@ int boot_gen_prepare(const char *overlay, const char *name, const char *rom, con
 	last_read(last_path, last, &res);
 
 	if (!is_dir(dir)) {
-		r = create_gen(overlay, name, last, rom, prefix, &res, &m, err, errlen);
+		r = create_gen(overlay, name, last, rom, prefix, &res, &m, err);
 		if (r < 0)
 			return r;
 	} else {
@@ -971,19 +961,19 @@ int boot_gen_prepare(const char *overlay, const char *name, const char *rom, con
 		if (asprintf(&up, "%s/upper", dir) < 0 || asprintf(&work, "%s/work", dir) < 0)
 			return -ENOMEM;
 		if ((mkdir(up, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
-			return util_errorf(err, errlen, -errno, "mkdir in %s: %s", dir, strerror(errno));
+			return error_set(err, -errno, "mkdir in %s: %s", dir, strerror(errno));
 	}
 	m.boots++;
 	r = meta_write(dir, &m);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s/" BOOT_GEN_META ": %s", dir, strerror(-r));
+		return error_set(err, r, "%s/" BOOT_GEN_META ": %s", dir, strerror(-r));
 	if (strcmp(last, name)) {
 		char text[BOOT_GEN_NAME_MAX + 2];
 
 		snprintf(text, sizeof(text), "%s\n", name);
 		r = write_atomic(last_path, text);
 		if (r < 0)
-			return util_errorf(err, errlen, r, "%s: %s", last_path, strerror(-r));
+			return error_set(err, r, "%s: %s", last_path, strerror(-r));
 	}
 	*ret = res;
 	return 0;
@@ -997,7 +987,7 @@ bool boot_gen_slot_good(unsigned left, unsigned max_tries, unsigned boots_before
 int boot_gen_list(const char *overlay, struct boot_gen_list *ret)
 {
 	struct boot_gen_list l = { 0 };
-	_cleanup_(closedirp_) DIR *d = opendir(overlay);
+	_cleanup_closedir_ DIR *d = opendir(overlay);
 	struct dirent *de;
 	int r;
 
@@ -1016,14 +1006,14 @@ int boot_gen_list(const char *overlay, struct boot_gen_list *ret)
 }
 
 int boot_gen_gc(const char *overlay, const char *keep, struct boot_gen_list *removed,
-		char *err, size_t errlen)
+		struct error *err)
 {
 	struct boot_gen_list l = { 0 };
 	int r, n = 0;
 
 	r = boot_gen_list(overlay, &l);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s: %s", overlay, strerror(-r));
+		return error_set(err, r, "%s: %s", overlay, strerror(-r));
 	for (size_t i = 0; i < l.n; i++) {
 		_cleanup_free_ char *path = NULL;
 
@@ -1035,7 +1025,7 @@ int boot_gen_gc(const char *overlay, const char *keep, struct boot_gen_list *rem
 		}
 		r = boot_gen_rmtree(path);
 		if (r < 0) {
-			util_errorf(err, errlen, r, "removing %s: %s", path, strerror(-r));
+			error_set(err, r, "removing %s: %s", path, strerror(-r));
 			break;
 		}
 		n++;

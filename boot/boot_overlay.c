@@ -20,16 +20,12 @@
 #include "jffs2.h"
 #include "util.h"
 
-static const char *const medium_names[_BOOT_OVERLAY_MEDIUM_MAX] = {
+static const char *const boot_overlay_medium_table[_BOOT_OVERLAY_MEDIUM_MAX] = {
 	[BOOT_OVERLAY_MEDIUM_ERASED] = "erased",
 	[BOOT_OVERLAY_MEDIUM_JFFS2] = "jffs2",
 	[BOOT_OVERLAY_MEDIUM_FOREIGN] = "foreign",
 };
-
-const char *boot_overlay_medium_to_string(enum boot_overlay_medium m)
-{
-	return m < _BOOT_OVERLAY_MEDIUM_MAX ? medium_names[m] : "?";
-}
+DEFINE_STRING_TABLE_TO(boot_overlay_medium, enum boot_overlay_medium)
 
 static bool jffs2_magic(const uint8_t *b)
 {
@@ -143,29 +139,29 @@ int boot_overlay_probe(const char *dir, struct boot_overlay_probe *ret)
 
 /* ---- factory reset and first-boot format ---- */
 
-static int jffs2_format(const char *mtd, struct jffs2_erase_stats *st, char *err, size_t errlen)
+static int jffs2_format(const char *mtd, struct jffs2_erase_stats *st, struct error *err)
 {
 	_cleanup_flash_ struct flash *f = NULL;
 	int r = flash_open(mtd, true, &f);
 
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s: %s", mtd, strerror(-r));
+		return error_set(err, r, "%s: %s", mtd, strerror(-r));
 	r = jffs2_erase_partition(f, JFFS2_ERASE_MARK_BAD, st);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "erasing %s with cleanmarkers: %s", mtd, strerror(-r));
+		return error_set(err, r, "erasing %s with cleanmarkers: %s", mtd, strerror(-r));
 	return 0;
 }
 
-static int ubi_wipe(const char *vol, char *err, size_t errlen)
+static int ubi_wipe(const char *vol, struct error *err)
 {
 	_cleanup_close_ int fd = open(vol, O_RDWR | O_CLOEXEC);
 	int64_t bytes = 0;
 
 	if (fd < 0)
-		return util_errorf(err, errlen, -errno, "%s: %s", vol, strerror(errno));
+		return error_set(err, -errno, "%s: %s", vol, strerror(errno));
 	/* an update of 0 bytes empties the volume; UBIFS formats it at mount */
 	if (ioctl(fd, UBI_IOCVOLUP, &bytes) < 0)
-		return util_errorf(err, errlen, -errno, "UBI_IOCVOLUP 0 on %s: %s", vol, strerror(errno));
+		return error_set(err, -errno, "UBI_IOCVOLUP 0 on %s: %s", vol, strerror(errno));
 	return 0;
 }
 
@@ -194,35 +190,35 @@ static int mount_tmpfs(const char *mnt, uint64_t size, struct boot_overlay_resul
 }
 
 static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool reset,
-		       struct boot_overlay_result *res, char *why, size_t whylen)
+		       struct boot_overlay_result *res, struct error *why)
 {
 	_cleanup_flash_ struct flash *f = NULL;
 	enum boot_overlay_medium m;
 	int r;
 
-	r = boot_root_mtd_dev(ov->part, res->device, sizeof(res->device), why, whylen);
+	r = boot_root_mtd_dev(ov->part, res->device, sizeof(res->device), why);
 	if (r < 0)
 		return r;
 	snprintf(res->source, sizeof(res->source), "mtd%s", res->device + strlen("/dev/mtd"));
 	if (reset) {
-		r = jffs2_format(res->device, NULL, why, whylen);
+		r = jffs2_format(res->device, NULL, why);
 		if (r < 0)
 			return r;
 		res->reset_done = true;
 	}
 	r = flash_open(res->device, false, &f);
 	if (r < 0)
-		return util_errorf(why, whylen, r, "%s: %s", res->device, strerror(-r));
+		return error_set(why, r, "%s: %s", res->device, strerror(-r));
 	r = boot_overlay_classify(f, &m);
 	flash_close(TAKE_PTR(f));
 	if (r < 0)
-		return util_errorf(why, whylen, r, "%s: reading the partition: %s", res->device, strerror(-r));
+		return error_set(why, r, "%s: reading the partition: %s", res->device, strerror(-r));
 	res->medium = boot_overlay_medium_to_string(m);
 	switch (m) {
 	case BOOT_OVERLAY_MEDIUM_ERASED:
 		/* mainline JFFS2 would erase every block at mount: do it
 		 * here, once, with cleanmarkers */
-		r = jffs2_format(res->device, NULL, why, whylen);
+		r = jffs2_format(res->device, NULL, why);
 		if (r < 0)
 			return r;
 		res->formatted = true;
@@ -230,7 +226,7 @@ static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool re
 	case BOOT_OVERLAY_MEDIUM_JFFS2:
 		break;
 	case BOOT_OVERLAY_MEDIUM_FOREIGN:
-		return util_errorf(why, whylen, -EMEDIUMTYPE,
+		return error_set(why, -EMEDIUMTYPE,
 			    "%s (%s) holds data that is not JFFS2 (no block carries a cleanmarker or node); "
 			    "not mounting it "
 			    "(the kernel would erase it). Check that the layout names the right partition; "
@@ -241,7 +237,7 @@ static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool re
 		break;
 	}
 	if (mount(res->source, mnt, "jffs2", MS_NOATIME | MS_NOSUID | MS_NODEV, NULL) < 0)
-		return util_errorf(why, whylen, -errno, "mount -t jffs2 %s (%s) on %s: %s", res->source,
+		return error_set(why, -errno, "mount -t jffs2 %s (%s) on %s: %s", res->source,
 			    ov->part->name, mnt, strerror(errno));
 	res->state = "mounted";
 	res->fstype = "jffs2";
@@ -249,27 +245,27 @@ static int mount_jffs2(const struct layout_overlay *ov, const char *mnt, bool re
 }
 
 static int mount_ubifs(const struct layout *l, const struct layout_overlay *ov, const char *mnt,
-		       bool reset, struct boot_overlay_result *res, char *why, size_t whylen)
+		       bool reset, struct boot_overlay_result *res, struct error *why)
 {
 	int ubi, id, r;
 
-	ubi = boot_root_ubi_attach(l, ov->part, why, whylen);
+	ubi = boot_root_ubi_attach(l, ov->part, why);
 	if (ubi < 0)
 		return ubi;
 	id = boot_root_ubi_volume(ubi, ov->ubi_volume);
 	if (id < 0)
-		return util_errorf(why, whylen, id, "ubi%d (%s): no volume named %s", ubi, ov->part->name,
+		return error_set(why, id, "ubi%d (%s): no volume named %s", ubi, ov->part->name,
 			    ov->ubi_volume);
 	snprintf(res->device, sizeof(res->device), "/dev/ubi%d_%d", ubi, id);
 	snprintf(res->source, sizeof(res->source), "ubi%d:%s", ubi, ov->ubi_volume);
 	if (reset) {
-		r = ubi_wipe(res->device, why, whylen);
+		r = ubi_wipe(res->device, why);
 		if (r < 0)
 			return r;
 		res->reset_done = true;
 	}
 	if (mount(res->source, mnt, "ubifs", MS_NOATIME | MS_NOSUID | MS_NODEV, NULL) < 0)
-		return util_errorf(why, whylen, -errno, "mount -t ubifs %s on %s: %s", res->source, mnt,
+		return error_set(why, -errno, "mount -t ubifs %s on %s: %s", res->source, mnt,
 			    strerror(errno));
 	res->state = "mounted";
 	res->fstype = "ubifs";
@@ -277,23 +273,22 @@ static int mount_ubifs(const struct layout *l, const struct layout_overlay *ov, 
 }
 
 int boot_overlay_mount(const struct layout *l, const struct layout_overlay *ov, const char *mnt,
-		       bool reset, struct boot_overlay_result *ret, char *err, size_t errlen)
+		       bool reset, struct boot_overlay_result *ret, struct error *err)
 {
 	struct boot_overlay_result res = { .medium = NULL };
 	int r = 0;
 
 	switch (ov->type) {
 	case LAYOUT_OVERLAY_JFFS2:
-		r = mount_jffs2(ov, mnt, reset, &res, res.fallback_reason, sizeof(res.fallback_reason));
+		r = mount_jffs2(ov, mnt, reset, &res, &res.fallback_reason);
 		break;
 	case LAYOUT_OVERLAY_UBIFS:
-		r = mount_ubifs(l, ov, mnt, reset, &res, res.fallback_reason,
-				sizeof(res.fallback_reason));
+		r = mount_ubifs(l, ov, mnt, reset, &res, &res.fallback_reason);
 		break;
 	case LAYOUT_OVERLAY_TMPFS:
 		r = mount_tmpfs(mnt, ov->tmpfs_size, &res);
 		if (r < 0)
-			return util_errorf(err, errlen, r, "mount tmpfs on %s: %s", mnt, strerror(-r));
+			return error_set(err, r, "mount tmpfs on %s: %s", mnt, strerror(-r));
 		res.reset_done = reset;
 		break;
 	case _LAYOUT_OVERLAY_MAX:
@@ -303,8 +298,8 @@ int boot_overlay_mount(const struct layout *l, const struct layout_overlay *ov, 
 		res.fallback = true;
 		r = mount_tmpfs(mnt, 0, &res);
 		if (r < 0)
-			return util_errorf(err, errlen, r, "%s; and the tmpfs fallback on %s failed too: %s",
-				    res.fallback_reason, mnt, strerror(-r));
+			return error_set(err, r, "%s; and the tmpfs fallback on %s failed too: %s",
+				    res.fallback_reason.msg, mnt, strerror(-r));
 	}
 	fill_usage(mnt, &res);
 	boot_overlay_probe(mnt, &res.probe);

@@ -20,18 +20,14 @@
 #include "squashfs.h"
 #include "util.h"
 
-static const char *const kind_names[_BOOT_ROOT_KIND_MAX] = {
+static const char *const boot_root_kind_table[_BOOT_ROOT_KIND_MAX] = {
 	[BOOT_ROOT_MTDBLOCK] = "mtdblock",
 	[BOOT_ROOT_DM_LINEAR] = "dm-linear",
 	[BOOT_ROOT_UBIBLOCK] = "ubiblock",
 	[BOOT_ROOT_LOOP] = "loop",
 	[BOOT_ROOT_DEVICE] = "device",
 };
-
-const char *boot_root_kind_to_string(enum boot_root_kind k)
-{
-	return k < _BOOT_ROOT_KIND_MAX ? kind_names[k] : "?";
-}
+DEFINE_STRING_TABLE_TO(boot_root_kind, enum boot_root_kind)
 
 void boot_root_done(struct boot_root *r)
 {
@@ -55,63 +51,60 @@ static int wait_node(const char *path, struct stat *st)
 	return -errno;
 }
 
-int boot_root_mtd_dev(const struct layout_partition *p, char *buf, size_t len, char *err,
-		      size_t errlen)
+int boot_root_mtd_dev(const struct layout_partition *p, char *buf, size_t len, struct error *err)
 {
 	int r = flash_mtd_find_by_name(FLASH_MTD_SYSFS, p->name, buf, len);
 
 	if (r < 0)
-		return util_errorf(err, errlen, r, "partition %s: no MTD device of that name in %s (%s)",
+		return error_set(err, r, "partition %s: no MTD device of that name in %s (%s)",
 			    p->name, FLASH_MTD_SYSFS, strerror(-r));
 	return 0;
 }
 
-static int mtdblock_of(const char *mtd, char *buf, size_t len, struct stat *st, char *err,
-		       size_t errlen)
+static int mtdblock_of(const char *mtd, char *buf, size_t len, struct stat *st, struct error *err)
 {
 	int r;
 
 	snprintf(buf, len, "/dev/mtdblock%s", mtd + strlen("/dev/mtd"));
 	r = wait_node(buf, st);
 	if (r < 0 || !S_ISBLK(st->st_mode))
-		return util_errorf(err, errlen, r < 0 ? r : -ENOTBLK,
+		return error_set(err, r < 0 ? r : -ENOTBLK,
 			    "%s: %s (is the mtdblock driver loaded?)", buf,
 			    r < 0 ? strerror(-r) : "not a block device");
 	return 0;
 }
 
 /* Bytes the squashfs at the start of the logical stream of f uses. */
-static int image_size(struct flash *f, const char *what, uint64_t *ret, char *err, size_t errlen)
+static int image_size(struct flash *f, const char *what, uint64_t *ret, struct error *err)
 {
 	_cleanup_flashio_reader_ struct flashio_reader *rd = NULL;
 	uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE];
 	struct squashfs_info info;
-	char why[160] = "";
 	size_t got = 0;
 	int r;
 
 	r = flashio_reader_new(f, &rd);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s: %s", what, strerror(-r));
+		return error_set(err, r, "%s: %s", what, strerror(-r));
 	while (got < sizeof(sb)) {
 		ssize_t n = flashio_reader_read(rd, sb + got, sizeof(sb) - got);
 		if (n == -EUCLEAN)
 			continue;
 		if (n <= 0)
-			return util_errorf(err, errlen, n < 0 ? (int)n : -ENODATA,
+			return error_set(err, n < 0 ? (int)n : -ENODATA,
 				    "%s: reading the squashfs superblock: %s", what,
 				    n < 0 ? strerror((int)-n) : "no good block");
 		got += (size_t)n;
 	}
-	r = squashfs_check_superblock(sb, sizeof(sb), f->info.size, &info, why, sizeof(why));
+	r = squashfs_check_superblock(sb, sizeof(sb), f->info.size, &info, err);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s: no usable squashfs in the slot: %s", what, why);
+		return error_prefix(err, r, "%s: no usable squashfs in the slot", what);
 	*ret = info.bytes_used;
 	return 0;
 }
 
 static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
-		     struct boot_root *ret, char *err, size_t errlen)
+		     struct boot_root *ret, struct error *err)
 {
 	_cleanup_flash_ struct flash *f = NULL;
 	_cleanup_free_ uint8_t *bad = NULL;
@@ -122,11 +115,11 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 	bool bad_in_image = false;
 	int r;
 
-	r = boot_root_mtd_dev(t->part, mtd, sizeof(mtd), err, errlen);
+	r = boot_root_mtd_dev(t->part, mtd, sizeof(mtd), err);
 	if (r < 0)
 		return r;
 	snprintf(ret->source, sizeof(ret->source), "%s", mtd);
-	r = mtdblock_of(mtd, ret->device, sizeof(ret->device), &st, err, errlen);
+	r = mtdblock_of(mtd, ret->device, sizeof(ret->device), &st, err);
 	if (r < 0)
 		return r;
 	ret->kind = BOOT_ROOT_MTDBLOCK;
@@ -135,7 +128,7 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 
 	r = flash_open(mtd, false, &f);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s (%s): %s", mtd, t->part->name, strerror(-r));
+		return error_set(err, r, "%s (%s): %s", mtd, t->part->name, strerror(-r));
 	n = flash_blocks(f);
 	bad = calloc(n ? n : 1, 1);
 	if (!bad)
@@ -143,12 +136,12 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 	for (uint64_t i = 0; i < n; i++) {
 		r = flash_block_isbad(f, i * f->info.erasesize);
 		if (r < 0)
-			return util_errorf(err, errlen, r, "%s: bad-block check of block %llu: %s", mtd,
+			return error_set(err, r, "%s: bad-block check of block %llu: %s", mtd,
 				    (unsigned long long)i, strerror(-r));
 		bad[i] = r > 0;
 		ret->bad_blocks += bad[i];
 	}
-	r = image_size(f, mtd, &ret->image_bytes, err, errlen);
+	r = image_size(f, mtd, &ret->image_bytes, err);
 	if (r < 0)
 		return r;
 	need = DIV_ROUND_UP(ret->image_bytes, f->info.erasesize);
@@ -159,7 +152,7 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 
 	r = boot_dm_plan(bad, n, f->info.erasesize, ret->image_bytes, &plan);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s: %s", mtd,
+		return error_set(err, r, "%s: %s", mtd,
 			    r == -ENOSPC ? "the good blocks are fewer than the image needs"
 					 : strerror(-r));
 	ret->bad_inside = plan.bad_inside;
@@ -167,7 +160,7 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 	r = boot_dm_plan_format(&plan, st.st_rdev, &ret->dm_table);
 	if (r >= 0)
 		r = boot_dm_create(dm_name, st.st_rdev, &plan, ret->device, sizeof(ret->device),
-				   NULL, err, errlen);
+				   NULL, err);
 	boot_dm_plan_done(&plan);
 	if (r < 0)
 		return r;
@@ -177,7 +170,7 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 }
 
 int boot_root_ubi_attach(const struct layout *l, const struct layout_partition *p,
-			 char *err, size_t errlen)
+			 struct error *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct ubi_attach_req req = { .ubi_num = UBI_DEV_NUM_AUTO };
@@ -187,7 +180,7 @@ int boot_root_ubi_attach(const struct layout *l, const struct layout_partition *
 	DIR *d;
 	int r;
 
-	r = boot_root_mtd_dev(p, mtd, sizeof(mtd), err, errlen);
+	r = boot_root_mtd_dev(p, mtd, sizeof(mtd), err);
 	if (r < 0)
 		return r;
 	mtd_num = (unsigned)strtoul(mtd + strlen("/dev/mtd"), NULL, 10);
@@ -208,11 +201,11 @@ int boot_root_ubi_attach(const struct layout *l, const struct layout_partition *
 		closedir(d);
 	fd = open("/dev/ubi_ctrl", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return util_errorf(err, errlen, -errno, "/dev/ubi_ctrl: %s (is the ubi driver loaded?)",
+		return error_set(err, -errno, "/dev/ubi_ctrl: %s (is the ubi driver loaded?)",
 			    strerror(errno));
 	req.mtd_num = (int)mtd_num;
 	if (ioctl(fd, UBI_IOCATT, &req) < 0)
-		return util_errorf(err, errlen, -errno, "attaching UBI to %s (%s): %s", mtd, p->name,
+		return error_set(err, -errno, "attaching UBI to %s (%s): %s", mtd, p->name,
 			    strerror(errno));
 	(void)l;
 	return req.ubi_num;
@@ -245,7 +238,7 @@ int boot_root_ubi_volume(int ubi_num, const char *name)
 }
 
 static int setup_ubi(const struct layout *l, const struct layout_image_target *t,
-		     struct boot_root *ret, char *err, size_t errlen)
+		     struct boot_root *ret, struct error *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct ubi_blkcreate_req req = { 0 };
@@ -253,29 +246,29 @@ static int setup_ubi(const struct layout *l, const struct layout_image_target *t
 	struct stat st;
 	int ubi, id, r;
 
-	ubi = boot_root_ubi_attach(l, t->part, err, errlen);
+	ubi = boot_root_ubi_attach(l, t->part, err);
 	if (ubi < 0)
 		return ubi;
 	id = boot_root_ubi_volume(ubi, t->ubi_volume);
 	if (id < 0)
-		return util_errorf(err, errlen, id, "ubi%d (%s): no volume named %s", ubi, t->part->name,
+		return error_set(err, id, "ubi%d (%s): no volume named %s", ubi, t->part->name,
 			    t->ubi_volume);
 	snprintf(ret->source, sizeof(ret->source), "ubi%d:%s", ubi, t->ubi_volume);
 	snprintf(vol, sizeof(vol), "/dev/ubi%d_%d", ubi, id);
 	if (wait_node(vol, &st) < 0 || (fd = open(vol, O_RDONLY | O_CLOEXEC)) < 0)
-		return util_errorf(err, errlen, -errno, "%s: %s", vol, strerror(errno));
+		return error_set(err, -errno, "%s: %s", vol, strerror(errno));
 	if (ioctl(fd, UBI_IOCVOLCRBLK, &req) < 0 && errno != EEXIST)
-		return util_errorf(err, errlen, -errno, "UBI_IOCVOLCRBLK on %s: %s (kernel without CONFIG_MTD_UBI_BLOCK?)",
+		return error_set(err, -errno, "UBI_IOCVOLCRBLK on %s: %s (kernel without CONFIG_MTD_UBI_BLOCK?)",
 			    vol, strerror(errno));
 	snprintf(ret->device, sizeof(ret->device), "/dev/ubiblock%d_%d", ubi, id);
 	r = wait_node(ret->device, &st);
 	if (r < 0)
-		return util_errorf(err, errlen, r, "%s: %s", ret->device, strerror(-r));
+		return error_set(err, r, "%s: %s", ret->device, strerror(-r));
 	ret->kind = BOOT_ROOT_UBIBLOCK;
 	return 0;
 }
 
-static int setup_loop(const char *file, struct boot_root *ret, char *err, size_t errlen)
+static int setup_loop(const char *file, struct boot_root *ret, struct error *err)
 {
 	_cleanup_close_ int img = -1, ctl = -1, dev = -1;
 	struct loop_config cfg = { 0 };
@@ -285,22 +278,22 @@ static int setup_loop(const char *file, struct boot_root *ret, char *err, size_t
 	snprintf(ret->source, sizeof(ret->source), "%s", file);
 	img = open(file, O_RDONLY | O_CLOEXEC);
 	if (img < 0)
-		return util_errorf(err, errlen, -errno, "image file %s: %s", file, strerror(errno));
+		return error_set(err, -errno, "image file %s: %s", file, strerror(errno));
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
-		return util_errorf(err, errlen, -errno, "/dev/loop-control: %s (is the loop driver loaded?)",
+		return error_set(err, -errno, "/dev/loop-control: %s (is the loop driver loaded?)",
 			    strerror(errno));
 	for (int attempt = 0; attempt < 8; attempt++) {
 		n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
-			return util_errorf(err, errlen, -errno, "LOOP_CTL_GET_FREE: %s", strerror(errno));
+			return error_set(err, -errno, "LOOP_CTL_GET_FREE: %s", strerror(errno));
 		snprintf(ret->device, sizeof(ret->device), "/dev/loop%d", n);
 		r = wait_node(ret->device, &st);
 		if (r < 0)
-			return util_errorf(err, errlen, r, "%s: %s", ret->device, strerror(-r));
+			return error_set(err, r, "%s: %s", ret->device, strerror(-r));
 		dev = open(ret->device, O_RDONLY | O_CLOEXEC);
 		if (dev < 0)
-			return util_errorf(err, errlen, -errno, "%s: %s", ret->device, strerror(errno));
+			return error_set(err, -errno, "%s: %s", ret->device, strerror(errno));
 		cfg.fd = (unsigned)img;
 		cfg.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
 		snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
@@ -312,26 +305,26 @@ static int setup_loop(const char *file, struct boot_root *ret, char *err, size_t
 				if (ioctl(dev, LOOP_SET_STATUS64, &cfg.info) < 0) {
 					r = -errno;
 					ioctl(dev, LOOP_CLR_FD, 0);
-					return util_errorf(err, errlen, r, "LOOP_SET_STATUS64 %s: %s",
+					return error_set(err, r, "LOOP_SET_STATUS64 %s: %s",
 						    ret->device, strerror(-r));
 				}
 				break;
 			}
 		}
 		if (errno != EBUSY)
-			return util_errorf(err, errlen, -errno, "LOOP_CONFIGURE %s with %s: %s", ret->device,
+			return error_set(err, -errno, "LOOP_CONFIGURE %s with %s: %s", ret->device,
 				    file, strerror(errno));
 		close(TAKE_FD(dev)); /* raced with another user: take the next one */
 	}
 	if (dev < 0)
-		return util_errorf(err, errlen, -EBUSY, "no free loop device for %s", file);
+		return error_set(err, -EBUSY, "no free loop device for %s", file);
 	ret->hold_fd = TAKE_FD(dev);
 	ret->kind = BOOT_ROOT_LOOP;
 	return 0;
 }
 
 int boot_root_setup(const struct layout *l, const struct layout_image_target *t,
-		    const char *dm_name, struct boot_root *ret, char *err, size_t errlen)
+		    const char *dm_name, struct boot_root *ret, struct error *err)
 {
 	struct boot_root res = { .hold_fd = -1 };
 	int r = -EINVAL;
@@ -339,13 +332,13 @@ int boot_root_setup(const struct layout *l, const struct layout_image_target *t,
 	switch (t->storage) {
 	case LAYOUT_STORAGE_NOR:
 	case LAYOUT_STORAGE_NAND:
-		r = setup_mtd(t, dm_name, &res, err, errlen);
+		r = setup_mtd(t, dm_name, &res, err);
 		break;
 	case LAYOUT_STORAGE_UBI:
-		r = setup_ubi(l, t, &res, err, errlen);
+		r = setup_ubi(l, t, &res, err);
 		break;
 	case LAYOUT_STORAGE_FILE:
-		r = setup_loop(t->file, &res, err, errlen);
+		r = setup_loop(t->file, &res, err);
 		break;
 	case _LAYOUT_STORAGE_MAX:
 		break;

@@ -94,7 +94,7 @@ static int layout_info(struct cli_ctx *ctx, const char *path, char **ret_compat,
 		       struct limits *lim)
 {
 	_cleanup_layout_ struct layout *l = NULL;
-	struct layout_error lerr = { "" };
+	struct error lerr = {};
 	int r = layout_load(path, &l, &lerr);
 
 	if (r < 0) {
@@ -206,7 +206,7 @@ static int check_members(struct cli_ctx *ctx, const struct bundle_create_image *
 			 const struct limits *lim)
 {
 	_cleanup_free_ struct bundle_manifest *m = calloc(1, sizeof(*m));
-	struct bundle_error err = { "" };
+	struct error err = {};
 	int r;
 
 	if (!m)
@@ -245,7 +245,7 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_free_ struct bundle_create_result *res = calloc(1, sizeof(*res));
 	_cleanup_free_ char *compat = NULL;
 	const char *out = NULL, *layout = NULL;
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct limits lim = { .n = 0 };
 	bool no_sign = false, gzip = false;
 	size_t n_keys = 0;
@@ -408,7 +408,7 @@ static void print_manifest(const struct bundle_manifest *m, const char *path, bo
 	}
 }
 
-static int stop_cb(void *u, const struct bundle_manifest *m, struct bundle_error *err)
+static int stop_cb(void *u, const struct bundle_manifest *m, struct error *err)
 {
 	return BUNDLE_STOP;
 }
@@ -424,7 +424,7 @@ static int cmd_info(struct cli_ctx *ctx, int argc, char **argv)
 	const struct bundle_policy pol = { .skip_signatures = true };
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 	_cleanup_close_ int fd = -1;
-	struct bundle_error err = { "" };
+	struct error err = {};
 	const struct bundle_manifest *m;
 	int ret;
 
@@ -488,8 +488,8 @@ static int cmd_verify(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_free_ char *compat = NULL;
 	_cleanup_close_ int fd = -1;
 	struct bundle_policy pol = { 0 };
-	struct keyring_error kerr = { "" };
-	struct bundle_error err = { "" };
+	struct error kerr = {};
+	struct error err = {};
 	struct limits lim = { .n = 0 };
 	const char *keyring = NULL, *layout = NULL;
 	const struct bundle_manifest *m;
@@ -568,7 +568,7 @@ static int cmd_keygen(struct cli_ctx *ctx, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_free_ char *priv = NULL, *pub = NULL;
-	struct bundle_error err = { "" };
+	struct error err = {};
 	uint8_t id[KEYRING_ID_SIZE];
 	const char *base = NULL;
 	char idhex[65];

@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include "cli.h"
+#include "cleanup_crypto.h"
 #include "cleanup_json.h"
 #include "flash.h"
 #include "flashio.h"
@@ -43,11 +44,6 @@ enum {
 #define DEV_OPTIONS \
 	{ "offset", required_argument, NULL, OPT_OFFSET }, \
 	{ "size", required_argument, NULL, OPT_SIZE }
-
-static void evp_freep(EVP_MD_CTX **c)
-{
-	EVP_MD_CTX_free(*c);
-}
 
 static int parse_size_opt(struct cli_ctx *ctx, const char *opt, const char *v, uint64_t *ret)
 {
@@ -433,7 +429,7 @@ static int hex_digest(EVP_MD_CTX *c, char out[65])
 /* Read back len bytes of the logical stream and hash them. */
 static int readback_digest(struct flash *f, uint64_t len, char out[65], uint64_t *ret_at)
 {
-	_cleanup_(evp_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
 	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
 	_cleanup_free_ uint8_t *buf = malloc(f->info.erasesize);
 	int r;
@@ -466,7 +462,7 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 	};
 	_cleanup_flash_ struct flash *f = NULL;
 	_cleanup_(flashio_writer_freep) struct flashio_writer *w = NULL;
-	_cleanup_(evp_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct dev_opts d = { 0 };

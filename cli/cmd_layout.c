@@ -60,7 +60,7 @@ static int parse_args(struct cli_ctx *ctx, int argc, char **argv, const char *al
 
 static int load(struct cli_ctx *ctx, const char *file, struct layout **ret)
 {
-	struct layout_error err = { "" };
+	struct error err = {};
 	int r = layout_load(file, ret, &err);
 
 	if (r < 0) {
@@ -100,7 +100,7 @@ static struct json_object *layout_json(const struct layout *l)
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "name", json_object_new_string(d->name));
-		json_object_object_add(o, "type", json_object_new_string(layout_flash_type_to_string(d->type)));
+		json_object_object_add(o, "type", json_object_new_string(flash_type_to_string(d->type)));
 		json_object_object_add(o, "size", json_object_new_int64((int64_t)d->size));
 		json_object_object_add(o, "erase_block", json_object_new_int64(d->erasesize));
 		json_object_object_add(o, "page", json_object_new_int64(d->writesize));
@@ -187,7 +187,7 @@ static void print_human(const struct layout *l)
 		const struct layout_device *d = &l->devices[i];
 
 		printf("%-10s %-5s %10s %10s %6" PRIu32 " %6" PRIu32 "  %s\n", d->name,
-		       layout_flash_type_to_string(d->type), util_format_size(d->size, s1, sizeof(s1)),
+		       flash_type_to_string(d->type), util_format_size(d->size, s1, sizeof(s1)),
 		       util_format_size(d->erasesize, s2, sizeof(s2)), d->writesize, d->oobsize,
 		       layout_device_mtd_id(d));
 	}
@@ -255,7 +255,7 @@ static int cmd_check(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_layout_ struct layout *l = NULL;
 	struct layout_args a = { 0 };
-	struct layout_error err = { "" };
+	struct error err = {};
 	const char *root;
 	int r;
 
@@ -370,7 +370,7 @@ static int cmd_nandsim(struct cli_ctx *ctx, int argc, char **argv)
 	if (r < 0) {
 		cli_error(ctx, "%s: device \"%s\" (%s, %" PRIu32 "-byte pages, %" PRIu32 " OOB, %" PRIu32
 			  " KiB blocks) cannot be simulated by %s: %s", a.file, d->name,
-			  layout_flash_type_to_string(d->type), d->writesize, d->oobsize,
+			  flash_type_to_string(d->type), d->writesize, d->oobsize,
 			  d->erasesize / 1024, d->type == FLASH_NAND ? "nandsim (pages of 512, 2048 "
 			  "or 4096 bytes, 8 or 16 OOB bytes per 512)" : "mtdram (KiB sizes)",
 			  strerror(-r));

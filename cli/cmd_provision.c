@@ -67,9 +67,10 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_layout_ struct layout *l = NULL;
 	_cleanup_(keyring_freep) struct keyring *k = NULL;
 	_cleanup_json_ struct json_object *out = NULL;
-	struct layout_error lerr = { "" };
-	struct keyring_error kerr = { "" };
-	struct provision_error perr = { "", false };
+	struct error lerr = {};
+	struct error kerr = {};
+	struct error perr = {};
+	bool written;
 	struct provision_params p = { 0 };
 	struct prov_out po = { .ctx = ctx };
 	const char *layout = NULL, *keyring = NULL;
@@ -120,10 +121,10 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	if (!ctx->json && !ctx->quiet)
 		printf("%s %s with %s (%s):\n", p.dry_run ? "Would provision" : "Provisioning",
 		       p.target, p.bundle, l->board ? l->board : l->path);
-	r = provision_run(&p, &perr);
+	r = provision_run(&p, &written, &perr);
 	if (r < 0) {
 		json_object_put(po.regions);
-		if (!perr.written) {
+		if (!written) {
 			/* refused by a check: nothing was touched, and a dry run says the same */
 			cli_error(ctx, "provision %s refused, nothing was written: %s", p.target,
 				  perr.msg);

@@ -105,7 +105,7 @@ static int parse_bool(const char *v, bool *ret)
 }
 
 static int set_value(struct conf *c, const struct conf_key *k, const char *value,
-		     char *why, size_t whylen)
+		     struct error *err)
 {
 	void *field = (char *)c + k->offset;
 	uint64_t n;
@@ -113,22 +113,21 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 
 	switch (k->kind) {
 	case CONF_STRING:
-		if (!*value) {
-			snprintf(why, whylen, "empty value");
-			return -EINVAL;
-		}
-		return set_string(field, value);
+		if (!*value)
+			return error_set(err, -EINVAL, "empty value");
+		r = set_string(field, value);
+		return r < 0 ? error_set(err, r, "out of memory") : r;
 	case CONF_BOOL:
 		r = parse_bool(value, field);
 		if (r < 0)
-			snprintf(why, whylen, "'%s' is not a boolean (yes/no/true/false/1/0)", value);
+			return error_set(err, r, "'%s' is not a boolean (yes/no/true/false/1/0)",
+					 value);
 		return r;
 	case CONF_SECONDS:
 		r = util_parse_size(value, &n);
-		if (r < 0 || n == 0 || n > 86400) {
-			snprintf(why, whylen, "'%s' is not a number of seconds (1..86400)", value);
-			return -EINVAL;
-		}
+		if (r < 0 || n == 0 || n > 86400)
+			return error_set(err, -EINVAL, "'%s' is not a number of seconds (1..86400)",
+					 value);
 		*(uint32_t *)field = n;
 		return 0;
 	case _CONF_KIND_MAX:
@@ -138,25 +137,19 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 }
 
 int conf_set(struct conf *c, const char *section, const char *key, const char *value,
-	       struct conf_error *err)
+	       struct error *err)
 {
-	char why[256] = "";
 	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++) {
 		const struct conf_key *k = &conf_keys[i];
 		if (strcmp(k->key, key) || strcmp(k->section, section ? section : "flashd"))
 			continue;
-		r = set_value(c, k, value, why, sizeof(why));
-		if (r < 0 && err)
-			snprintf(err->msg, sizeof(err->msg), "[%s] %s: %s", k->section, key,
-				 r == -ENOMEM ? "out of memory" : why);
-		return r;
+		r = set_value(c, k, value, err);
+		return r < 0 ? error_prefix(err, r, "[%s] %s", k->section, key) : r;
 	}
-	if (err)
-		snprintf(err->msg, sizeof(err->msg), "unknown key '%s' in section [%s]", key,
+	return error_set(err, -EINVAL, "unknown key '%s' in section [%s]", key,
 			 section ? section : "flashd");
-	return -EINVAL;
 }
 
 static char *strip(char *s)
@@ -172,7 +165,7 @@ static char *strip(char *s)
 }
 
 static int parse_line(struct conf *c, char *line, char *section, size_t seclen,
-		      struct conf_error *err)
+		      struct error *err)
 {
 	char *s = strip(line), *eq;
 
@@ -180,33 +173,25 @@ static int parse_line(struct conf *c, char *line, char *section, size_t seclen,
 		return 0;
 	if (*s == '[') {
 		char *end = strchr(s, ']');
-		if (!end || end[1] != '\0') {
-			snprintf(err->msg, sizeof(err->msg), "malformed section header '%s'", s);
-			return -EINVAL;
-		}
+		if (!end || end[1] != '\0')
+			return error_set(err, -EINVAL, "malformed section header '%s'", s);
 		*end = '\0';
-		if (strcmp(s + 1, "flashd") && strcmp(s + 1, "health")) {
-			snprintf(err->msg, sizeof(err->msg),
-				 "unknown section [%s] (known: [flashd], [health])", s + 1);
-			return -EINVAL;
-		}
+		if (strcmp(s + 1, "flashd") && strcmp(s + 1, "health"))
+			return error_set(err, -EINVAL, "unknown section [%s] (known: [flashd], [health])", s + 1);
 		snprintf(section, seclen, "%s", s + 1);
 		return 0;
 	}
 	eq = strchr(s, '=');
-	if (!eq) {
-		snprintf(err->msg, sizeof(err->msg), "expected key=value, got '%s'", s);
-		return -EINVAL;
-	}
+	if (!eq)
+		return error_set(err, -EINVAL, "expected key=value, got '%s'", s);
 	*eq = '\0';
 	return conf_set(c, section, strip(s), strip(eq + 1), err);
 }
 
-int conf_load(struct conf *c, const char *path, bool missing_ok, struct conf_error *err)
+int conf_load(struct conf *c, const char *path, bool missing_ok, struct error *err)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	char line[1024], section[32] = "flashd";
-	struct conf_error e = { "" };
 	unsigned lineno = 0;
 	int r;
 
@@ -214,20 +199,15 @@ int conf_load(struct conf *c, const char *path, bool missing_ok, struct conf_err
 		r = -errno;
 		if (r == -ENOENT && missing_ok)
 			return 0;
-		snprintf(err->msg, sizeof(err->msg), "%s: %s", path, strerror(-r));
-		return r;
+		return error_set(err, r, "%s: %s", path, strerror(-r));
 	}
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(err->msg, sizeof(err->msg), "%s:%u: line too long", path, lineno);
-			return -EINVAL;
-		}
-		r = parse_line(c, line, section, sizeof(section), &e);
-		if (r < 0) {
-			snprintf(err->msg, sizeof(err->msg), "%s:%u: %s", path, lineno, e.msg);
-			return r;
-		}
+		if (!strchr(line, '\n') && !feof(f))
+			return error_set(err, -EINVAL, "%s:%u: line too long", path, lineno);
+		r = parse_line(c, line, section, sizeof(section), err);
+		if (r < 0)
+			return error_prefix(err, r, "%s:%u", path, lineno);
 	}
 	return 0;
 }

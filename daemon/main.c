@@ -45,7 +45,7 @@ static const struct {
 	{ OPT_ALLOW_UNSIGNED, "allow-unsigned" },
 };
 
-static int apply_override(struct conf *c, int opt, const char *arg, struct conf_error *err)
+static int apply_override(struct conf *c, int opt, const char *arg, struct error *err)
 {
 	for (size_t i = 0; i < ELEMENTSOF(overrides); i++)
 		if (overrides[i].opt == opt)
@@ -73,8 +73,8 @@ int main(int argc, char **argv)
 	size_t n_pending = 0;
 	_cleanup_(conf_freep) struct conf *conf = NULL;
 	_cleanup_manager_ struct manager *m = NULL;
-	struct conf_error cerr = { "" };
-	struct manager_error merr = { "" };
+	struct error cerr = {};
+	struct error merr = {};
 	const char *config = NULL;
 	int c, r;
 

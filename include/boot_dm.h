@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "error.h"
 
 #define BOOT_DM_CONTROL "/dev/mapper/control"
 
@@ -46,6 +47,6 @@ int boot_dm_plan_format(const struct boot_dm_plan *p, dev_t dev, char **ret);
  * /dev/mapper when devtmpfs did not make one) and its dev_t. On failure
  * the half-made device is removed and err says which ioctl failed. */
 int boot_dm_create(const char *name, dev_t dev, const struct boot_dm_plan *p,
-		   char *ret_path, size_t path_len, dev_t *ret_dev, char *err, size_t errlen);
+		   char *ret_path, size_t path_len, dev_t *ret_dev, struct error *err);
 /* Remove device name (-ENXIO when it does not exist). */
 int boot_dm_remove(const char *name);

@@ -20,6 +20,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include "error.h"
 
 #define BOOT_GEN_PREFIX "gen-"
 #define BOOT_GEN_META "flashd-gen"
@@ -54,7 +55,7 @@ int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret
  * returns how many (err names the first one's file and line), or -errno
  * when a file cannot be read. */
 int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_list *ret,
-		       char *err, size_t errlen);
+		       struct error *err);
 
 /* Copy the keep paths (globs allowed) from old_upper to new_upper: files,
  * symlinks, directories (recursively) and whiteouts, with owner, mode,
@@ -67,7 +68,7 @@ int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_l
  * read or written, and a copy whose source and destination are one inode
  * fails with -ELOOP. Returns the number of entries copied. */
 int boot_gen_migrate(const char *old_upper, const char *new_upper,
-		     const struct boot_gen_list *keep, char *err, size_t errlen);
+		     const struct boot_gen_list *keep, struct error *err);
 
 struct boot_gen_result {
 	char name[BOOT_GEN_NAME_MAX];        /* the generation in use */
@@ -89,7 +90,7 @@ struct boot_gen_result {
  * "/etc" for a per-subtree overlay: keep entries outside it are ignored,
  * the others taken relative to it). Returns 0, fills ret. */
 int boot_gen_prepare(const char *overlay, const char *name, const char *rom, const char *prefix,
-		     struct boot_gen_result *ret, char *err, size_t errlen);
+		     struct boot_gen_result *ret, struct error *err);
 
 /* The rule above: left = BOOT_x_LEFT now (after the script's decrement). */
 bool boot_gen_slot_good(unsigned left, unsigned max_tries, unsigned boots_before);
@@ -99,6 +100,6 @@ int boot_gen_list(const char *overlay, struct boot_gen_list *ret);
 /* Remove every generation but keep (and leftovers); fills removed (may be
  * NULL). Returns the number removed. */
 int boot_gen_gc(const char *overlay, const char *keep, struct boot_gen_list *removed,
-		char *err, size_t errlen);
+		struct error *err);
 /* rm -rf that stays on one filesystem and never follows symlinks. */
 int boot_gen_rmtree(const char *path);

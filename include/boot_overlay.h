@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "flash.h"
 #include "layout.h"
 
@@ -40,7 +41,7 @@ struct boot_overlay_result {
 	bool formatted;               /* first boot: erased with cleanmarkers */
 	bool reset_done;              /* factory reset carried out */
 	bool fallback;                /* tmpfs instead of the layout's filesystem */
-	char fallback_reason[512];
+	struct error fallback_reason;
 	const char *medium;           /* JFFS2: what the partition held */
 	uint64_t size, used;          /* statvfs of the mount */
 	struct boot_overlay_probe probe;
@@ -59,7 +60,7 @@ int boot_overlay_classify(struct flash *f, enum boot_overlay_medium *ret);
  * env flag after success). Returns 0 also on a tmpfs fallback (see
  * ret->fallback); < 0 only when not even tmpfs could be mounted. */
 int boot_overlay_mount(const struct layout *l, const struct layout_overlay *ov, const char *mnt,
-		       bool reset, struct boot_overlay_result *ret, char *err, size_t errlen);
+		       bool reset, struct boot_overlay_result *ret, struct error *err);
 
 /* Probe dir (on the upper filesystem); leaves nothing behind. */
 int boot_overlay_probe(const char *dir, struct boot_overlay_probe *ret);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "error.h"
 #include "layout.h"
 
 #define BOOT_ROOT_UBI_SYSFS "/sys/class/ubi"
@@ -45,15 +46,14 @@ const char *boot_root_kind_to_string(enum boot_root_kind k);
  * names the device-mapper device if one is needed. err says what failed
  * and where. ret->hold_fd must be closed (boot_root_done) after mounting. */
 int boot_root_setup(const struct layout *l, const struct layout_image_target *t,
-		    const char *dm_name, struct boot_root *ret, char *err, size_t errlen);
+		    const char *dm_name, struct boot_root *ret, struct error *err);
 void boot_root_done(struct boot_root *r);
 
 /* UBI device number the MTD partition p is attached as; attaches it
  * (UBI_IOCATT on /dev/ubi_ctrl) when it is not. */
 int boot_root_ubi_attach(const struct layout *l, const struct layout_partition *p,
-			 char *err, size_t errlen);
+			 struct error *err);
 /* Volume id of name on UBI device ubi_num, from sysfs; -ENOENT. */
 int boot_root_ubi_volume(int ubi_num, const char *name);
 /* "/dev/mtdN" of partition p (looked up by MTD name in sysfs). */
-int boot_root_mtd_dev(const struct layout_partition *p, char *buf, size_t len, char *err,
-		      size_t errlen);
+int boot_root_mtd_dev(const struct layout_partition *p, char *buf, size_t len, struct error *err);

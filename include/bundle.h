@@ -9,7 +9,7 @@
  * caller as they arrive; nothing beyond the manifest and one 64 KiB
  * inflate window is buffered.
  *
- * Errors: -errno, with a message in struct bundle_error naming the image,
+ * Errors: -errno, with a message in struct error naming the image,
  * field or byte offset. The codes callers may want to tell apart:
  *   -EBADMSG          malformed bundle, tampered manifest framing, payload
  *                     hash mismatch, corrupt gzip data, not a squashfs
@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "error.h"
 #include "keyring.h"
 #include "squashfs.h"
 
@@ -50,10 +51,6 @@ struct json_object;
 #define BUNDLE_DESCRIPTION_MAX 256
 #define BUNDLE_BUILD_DATE_LEN 20 /* "2026-12-01T12:00:00Z" */
 #define BUNDLE_INFLATE_CHUNK (64 * 1024)
-
-struct bundle_error {
-	char msg[512];
-};
 
 enum bundle_image_type {
 	BUNDLE_IMAGE_SQUASHFS,
@@ -132,11 +129,11 @@ struct bundle_policy {
  * image is refused by name, a squashfs superblock must be sound. */
 #define BUNDLE_STOP 1
 struct bundle_reader_ops {
-	int (*manifest)(void *userdata, const struct bundle_manifest *m, struct bundle_error *err);
-	int (*image_begin)(void *userdata, const struct bundle_image *img, struct bundle_error *err);
+	int (*manifest)(void *userdata, const struct bundle_manifest *m, struct error *err);
+	int (*image_begin)(void *userdata, const struct bundle_image *img, struct error *err);
 	int (*image_data)(void *userdata, const struct bundle_image *img, const void *buf,
-			  size_t len, struct bundle_error *err);
-	int (*image_end)(void *userdata, const struct bundle_image *img, struct bundle_error *err);
+			  size_t len, struct error *err);
+	int (*image_end)(void *userdata, const struct bundle_image *img, struct error *err);
 };
 
 struct bundle_reader;
@@ -151,12 +148,12 @@ static inline void bundle_reader_freep(struct bundle_reader **r) { if (*r) bundl
  * manifest callback stopped reading; further input is ignored), or
  * -errno. Errors are sticky: later calls return the same code and message. */
 int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
-		       struct bundle_error *err);
+		       struct error *err);
 /* End of stream: 0 when the bundle was complete (or stopped), -ENODATA
  * naming where it was cut off otherwise. */
-int bundle_reader_finish(struct bundle_reader *r, struct bundle_error *err);
+int bundle_reader_finish(struct bundle_reader *r, struct error *err);
 /* Read fd to EOF in BUNDLE_INFLATE_CHUNK pieces, feed, finish. */
-int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct bundle_error *err);
+int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct error *err);
 
 /* NULL until the manifest was verified and parsed. */
 const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader *r);
@@ -173,12 +170,12 @@ size_t bundle_reader_mem_peak(const struct bundle_reader *r);
  * callback: compatible (NULL = skip) and slot room (n_slots 0 = skip). */
 int bundle_manifest_check(const struct bundle_manifest *m, const char *compatible,
 			  const struct bundle_slot_limit *slots, size_t n_slots,
-			  struct bundle_error *err);
+			  struct error *err);
 /* Parse and validate manifest bytes (canonical JSON) without the
  * framing or signatures; used by the reader, the writer's self-check and
  * the fuzzers. Trust fields are left zero. */
 int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *ret,
-			  struct bundle_error *err);
+			  struct error *err);
 /* JSON view of a manifest (for flashctl --json and the daemon status). */
 int bundle_manifest_to_json(const struct bundle_manifest *m, struct json_object **ret);
 
@@ -226,14 +223,14 @@ struct bundle_create_result {
  * read twice: once to hash (and compress, to learn the stored size), once
  * to write; a file changing in between is an error. */
 int bundle_create(const struct bundle_create_params *p, int out_fd,
-		  struct bundle_create_result *ret, struct bundle_error *err);
+		  struct bundle_create_result *ret, struct error *err);
 
 /* Ed25519 key pair as PEM: private_path (mode 0600, PKCS#8) and
  * public_path (SubjectPublicKeyInfo, for the keyring). Refuses to
  * overwrite existing files (-EEXIST). ret_id may be NULL. */
 int bundle_keygen(const char *private_path, const char *public_path,
-		  uint8_t ret_id[KEYRING_ID_SIZE], struct bundle_error *err);
+		  uint8_t ret_id[KEYRING_ID_SIZE], struct error *err);
 /* Load an Ed25519 private key (PEM) for bundle_create; free with
  * bundle_key_free. */
-int bundle_key_load(const char *path, void **ret, struct bundle_error *err);
+int bundle_key_load(const char *path, void **ret, struct error *err);
 void bundle_key_free(void *key);

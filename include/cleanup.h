@@ -5,6 +5,9 @@
 #include <unistd.h>
 #include <errno.h>
 #include <stdio.h>
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
@@ -20,10 +23,12 @@ static inline void closep(const int *fd)
 	}
 }
 static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
 
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 /* Define foo_freep() for a NULL-safe foo_free(). */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)         \
@@ -38,3 +43,30 @@ static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define DIV_ROUND_UP(a, b) (((a) + (b) - 1) / (b))
 #define IS_ALIGNED(x, a) (((x) % (a)) == 0)
+
+/* Index of s in a table of names (NULL entries skipped), or -EINVAL. */
+static inline int string_table_lookup(const char *const *table, size_t n, const char *s)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (table[i] && strcmp(table[i], s) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+/* enum <-> string from a table of names indexed by the enum:
+ *   static const char *const slot_op_table[_SLOT_OP_MAX] = { [SLOT_OP_X] = "x", ... };
+ *   DEFINE_STRING_TABLE(slot_op, enum slot_op)
+ * defines slot_op_to_string(v) (NULL when out of range) and
+ * slot_op_from_string(s) (the value, or -EINVAL when unknown);
+ * DEFINE_STRING_TABLE_TO only the first. */
+#define DEFINE_STRING_TABLE_TO(name, type)                                      \
+	const char *name##_to_string(type v)                                   \
+	{                                                                      \
+		return (size_t)v < ELEMENTSOF(name##_table) ? name##_table[v] : NULL; \
+	}
+#define DEFINE_STRING_TABLE(name, type)                                         \
+	DEFINE_STRING_TABLE_TO(name, type)                                     \
+	int name##_from_string(const char *s)                                  \
+	{                                                                      \
+		return string_table_lookup(name##_table, ELEMENTSOF(name##_table), s); \
+	}

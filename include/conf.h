@@ -4,10 +4,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
-
-struct conf_error {
-	char msg[512];
-};
+#include "error.h"
 
 struct conf {
 	char *layout;          /* [flashd] layout= board layout JSON */
@@ -29,10 +26,10 @@ struct conf {
 int conf_new(struct conf **ret); /* defaults only */
 /* Load path over the defaults. A missing file is -ENOENT unless
  * missing_ok, in which case the defaults stay. */
-int conf_load(struct conf *c, const char *path, bool missing_ok, struct conf_error *err);
+int conf_load(struct conf *c, const char *path, bool missing_ok, struct error *err);
 /* Apply one "section.key=value" or "key=value" override (command line). */
 int conf_set(struct conf *c, const char *section, const char *key, const char *value,
-	       struct conf_error *err);
+	       struct error *err);
 void conf_free(struct conf *c);
 static inline void conf_freep(struct conf **c) { if (*c) conf_free(*c); }
 #define _cleanup_conf_ __attribute__((cleanup(conf_freep)))

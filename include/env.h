@@ -28,14 +28,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "error.h"
 #include "layout.h"
 
 struct env;
 struct env_txn;
-
-struct env_error {
-	char msg[512];
-};
 
 /* One env copy: file or /dev/mtdN, and where the env lives in it. */
 struct env_device {
@@ -85,14 +82,14 @@ void env_set_lock(const char *path, unsigned timeout_ms);
  * chip). A layout without env copies is -ENOENT (use env_open_config).
  * -EBUSY when the env lock stays taken (see above). */
 int env_open_layout(const struct layout *l, const char *target, const char *sysfs_root,
-		    unsigned flags, struct env **ret, struct env_error *err);
+		    unsigned flags, struct env **ret, struct error *err);
 /* An fw_env.config ("device offset size [sector-size [sectors]]" lines,
  * two lines = redundant). Checked for the traps of libubootenv 0.3.2:
  * sizes without 0x (parsed as hex there), /dev/mtdblockN (writes do
  * nothing there). */
-int env_open_config(const char *path, unsigned flags, struct env **ret, struct env_error *err);
+int env_open_config(const char *path, unsigned flags, struct env **ret, struct error *err);
 int env_open_devices(const struct env_device *devs, size_t n_devs, unsigned flags,
-		     struct env **ret, struct env_error *err);
+		     struct env **ret, struct error *err);
 void env_close(struct env *e);
 static inline void env_closep(struct env **e) { if (*e) env_close(*e); }
 #define _cleanup_env_ __attribute__((cleanup(env_closep)))
@@ -131,7 +128,7 @@ size_t env_txn_size(const struct env_txn *t);
 /* Apply and store once. On failure nothing is written (or the store was
  * torn, which the redundant copy/CRC makes invisible) and the env in
  * memory is reloaded from storage. -ENODATA on a blank env. */
-int env_txn_commit(struct env_txn *t, struct env_error *err);
+int env_txn_commit(struct env_txn *t, struct error *err);
 void env_txn_free(struct env_txn *t);
 static inline void env_txn_freep(struct env_txn **t) { if (*t) env_txn_free(*t); }
 #define _cleanup_env_txn_ __attribute__((cleanup(env_txn_freep)))
@@ -142,4 +139,4 @@ static inline void env_txn_freep(struct env_txn **t) { if (*t) env_txn_free(*t);
  * env without force (-EEXIST), so defaults never silently replace a
  * board's settings. */
 int env_init_default(struct env *e, const char *initial_env, const struct env_var *vars,
-		     size_t n_vars, bool force, struct env_error *err);
+		     size_t n_vars, bool force, struct error *err);

@@ -149,6 +149,10 @@ struct flash_mtd_sysfs {
 /* Find mtdN by name under sysroot (normally FLASH_MTD_SYSFS); fills the
  * /dev path. -ENODEV when no MTD device has that name. */
 int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len);
+/* The same, the path in a new string. */
+int flash_mtd_find_by_name_dup(const char *sysroot, const char *name, char **ret_dev);
+/* Index N of a sysfs entry "mtdN" (-EINVAL for anything else, "mtdNro" too). */
+int flash_mtd_parse_dirname(const char *n, unsigned *ret);
 int flash_mtd_read_sysfs(const char *sysroot, unsigned index, struct flash_mtd_sysfs *ret);
 /* sysfs "type" string -> FLASH_NOR/FLASH_NAND; -EMEDIUMTYPE for UBI,
  * absent and unknown types. */

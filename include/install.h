@@ -29,12 +29,9 @@
 
 #include "board.h"
 #include "bundle.h"
+#include "error.h"
 #include "keyring.h"
 #include "layout.h"
-
-struct install_error {
-	char msg[512];
-};
 
 enum install_phase {
 	INSTALL_PHASE_MANIFEST,   /* waiting for the signed manifest */
@@ -88,19 +85,21 @@ static inline void install_freep(struct install **in) { if (*in) install_free(*i
 
 /* Feed bundle bytes. -errno on failure (err says what); the target slot
  * stays marked bad and the engine refuses further input. */
-int install_feed(struct install *in, const void *buf, size_t len, struct install_error *err);
+int install_feed(struct install *in, const void *buf, size_t len, struct error *err);
 /* End of the bundle stream: -ENODATA when it was cut short. */
-int install_finish_input(struct install *in, struct install_error *err);
+int install_finish_input(struct install *in, struct error *err);
 /* One bounded piece of the verify/activate work: 1 = call again, 0 = done. */
-int install_step(struct install *in, struct install_error *err);
+int install_step(struct install *in, struct error *err);
 /* Stop: the slot stays marked bad (if it was marked already: the env is
  * untouched when nothing was written yet); later calls return -ECANCELED.
  * No effect on an install that is done (the slot is activated). */
 void install_cancel(struct install *in);
 
 /* Blocking: read fd to EOF in chunks, then step to the end. cancel, when
- * not NULL, is polled between chunks (a signal handler may set it). */
-int install_run_fd(struct install *in, int fd, volatile int *cancel, struct install_error *err);
+ * not NULL, is polled between chunks and every 200 ms while fd has no data
+ * (a signal handler may set it; a stalled pipe cannot delay a cancel). The
+ * daemon's install worker and flashctl provision both run installs so. */
+int install_run_fd(struct install *in, int fd, volatile int *cancel, struct error *err);
 
 enum install_phase install_get_phase(const struct install *in);
 const char *install_phase_to_string(enum install_phase p);

@@ -7,16 +7,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "error.h"
 
 #define KEYRING_ID_SIZE 32
 #define KEYRING_SIG_SIZE 64
 #define KEYRING_RAW_KEY_SIZE 32
 #define KEYRING_MAX_KEYS 64
 #define KEYRING_MAX_FILE_SIZE (16 * 1024)
-
-struct keyring_error {
-	char msg[512];
-};
 
 struct keyring_key {
 	uint8_t id[KEYRING_ID_SIZE];
@@ -31,12 +28,12 @@ int keyring_new(struct keyring **ret);
  * skipped). -ENOKEY when dir holds no key; -EINVAL (message names the
  * file) for a file that is not an Ed25519 public key, including a
  * private key put there by mistake. */
-int keyring_load_dir(const char *dir, struct keyring **ret, struct keyring_error *err);
+int keyring_load_dir(const char *dir, struct keyring **ret, struct error *err);
 /* Add one PEM public key; name is used in messages and keyring_key.name.
  * A key already present is not added twice (returns 0). */
 int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *name,
-		    struct keyring_error *err);
-int keyring_add_file(struct keyring *k, const char *path, struct keyring_error *err);
+		    struct error *err);
+int keyring_add_file(struct keyring *k, const char *path, struct error *err);
 
 size_t keyring_count(const struct keyring *k);
 const struct keyring_key *keyring_get(const struct keyring *k, size_t i);

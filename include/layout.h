@@ -8,15 +8,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include "error.h"
 #include "flash.h"
 
 /* The board's layout, where flashd boot (in an initramfs, before any
  * prefix exists) and the daemon both look: one path for both. */
 #define LAYOUT_DEFAULT_PATH "/etc/flashd/layout.json"
-
-struct layout_error {
-	char msg[512];
-};
 
 enum layout_storage {
 	LAYOUT_STORAGE_NOR,   /* raw NOR partition */
@@ -142,8 +139,8 @@ struct layout {
 	size_t n_lowers;
 };
 
-int layout_load(const char *path, struct layout **ret, struct layout_error *err);
-int layout_parse(const char *json, const char *name, struct layout **ret, struct layout_error *err);
+int layout_load(const char *path, struct layout **ret, struct error *err);
+int layout_parse(const char *json, const char *name, struct layout **ret, struct error *err);
 void layout_free(struct layout *l);
 static inline void layout_freep(struct layout **l) { if (*l) layout_free(*l); }
 #define _cleanup_layout_ __attribute__((cleanup(layout_freep)))
@@ -169,11 +166,10 @@ int layout_nandsim(const struct layout *l, const struct layout_device *dev,
 /* Compare with the running kernel's MTD table (sysfs root configurable for
  * tests, normally "/sys/class/mtd"). On mismatch: -ENODEV/-EINVAL and err
  * names the partition and the differing field. */
-int layout_check_system(const struct layout *l, const char *sysfs_root, struct layout_error *err);
+int layout_check_system(const struct layout *l, const char *sysfs_root, struct error *err);
 
 /* --- additions (layout module) --- */
 
-const char *layout_flash_type_to_string(enum flash_type t);
 const char *layout_ubi_vol_type_to_string(enum layout_ubi_vol_type t);
 
 /* The MTD name the kernel gives the chip: d->mtd_id when set; else for a

@@ -3,20 +3,17 @@
 #pragma once
 #include <systemd/sd-event.h>
 #include "conf.h"
+#include "error.h"
 
 struct manager;
 
-struct manager_error {
-	char msg[512];
-};
-
 /* Takes ownership of conf. Loads the layout and the keyring. */
-int manager_new(struct conf *conf, struct manager **ret, struct manager_error *err);
+int manager_new(struct conf *conf, struct manager **ret, struct error *err);
 void manager_free(struct manager *m);
 static inline void manager_freep(struct manager **m) { if (*m) manager_free(*m); }
 #define _cleanup_manager_ __attribute__((cleanup(manager_freep)))
 
 /* Event loop, signals, watchdog, control socket (socket activation or
  * bind), then the health check when the booted slot is on trial. */
-int manager_startup(struct manager *m, struct manager_error *err);
+int manager_startup(struct manager *m, struct error *err);
 int manager_run(struct manager *m);

@@ -10,13 +10,9 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+#include "error.h"
 #include "keyring.h"
 #include "layout.h"
-
-struct provision_error {
-	char msg[512];
-	bool written;          /* the failure came after flash was touched (else: refused) */
-};
 
 enum provision_action {
 	PROVISION_KEEP,        /* left as it is (bootloader) */
@@ -61,6 +57,6 @@ struct provision_params {
  * other unsupported layouts, the bundle: signature, hashes, compatible,
  * image types and sizes against the slots and their good blocks) runs
  * before the first erase; a dry run runs exactly these checks. On failure
- * err->written says whether flash was touched. */
-int provision_run(const struct provision_params *p, struct provision_error *err);
+ * *ret_written (may be NULL) says whether flash was touched. */
+int provision_run(const struct provision_params *p, bool *ret_written, struct error *err);
 const char *provision_action_to_string(enum provision_action a);

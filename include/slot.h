@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "error.h"
 #include "env.h"
 #include "layout.h"
 
@@ -31,10 +32,6 @@
 #define SLOT_MAX_TRIES_LIMIT 9
 #define SLOT_DEFAULT_MAX_TRIES 3
 #define SLOT_DEFAULT_CMDLINE "/proc/cmdline"
-
-struct slot_error {
-	char msg[256];
-};
 
 /* Operations; every one refuses (-EPERM) to put an unverified slot into
  * BOOT_ORDER and (-EBUSY) to leave BOOT_ORDER empty. */
@@ -174,9 +171,9 @@ typedef char *(*slot_getenv_fn)(void *userdata, const char *name);
  * (what the script's setexpr counts right) or an unknown FLASHD_<x>_STATE
  * is -EBADMSG with err naming it. */
 int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
-		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct slot_error *err);
+		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct error *err);
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
-			  slot_getenv_fn get, void *userdata, struct slot_error *err);
+			  slot_getenv_fn get, void *userdata, struct error *err);
 
 int slot_find(const struct slot_state *st, const char *name); /* index or -ENOENT */
 int slot_next_boot(const struct slot_state *st);              /* index or -ENOENT */
@@ -217,14 +214,14 @@ bool slot_is_state_var(const char *name);
  * not known, only the form is checked. value NULL = delete. -EINVAL with
  * err saying why; 0 for variables that are not slot state. */
 int slot_var_check(const struct layout_slot_group *g, const char *name, const char *value,
-		   struct slot_error *err);
+		   struct error *err);
 
 /* Compute op on slot (index; -1 where the op takes none, for rollback =
  * "from the primary"). Fills the new state and the changes; st untouched.
  * 0 done, 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). */
 int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
 		 struct slot_state *ret_state, struct slot_changes *ret_changes,
-		 struct slot_error *err);
+		 struct error *err);
 /* The booted slot fell back (slot_status.fell_back): the primaries the
  * boot script skipped are out of tries. */
 bool slot_fell_back(const struct slot_state *st, int booted);
@@ -239,7 +236,7 @@ bool slot_needs_fallback(const struct slot_state *st, int booted);
  * in BOOT_ORDER to lock the board onto. booted -1 = unknown. */
 int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op, int slot,
 			unsigned flags, struct slot_state *ret_state,
-			struct slot_changes *ret_changes, struct slot_error *err);
+			struct slot_changes *ret_changes, struct error *err);
 void slot_status_compute(const struct slot_state *st, int booted, const char *booted_by,
 			 struct slot_status *ret);
 
@@ -249,10 +246,10 @@ void slot_status_compute(const struct slot_state *st, int booted, const char *bo
  * -EBADMSG when flashd.slot/rauc.slot names a slot that does not exist. */
 int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
 			     const struct layout_slot_group *g, const char **ret_by,
-			     struct slot_error *err);
+			     struct error *err);
 /* Same, reading path (NULL = /proc/cmdline). */
 int slot_booted(const char *path, const struct layout *l, const struct layout_slot_group *g,
-		const char **ret_by, struct slot_error *err);
+		const char **ret_by, struct error *err);
 
 /* The boot script's choice at power-on, exactly (the script is the
  * reference): unset or empty BOOT_ORDER / BOOT_<x>_LEFT take the defaults
@@ -266,7 +263,7 @@ int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
 		     struct slot_changes *ret_changes);
 
 /* Write c with one env transaction (an empty value deletes the variable). */
-int slot_apply(struct env *e, const struct slot_changes *c, struct env_error *err);
+int slot_apply(struct env *e, const struct slot_changes *c, struct error *err);
 
 /* The U-Boot hush boot script for layout l's first slot group (see
  * docs/boot-contract.md): picks the first slot in BOOT_ORDER with tries

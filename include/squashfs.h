@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "error.h"
 
 #define SQUASHFS_SUPERBLOCK_SIZE 96
 #define SQUASHFS_MAGIC 0x73717368u /* "hsqs" on disk */
@@ -39,7 +40,7 @@ struct squashfs_info {
  *   -EFBIG    bytes_used > max_size
  *   -EINVAL   len < SQUASHFS_SUPERBLOCK_SIZE */
 int squashfs_check_superblock(const void *buf, size_t len, uint64_t max_size,
-			      struct squashfs_info *ret, char *err, size_t errlen);
+			      struct squashfs_info *ret, struct error *err);
 
 /* "gzip", "xz", ... or NULL for an unknown id. */
 const char *squashfs_compression_to_string(unsigned id);

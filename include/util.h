@@ -24,10 +24,8 @@ ssize_t util_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 ssize_t util_read_full(int fd, void *buf, size_t len);
 ssize_t util_write_full(int fd, const void *buf, size_t len);
 
-/* Format a message into err (NULL or errlen 0: none) and return r, for
- * "return util_errorf(err, len, -EINVAL, "...")" error paths. */
-int util_errorf(char *err, size_t errlen, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* mkdir -p: path and every missing parent (existing ones are fine). */
+int util_mkdir_p(const char *path, mode_t mode);
 
 /* True when every byte of buf equals c. */
 bool util_mem_is(const void *buf, int c, size_t len);

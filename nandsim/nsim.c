@@ -130,42 +130,18 @@ uint64_t nsim_data_offset(void)
 	return NSIM_HEADER_SIZE;
 }
 
-static const char *const type_names[_NSIM_TYPE_MAX] = {
+static const char *const nsim_type_table[_NSIM_TYPE_MAX] = {
 	[NSIM_NOR] = "nor",
 	[NSIM_NAND] = "nand",
 };
+DEFINE_STRING_TABLE(nsim_type, enum nsim_type)
 
-static const char *const flip_names[_NSIM_FLIP_MAX] = {
+static const char *const nsim_flip_table[_NSIM_FLIP_MAX] = {
 	[NSIM_FLIP_NONE] = "none",
 	[NSIM_FLIP_CORRECTED] = "corrected",
 	[NSIM_FLIP_UNCORRECTABLE] = "uncorrectable",
 };
-
-const char *nsim_type_to_string(enum nsim_type t)
-{
-	return (unsigned)t < _NSIM_TYPE_MAX ? type_names[t] : NULL;
-}
-
-int nsim_type_from_string(const char *s)
-{
-	for (unsigned i = 0; i < _NSIM_TYPE_MAX; i++)
-		if (s && !strcmp(s, type_names[i]))
-			return i;
-	return -EINVAL;
-}
-
-const char *nsim_flip_to_string(enum nsim_flip f)
-{
-	return (unsigned)f < _NSIM_FLIP_MAX ? flip_names[f] : NULL;
-}
-
-int nsim_flip_from_string(const char *s)
-{
-	for (unsigned i = 0; i < _NSIM_FLIP_MAX; i++)
-		if (s && !strcmp(s, flip_names[i]))
-			return i;
-	return -EINVAL;
-}
+DEFINE_STRING_TABLE(nsim_flip, enum nsim_flip)
 
 /* ---- geometry ---------------------------------------------------------- */
 

@@ -203,14 +203,21 @@ bool util_mem_is(const void *buf, int c, size_t len)
 	return p[0] == (unsigned char)c && memcmp(p, p + 1, len - 1) == 0;
 }
 
-int util_errorf(char *err, size_t errlen, int r, const char *fmt, ...)
+int util_mkdir_p(const char *path, mode_t mode)
 {
-	va_list ap;
+	_cleanup_free_ char *p = strdup(path);
 
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
 	}
-	return r;
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
 }

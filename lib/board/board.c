@@ -132,28 +132,13 @@ int board_open_partition_by_name(struct board *b, const char *name, struct flash
 	return board_open_partition(b, p, ret);
 }
 
-/* /dev/mtdN for the MTD partition called name, found through sysfs. */
-static int mtd_dev_by_name(const char *name, char **ret)
-{
-	for (int i = 0; i < 256; i++) {
-		char path[64], line[128];
-		if (snprintf(path, sizeof(path), "/sys/class/mtd/mtd%d/name", i) < 0)
-			return -ENOMEM;
-		if (util_read_line(path, line, sizeof(line)) < 0)
-			continue;
-		if (!strcmp(line, name))
-			return asprintf(ret, "/dev/mtd%d", i) < 0 ? -ENOMEM : 0;
-	}
-	return -ENODEV;
-}
-
 int board_partition_path(struct board *b, const struct layout_partition *p, char **ret_path,
 			 uint64_t *ret_offset)
 {
 	int r;
 
 	if (!b->sim) {
-		r = mtd_dev_by_name(p->name, ret_path);
+		r = flash_mtd_find_by_name_dup(FLASH_MTD_SYSFS, p->name, ret_path);
 		if (r >= 0)
 			*ret_offset = 0;
 		return r;

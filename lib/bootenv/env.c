@@ -119,25 +119,6 @@ static unsigned env_lock_timeout_ms = ENV_LOCK_TIMEOUT_MS;
 static int env_lock_fd = -1;
 static unsigned env_lock_holders;
 
-static inline void closedirp(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
-_printf_(3, 4)
-static int env_fail(struct env_error *err, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 bool env_name_valid(const char *name)
 {
 	if (!name || !*name)
@@ -209,7 +190,7 @@ static uint64_t env_now_ms(void)
  * stalling the caller (the daemon's event loop). Without the rights to
  * open the lock file (a user reading the env) go on unlocked, as
  * libubootenv does: a read is checked by the CRCs anyway. */
-static int env_lock_take(int *ret_fd, struct env_error *err)
+static int env_lock_take(int *ret_fd, struct error *err)
 {
 	_cleanup_close_ int fd = -1;
 	uint64_t deadline = env_now_ms() + env_lock_timeout_ms;
@@ -227,10 +208,10 @@ static int env_lock_take(int *ret_fd, struct env_error *err)
 	}
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK && errno != EINTR)
-			return env_fail(err, -errno, "U-Boot env lock %s: %s", env_lock_path,
+			return error_set(err, -errno, "U-Boot env lock %s: %s", env_lock_path,
 					strerror(errno));
 		if (env_now_ms() >= deadline)
-			return env_fail(err, -EBUSY, "U-Boot env busy: another process holds the "
+			return error_set(err, -EBUSY, "U-Boot env busy: another process holds the "
 					"lock %s (fw_setenv/fw_printenv?) for more than %u ms; try "
 					"again", env_lock_path, env_lock_timeout_ms);
 		nanosleep(&(struct timespec){ .tv_nsec = ENV_LOCK_POLL_MS * 1000000L }, NULL);
@@ -295,18 +276,14 @@ enum env_copy_state env_copy_state(const struct env *e, size_t i, int *ret_error
 	return e->copies[i].state;
 }
 
-static const char *const env_copy_state_names[_ENV_COPY_STATE_MAX] = {
+static const char *const env_copy_state_table[_ENV_COPY_STATE_MAX] = {
 	[ENV_COPY_UNKNOWN] = "unknown",
 	[ENV_COPY_VALID] = "valid",
 	[ENV_COPY_ERASED] = "erased",
 	[ENV_COPY_BAD_CRC] = "bad-crc",
 	[ENV_COPY_UNREADABLE] = "unreadable",
 };
-
-const char *env_copy_state_to_string(enum env_copy_state s)
-{
-	return s < _ENV_COPY_STATE_MAX ? env_copy_state_names[s] : NULL;
-}
+DEFINE_STRING_TABLE_TO(env_copy_state, enum env_copy_state)
 
 static void env_make_desc(struct env *e)
 {
@@ -339,7 +316,7 @@ static int env_set_devices(struct env *e, const struct env_device *devs, size_t 
 }
 
 /* Load (again) from storage. */
-static int env_load(struct env *e, unsigned flags, struct env_error *err)
+static int env_load(struct env *e, unsigned flags, struct error *err)
 {
 	int r = e->be->load(e);
 
@@ -347,18 +324,18 @@ static int env_load(struct env *e, unsigned flags, struct env_error *err)
 		e->blank = true;
 		if (flags & ENV_OPEN_ALLOW_BLANK)
 			return 0;
-		return env_fail(err, -ENODATA, "U-Boot env %s: no valid copy (erased or corrupt)",
+		return error_set(err, -ENODATA, "U-Boot env %s: no valid copy (erased or corrupt)",
 				e->desc);
 	}
 	if (r < 0)
-		return env_fail(err, r, "U-Boot env %s: cannot read: %s", e->desc, strerror(-r));
+		return error_set(err, r, "U-Boot env %s: cannot read: %s", e->desc, strerror(-r));
 	e->blank = false;
 	return 0;
 }
 
 /* Lock, load, hand out. */
 static int env_open_finish(struct env **ep, unsigned flags, struct env **ret,
-			   struct env_error *err)
+			   struct error *err)
 {
 	struct env *e = *ep;
 	int r;
@@ -497,7 +474,7 @@ static void env_flash_drop(struct env *e)
 }
 
 static void env_flash_detach(struct env *e);
-static int env_flash_attach(struct env *e, bool writable, struct env_error *err);
+static int env_flash_attach(struct env *e, bool writable, struct error *err);
 
 static void env_flash_close(struct env *e)
 {
@@ -846,28 +823,28 @@ static const struct env_backend env_backend_flash = {
 };
 
 /* Refuse what libubootenv would mishandle silently. */
-static int env_check_device(const struct env_device *d, struct env_error *err)
+static int env_check_device(const struct env_device *d, struct error *err)
 {
 	struct stat st;
 
 	if (!d->path || !*d->path || strpbrk(d->path, " \t\n"))
-		return env_fail(err, -EINVAL, "env device '%s': empty or contains whitespace",
+		return error_set(err, -EINVAL, "env device '%s': empty or contains whitespace",
 				d->path ? d->path : "");
 	if (!d->size)
-		return env_fail(err, -EINVAL, "env device %s: env size is 0", d->path);
+		return error_set(err, -EINVAL, "env device %s: env size is 0", d->path);
 	if (!strncmp(d->path, "/dev/mtdblock", strlen("/dev/mtdblock")))
-		return env_fail(err, -EINVAL,
+		return error_set(err, -EINVAL,
 				"env device %s: use the MTD character device (/dev/mtdN); "
 				"libubootenv does not write through mtdblock", d->path);
 	if (stat(d->path, &st) < 0)
-		return env_fail(err, -errno, "env device %s: %s", d->path, strerror(errno));
+		return error_set(err, -errno, "env device %s: %s", d->path, strerror(errno));
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < d->offset + d->size)
-		return env_fail(err, -ENOSPC,
+		return error_set(err, -ENOSPC,
 				"env device %s: env at 0x%" PRIx64 "+0x%" PRIx64
 				" ends beyond the file's %" PRIu64 " bytes", d->path, d->offset,
 				d->size, (uint64_t)st.st_size);
 	if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-		return env_fail(err, -EINVAL, "env device %s: not a file or device", d->path);
+		return error_set(err, -EINVAL, "env device %s: not a file or device", d->path);
 	return 0;
 }
 
@@ -925,16 +902,16 @@ static int env_read_config_text(struct uboot_ctx *ctx, const char *text)
 }
 
 int env_open_devices(const struct env_device *devs, size_t n_devs, unsigned flags,
-		     struct env **ret, struct env_error *err)
+		     struct env **ret, struct error *err)
 {
 	_cleanup_(env_closep) struct env *e = NULL;
 	_cleanup_free_ char *cfg = NULL;
 	int r;
 
 	if (n_devs < 1 || n_devs > ENV_MAX_COPIES)
-		return env_fail(err, -EINVAL, "U-Boot env: %zu copies given, 1 or 2 supported", n_devs);
+		return error_set(err, -EINVAL, "U-Boot env: %zu copies given, 1 or 2 supported", n_devs);
 	if (n_devs == 2 && devs[0].size != devs[1].size)
-		return env_fail(err, -EINVAL, "U-Boot env: the two copies differ in size (0x%" PRIx64
+		return error_set(err, -EINVAL, "U-Boot env: the two copies differ in size (0x%" PRIx64
 				" and 0x%" PRIx64 ")", devs[0].size, devs[1].size);
 	for (size_t i = 0; i < n_devs; i++) {
 		r = env_check_device(&devs[i], err);
@@ -952,38 +929,38 @@ int env_open_devices(const struct env_device *devs, size_t n_devs, unsigned flag
 		return r;
 	r = libuboot_initialize(&e->ctx, NULL);
 	if (r < 0)
-		return env_fail(err, r, "libubootenv: cannot initialise: %s", strerror(-r));
+		return error_set(err, r, "libubootenv: cannot initialise: %s", strerror(-r));
 	r = env_read_config_text(e->ctx, cfg);
 	if (r < 0)
-		return env_fail(err, r, "libubootenv rejected the env config for %s: %s", e->desc,
+		return error_set(err, r, "libubootenv rejected the env config for %s: %s", e->desc,
 				strerror(-r));
 	return env_open_finish(&e, flags, ret, err);
 }
 
 /* A number of an fw_env.config line, refusing libubootenv 0.3.2's traps. */
 static int env_config_number(const char *tok, bool is_size, const char *path, unsigned line,
-			     uint64_t *ret, struct env_error *err)
+			     uint64_t *ret, struct error *err)
 {
 	char *end;
 	bool hex = !strncasecmp(tok, "0x", 2);
 
 	if (!hex && is_size)
-		return env_fail(err, -EINVAL,
+		return error_set(err, -EINVAL,
 				"%s:%u: size '%s' lacks the 0x prefix; libubootenv reads sizes "
 				"as hex, so write 0x%llx for %s bytes or 0x%s if hex was meant",
 				path, line, tok, strtoull(tok, NULL, 10), tok, tok);
 	if (!hex && tok[0] == '0' && tok[1])
-		return env_fail(err, -EINVAL,
+		return error_set(err, -EINVAL,
 				"%s:%u: offset '%s' has a leading 0 (octal in libubootenv); use 0x",
 				path, line, tok);
 	errno = 0;
 	*ret = strtoull(tok, &end, hex ? 16 : 10);
 	if (errno || *end || end == tok + (hex ? 2 : 0))
-		return env_fail(err, -EINVAL, "%s:%u: '%s' is not a number", path, line, tok);
+		return error_set(err, -EINVAL, "%s:%u: '%s' is not a number", path, line, tok);
 	return 0;
 }
 
-int env_open_config(const char *path, unsigned flags, struct env **ret, struct env_error *err)
+int env_open_config(const char *path, unsigned flags, struct env **ret, struct error *err)
 {
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
@@ -997,7 +974,7 @@ int env_open_config(const char *path, unsigned flags, struct env **ret, struct e
 		path = ENV_DEFAULT_CONFIG;
 	f = fopen(path, "re");
 	if (!f)
-		return env_fail(err, -errno, "%s: %s", path, strerror(errno));
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
 	while (getline(&line, &cap, f) >= 0) {
 		char *tok[6], *save = NULL;
 		size_t nt = 0;
@@ -1009,12 +986,12 @@ int env_open_config(const char *path, unsigned flags, struct env **ret, struct e
 		if (nt == 0 || tok[0][0] == '#')
 			continue;
 		if (nt < 3) {
-			r = env_fail(err, -EINVAL, "%s:%u: expected 'device offset size "
+			r = error_set(err, -EINVAL, "%s:%u: expected 'device offset size "
 				     "[sector-size [sectors]]'", path, lineno);
 			break;
 		}
 		if (n == ENV_MAX_COPIES) {
-			r = env_fail(err, -EINVAL, "%s:%u: more than two env copies", path, lineno);
+			r = error_set(err, -EINVAL, "%s:%u: more than two env copies", path, lineno);
 			break;
 		}
 		uint64_t *fields[] = { &devs[n].offset, &devs[n].size, &devs[n].sector_size,
@@ -1032,36 +1009,11 @@ int env_open_config(const char *path, unsigned flags, struct env **ret, struct e
 		n++;
 	}
 	if (r >= 0 && n == 0)
-		r = env_fail(err, -EINVAL, "%s: no env device line", path);
+		r = error_set(err, -EINVAL, "%s: no env device line", path);
 	if (r >= 0)
 		r = env_open_devices(devs, n, flags, ret, err);
 	env_devices_free(paths, n);
 	return r;
-}
-
-/* /dev/mtdN of the MTD partition called name, found under sysfs_root. */
-static int env_mtd_by_name(const char *sysfs_root, const char *name, char **ret)
-{
-	_cleanup_(closedirp) DIR *d = opendir(sysfs_root);
-	struct dirent *de;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		char path[512], line[128], *end;
-		unsigned long idx;
-
-		if (strncmp(de->d_name, "mtd", 3))
-			continue;
-		idx = strtoul(de->d_name + 3, &end, 10);
-		if (end == de->d_name + 3 || *end) /* skips mtdNro */
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/name", sysfs_root, de->d_name);
-		if (util_read_line(path, line, sizeof(line)) < 0 || strcmp(line, name))
-			continue;
-		return asprintf(ret, "/dev/mtd%lu", idx) < 0 ? -ENOMEM : 0;
-	}
-	return -ENODEV;
 }
 
 static void env_flash_detach(struct env *e)
@@ -1076,7 +1028,7 @@ static void env_flash_detach(struct env *e)
 /* Open the copies' partitions on the simulator, read-only (reads leave the
  * chip file as it is: no counters change) or writable (for a store). The
  * env keeps no pointer into the layout: callers may free it once opened. */
-static int env_flash_attach(struct env *e, bool writable, struct env_error *err)
+static int env_flash_attach(struct env *e, bool writable, struct error *err)
 {
 	env_flash_detach(e);
 	for (size_t i = 0; i < e->n_devs; i++) {
@@ -1095,7 +1047,7 @@ static int env_flash_attach(struct env *e, bool writable, struct env_error *err)
 			r = flash_open_window(c->dev, c->part_name, c->part_offset, c->part_size,
 					      &c->f);
 		if (r < 0)
-			return env_fail(err, r, "env partition %s: simulator %s: %s", c->part_name,
+			return error_set(err, r, "env partition %s: simulator %s: %s", c->part_name,
 					e->paths[i], r == -EMEDIUMTYPE ?
 					"not the chip the layout describes" : strerror(-r));
 	}
@@ -1106,7 +1058,7 @@ static int env_flash_attach(struct env *e, bool writable, struct env_error *err)
 /* Where copy i of the layout's env is: devs[i], and what env_flash_attach()
  * needs (copied: the layout may go away). */
 static int env_flash_copy_locate(struct env *e, const struct layout *l, const char *target,
-				 size_t i, struct env_error *err)
+				 size_t i, struct error *err)
 {
 	const struct layout_env_copy *lc = &l->env.copies[i];
 	const struct layout_partition *p = lc->part;
@@ -1117,7 +1069,7 @@ static int env_flash_copy_locate(struct env *e, const struct layout *l, const ch
 
 	r = board_sim_device_path(target, l, p->dev, &path);
 	if (r < 0)
-		return env_fail(err, r, "env partition %s: no simulator file for device %s in %s: %s",
+		return error_set(err, r, "env partition %s: no simulator file for device %s in %s: %s",
 				p->name, p->dev->name, target, strerror(-r));
 	e->paths[i] = path;
 	e->n_devs = i + 1;
@@ -1137,7 +1089,7 @@ static int env_flash_copy_locate(struct env *e, const struct layout *l, const ch
 
 /* A layout's env on simulator files: the flash backend. */
 static int env_open_flash(const struct layout *l, const char *target, unsigned flags,
-			  struct env **ret, struct env_error *err)
+			  struct env **ret, struct error *err)
 {
 	_cleanup_(env_closep) struct env *e = env_new(&env_backend_flash);
 	int r = 0;
@@ -1155,7 +1107,7 @@ static int env_open_flash(const struct layout *l, const char *target, unsigned f
 }
 
 int env_open_layout(const struct layout *l, const char *target, const char *sysfs_root,
-		    unsigned flags, struct env **ret, struct env_error *err)
+		    unsigned flags, struct env **ret, struct error *err)
 {
 	struct env_device devs[ENV_MAX_COPIES] = {};
 	char *paths[ENV_MAX_COPIES] = { NULL, NULL };
@@ -1164,16 +1116,16 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 	int r = 0;
 
 	if (n == 0)
-		return env_fail(err, -ENOENT, "layout %s has no U-Boot env partitions; describe "
+		return error_set(err, -ENOENT, "layout %s has no U-Boot env partitions; describe "
 				"them there or use " ENV_DEFAULT_CONFIG, l->path ? l->path : "");
 	if (n > ENV_MAX_COPIES)
-		return env_fail(err, -EINVAL, "layout %s: %zu env copies", l->path, n);
+		return error_set(err, -EINVAL, "layout %s: %zu env copies", l->path, n);
 	if (target && !sim && strcmp(target, "system"))
-		return env_fail(err, -EINVAL, "target '%s': expected 'system' or 'sim:PATH'", target);
+		return error_set(err, -EINVAL, "target '%s': expected 'system' or 'sim:PATH'", target);
 	for (size_t i = 0; i < n; i++) {
 		const struct layout_env_copy *c = &l->env.copies[i];
 		if (c->offset + c->size > c->part->size)
-			return env_fail(err, -EINVAL, "env copy %zu (0x%" PRIx64 "+0x%" PRIx64
+			return error_set(err, -EINVAL, "env copy %zu (0x%" PRIx64 "+0x%" PRIx64
 					") does not fit partition %s (0x%" PRIx64 " bytes)", i,
 					c->offset, c->size, c->part->name, c->part->size);
 	}
@@ -1186,9 +1138,9 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 		const struct layout_env_copy *c = &l->env.copies[i];
 		const struct layout_partition *p = c->part;
 
-		r = env_mtd_by_name(sysfs_root, p->name, &paths[i]);
+		r = flash_mtd_find_by_name_dup(sysfs_root, p->name, &paths[i]);
 		if (r < 0)
-			r = env_fail(err, r, "env partition %s: no MTD device of that name "
+			r = error_set(err, r, "env partition %s: no MTD device of that name "
 				     "under %s", p->name, sysfs_root);
 		devs[i].offset = c->offset;
 		devs[i].path = paths[i];
@@ -1320,7 +1272,7 @@ static size_t env_txn_data_size(const struct env_txn *t)
 
 /* Apply t (after clearing every variable when clear) and store once. */
 static int env_apply(struct env_txn *t, bool clear, const char *initial_env,
-		     struct env_error *err)
+		     struct error *err)
 {
 	struct env *e = t->env;
 	size_t header = env_header_size(e);
@@ -1344,7 +1296,7 @@ static int env_apply(struct env_txn *t, bool clear, const char *initial_env,
 		if (initial_env) {
 			r = e->be->import(e, initial_env);
 			if (r < 0) {
-				env_fail(err, r, "%s: cannot import the default env: %s", initial_env,
+				error_set(err, r, "%s: cannot import the default env: %s", initial_env,
 					 strerror(-r));
 				goto reload_keep;
 			}
@@ -1352,21 +1304,21 @@ static int env_apply(struct env_txn *t, bool clear, const char *initial_env,
 	}
 	need = env_txn_data_size(t);
 	if (need + header > e->devs[0].size) {
-		r = env_fail(err, -ENOSPC, "U-Boot env %s: %zu bytes of variables do not fit "
+		r = error_set(err, -ENOSPC, "U-Boot env %s: %zu bytes of variables do not fit "
 			     "the 0x%" PRIx64 "-byte env", e->desc, need, e->devs[0].size);
 		goto reload_keep;
 	}
 	for (size_t i = 0; i < t->n; i++) {
 		r = e->be->set(e, t->vars[i].name, t->vars[i].value);
 		if (r < 0) {
-			env_fail(err, r, "U-Boot env %s: cannot set %s: %s", e->desc,
+			error_set(err, r, "U-Boot env %s: cannot set %s: %s", e->desc,
 				 t->vars[i].name, r == -EPERM ? "read-only by .flags" : strerror(-r));
 			goto reload_keep;
 		}
 	}
 	r = e->be->store(e);
 	if (r < 0) {
-		env_fail(err, r, "U-Boot env %s: store failed: %s (the previous env stays %s)",
+		error_set(err, r, "U-Boot env %s: store failed: %s (the previous env stays %s)",
 			 e->desc, strerror(-r), env_is_redundant(e) ? "valid" : "as far as the write "
 			 "did not reach it");
 		goto reload_keep;
@@ -1375,17 +1327,17 @@ static int env_apply(struct env_txn *t, bool clear, const char *initial_env,
 	return 0;
 
 reload:
-	env_fail(err, r, "U-Boot env %s: %s", e->desc, strerror(-r));
+	error_set(err, r, "U-Boot env %s: %s", e->desc, strerror(-r));
 reload_keep:
 	/* the in-memory env holds half-applied changes: drop them */
 	env_load(e, ENV_OPEN_ALLOW_BLANK, NULL);
 	return r;
 }
 
-int env_txn_commit(struct env_txn *t, struct env_error *err)
+int env_txn_commit(struct env_txn *t, struct error *err)
 {
 	if (t->env->blank)
-		return env_fail(err, -ENODATA, "U-Boot env %s has no valid copy: provision it "
+		return error_set(err, -ENODATA, "U-Boot env %s has no valid copy: provision it "
 				"first ('flashctl env init'), so U-Boot's defaults are not lost",
 				t->env->desc);
 	if (t->n == 0)
@@ -1394,21 +1346,21 @@ int env_txn_commit(struct env_txn *t, struct env_error *err)
 }
 
 int env_init_default(struct env *e, const char *initial_env, const struct env_var *vars,
-		     size_t n_vars, bool force, struct env_error *err)
+		     size_t n_vars, bool force, struct error *err)
 {
 	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
 	int r;
 
 	if (!e->blank && !force)
-		return env_fail(err, -EEXIST, "U-Boot env %s is valid; refusing to replace it "
+		return error_set(err, -EEXIST, "U-Boot env %s is valid; refusing to replace it "
 				"with defaults without force", e->desc);
 	if (initial_env && access(initial_env, R_OK) < 0)
-		return env_fail(err, -errno, "%s: %s", initial_env, strerror(errno));
+		return error_set(err, -errno, "%s: %s", initial_env, strerror(errno));
 	r = env_txn_new(e, &t);
 	if (r < 0)
 		return r;
 	r = env_txn_set_many(t, vars, n_vars);
 	if (r < 0)
-		return env_fail(err, r, "invalid default variable: %s", strerror(-r));
+		return error_set(err, r, "invalid default variable: %s", strerror(-r));
 	return env_apply(t, true, initial_env, err);
 }

@@ -10,7 +10,7 @@
 #include "slot.h"
 #include "util.h"
 
-static const char *const op_names[_SLOT_OP_MAX] = {
+static const char *const slot_op_table[_SLOT_OP_MAX] = {
 	[SLOT_OP_ACTIVATE] = "activate",
 	[SLOT_OP_MARK_GOOD] = "mark-good",
 	[SLOT_OP_MARK_BAD] = "mark-bad",
@@ -25,6 +25,7 @@ static const char *const op_names[_SLOT_OP_MAX] = {
 	[SLOT_OP_RETIRE] = "retire",
 	[SLOT_OP_FALLBACK] = "fallback",
 };
+DEFINE_STRING_TABLE(slot_op, enum slot_op)
 
 static const char *const record_names[_SLOT_RECORD_MAX] = {
 	[SLOT_RECORD_NONE] = "",
@@ -53,43 +54,13 @@ static const struct {
 	[SLOT_VIEW_UNKNOWN] = { "unknown", "content unknown (the env was lost): install to use it" },
 };
 
-static const char *const health_names[_SLOT_HEALTH_MAX] = {
+static const char *const slot_health_table[_SLOT_HEALTH_MAX] = {
 	[SLOT_HEALTH_GOOD] = "good",
 	[SLOT_HEALTH_TRIAL] = "trial",
 	[SLOT_HEALTH_EXHAUSTED] = "exhausted",
 	[SLOT_HEALTH_BAD] = "bad",
 };
-
-_printf_(3, 4)
-static int slot_fail(struct slot_error *err, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
-const char *slot_op_to_string(enum slot_op op)
-{
-	return op < _SLOT_OP_MAX ? op_names[op] : NULL;
-}
-
-int slot_op_from_string(const char *s)
-{
-	for (size_t i = 0; i < _SLOT_OP_MAX; i++)
-		if (!strcmp(op_names[i], s))
-			return (int)i;
-	return -EINVAL;
-}
-
-const char *slot_health_to_string(enum slot_health h)
-{
-	return h < _SLOT_HEALTH_MAX ? health_names[h] : NULL;
-}
+DEFINE_STRING_TABLE_TO(slot_health, enum slot_health)
 
 const char *slot_record_to_string(enum slot_record r)
 {
@@ -172,12 +143,12 @@ static bool group_has(const struct layout_slot_group *g, const char *name, size_
 	return false;
 }
 
-static int check_order(const struct layout_slot_group *g, const char *v, struct slot_error *err)
+static int check_order(const struct layout_slot_group *g, const char *v, struct error *err)
 {
 	char name[SLOT_NAME_MAX];
 
 	if (!v || !*v)
-		return slot_fail(err, -EINVAL, "BOOT_ORDER must name at least one slot: unset or "
+		return error_set(err, -EINVAL, "BOOT_ORDER must name at least one slot: unset or "
 				 "empty, the boot script boots every slot, unverified ones too");
 	for (const char *p = v;;) {
 		size_t len = strcspn(p, " ");
@@ -185,12 +156,12 @@ static int check_order(const struct layout_slot_group *g, const char *v, struct 
 		snprintf(name, sizeof(name), "%.*s", (int)MIN(len, sizeof(name) - 1), p);
 		if (!len || len >= SLOT_NAME_MAX || !slot_name_valid(name) ||
 		    !group_has(g, p, len))
-			return slot_fail(err, -EINVAL, "BOOT_ORDER='%s': '%.*s' is not a slot%s%s "
+			return error_set(err, -EINVAL, "BOOT_ORDER='%s': '%.*s' is not a slot%s%s "
 					 "(slot names separated by single spaces)", v, (int)len, p,
 					 g ? " of group " : "", g ? g->name : "");
 		for (const char *q = v; q < p; q += strcspn(q, " ") + 1)
 			if (strcspn(q, " ") == len && !strncmp(q, p, len))
-				return slot_fail(err, -EINVAL, "BOOT_ORDER='%s': slot %s given "
+				return error_set(err, -EINVAL, "BOOT_ORDER='%s': slot %s given "
 						 "twice", v, name);
 		if (!p[len])
 			return 0;
@@ -199,7 +170,7 @@ static int check_order(const struct layout_slot_group *g, const char *v, struct 
 }
 
 int slot_var_check(const struct layout_slot_group *g, const char *name, const char *value,
-		   struct slot_error *err)
+		   struct error *err)
 {
 	unsigned max = g && g->max_tries ? g->max_tries : g ? SLOT_DEFAULT_MAX_TRIES :
 		       SLOT_MAX_TRIES_LIMIT, left;
@@ -209,26 +180,26 @@ int slot_var_check(const struct layout_slot_group *g, const char *name, const ch
 		return check_order(g, value, err);
 	if (has_affix(name, "BOOT_", "_LEFT")) {
 		if (!group_has(g, name + 5, len - 10))
-			return slot_fail(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
+			return error_set(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
 					 (int)(len - 10), name + 5, g->name);
 		if (value && (parse_left(value, &left) < 0 || left > max))
-			return slot_fail(err, -EINVAL, "%s='%s': tries left must be one decimal "
+			return error_set(err, -EINVAL, "%s='%s': tries left must be one decimal "
 					 "number 0..%u (the boot script counts with setexpr, "
 					 "which writes hex)", name, value, max);
 		return 0;
 	}
 	if (has_affix(name, "FLASHD_", "_STATE")) {
 		if (!group_has(g, name + 7, len - 13))
-			return slot_fail(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
+			return error_set(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
 					 (int)(len - 13), name + 7, g->name);
 		if (value && slot_record_from_string(value) < 0)
-			return slot_fail(err, -EINVAL, "%s='%s': not an install record (installing, "
+			return error_set(err, -EINVAL, "%s='%s': not an install record (installing, "
 					 "verified, good, bad, failed, cancelled)", name, value);
 		return 0;
 	}
 	if (!strcmp(name, SLOT_LAST_GOOD_VAR) && value &&
 	    (!slot_name_valid(value) || !group_has(g, value, strlen(value))))
-		return slot_fail(err, -EINVAL, "%s='%s' is not a slot", name, value);
+		return error_set(err, -EINVAL, "%s='%s' is not a slot", name, value);
 	return 0;
 }
 
@@ -248,7 +219,7 @@ static void order_push(struct slot_state *st, size_t idx)
 
 /* FLASHD_<x>_STATE and whether FLASHD_<x>_VERSION exists. */
 static int load_record(struct slot_info *s, slot_getenv_fn get, void *userdata,
-		       struct slot_error *err)
+		       struct error *err)
 {
 	char var[SLOT_NAME_MAX + 16];
 	_cleanup_free_ char *rec = NULL, *ver = NULL;
@@ -259,7 +230,7 @@ static int load_record(struct slot_info *s, slot_getenv_fn get, void *userdata,
 	if (rec && *rec) {
 		r = slot_record_from_string(rec);
 		if (r < 0)
-			return slot_fail(err, -EBADMSG, "%s='%s' is not an install record "
+			return error_set(err, -EBADMSG, "%s='%s' is not an install record "
 					 "(installing, verified, good, bad, failed, cancelled)",
 					 var, rec);
 		s->record = (enum slot_record)r;
@@ -271,26 +242,26 @@ static int load_record(struct slot_info *s, slot_getenv_fn get, void *userdata,
 }
 
 int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
-		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct slot_error *err)
+		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct error *err)
 {
 	struct slot_state st = { .max_tries = max_tries, .n_slots = n_names };
 	_cleanup_free_ char *order = NULL, *last = NULL;
 	int r;
 
 	if (n_names < 1 || n_names > SLOT_MAX)
-		return slot_fail(err, -EINVAL, "%zu slots: 1 to %d supported", n_names, SLOT_MAX);
+		return error_set(err, -EINVAL, "%zu slots: 1 to %d supported", n_names, SLOT_MAX);
 	if (max_tries < 1 || max_tries > SLOT_MAX_TRIES_LIMIT)
-		return slot_fail(err, -EINVAL, "max tries %u: must be 1..%d (the boot script counts "
+		return error_set(err, -EINVAL, "max tries %u: must be 1..%d (the boot script counts "
 				 "with setexpr, which prints hex)", max_tries, SLOT_MAX_TRIES_LIMIT);
 	for (size_t i = 0; i < n_names; i++) {
 		char var[SLOT_NAME_MAX + 16];
 		_cleanup_free_ char *v = NULL;
 
 		if (!slot_name_valid(names[i]))
-			return slot_fail(err, -EINVAL, "slot name '%s': 1-%d characters of "
+			return error_set(err, -EINVAL, "slot name '%s': 1-%d characters of "
 					 "[A-Za-z0-9_]", names[i], SLOT_NAME_MAX - 1);
 		if (slot_find(&st, names[i]) >= 0 && (size_t)slot_find(&st, names[i]) < i)
-			return slot_fail(err, -EINVAL, "slot name '%s' given twice", names[i]);
+			return error_set(err, -EINVAL, "slot name '%s' given twice", names[i]);
 		snprintf(st.slots[i].name, sizeof(st.slots[i].name), "%s", names[i]);
 		st.slots[i].order_pos = -1;
 		r = load_record(&st.slots[i], get, userdata, err);
@@ -303,7 +274,7 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 			continue;
 		}
 		if (parse_left(v, &st.slots[i].left) < 0)
-			return slot_fail(err, -EBADMSG, "%s='%s' is not a number of tries (one "
+			return error_set(err, -EBADMSG, "%s='%s' is not a number of tries (one "
 					 "decimal digit)", var, v);
 		st.slots[i].left_set = true;
 	}
@@ -334,12 +305,12 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 }
 
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
-			  slot_getenv_fn get, void *userdata, struct slot_error *err)
+			  slot_getenv_fn get, void *userdata, struct error *err)
 {
 	const char *names[SLOT_MAX];
 
 	if (g->n_slots > SLOT_MAX)
-		return slot_fail(err, -EINVAL, "slot group %s: %zu slots, at most %d", g->name,
+		return error_set(err, -EINVAL, "slot group %s: %zu slots, at most %d", g->name,
 				 g->n_slots, SLOT_MAX);
 	for (size_t i = 0; i < g->n_slots; i++)
 		names[i] = g->slots[i].name;
@@ -539,24 +510,24 @@ static size_t order_good_others(const struct slot_state *st, size_t skip)
 }
 
 static int need_verified(const struct slot_state *st, enum slot_op op, size_t slot,
-			 struct slot_error *err)
+			 struct error *err)
 {
 	const struct slot_info *s = &st->slots[slot];
 
 	if (slot_verified(st, slot))
 		return 0;
-	return slot_fail(err, -EPERM, "%s: slot %s holds no verified image (%s): only a slot "
+	return error_set(err, -EPERM, "%s: slot %s holds no verified image (%s): only a slot "
 			 "whose last install verified can boot; install it first",
-			 op_names[op], s->name, view_names[slot_view_of(st, slot, false)].text);
+			 slot_op_table[op], s->name, view_names[slot_view_of(st, slot, false)].text);
 }
 
 /* A slot that leaves BOOT_ORDER as a failed install: never leaves the
  * order empty (the script would boot every slot, this one included). */
 static int drop_install(struct slot_state *n, size_t slot, enum slot_record rec,
-			struct slot_error *err)
+			struct error *err)
 {
 	if (n->slots[slot].order_pos >= 0 && n->n_order == 1)
-		return slot_fail(err, -EBUSY, "slot %s is the last slot in BOOT_ORDER: taking it "
+		return error_set(err, -EBUSY, "slot %s is the last slot in BOOT_ORDER: taking it "
 				 "out would leave nothing to boot (an empty BOOT_ORDER boots "
 				 "every slot)", n->slots[slot].name);
 	remove_from_order(n, slot);
@@ -565,7 +536,7 @@ static int drop_install(struct slot_state *n, size_t slot, enum slot_record rec,
 	return 0;
 }
 
-static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct slot_error *err)
+static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct error *err)
 {
 	struct slot_info *s = &n->slots[slot];
 	bool in_order = s->order_pos >= 0;
@@ -579,12 +550,12 @@ static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct sl
 	if ((flags & SLOT_KEEP_LAST) && order_good_others(n, slot) == 0)
 		return 1; /* the best the board has: it stays, recorded bad (degraded) */
 	if (n->n_order == 1)
-		return slot_fail(err, -EBUSY, "refusing to mark slot %s bad: it is the last slot "
+		return error_set(err, -EBUSY, "refusing to mark slot %s bad: it is the last slot "
 				 "in BOOT_ORDER and the board would have nothing to boot (an "
 				 "empty BOOT_ORDER boots every slot); install and activate "
 				 "another image first", s->name);
 	if (!(flags & SLOT_FORCE) && order_good_others(n, slot) == 0)
-		return slot_fail(err, -EBUSY, "refusing to mark slot %s bad: no other slot in "
+		return error_set(err, -EBUSY, "refusing to mark slot %s bad: no other slot in "
 				 "BOOT_ORDER holds a verified image not marked bad (force "
 				 "overrides)", s->name);
 	remove_from_order(n, slot);
@@ -592,13 +563,13 @@ static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct sl
 	return 0;
 }
 
-static int rollback(struct slot_state *n, int slot, unsigned flags, struct slot_error *err)
+static int rollback(struct slot_state *n, int slot, unsigned flags, struct error *err)
 {
 	int target = -1;
 
 	if (slot < 0) {
 		if (n->n_order == 0)
-			return slot_fail(err, -ENOENT, "rollback: BOOT_ORDER is empty");
+			return error_set(err, -ENOENT, "rollback: BOOT_ORDER is empty");
 		slot = (int)n->order[0];
 	}
 	for (size_t k = 0; k < n->n_order && target < 0; k++)
@@ -609,7 +580,7 @@ static int rollback(struct slot_state *n, int slot, unsigned flags, struct slot_
 			if (i != (size_t)slot && slot_verified(n, i))
 				target = (int)i;
 	if (target < 0)
-		return slot_fail(err, -ENOENT, "rollback from slot %s: no other verified slot in "
+		return error_set(err, -ENOENT, "rollback from slot %s: no other verified slot in "
 				 "BOOT_ORDER (one marked bad needs force; one whose install did "
 				 "not verify never boots)", n->slots[slot].name);
 	if (n->slots[target].record == SLOT_RECORD_BAD)
@@ -619,7 +590,7 @@ static int rollback(struct slot_state *n, int slot, unsigned flags, struct slot_
 	return 0;
 }
 
-static int activate(struct slot_state *n, size_t slot, struct slot_error *err)
+static int activate(struct slot_state *n, size_t slot, struct error *err)
 {
 	int r = need_verified(n, SLOT_OP_ACTIVATE, slot, err);
 
@@ -633,7 +604,7 @@ static int activate(struct slot_state *n, size_t slot, struct slot_error *err)
 	return 0;
 }
 
-static int init_order(struct slot_state *n, struct slot_error *err)
+static int init_order(struct slot_state *n, struct error *err)
 {
 	size_t idx[SLOT_MAX], k = 0;
 
@@ -647,7 +618,7 @@ static int init_order(struct slot_state *n, struct slot_error *err)
 				n->slots[i].record = SLOT_RECORD_GOOD;
 		}
 	if (!k)
-		return slot_fail(err, -EPERM, "init: no slot holds a verified image not marked "
+		return error_set(err, -EPERM, "init: no slot holds a verified image not marked "
 				 "bad; install one first");
 	set_order(n, idx, k);
 	return 0;
@@ -712,7 +683,7 @@ static void fallback(struct slot_state *n, int booted)
 
 /* op on n in place; 1 = kept (degraded), see SLOT_KEEP_LAST. */
 static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned flags,
-		    struct slot_error *err)
+		    struct error *err)
 {
 	int r;
 
@@ -740,7 +711,7 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 		return init_order(n, err);
 	case SLOT_OP_INSTALL_BEGIN:
 		if (n->slots[slot].order_pos >= 0 && n->n_order == 1)
-			return slot_fail(err, -EBUSY, "refusing to install into slot %s: it is the "
+			return error_set(err, -EBUSY, "refusing to install into slot %s: it is the "
 					 "last slot in BOOT_ORDER, the only one the board can boot "
 					 "(the booted slot is not in BOOT_ORDER: it failed or was "
 					 "marked bad); reboot into %s, or activate the booted slot "
@@ -759,8 +730,8 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 	case SLOT_OP_INSTALL_FAILED:
 	case SLOT_OP_INSTALL_CANCELLED:
 		if (!(flags & SLOT_FORCE) && n->slots[slot].record != SLOT_RECORD_INSTALLING)
-			return slot_fail(err, -ESTALE, "%s: slot %s is not being installed (%s)",
-					 op_names[op], n->slots[slot].name,
+			return error_set(err, -ESTALE, "%s: slot %s is not being installed (%s)",
+					 slot_op_table[op], n->slots[slot].name,
 					 view_names[slot_view_of(n, slot, false)].text);
 		return drop_install(n, (size_t)slot, op == SLOT_OP_INSTALL_FAILED ?
 				    SLOT_RECORD_FAILED : SLOT_RECORD_CANCELLED, err);
@@ -775,7 +746,7 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 	case _SLOT_OP_MAX:
 		break;
 	}
-	return slot_fail(err, -EINVAL, "unknown slot operation %d", (int)op);
+	return error_set(err, -EINVAL, "unknown slot operation %d", (int)op);
 }
 
 static bool op_needs_slot(enum slot_op op)
@@ -785,25 +756,25 @@ static bool op_needs_slot(enum slot_op op)
 
 int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op, int slot,
 			unsigned flags, struct slot_state *ret_state,
-			struct slot_changes *ret_changes, struct slot_error *err)
+			struct slot_changes *ret_changes, struct error *err)
 {
 	struct slot_state n = *st;
 	int r;
 
 	if (op >= _SLOT_OP_MAX)
-		return slot_fail(err, -EINVAL, "unknown slot operation %d", (int)op);
+		return error_set(err, -EINVAL, "unknown slot operation %d", (int)op);
 	if ((op_needs_slot(op) && slot < 0) || slot >= (int)st->n_slots)
-		return slot_fail(err, -EINVAL, "%s: no such slot (index %d)", op_names[op], slot);
+		return error_set(err, -EINVAL, "%s: no such slot (index %d)", slot_op_table[op], slot);
 	if (booted >= 0 && booted < (int)st->n_slots)
 		fallback(&n, booted);
 	r = apply_op(&n, op, slot, flags, err);
 	if (r < 0)
 		return r;
 	if (!n.n_order && st->n_order)
-		return slot_fail(err, -EBUSY, "%s would leave BOOT_ORDER empty", op_names[op]);
+		return error_set(err, -EBUSY, "%s would leave BOOT_ORDER empty", slot_op_table[op]);
 	diff_changes(st, &n, ret_changes);
 	if (op == SLOT_OP_ROLLBACK && ret_changes->n == 0)
-		return slot_fail(err, -EALREADY, "rollback: slot %s is already primary with full "
+		return error_set(err, -EALREADY, "rollback: slot %s is already primary with full "
 				 "tries; nothing to roll back", n.slots[n.order[0]].name);
 	*ret_state = n;
 	return r;
@@ -811,7 +782,7 @@ int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op
 
 int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
 		 struct slot_state *ret_state, struct slot_changes *ret_changes,
-		 struct slot_error *err)
+		 struct error *err)
 {
 	return slot_compute_booted(st, -1, op, slot, flags, ret_state, ret_changes, err);
 }
@@ -945,7 +916,7 @@ static const char *next_word(const char *p, char *buf, size_t len)
 
 int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
 			     const struct layout_slot_group *g, const char **ret_by,
-			     struct slot_error *err)
+			     struct error *err)
 {
 	static const char *const keys[] = { "flashd.slot=", "rauc.slot=", "root=" };
 	char found[ELEMENTSOF(keys)][256] = { "", "", "" };
@@ -974,7 +945,7 @@ int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
 					*ret_by = k == 0 ? "flashd.slot" : "rauc.slot";
 				return (int)i;
 			}
-		return slot_fail(err, -EBADMSG, "kernel command line: %s%s is not a slot of "
+		return error_set(err, -EBADMSG, "kernel command line: %s%s is not a slot of "
 				 "group %s", keys[k], found[k], g->name);
 	}
 	if (have[2])
@@ -984,12 +955,12 @@ int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
 					*ret_by = "root";
 				return (int)i;
 			}
-	return slot_fail(err, -ENOENT, "kernel command line names no slot of group %s "
+	return error_set(err, -ENOENT, "kernel command line names no slot of group %s "
 			 "(no flashd.slot=, rauc.slot= or matching root=)", g->name);
 }
 
 int slot_booted(const char *path, const struct layout *l, const struct layout_slot_group *g,
-		const char **ret_by, struct slot_error *err)
+		const char **ret_by, struct error *err)
 {
 	_cleanup_free_ char *text = NULL;
 	int r;
@@ -998,11 +969,11 @@ int slot_booted(const char *path, const struct layout *l, const struct layout_sl
 		path = SLOT_DEFAULT_CMDLINE;
 	r = util_read_file(path, 64 * 1024, &text, NULL);
 	if (r < 0)
-		return slot_fail(err, r, "%s: %s", path, strerror(-r));
+		return error_set(err, r, "%s: %s", path, strerror(-r));
 	return slot_booted_from_cmdline(text, l, g, ret_by, err);
 }
 
-int slot_apply(struct env *e, const struct slot_changes *c, struct env_error *err)
+int slot_apply(struct env *e, const struct slot_changes *c, struct error *err)
 {
 	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
 	int r;

@@ -19,24 +19,10 @@
 
 #include "bundle.h"
 #include "cleanup.h"
+#include "cleanup_crypto.h"
 #include "cleanup_json.h"
 #include "util.h"
 
-static void EVP_PKEY_freep(EVP_PKEY **p) { EVP_PKEY_free(*p); }
-static void EVP_MD_CTX_freep(EVP_MD_CTX **p) { EVP_MD_CTX_free(*p); }
-
-static int fail(struct bundle_error *err, int r, const char *fmt, ...) _printf_(3, 4);
-static int fail(struct bundle_error *err, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 static void hex(const uint8_t *p, size_t n, char *out)
 {
@@ -56,49 +42,23 @@ static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); 
 
 /* ---- enums ---- */
 
-static const char *const image_types[_BUNDLE_IMAGE_TYPE_MAX] = {
+static const char *const bundle_image_type_table[_BUNDLE_IMAGE_TYPE_MAX] = {
 	[BUNDLE_IMAGE_SQUASHFS] = "squashfs",
 	[BUNDLE_IMAGE_RAW] = "raw",
 };
-static const char *const compressions[_BUNDLE_COMPRESSION_MAX] = {
+DEFINE_STRING_TABLE(bundle_image_type, enum bundle_image_type)
+static const char *const bundle_compression_table[_BUNDLE_COMPRESSION_MAX] = {
 	[BUNDLE_COMPRESSION_NONE] = "none",
 	[BUNDLE_COMPRESSION_GZIP] = "gzip",
 };
-static const char *const trusts[_BUNDLE_TRUST_MAX] = {
+DEFINE_STRING_TABLE(bundle_compression, enum bundle_compression)
+static const char *const bundle_trust_table[_BUNDLE_TRUST_MAX] = {
 	[BUNDLE_TRUST_VERIFIED] = "verified",
 	[BUNDLE_TRUST_UNSIGNED] = "unsigned",
 	[BUNDLE_TRUST_UNKNOWN_KEY] = "unknown-key",
 	[BUNDLE_TRUST_UNCHECKED] = "unchecked",
 };
-
-static int lookup(const char *const *t, size_t n, const char *s)
-{
-	for (size_t i = 0; s && i < n; i++)
-		if (t[i] && !strcmp(t[i], s))
-			return (int)i;
-	return -EINVAL;
-}
-
-const char *bundle_image_type_to_string(enum bundle_image_type t)
-{
-	return (unsigned)t < ELEMENTSOF(image_types) ? image_types[t] : NULL;
-}
-int bundle_image_type_from_string(const char *s)
-{
-	return lookup(image_types, ELEMENTSOF(image_types), s);
-}
-const char *bundle_compression_to_string(enum bundle_compression c)
-{
-	return (unsigned)c < ELEMENTSOF(compressions) ? compressions[c] : NULL;
-}
-int bundle_compression_from_string(const char *s)
-{
-	return lookup(compressions, ELEMENTSOF(compressions), s);
-}
-const char *bundle_trust_to_string(enum bundle_trust t)
-{
-	return (unsigned)t < ELEMENTSOF(trusts) ? trusts[t] : NULL;
-}
+DEFINE_STRING_TABLE_TO(bundle_trust, enum bundle_trust)
 
 /* ---- manifest parsing ---- */
 
@@ -196,30 +156,30 @@ struct field {
 	const char *name;
 	bool required;
 	/* target is the manifest or the image being filled */
-	int (*parse)(struct json_object *v, void *target, const char *path, struct bundle_error *err);
+	int (*parse)(struct json_object *v, void *target, const char *path, struct error *err);
 };
 
 static int get_string(struct json_object *v, const char *path, const char **ret,
-		      struct bundle_error *err)
+		      struct error *err)
 {
 	if (!json_object_is_type(v, json_type_string))
-		return fail(err, -EBADMSG, "manifest: %s: must be a string", path);
+		return error_set(err, -EBADMSG, "manifest: %s: must be a string", path);
 	*ret = json_object_get_string(v);
 	if (strlen(*ret) != (size_t)json_object_get_string_len(v))
-		return fail(err, -EBADMSG, "manifest: %s: contains a NUL character", path);
+		return error_set(err, -EBADMSG, "manifest: %s: contains a NUL character", path);
 	return 0;
 }
 
 static int get_u64(struct json_object *v, const char *path, uint64_t min, uint64_t max,
-		   uint64_t *ret, struct bundle_error *err)
+		   uint64_t *ret, struct error *err)
 {
 	int64_t i;
 
 	if (!json_object_is_type(v, json_type_int))
-		return fail(err, -EBADMSG, "manifest: %s: must be an integer", path);
+		return error_set(err, -EBADMSG, "manifest: %s: must be an integer", path);
 	i = json_object_get_int64(v);
 	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
-		return fail(err, -EBADMSG, "manifest: %s: %" PRId64 " out of range %" PRIu64
+		return error_set(err, -EBADMSG, "manifest: %s: %" PRId64 " out of range %" PRIu64
 			    "..%" PRIu64, path, i, min, max);
 	*ret = (uint64_t)i;
 	return 0;
@@ -227,7 +187,7 @@ static int get_u64(struct json_object *v, const char *path, uint64_t min, uint64
 
 #define STRING_FIELD(fname, member, valid, what)                                        \
 	static int parse_##fname(struct json_object *v, void *t, const char *path,       \
-				 struct bundle_error *err)                               \
+				 struct error *err)                               \
 	{                                                                                \
 		struct bundle_manifest *m = t;                                           \
 		const char *s;                                                           \
@@ -235,7 +195,7 @@ static int get_u64(struct json_object *v, const char *path, uint64_t min, uint64
 		if (r < 0)                                                               \
 			return r;                                                        \
 		if (!valid(s))                                                           \
-			return fail(err, -EBADMSG, "manifest: %s: \"%.80s\" is not " what, \
+			return error_set(err, -EBADMSG, "manifest: %s: \"%.80s\" is not " what, \
 				    path, s);                                            \
 		snprintf(m->member, sizeof(m->member), "%s", s);                         \
 		return 0;                                                                \
@@ -248,13 +208,13 @@ STRING_FIELD(build_date, build_date, build_date_valid, "a UTC date YYYY-MM-DDTHH
 STRING_FIELD(description, description, description_valid,
 	     "a valid description (at most 256 bytes, no control characters)")
 
-static int parse_format(struct json_object *v, void *t, const char *path, struct bundle_error *err)
+static int parse_format(struct json_object *v, void *t, const char *path, struct error *err)
 {
 	/* read up front by parse_object(); present only to be a known field */
 	return 0;
 }
 
-static int parse_slot(struct json_object *v, void *t, const char *path, struct bundle_error *err)
+static int parse_slot(struct json_object *v, void *t, const char *path, struct error *err)
 {
 	struct bundle_image *img = t;
 	const char *s;
@@ -263,13 +223,13 @@ static int parse_slot(struct json_object *v, void *t, const char *path, struct b
 	if (r < 0)
 		return r;
 	if (!bundle_slot_name_valid(s))
-		return fail(err, -EBADMSG, "manifest: %s: \"%.40s\" is not a slot member name "
+		return error_set(err, -EBADMSG, "manifest: %s: \"%.40s\" is not a slot member name "
 			    "([a-z0-9_-]{1,32})", path, s);
 	snprintf(img->slot, sizeof(img->slot), "%s", s);
 	return 0;
 }
 
-static int parse_type(struct json_object *v, void *t, const char *path, struct bundle_error *err)
+static int parse_type(struct json_object *v, void *t, const char *path, struct error *err)
 {
 	struct bundle_image *img = t;
 	const char *s;
@@ -279,14 +239,14 @@ static int parse_type(struct json_object *v, void *t, const char *path, struct b
 		return r;
 	r = bundle_image_type_from_string(s);
 	if (r < 0)
-		return fail(err, -EBADMSG, "manifest: %s: unknown image type \"%.40s\" "
+		return error_set(err, -EBADMSG, "manifest: %s: unknown image type \"%.40s\" "
 			    "(squashfs, raw)", path, s);
 	img->type = r;
 	return 0;
 }
 
 static int parse_compression(struct json_object *v, void *t, const char *path,
-			     struct bundle_error *err)
+			     struct error *err)
 {
 	struct bundle_image *img = t;
 	const char *s;
@@ -296,19 +256,19 @@ static int parse_compression(struct json_object *v, void *t, const char *path,
 		return r;
 	r = bundle_compression_from_string(s);
 	if (r < 0)
-		return fail(err, -EBADMSG, "manifest: %s: unknown compression \"%.40s\" "
+		return error_set(err, -EBADMSG, "manifest: %s: unknown compression \"%.40s\" "
 			    "(none, gzip)", path, s);
 	img->compression = r;
 	return 0;
 }
 
-static int parse_size(struct json_object *v, void *t, const char *path, struct bundle_error *err)
+static int parse_size(struct json_object *v, void *t, const char *path, struct error *err)
 {
 	return get_u64(v, path, 1, BUNDLE_MAX_IMAGE_SIZE, &((struct bundle_image *)t)->size, err);
 }
 
 static int parse_stored_size(struct json_object *v, void *t, const char *path,
-			     struct bundle_error *err)
+			     struct error *err)
 {
 	/* gzip can grow incompressible data a little; the exact bound is
 	 * checked against size once both are known */
@@ -316,7 +276,7 @@ static int parse_stored_size(struct json_object *v, void *t, const char *path,
 		       &((struct bundle_image *)t)->stored_size, err);
 }
 
-static int parse_sha256(struct json_object *v, void *t, const char *path, struct bundle_error *err)
+static int parse_sha256(struct json_object *v, void *t, const char *path, struct error *err)
 {
 	struct bundle_image *img = t;
 	const char *s;
@@ -325,11 +285,11 @@ static int parse_sha256(struct json_object *v, void *t, const char *path, struct
 	if (r < 0)
 		return r;
 	if (parse_hex32(s, img->sha256) < 0)
-		return fail(err, -EBADMSG, "manifest: %s: not 64 lower-case hex digits", path);
+		return error_set(err, -EBADMSG, "manifest: %s: not 64 lower-case hex digits", path);
 	return 0;
 }
 
-static int parse_images(struct json_object *v, void *t, const char *path, struct bundle_error *err);
+static int parse_images(struct json_object *v, void *t, const char *path, struct error *err);
 
 static const struct field manifest_fields[] = {
 	{ "format_major", true, parse_format },
@@ -354,13 +314,13 @@ static const struct field image_fields[] = {
  * the manifest comes from a newer minor format (ignore_unknown). */
 static int parse_object(struct json_object *o, const struct field *fields, size_t n_fields,
 			void *target, const char *path, bool ignore_unknown,
-			struct bundle_error *err)
+			struct error *err)
 {
 	char sub[96];
 	int r;
 
 	if (!json_object_is_type(o, json_type_object))
-		return fail(err, -EBADMSG, "manifest: %s: must be an object", path);
+		return error_set(err, -EBADMSG, "manifest: %s: must be an object", path);
 	json_object_object_foreach(o, key, val) {
 		size_t i;
 		for (i = 0; i < n_fields; i++)
@@ -369,7 +329,7 @@ static int parse_object(struct json_object *o, const struct field *fields, size_
 		if (i == n_fields) {
 			if (ignore_unknown)
 				continue;
-			return fail(err, -EBADMSG, "manifest: %s: unknown field \"%.40s\" (format "
+			return error_set(err, -EBADMSG, "manifest: %s: unknown field \"%.40s\" (format "
 				    "%d.%d defines no such field)", path, key, BUNDLE_FORMAT_MAJOR,
 				    BUNDLE_FORMAT_MINOR);
 		}
@@ -380,7 +340,7 @@ static int parse_object(struct json_object *o, const struct field *fields, size_
 	}
 	for (size_t i = 0; i < n_fields; i++)
 		if (fields[i].required && !json_object_object_get_ex(o, fields[i].name, NULL))
-			return fail(err, -EBADMSG, "manifest: %s%smissing field \"%s\"", path,
+			return error_set(err, -EBADMSG, "manifest: %s%smissing field \"%s\"", path,
 				    *path ? ": " : "", fields[i].name);
 	return 0;
 }
@@ -390,7 +350,7 @@ struct images_ctx {
 	bool ignore_unknown;
 };
 
-static int parse_images(struct json_object *v, void *t, const char *path, struct bundle_error *err)
+static int parse_images(struct json_object *v, void *t, const char *path, struct error *err)
 {
 	struct images_ctx *ctx = t;
 	struct bundle_manifest *m = ctx->m;
@@ -398,10 +358,10 @@ static int parse_images(struct json_object *v, void *t, const char *path, struct
 	int r;
 
 	if (!json_object_is_type(v, json_type_array))
-		return fail(err, -EBADMSG, "manifest: %s: must be an array", path);
+		return error_set(err, -EBADMSG, "manifest: %s: must be an array", path);
 	n = json_object_array_length(v);
 	if (n < 1 || n > BUNDLE_MAX_IMAGES)
-		return fail(err, -EBADMSG, "manifest: %s: %zu images, must be 1..%d", path, n,
+		return error_set(err, -EBADMSG, "manifest: %s: %zu images, must be 1..%d", path, n,
 			    BUNDLE_MAX_IMAGES);
 	for (size_t i = 0; i < n; i++) {
 		struct bundle_image *img = &m->images[i];
@@ -415,20 +375,20 @@ static int parse_images(struct json_object *v, void *t, const char *path, struct
 			return r;
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(m->images[j].slot, img->slot))
-				return fail(err, -EBADMSG, "manifest: %s.slot: \"%s\" appears twice "
+				return error_set(err, -EBADMSG, "manifest: %s.slot: \"%s\" appears twice "
 					    "(also images[%zu])", sub, img->slot, j);
 		if (img->compression == BUNDLE_COMPRESSION_NONE && img->stored_size != img->size)
-			return fail(err, -EBADMSG, "manifest: %s: stored_size %" PRIu64 " differs "
+			return error_set(err, -EBADMSG, "manifest: %s: stored_size %" PRIu64 " differs "
 				    "from size %" PRIu64 " without compression", sub,
 				    img->stored_size, img->size);
 		/* deflate's worst case is 5 bytes per 16 KiB block plus the gzip frame */
 		if (img->compression == BUNDLE_COMPRESSION_GZIP &&
 		    (img->stored_size < 20 || img->stored_size > img->size + img->size / 1024 + 64))
-			return fail(err, -EBADMSG, "manifest: %s: gzip stored_size %" PRIu64
+			return error_set(err, -EBADMSG, "manifest: %s: gzip stored_size %" PRIu64
 				    " impossible for size %" PRIu64, sub, img->stored_size,
 				    img->size);
 		if (img->type == BUNDLE_IMAGE_SQUASHFS && img->size < SQUASHFS_SUPERBLOCK_SIZE)
-			return fail(err, -EBADMSG, "manifest: %s: squashfs image of %" PRIu64
+			return error_set(err, -EBADMSG, "manifest: %s: squashfs image of %" PRIu64
 				    " bytes is smaller than a superblock", sub, img->size);
 	}
 	m->n_images = n;
@@ -440,7 +400,7 @@ static int parse_images(struct json_object *v, void *t, const char *path, struct
  * spelling per string and number. Two parsers can then never disagree on
  * what was signed. */
 static int check_canonical(struct json_object *o, const char *buf, size_t len,
-			   struct bundle_error *err)
+			   struct error *err)
 {
 	size_t clen;
 	const char *c = json_object_to_json_string_length(
@@ -453,12 +413,12 @@ static int check_canonical(struct json_object *o, const char *buf, size_t len,
 		return 0;
 	for (i = 0; i < MIN(len, clen) && c[i] == buf[i]; i++)
 		;
-	return fail(err, -EBADMSG, "manifest: not in canonical form at byte %zu (whitespace, "
+	return error_set(err, -EBADMSG, "manifest: not in canonical form at byte %zu (whitespace, "
 		    "duplicate key, or a non-canonical string or number)", i);
 }
 
 int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *ret,
-			  struct bundle_error *err)
+			  struct error *err)
 {
 	_cleanup_json_ struct json_object *o = NULL;
 	struct json_tokener *tok;
@@ -471,10 +431,10 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 	int r;
 
 	if (len < 2 || len > BUNDLE_MAX_MANIFEST)
-		return fail(err, -EBADMSG, "manifest: %zu bytes, must be 2..%d", len,
+		return error_set(err, -EBADMSG, "manifest: %zu bytes, must be 2..%d", len,
 			    BUNDLE_MAX_MANIFEST);
 	if (memchr(buf, '\0', len))
-		return fail(err, -EBADMSG, "manifest: contains a NUL byte");
+		return error_set(err, -EBADMSG, "manifest: contains a NUL byte");
 	tok = json_tokener_new_ex(8);
 	if (!tok)
 		return -ENOMEM;
@@ -484,27 +444,27 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 	consumed = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
 	if (!o || jerr != json_tokener_success)
-		return fail(err, -EBADMSG, "manifest: invalid JSON at byte %zu: %s", consumed,
+		return error_set(err, -EBADMSG, "manifest: invalid JSON at byte %zu: %s", consumed,
 			    jerr == json_tokener_continue ? "unexpected end" :
 			    json_tokener_error_desc(jerr));
 	if (consumed != len)
-		return fail(err, -EBADMSG, "manifest: trailing bytes after the JSON object at "
+		return error_set(err, -EBADMSG, "manifest: trailing bytes after the JSON object at "
 			    "byte %zu", consumed);
 	if (!json_object_is_type(o, json_type_object))
-		return fail(err, -EBADMSG, "manifest: must be a JSON object");
+		return error_set(err, -EBADMSG, "manifest: must be a JSON object");
 	r = check_canonical(o, buf, len, err);
 	if (r < 0)
 		return r;
 	if (!json_object_object_get_ex(o, "format_major", &v))
-		return fail(err, -EBADMSG, "manifest: missing field \"format_major\"");
+		return error_set(err, -EBADMSG, "manifest: missing field \"format_major\"");
 	r = get_u64(v, "format_major", 1, 65535, &major, err);
 	if (r < 0)
 		return r;
 	if (major != BUNDLE_FORMAT_MAJOR)
-		return fail(err, -EPROTONOSUPPORT, "manifest: format %" PRIu64 ".x, this flashd "
+		return error_set(err, -EPROTONOSUPPORT, "manifest: format %" PRIu64 ".x, this flashd "
 			    "reads %d.x", major, BUNDLE_FORMAT_MAJOR);
 	if (!json_object_object_get_ex(o, "format_minor", &v))
-		return fail(err, -EBADMSG, "manifest: missing field \"format_minor\"");
+		return error_set(err, -EBADMSG, "manifest: missing field \"format_minor\"");
 	r = get_u64(v, "format_minor", 0, 65535, &minor, err);
 	if (r < 0)
 		return r;
@@ -520,7 +480,7 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 		if (i == ELEMENTSOF(manifest_fields)) {
 			if (ictx.ignore_unknown)
 				continue;
-			return fail(err, -EBADMSG, "manifest: unknown field \"%.40s\" (format %d.%d "
+			return error_set(err, -EBADMSG, "manifest: unknown field \"%.40s\" (format %d.%d "
 				    "defines no such field)", key, BUNDLE_FORMAT_MAJOR,
 				    BUNDLE_FORMAT_MINOR);
 		}
@@ -532,7 +492,7 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 	for (size_t i = 0; i < ELEMENTSOF(manifest_fields); i++)
 		if (manifest_fields[i].required &&
 		    !json_object_object_get_ex(o, manifest_fields[i].name, NULL))
-			return fail(err, -EBADMSG, "manifest: missing field \"%s\"",
+			return error_set(err, -EBADMSG, "manifest: missing field \"%s\"",
 				    manifest_fields[i].name);
 	m.manifest_size = len;
 	*ret = m;
@@ -541,10 +501,10 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 
 int bundle_manifest_check(const struct bundle_manifest *m, const char *compatible,
 			  const struct bundle_slot_limit *slots, size_t n_slots,
-			  struct bundle_error *err)
+			  struct error *err)
 {
 	if (compatible && strcmp(m->compatible, compatible))
-		return fail(err, -EMEDIUMTYPE, "bundle is for \"%s\", this system is \"%s\"",
+		return error_set(err, -EMEDIUMTYPE, "bundle is for \"%s\", this system is \"%s\"",
 			    m->compatible, compatible);
 	for (size_t i = 0; n_slots && i < m->n_images; i++) {
 		const struct bundle_image *img = &m->images[i];
@@ -554,15 +514,15 @@ int bundle_manifest_check(const struct bundle_manifest *m, const char *compatibl
 			if (slots[j].slot && !strcmp(slots[j].slot, img->slot))
 				break;
 		if (j == n_slots)
-			return fail(err, -ENXIO, "image %u \"%s\": the target slot has no \"%s\" "
+			return error_set(err, -ENXIO, "image %u \"%s\": the target slot has no \"%s\" "
 				    "member", img->index, img->slot, img->slot);
 		if (img->size > slots[j].max_size)
-			return fail(err, -EFBIG, "image %u \"%s\": %" PRIu64 " bytes, larger than "
+			return error_set(err, -EFBIG, "image %u \"%s\": %" PRIu64 " bytes, larger than "
 				    "the slot's %" PRIu64, img->index, img->slot, img->size,
 				    slots[j].max_size);
 		if (slots[j].image_type &&
 		    strcmp(slots[j].image_type, bundle_image_type_to_string(img->type)))
-			return fail(err, -EMEDIUMTYPE, "image %u \"%s\" is of type %s; the layout's "
+			return error_set(err, -EMEDIUMTYPE, "image %u \"%s\" is of type %s; the layout's "
 				    "slots take a %s image for \"%s\"", img->index, img->slot,
 				    bundle_image_type_to_string(img->type), slots[j].image_type,
 				    img->slot);
@@ -645,29 +605,29 @@ static void header_build(uint8_t h[BUNDLE_HEADER_SIZE], uint32_t manifest_size, 
 
 static int header_parse(const uint8_t h[BUNDLE_HEADER_SIZE], unsigned *ret_major,
 			unsigned *ret_minor, uint32_t *ret_manifest_size, unsigned *ret_sigs,
-			struct bundle_error *err)
+			struct error *err)
 {
 	uint32_t msize;
 	unsigned sigs;
 
 	if (memcmp(h, BUNDLE_MAGIC, 8))
-		return fail(err, -EBADMSG, "not a flashd bundle (bad magic at byte 0, expected "
+		return error_set(err, -EBADMSG, "not a flashd bundle (bad magic at byte 0, expected "
 			    "\"%s\")", BUNDLE_MAGIC);
 	if (get32(h + 20) != crc32(0, h, 20))
-		return fail(err, -EBADMSG, "bundle header corrupt (crc32 mismatch)");
+		return error_set(err, -EBADMSG, "bundle header corrupt (crc32 mismatch)");
 	if (get16(h + 8) != BUNDLE_FORMAT_MAJOR)
-		return fail(err, -EPROTONOSUPPORT, "bundle format %u.%u, this flashd reads %d.x "
+		return error_set(err, -EPROTONOSUPPORT, "bundle format %u.%u, this flashd reads %d.x "
 			    "only", get16(h + 8), get16(h + 10), BUNDLE_FORMAT_MAJOR);
 	msize = get32(h + 12);
 	sigs = get16(h + 16);
 	if (msize < 2 || msize > BUNDLE_MAX_MANIFEST)
-		return fail(err, -EBADMSG, "bundle header: manifest size %" PRIu32 " out of range "
+		return error_set(err, -EBADMSG, "bundle header: manifest size %" PRIu32 " out of range "
 			    "2..%d", msize, BUNDLE_MAX_MANIFEST);
 	if (sigs > BUNDLE_MAX_SIGNATURES)
-		return fail(err, -EBADMSG, "bundle header: %u signatures, at most %d", sigs,
+		return error_set(err, -EBADMSG, "bundle header: %u signatures, at most %d", sigs,
 			    BUNDLE_MAX_SIGNATURES);
 	if (get16(h + 18) || !util_mem_is(h + 24, 0, 8))
-		return fail(err, -EBADMSG, "bundle header: reserved bytes not zero");
+		return error_set(err, -EBADMSG, "bundle header: reserved bytes not zero");
 	*ret_major = get16(h + 8);
 	*ret_minor = get16(h + 10);
 	*ret_manifest_size = msize;
@@ -693,7 +653,7 @@ struct bundle_reader {
 	void *userdata;
 	enum reader_state state;
 	int error;
-	struct bundle_error saved;
+	struct error saved;
 
 	uint64_t offset;                 /* stream bytes consumed */
 	size_t fill;                     /* bytes gathered for the current fixed part */
@@ -816,16 +776,16 @@ size_t bundle_reader_mem_peak(const struct bundle_reader *r)
 }
 
 /* Run a caller callback; make sure a refusal carries a message. */
-static int call(struct bundle_reader *r, int cb_r, const char *what, struct bundle_error *err)
+static int call(struct bundle_reader *r, int cb_r, const char *what, struct error *err)
 {
 	if (cb_r >= 0)
 		return cb_r;
 	if (!err->msg[0])
-		fail(err, cb_r, "%s refused by the caller: %s", what, strerror(-cb_r));
+		error_set(err, cb_r, "%s refused by the caller: %s", what, strerror(-cb_r));
 	return cb_r;
 }
 
-static int verify_signatures(struct bundle_reader *r, struct bundle_error *err)
+static int verify_signatures(struct bundle_reader *r, struct error *err)
 {
 	struct bundle_manifest *m = &r->m;
 	char idhex[2 * KEYRING_ID_SIZE + 1], unknown[4 * 20] = "";
@@ -842,7 +802,7 @@ static int verify_signatures(struct bundle_reader *r, struct bundle_error *err)
 
 		for (unsigned j = 0; j < i; j++)
 			if (!memcmp(e, r->sigs + j * BUNDLE_SIG_ENTRY_SIZE, KEYRING_ID_SIZE))
-				return fail(err, -EBADMSG, "signature %u repeats the key of "
+				return error_set(err, -EBADMSG, "signature %u repeats the key of "
 					    "signature %u", i, j);
 		hex(e, KEYRING_ID_SIZE, idhex);
 		key = keyring_find(r->policy.keyring, e);
@@ -854,7 +814,7 @@ static int verify_signatures(struct bundle_reader *r, struct bundle_error *err)
 		/* a trusted key's signature that fails means tampering: never accepted */
 		if (keyring_verify(key, r->manifest_buf, r->manifest_size,
 				   e + KEYRING_ID_SIZE) < 0)
-			return fail(err, -EKEYREJECTED, "signature %u by trusted key %.16s (%s) does "
+			return error_set(err, -EKEYREJECTED, "signature %u by trusted key %.16s (%s) does "
 				    "not verify: manifest tampered or signature corrupt", i,
 				    idhex, key->name);
 		if (!verified) {
@@ -872,13 +832,13 @@ static int verify_signatures(struct bundle_reader *r, struct bundle_error *err)
 	if (r->policy.allow_unsigned)
 		return 0;
 	if (!r->n_sigs)
-		return fail(err, -ENOKEY, "bundle is not signed (refused: unsigned bundles are "
+		return error_set(err, -ENOKEY, "bundle is not signed (refused: unsigned bundles are "
 			    "accepted only with allow-unsigned)");
-	return fail(err, -ENOKEY, "bundle signed only by unknown key(s) %s: none is in the "
+	return error_set(err, -ENOKEY, "bundle signed only by unknown key(s) %s: none is in the "
 		    "keyring (%zu trusted key(s))", unknown, keyring_count(r->policy.keyring));
 }
 
-static int process_manifest(struct bundle_reader *r, struct bundle_error *err)
+static int process_manifest(struct bundle_reader *r, struct error *err)
 {
 	struct bundle_manifest parsed;
 	uint64_t off;
@@ -893,7 +853,7 @@ static int process_manifest(struct bundle_reader *r, struct bundle_error *err)
 	if (r2 < 0)
 		return r2;
 	if (parsed.format_major != r->hdr_major || parsed.format_minor != r->hdr_minor)
-		return fail(err, -EBADMSG, "header says format %u.%u, the signed manifest %u.%u",
+		return error_set(err, -EBADMSG, "header says format %u.%u, the signed manifest %u.%u",
 			    r->hdr_major, r->hdr_minor, parsed.format_major, parsed.format_minor);
 	/* keep the trust fields verify_signatures() filled */
 	memcpy(parsed.signer_id, r->m.signer_id, sizeof(parsed.signer_id));
@@ -922,7 +882,7 @@ static int process_manifest(struct bundle_reader *r, struct bundle_error *err)
 	return 0;
 }
 
-static int image_begin(struct bundle_reader *r, struct bundle_error *err)
+static int image_begin(struct bundle_reader *r, struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
 
@@ -945,7 +905,7 @@ static int image_begin(struct bundle_reader *r, struct bundle_error *err)
 	return 0;
 }
 
-static int deliver(struct bundle_reader *r, const uint8_t *p, size_t n, struct bundle_error *err)
+static int deliver(struct bundle_reader *r, const uint8_t *p, size_t n, struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
 
@@ -957,36 +917,35 @@ static int deliver(struct bundle_reader *r, const uint8_t *p, size_t n, struct b
 /* The first bytes of every image are held back until they passed: a
  * CramFS image is refused by name, a squashfs superblock is checked. */
 static int check_head(struct bundle_reader *r, const struct bundle_image *img,
-		      struct bundle_error *err)
+		      struct error *err)
 {
 	uint64_t max = img->size;
-	char msg[300];
 	int ret;
 
 	if (bundle_is_cramfs(r->sb, r->sb_fill))
-		return fail(err, -EMEDIUMTYPE, "image %u \"%s\": %s", img->index, img->slot,
+		return error_set(err, -EMEDIUMTYPE, "image %u \"%s\": %s", img->index, img->slot,
 			    BUNDLE_CRAMFS_REFUSED);
 	if (img->type != BUNDLE_IMAGE_SQUASHFS)
 		return 0;
 	for (size_t i = 0; i < r->policy.n_slots; i++)
 		if (r->policy.slots[i].slot && !strcmp(r->policy.slots[i].slot, img->slot))
 			max = MIN(max, r->policy.slots[i].max_size);
-	ret = squashfs_check_superblock(r->sb, sizeof(r->sb), max, NULL, msg, sizeof(msg));
+	ret = squashfs_check_superblock(r->sb, sizeof(r->sb), max, NULL, err);
 	if (ret < 0)
-		return fail(err, ret, "image %u \"%s\": %s", img->index, img->slot, msg);
+		return error_prefix(err, ret, "image %u \"%s\"", img->index, img->slot);
 	return 0;
 }
 
 /* Uncompressed image bytes: hash, hold back the head until it is checked,
  * pass on. */
-static int emit(struct bundle_reader *r, const uint8_t *p, size_t n, struct bundle_error *err)
+static int emit(struct bundle_reader *r, const uint8_t *p, size_t n, struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
 	size_t head = MIN(img->size, (uint64_t)SQUASHFS_SUPERBLOCK_SIZE);
 	int ret;
 
 	if (n > img->size - r->out_done)
-		return fail(err, -EBADMSG, "image %u \"%s\": data runs past its declared size "
+		return error_set(err, -EBADMSG, "image %u \"%s\": data runs past its declared size "
 			    "%" PRIu64 " (corrupt or tampered payload)", img->index, img->slot,
 			    img->size);
 	r->out_done += n;
@@ -1011,7 +970,7 @@ static int emit(struct bundle_reader *r, const uint8_t *p, size_t n, struct bund
 }
 
 static int consume_gzip(struct bundle_reader *r, const uint8_t *p, size_t n,
-			struct bundle_error *err)
+			struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
 	int zr, ret;
@@ -1020,14 +979,14 @@ static int consume_gzip(struct bundle_reader *r, const uint8_t *p, size_t n,
 	r->z.avail_in = n;
 	while (r->z.avail_in > 0) {
 		if (r->z_end)
-			return fail(err, -EBADMSG, "image %u \"%s\": gzip stream ends %u bytes before "
+			return error_set(err, -EBADMSG, "image %u \"%s\": gzip stream ends %u bytes before "
 				    "its stored_size %" PRIu64, img->index, img->slot,
 				    r->z.avail_in, img->stored_size);
 		r->z.next_out = r->zout;
 		r->z.avail_out = BUNDLE_INFLATE_CHUNK;
 		zr = inflate(&r->z, Z_NO_FLUSH);
 		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
-			return fail(err, -EBADMSG, "image %u \"%s\": corrupt gzip data near stored "
+			return error_set(err, -EBADMSG, "image %u \"%s\": corrupt gzip data near stored "
 				    "byte %" PRIu64 ": %s", img->index, img->slot,
 				    r->stored_done + (n - r->z.avail_in),
 				    r->z.msg ? r->z.msg : zError(zr));
@@ -1040,7 +999,7 @@ static int consume_gzip(struct bundle_reader *r, const uint8_t *p, size_t n,
 	return 0;
 }
 
-static int image_end(struct bundle_reader *r, struct bundle_error *err)
+static int image_end(struct bundle_reader *r, struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
 	uint8_t md[32];
@@ -1048,18 +1007,18 @@ static int image_end(struct bundle_reader *r, struct bundle_error *err)
 	unsigned mdlen = 0;
 
 	if (img->compression == BUNDLE_COMPRESSION_GZIP && !r->z_end)
-		return fail(err, -EBADMSG, "image %u \"%s\": gzip stream incomplete at its stored_size "
+		return error_set(err, -EBADMSG, "image %u \"%s\": gzip stream incomplete at its stored_size "
 			    "%" PRIu64 " (corrupt or tampered payload)", img->index, img->slot,
 			    img->stored_size);
 	if (r->out_done != img->size)
-		return fail(err, -EBADMSG, "image %u \"%s\": %" PRIu64 " bytes, manifest says %"
+		return error_set(err, -EBADMSG, "image %u \"%s\": %" PRIu64 " bytes, manifest says %"
 			    PRIu64, img->index, img->slot, r->out_done, img->size);
 	if (EVP_DigestFinal_ex(r->sha, md, &mdlen) != 1 || mdlen != 32)
 		return -EIO;
 	if (memcmp(md, img->sha256, 32)) {
 		hex(img->sha256, 32, want);
 		hex(md, 32, got);
-		return fail(err, -EBADMSG, "image %u \"%s\": sha256 mismatch (payload corrupt or "
+		return error_set(err, -EBADMSG, "image %u \"%s\": sha256 mismatch (payload corrupt or "
 			    "tampered): manifest %.16s..., data %.16s...", img->index, img->slot,
 			    want, got);
 	}
@@ -1086,7 +1045,7 @@ static bool gather(struct bundle_reader *r, uint8_t *dst, size_t want, const uin
 	return true;
 }
 
-static int step(struct bundle_reader *r, const uint8_t **p, size_t *n, struct bundle_error *err)
+static int step(struct bundle_reader *r, const uint8_t **p, size_t *n, struct error *err)
 {
 	const struct bundle_image *img;
 	size_t take;
@@ -1150,7 +1109,7 @@ static int step(struct bundle_reader *r, const uint8_t **p, size_t *n, struct bu
 	case RS_DONE:
 		if (*n == 0)
 			return 0;
-		return fail(err, -EBADMSG, "%zu bytes of trailing data after the last image (at "
+		return error_set(err, -EBADMSG, "%zu bytes of trailing data after the last image (at "
 			    "byte %" PRIu64 ")", *n, r->offset);
 	case RS_STOPPED:
 		*n = 0;
@@ -1162,9 +1121,9 @@ static int step(struct bundle_reader *r, const uint8_t **p, size_t *n, struct bu
 }
 
 int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
-		       struct bundle_error *err)
+		       struct error *err)
 {
-	struct bundle_error local;
+	struct error local;
 	const uint8_t *p = buf;
 	int ret = 0;
 
@@ -1180,7 +1139,7 @@ int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
 	} while (ret == 0 && len > 0);
 	if (ret < 0) {
 		if (!err->msg[0])
-			fail(err, ret, "at byte %" PRIu64 ": %s", r->offset, strerror(-ret));
+			error_set(err, ret, "at byte %" PRIu64 ": %s", r->offset, strerror(-ret));
 		r->state = RS_FAILED;
 		r->error = ret;
 		r->saved = *err;
@@ -1190,7 +1149,7 @@ int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
 	return ret;
 }
 
-int bundle_reader_finish(struct bundle_reader *r, struct bundle_error *err)
+int bundle_reader_finish(struct bundle_reader *r, struct error *err)
 {
 	const struct bundle_image *img;
 
@@ -1204,23 +1163,23 @@ int bundle_reader_finish(struct bundle_reader *r, struct bundle_error *err)
 		return r->error;
 	case RS_HEADER:
 		if (r->fill == 0)
-			return fail(err, -ENODATA, "empty stream: no bundle");
-		return fail(err, -ENODATA, "truncated bundle: stream ended in the header after "
+			return error_set(err, -ENODATA, "empty stream: no bundle");
+		return error_set(err, -ENODATA, "truncated bundle: stream ended in the header after "
 			    "%" PRIu64 " bytes", r->offset);
 	case RS_MANIFEST:
 	case RS_SIGS:
-		return fail(err, -ENODATA, "truncated bundle: stream ended in the %s at byte %"
+		return error_set(err, -ENODATA, "truncated bundle: stream ended in the %s at byte %"
 			    PRIu64, r->state == RS_MANIFEST ? "manifest" : "signatures", r->offset);
 	case RS_IMAGE:
 		img = &r->m.images[r->cur];
-		return fail(err, -ENODATA, "truncated bundle: stream ended in image %u \"%s\" after "
+		return error_set(err, -ENODATA, "truncated bundle: stream ended in image %u \"%s\" after "
 			    "%" PRIu64 " of %" PRIu64 " stored bytes (bundle offset %" PRIu64 ")",
 			    img->index, img->slot, r->stored_done, img->stored_size, r->offset);
 	}
 	return -EINVAL;
 }
 
-int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct bundle_error *err)
+int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct error *err)
 {
 	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
 	int ret;
@@ -1233,7 +1192,7 @@ int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct bundle_error *
 			if (errno == EINTR)
 				continue;
 			ret = -errno;
-			return fail(err, ret, "reading the bundle at byte %" PRIu64 ": %s",
+			return error_set(err, ret, "reading the bundle at byte %" PRIu64 ": %s",
 				    r->offset, strerror(-ret));
 		}
 		if (n == 0)
@@ -1289,7 +1248,7 @@ static int pass_deflate(struct pass *ps, const void *p, size_t n, int flush)
 /* One pass over an image file: hash, optionally compress, count or write. */
 static int image_pass(const struct bundle_create_image *ci, int level, int out_fd,
 		      uint8_t sha[32], uint64_t *ret_size, uint64_t *ret_stored,
-		      uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE], struct bundle_error *err)
+		      uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE], struct error *err)
 {
 	_cleanup_close_ int fd = open(ci->path, O_RDONLY | O_CLOEXEC);
 	_cleanup_free_ struct pass *ps = calloc(1, sizeof(*ps));
@@ -1298,7 +1257,7 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 	int r = 0;
 
 	if (fd < 0)
-		return fail(err, -errno, "%s: %s", ci->path, strerror(errno));
+		return error_set(err, -errno, "%s: %s", ci->path, strerror(errno));
 	if (!ps || !in)
 		return -ENOMEM;
 	ps->out_fd = out_fd;
@@ -1317,14 +1276,14 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 	for (;;) {
 		ssize_t n = util_read_full(fd, in, BUNDLE_INFLATE_CHUNK);
 		if (n < 0) {
-			r = fail(err, (int)n, "%s: %s", ci->path, strerror((int)-n));
+			r = error_set(err, (int)n, "%s: %s", ci->path, strerror((int)-n));
 			goto out;
 		}
 		if (ps->in < SQUASHFS_SUPERBLOCK_SIZE && sb)
 			memcpy(sb + ps->in, in, MIN((uint64_t)n, SQUASHFS_SUPERBLOCK_SIZE - ps->in));
 		ps->in += n;
 		if (ps->in > BUNDLE_MAX_IMAGE_SIZE) {
-			r = fail(err, -EFBIG, "%s: larger than the format's 1 TiB limit", ci->path);
+			r = error_set(err, -EFBIG, "%s: larger than the format's 1 TiB limit", ci->path);
 			goto out;
 		}
 		if (EVP_DigestUpdate(ps->sha, in, n) != 1) {
@@ -1334,7 +1293,7 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 		r = ps->gzip ? pass_deflate(ps, in, n, n ? Z_NO_FLUSH : Z_FINISH) :
 			pass_write(ps, in, n);
 		if (r < 0) {
-			r = fail(err, r, "writing the bundle: %s", strerror(-r));
+			r = error_set(err, r, "writing the bundle: %s", strerror(-r));
 			goto out;
 		}
 		if (n == 0)
@@ -1351,7 +1310,7 @@ out:
 	return r;
 }
 
-static int build_date_now(char buf[BUNDLE_BUILD_DATE_LEN + 1], struct bundle_error *err)
+static int build_date_now(char buf[BUNDLE_BUILD_DATE_LEN + 1], struct error *err)
 {
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 	time_t t = time(NULL);
@@ -1362,18 +1321,18 @@ static int build_date_now(char buf[BUNDLE_BUILD_DATE_LEN + 1], struct bundle_err
 		errno = 0;
 		long long v = strtoll(sde, &end, 10);
 		if (errno || *end || v < 0)
-			return fail(err, -EINVAL, "SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds",
+			return error_set(err, -EINVAL, "SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds",
 				    sde);
 		t = (time_t)v;
 	}
 	if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 > 9999)
-		return fail(err, -EINVAL, "build date out of range");
+		return error_set(err, -EINVAL, "build date out of range");
 	strftime(buf, BUNDLE_BUILD_DATE_LEN + 1, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return 0;
 }
 
 static int sign_manifest(EVP_PKEY *key, const void *msg, size_t len,
-			 uint8_t entry[BUNDLE_SIG_ENTRY_SIZE], struct bundle_error *err)
+			 uint8_t entry[BUNDLE_SIG_ENTRY_SIZE], struct error *err)
 {
 	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	size_t siglen = KEYRING_SIG_SIZE;
@@ -1381,18 +1340,18 @@ static int sign_manifest(EVP_PKEY *key, const void *msg, size_t len,
 	if (!ctx)
 		return -ENOMEM;
 	if (keyring_key_id_pkey(key, entry) < 0)
-		return fail(err, -EINVAL, "signing key is not an Ed25519 key");
+		return error_set(err, -EINVAL, "signing key is not an Ed25519 key");
 	if (EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) != 1 ||
 	    EVP_DigestSign(ctx, entry + KEYRING_ID_SIZE, &siglen, msg, len) != 1 ||
 	    siglen != KEYRING_SIG_SIZE) {
 		ERR_clear_error();
-		return fail(err, -EINVAL, "Ed25519 signing failed (is it a private key?)");
+		return error_set(err, -EINVAL, "Ed25519 signing failed (is it a private key?)");
 	}
 	return 0;
 }
 
 int bundle_create(const struct bundle_create_params *p, int out_fd,
-		  struct bundle_create_result *ret, struct bundle_error *err)
+		  struct bundle_create_result *ret, struct error *err)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	_cleanup_free_ struct bundle_create_result *res = calloc(1, sizeof(*res));
@@ -1424,10 +1383,10 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		json_object_object_add(o, "description", json_object_new_string(p->description));
 	json_object_object_add(o, "images", imgs);
 	if (p->n_images < 1 || p->n_images > BUNDLE_MAX_IMAGES)
-		return fail(err, -EINVAL, "%zu images, a bundle holds 1..%d", p->n_images,
+		return error_set(err, -EINVAL, "%zu images, a bundle holds 1..%d", p->n_images,
 			    BUNDLE_MAX_IMAGES);
 	if (p->n_keys > BUNDLE_MAX_SIGNATURES)
-		return fail(err, -EINVAL, "%zu signing keys, at most %d", p->n_keys,
+		return error_set(err, -EINVAL, "%zu signing keys, at most %d", p->n_keys,
 			    BUNDLE_MAX_SIGNATURES);
 
 	/* pass 1: hash, learn sizes, check squashfs superblocks */
@@ -1437,21 +1396,20 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		struct json_object *j;
 
 		if (!bundle_slot_name_valid(ci->slot))
-			return fail(err, -EINVAL, "\"%s\" is not a slot member name ([a-z0-9_-]{1,32})",
+			return error_set(err, -EINVAL, "\"%s\" is not a slot member name ([a-z0-9_-]{1,32})",
 				    ci->slot ? ci->slot : "");
 		r = image_pass(ci, p->gzip_level, -1, sha[i], &size[i], &stored[i], sb, err);
 		if (r < 0)
 			return r;
 		if (size[i] == 0)
-			return fail(err, -EINVAL, "%s: empty image", ci->path);
+			return error_set(err, -EINVAL, "%s: empty image", ci->path);
 		if (bundle_is_cramfs(sb, MIN(size[i], sizeof(sb))))
-			return fail(err, -EMEDIUMTYPE, "%s: %s", ci->path, BUNDLE_CRAMFS_REFUSED);
+			return error_set(err, -EMEDIUMTYPE, "%s: %s", ci->path, BUNDLE_CRAMFS_REFUSED);
 		if (ci->type == BUNDLE_IMAGE_SQUASHFS) {
-			char msg[300];
 			r = squashfs_check_superblock(sb, MIN(size[i], sizeof(sb)), size[i],
-						      &res->squashfs[i], msg, sizeof(msg));
+						      &res->squashfs[i], err);
 			if (r < 0)
-				return fail(err, r, "%s: %s", ci->path, msg);
+				return error_prefix(err, r, "%s", ci->path);
 			res->has_squashfs[i] = true;
 		}
 		j = json_object_new_object();
@@ -1483,13 +1441,13 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		for (size_t j = 0; j < k; j++)
 			if (!memcmp(sigs + j * BUNDLE_SIG_ENTRY_SIZE, sigs + k * BUNDLE_SIG_ENTRY_SIZE,
 				    KEYRING_ID_SIZE))
-				return fail(err, -EINVAL, "signing key %zu given twice", k + 1);
+				return error_set(err, -EINVAL, "signing key %zu given twice", k + 1);
 	}
 	header_build(hdr, mlen, p->n_keys);
 	if ((r = (int)util_write_full(out_fd, hdr, sizeof(hdr))) < 0 ||
 	    (r = (int)util_write_full(out_fd, manifest, mlen)) < 0 ||
 	    (r = (int)util_write_full(out_fd, sigs, p->n_keys * BUNDLE_SIG_ENTRY_SIZE)) < 0)
-		return fail(err, r, "writing the bundle: %s", strerror(-r));
+		return error_set(err, r, "writing the bundle: %s", strerror(-r));
 
 	/* pass 2: write payloads; the files must not have changed */
 	res->manifest.n_signatures = p->n_keys;
@@ -1506,7 +1464,7 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		if (r < 0)
 			return r;
 		if (s2 != size[i] || st2 != stored[i] || memcmp(sha2, sha[i], 32))
-			return fail(err, -ESTALE, "%s changed while the bundle was being written",
+			return error_set(err, -ESTALE, "%s changed while the bundle was being written",
 				    p->images[i].path);
 	}
 	if (ret)
@@ -1514,20 +1472,20 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 	return 0;
 }
 
-int bundle_key_load(const char *path, void **ret, struct bundle_error *err)
+int bundle_key_load(const char *path, void **ret, struct error *err)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	EVP_PKEY *key;
 
 	if (!f)
-		return fail(err, -errno, "%s: %s", path, strerror(errno));
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
 	key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 	if (!key) {
 		ERR_clear_error();
-		return fail(err, -EINVAL, "%s: not a PEM private key", path);
+		return error_set(err, -EINVAL, "%s: not a PEM private key", path);
 	}
 	if (EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) {
-		fail(err, -EINVAL, "%s: %s key, bundles are signed with Ed25519 only", path,
+		error_set(err, -EINVAL, "%s: %s key, bundles are signed with Ed25519 only", path,
 		     EVP_PKEY_get0_type_name(key) ? EVP_PKEY_get0_type_name(key) : "unknown");
 		EVP_PKEY_free(key);
 		return -EINVAL;
@@ -1542,37 +1500,37 @@ void bundle_key_free(void *key)
 }
 
 static int write_pem(const char *path, mode_t mode, EVP_PKEY *key, bool private,
-		     struct bundle_error *err)
+		     struct error *err)
 {
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	_cleanup_fclose_ FILE *f = NULL;
 	int ok;
 
 	if (fd < 0)
-		return fail(err, -errno, "%s: %s", path, strerror(errno));
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
 	f = fdopen(fd, "we");
 	if (!f)
-		return fail(err, -errno, "%s: %s", path, strerror(errno));
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
 	TAKE_FD(fd);
 	ok = private ? PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) :
 		PEM_write_PUBKEY(f, key);
 	if (!ok || fflush(f) != 0 || fsync(fileno(f)) < 0) {
 		int r = errno ? -errno : -EIO;
 		unlink(path);
-		return fail(err, r, "%s: writing the key failed", path);
+		return error_set(err, r, "%s: writing the key failed", path);
 	}
 	return 0;
 }
 
 int bundle_keygen(const char *private_path, const char *public_path,
-		  uint8_t ret_id[KEYRING_ID_SIZE], struct bundle_error *err)
+		  uint8_t ret_id[KEYRING_ID_SIZE], struct error *err)
 {
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	uint8_t id[KEYRING_ID_SIZE];
 	int r;
 
 	if (!key)
-		return fail(err, -EIO, "Ed25519 key generation failed");
+		return error_set(err, -EIO, "Ed25519 key generation failed");
 	r = write_pem(private_path, 0600, key, true, err);
 	if (r < 0)
 		return r;

@@ -11,6 +11,7 @@
 #include <openssl/pem.h>
 
 #include "cleanup.h"
+#include "cleanup_crypto.h"
 #include "keyring.h"
 #include "util.h"
 
@@ -19,10 +20,7 @@ struct keyring {
 	size_t n_keys;
 };
 
-static void EVP_PKEY_freep(EVP_PKEY **p) { EVP_PKEY_free(*p); }
 static void BIO_freep(BIO **p) { BIO_free(*p); }
-static void EVP_MD_CTX_freep(EVP_MD_CTX **p) { EVP_MD_CTX_free(*p); }
-static void closedirp(DIR **d) { if (*d) closedir(*d); }
 
 int keyring_new(struct keyring **ret)
 {
@@ -109,18 +107,16 @@ static const char *pkey_type_name(EVP_PKEY *p)
 }
 
 int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *name,
-		    struct keyring_error *err)
+		    struct error *err)
 {
 	_cleanup_(BIO_freep) BIO *bio = NULL;
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;
 	uint8_t id[KEYRING_ID_SIZE];
 	char *dup;
 
-	if (len > KEYRING_MAX_FILE_SIZE || len > INT32_MAX) {
-		snprintf(err->msg, sizeof(err->msg), "%s: %zu bytes, too large for a public key file",
+	if (len > KEYRING_MAX_FILE_SIZE || len > INT32_MAX)
+		return error_set(err, -EFBIG, "%s: %zu bytes, too large for a public key file",
 			 name, len);
-		return -EFBIG;
-	}
 	if (memmem(pem, len, "PRIVATE KEY-----", 16)) {
 		snprintf(err->msg, sizeof(err->msg), "%s: contains a private key; a keyring holds "
 			 "public keys only (openssl pkey -in KEY -pubout)", name);
@@ -132,25 +128,18 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 	pkey = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
 	if (!pkey) {
 		ERR_clear_error();
-		snprintf(err->msg, sizeof(err->msg), "%s: not a PEM public key", name);
-		return -EINVAL;
+		return error_set(err, -EINVAL, "%s: not a PEM public key", name);
 	}
-	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
-		snprintf(err->msg, sizeof(err->msg), "%s: %s key, only Ed25519 keys are supported",
+	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519)
+		return error_set(err, -EINVAL, "%s: %s key, only Ed25519 keys are supported",
 			 name, pkey_type_name(pkey));
-		return -EINVAL;
-	}
-	if (keyring_key_id_pkey(pkey, id) < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s: cannot read the raw Ed25519 key", name);
-		return -EINVAL;
-	}
+	if (keyring_key_id_pkey(pkey, id) < 0)
+		return error_set(err, -EINVAL, "%s: cannot read the raw Ed25519 key", name);
 	if (keyring_find(k, id))
 		return 0;
-	if (k->n_keys >= KEYRING_MAX_KEYS) {
-		snprintf(err->msg, sizeof(err->msg), "%s: more than %d keys in the keyring", name,
+	if (k->n_keys >= KEYRING_MAX_KEYS)
+		return error_set(err, -E2BIG, "%s: more than %d keys in the keyring", name,
 			 KEYRING_MAX_KEYS);
-		return -E2BIG;
-	}
 	dup = strdup(name);
 	if (!dup)
 		return -ENOMEM;
@@ -162,22 +151,18 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 	return 0;
 }
 
-int keyring_add_file(struct keyring *k, const char *path, struct keyring_error *err)
+int keyring_add_file(struct keyring *k, const char *path, struct error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
 	int r;
 
 	r = util_read_file(path, KEYRING_MAX_FILE_SIZE, &buf, &len);
-	if (r == -EFBIG) {
-		snprintf(err->msg, sizeof(err->msg), "%s: larger than %d bytes, not a public key",
+	if (r == -EFBIG)
+		return error_set(err, r, "%s: larger than %d bytes, not a public key",
 			 path, KEYRING_MAX_FILE_SIZE);
-		return r;
-	}
-	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s: %s", path, strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return error_set(err, r, "%s: %s", path, strerror(-r));
 	return keyring_add_pem(k, buf, len, path, err);
 }
 
@@ -201,9 +186,9 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int keyring_load_dir(const char *dir, struct keyring **ret, struct keyring_error *err)
+int keyring_load_dir(const char *dir, struct keyring **ret, struct error *err)
 {
-	_cleanup_(closedirp) DIR *d = opendir(dir);
+	_cleanup_closedir_ DIR *d = opendir(dir);
 	_cleanup_(keyring_freep) struct keyring *k = NULL;
 	char *names[KEYRING_MAX_KEYS * 2];
 	size_t n = 0;
@@ -212,8 +197,7 @@ int keyring_load_dir(const char *dir, struct keyring **ret, struct keyring_error
 
 	if (!d) {
 		r = -errno;
-		snprintf(err->msg, sizeof(err->msg), "keyring %s: %s", dir, strerror(-r));
-		return r;
+		return error_set(err, r, "keyring %s: %s", dir, strerror(-r));
 	}
 	r = keyring_new(&k);
 	if (r < 0)

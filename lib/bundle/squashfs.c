@@ -11,7 +11,7 @@
 #define SQUASHFS_MIN_BLOCK (4u * 1024)
 #define SQUASHFS_MAX_BLOCK (1024u * 1024)
 
-static const char *const compressors[] = {
+static const char *const squashfs_compression_table[] = {
 	[SQUASHFS_COMP_GZIP] = "gzip",
 	[SQUASHFS_COMP_LZMA] = "lzma",
 	[SQUASHFS_COMP_LZO] = "lzo",
@@ -19,11 +19,7 @@ static const char *const compressors[] = {
 	[SQUASHFS_COMP_LZ4] = "lz4",
 	[SQUASHFS_COMP_ZSTD] = "zstd",
 };
-
-const char *squashfs_compression_to_string(unsigned id)
-{
-	return id < ELEMENTSOF(compressors) ? compressors[id] : NULL;
-}
+DEFINE_STRING_TABLE_TO(squashfs_compression, unsigned)
 
 static uint16_t le16(const uint8_t *p) { return p[0] | (uint16_t)p[1] << 8; }
 static uint32_t le32(const uint8_t *p) { return le16(p) | (uint32_t)le16(p + 2) << 16; }
@@ -45,28 +41,22 @@ static const struct {
 };
 
 int squashfs_check_superblock(const void *buf, size_t len, uint64_t max_size,
-			      struct squashfs_info *ret, char *err, size_t errlen)
+			      struct squashfs_info *ret, struct error *err)
 {
 	const uint8_t *p = buf;
 	struct squashfs_info i;
 	uint32_t magic;
 	uint16_t block_log;
 
-	if (len < SQUASHFS_SUPERBLOCK_SIZE) {
-		snprintf(err, errlen, "%zu bytes, too short for a squashfs superblock (%d)", len,
+	if (len < SQUASHFS_SUPERBLOCK_SIZE)
+		return error_set(err, -EINVAL, "%zu bytes, too short for a squashfs superblock (%d)", len,
 			 SQUASHFS_SUPERBLOCK_SIZE);
-		return -EINVAL;
-	}
 	magic = le32(p);
-	if (magic == __builtin_bswap32(SQUASHFS_MAGIC)) {
-		snprintf(err, errlen, "big-endian squashfs (version 3 or older), need 4.0");
-		return -EPROTONOSUPPORT;
-	}
-	if (magic != SQUASHFS_MAGIC) {
-		snprintf(err, errlen, "not a squashfs image (magic 0x%08" PRIx32 ", expected 0x%08x \"hsqs\")",
+	if (magic == __builtin_bswap32(SQUASHFS_MAGIC))
+		return error_set(err, -EPROTONOSUPPORT, "big-endian squashfs (version 3 or older), need 4.0");
+	if (magic != SQUASHFS_MAGIC)
+		return error_set(err, -EBADMSG, "not a squashfs image (magic 0x%08" PRIx32 ", expected 0x%08x \"hsqs\")",
 			 magic, SQUASHFS_MAGIC);
-		return -EBADMSG;
-	}
 	i = (struct squashfs_info) {
 		.inode_count = le32(p + 4),
 		.mkfs_time = le32(p + 8),
@@ -79,51 +69,36 @@ int squashfs_check_superblock(const void *buf, size_t len, uint64_t max_size,
 		.bytes_used = le64(p + 40),
 	};
 	block_log = le16(p + 22);
-	if (i.version_major != 4 || i.version_minor != 0) {
-		snprintf(err, errlen, "squashfs version %u.%u, only 4.0 is supported",
+	if (i.version_major != 4 || i.version_minor != 0)
+		return error_set(err, -EPROTONOSUPPORT, "squashfs version %u.%u, only 4.0 is supported",
 			 i.version_major, i.version_minor);
-		return -EPROTONOSUPPORT;
-	}
-	if (!squashfs_compression_to_string(i.compression)) {
-		snprintf(err, errlen, "unknown squashfs compression id %u (known: 1 gzip, 2 lzma, "
+	if (!squashfs_compression_to_string(i.compression))
+		return error_set(err, -EBADMSG, "unknown squashfs compression id %u (known: 1 gzip, 2 lzma, "
 			 "3 lzo, 4 xz, 5 lz4, 6 zstd)", i.compression);
-		return -EBADMSG;
-	}
 	if (i.block_size < SQUASHFS_MIN_BLOCK || i.block_size > SQUASHFS_MAX_BLOCK ||
 	    (i.block_size & (i.block_size - 1)) || block_log >= 32 ||
 	    (1u << block_log) != i.block_size) {
-		snprintf(err, errlen, "bad squashfs block size %" PRIu32 " (block_log %u): must be "
+		return error_set(err, -EBADMSG, "bad squashfs block size %" PRIu32 " (block_log %u): must be "
 			 "a power of two from 4 KiB to 1 MiB", i.block_size, block_log);
-		return -EBADMSG;
 	}
-	if (i.inode_count == 0) {
-		snprintf(err, errlen, "squashfs has no inodes");
-		return -EBADMSG;
-	}
-	if (i.bytes_used < SQUASHFS_SUPERBLOCK_SIZE) {
-		snprintf(err, errlen, "squashfs bytes_used %" PRIu64 " is smaller than the superblock",
+	if (i.inode_count == 0)
+		return error_set(err, -EBADMSG, "squashfs has no inodes");
+	if (i.bytes_used < SQUASHFS_SUPERBLOCK_SIZE)
+		return error_set(err, -EBADMSG, "squashfs bytes_used %" PRIu64 " is smaller than the superblock",
 			 i.bytes_used);
-		return -EBADMSG;
-	}
 	for (size_t t = 0; t < ELEMENTSOF(tables); t++) {
 		uint64_t v = le64(p + tables[t].off);
 		if (tables[t].optional && v == SQUASHFS_INVALID_BLK)
 			continue;
-		if (v < SQUASHFS_SUPERBLOCK_SIZE || v >= i.bytes_used) {
-			snprintf(err, errlen, "squashfs %s 0x%" PRIx64 " outside the filesystem "
+		if (v < SQUASHFS_SUPERBLOCK_SIZE || v >= i.bytes_used)
+			return error_set(err, -EBADMSG, "squashfs %s 0x%" PRIx64 " outside the filesystem "
 				 "(bytes_used %" PRIu64 ")", tables[t].name, v, i.bytes_used);
-			return -EBADMSG;
-		}
 	}
-	if (le64(p + 64) >= le64(p + 72)) {
-		snprintf(err, errlen, "squashfs inode table does not precede the directory table");
-		return -EBADMSG;
-	}
-	if (max_size && i.bytes_used > max_size) {
-		snprintf(err, errlen, "squashfs uses %" PRIu64 " bytes, more than the %" PRIu64
+	if (le64(p + 64) >= le64(p + 72))
+		return error_set(err, -EBADMSG, "squashfs inode table does not precede the directory table");
+	if (max_size && i.bytes_used > max_size)
+		return error_set(err, -EFBIG, "squashfs uses %" PRIu64 " bytes, more than the %" PRIu64
 			 " available", i.bytes_used, max_size);
-		return -EFBIG;
-	}
 	if (ret)
 		*ret = i;
 	return 0;

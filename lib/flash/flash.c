@@ -18,23 +18,11 @@ static const struct {
 	{ "/dev/mtd", false, &flash_mtd_ops },
 };
 
-static const char *const type_names[_FLASH_TYPE_MAX] = {
+static const char *const flash_type_table[_FLASH_TYPE_MAX] = {
 	[FLASH_NOR] = "nor",
 	[FLASH_NAND] = "nand",
 };
-
-const char *flash_type_to_string(enum flash_type t)
-{
-	return (unsigned)t < _FLASH_TYPE_MAX ? type_names[t] : NULL;
-}
-
-int flash_type_from_string(const char *s)
-{
-	for (unsigned i = 0; i < _FLASH_TYPE_MAX; i++)
-		if (s && !strcmp(s, type_names[i]))
-			return i;
-	return -EINVAL;
-}
+DEFINE_STRING_TABLE(flash_type, enum flash_type)
 
 int flash_spec_split(const char *spec, char **ret_base, uint64_t *ret_off, uint64_t *ret_size)
 {

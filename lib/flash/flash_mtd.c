@@ -21,12 +21,6 @@
 
 #define MTD_CHAR_MAJOR 90
 
-static inline void closedirp(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
 struct mtd_priv {
 	int fd;
 	unsigned index;
@@ -76,7 +70,7 @@ static int type_from_ioctl(unsigned char t)
 }
 
 /* "mtd12" -> 12; -EINVAL for "mtd12ro" and anything else */
-static int parse_mtd_dirname(const char *n, unsigned *ret)
+int flash_mtd_parse_dirname(const char *n, unsigned *ret)
 {
 	char *end;
 	unsigned long v;
@@ -92,7 +86,7 @@ static int parse_mtd_dirname(const char *n, unsigned *ret)
 
 int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len)
 {
-	_cleanup_(closedirp) DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *de;
 
 	d = opendir(sysroot);
@@ -102,7 +96,7 @@ int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev,
 		char path[512], line[128];
 		unsigned idx;
 
-		if (parse_mtd_dirname(de->d_name, &idx) < 0)
+		if (flash_mtd_parse_dirname(de->d_name, &idx) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/name", sysroot, de->d_name);
 		if (util_read_line(path, line, sizeof(line)) < 0 || strcmp(line, name))
@@ -112,6 +106,17 @@ int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev,
 		return 0;
 	}
 	return -ENODEV;
+}
+
+int flash_mtd_find_by_name_dup(const char *sysroot, const char *name, char **ret_dev)
+{
+	char dev[64];
+	int r = flash_mtd_find_by_name(sysroot, name, dev, sizeof(dev));
+
+	if (r < 0)
+		return r;
+	*ret_dev = strdup(dev);
+	return *ret_dev ? 0 : -ENOMEM;
 }
 
 static int read_attr_u64(const char *sysroot, unsigned idx, const char *attr, uint64_t *ret)

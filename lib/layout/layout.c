@@ -41,59 +41,34 @@ static int xsnprintf(char *buf, size_t len, const char *fmt, ...)
 
 /* ---------- string tables ---------- */
 
-static const char *const storage_names[_LAYOUT_STORAGE_MAX] = {
+static const char *const layout_storage_table[_LAYOUT_STORAGE_MAX] = {
 	[LAYOUT_STORAGE_NOR] = "nor",
 	[LAYOUT_STORAGE_NAND] = "nand",
 	[LAYOUT_STORAGE_UBI] = "ubi",
 	[LAYOUT_STORAGE_FILE] = "file",
 };
+DEFINE_STRING_TABLE_TO(layout_storage, enum layout_storage)
 
-static const char *const overlay_names[_LAYOUT_OVERLAY_MAX] = {
+static const char *const layout_overlay_type_table[_LAYOUT_OVERLAY_MAX] = {
 	[LAYOUT_OVERLAY_JFFS2] = "jffs2",
 	[LAYOUT_OVERLAY_UBIFS] = "ubifs",
 	[LAYOUT_OVERLAY_TMPFS] = "tmpfs",
 };
+DEFINE_STRING_TABLE_TO(layout_overlay_type, enum layout_overlay_type)
 
 static const char *const flash_type_names[_FLASH_TYPE_MAX] = {
 	[FLASH_NOR] = "nor",
 	[FLASH_NAND] = "nand",
 };
 
-static const char *const ubi_vol_names[_LAYOUT_UBI_MAX] = {
+static const char *const layout_ubi_vol_type_table[_LAYOUT_UBI_MAX] = {
 	[LAYOUT_UBI_DYNAMIC] = "dynamic",
 	[LAYOUT_UBI_STATIC] = "static",
 };
+DEFINE_STRING_TABLE_TO(layout_ubi_vol_type, enum layout_ubi_vol_type)
 
 /* Image formats a slot may hold. */
 static const char *const image_types[] = { "squashfs" };
-
-const char *layout_storage_to_string(enum layout_storage s)
-{
-	return s < _LAYOUT_STORAGE_MAX ? storage_names[s] : NULL;
-}
-
-const char *layout_overlay_type_to_string(enum layout_overlay_type t)
-{
-	return t < _LAYOUT_OVERLAY_MAX ? overlay_names[t] : NULL;
-}
-
-const char *layout_flash_type_to_string(enum flash_type t)
-{
-	return t < _FLASH_TYPE_MAX ? flash_type_names[t] : NULL;
-}
-
-const char *layout_ubi_vol_type_to_string(enum layout_ubi_vol_type t)
-{
-	return t < _LAYOUT_UBI_MAX ? ubi_vol_names[t] : NULL;
-}
-
-static int lookup(const char *const *table, size_t n, const char *s)
-{
-	for (size_t i = 0; i < n; i++)
-		if (table[i] && !strcmp(table[i], s))
-			return (int)i;
-	return -1;
-}
 
 static void join_names(const char *const *table, size_t n, char *buf, size_t len)
 {
@@ -309,7 +284,7 @@ struct claim {
 
 struct ctx {
 	const char *file;
-	struct layout_error *err;
+	struct error *err;
 	struct layout *l;
 	struct claim *claims;
 	size_t n_claims;
@@ -317,19 +292,14 @@ struct ctx {
 
 static int _printf_(4, 5) fail(struct ctx *c, int r, const char *path, const char *fmt, ...)
 {
-	char msg[400];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	error_setv(c->err, r, fmt, ap);
 	va_end(ap);
-	if (c->err) {
-		if (path && *path)
-			xsnprintf(c->err->msg, sizeof(c->err->msg), "%s: %s: %s", c->file, path, msg);
-		else
-			xsnprintf(c->err->msg, sizeof(c->err->msg), "%s: %s", c->file, msg);
-	}
-	return r;
+	if (path && *path)
+		return error_prefix(c->err, r, "%s: %s", c->file, path);
+	return error_prefix(c->err, r, "%s", c->file);
 }
 
 /* path helpers: "base.key" and "base[i]" */
@@ -361,7 +331,7 @@ static int check_keys(struct ctx *c, struct json_object *o, const char *base,
 
 	json_object_object_foreach(o, key, val) {
 		(void)val;
-		if (lookup(allowed, n, key) >= 0)
+		if (string_table_lookup(allowed, n, key) >= 0)
 			continue;
 		list[0] = '\0';
 		for (size_t i = 0, o2 = 0; i < n && o2 < sizeof(list); i++)
@@ -493,7 +463,7 @@ static int get_enum(struct ctx *c, struct json_object *o, const char *base, cons
 
 	if (r <= 0)
 		return r;
-	i = lookup(table, n, s);
+	i = string_table_lookup(table, n, s);
 	if (i < 0) {
 		join_names(table, n, list, sizeof(list));
 		return fail(c, -EINVAL, pkey(p, base, key), "\"%s\" is not one of %s", s, list);
@@ -908,7 +878,7 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 		u->n_volumes = i + 1;
 		if ((r = check_name(c, pkey(p, vb, "name"), v->name)) < 0 ||
 		    (r = get_size(c, e, vb, "size", true, &v->size)) < 0 ||
-		    (r = get_enum(c, e, vb, "type", false, ubi_vol_names, _LAYOUT_UBI_MAX, &t)) < 0)
+		    (r = get_enum(c, e, vb, "type", false, layout_ubi_vol_type_table, _LAYOUT_UBI_MAX, &t)) < 0)
 			return r;
 		v->type = t;
 		if (v->size == 0)
@@ -1021,7 +991,7 @@ static int parse_target(struct ctx *c, struct json_object *o, const char *base, 
 
 	if (json_object_get_type(o) != json_type_object)
 		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
-	if ((r = get_enum(c, o, base, "storage", true, storage_names, _LAYOUT_STORAGE_MAX, &s)) < 0)
+	if ((r = get_enum(c, o, base, "storage", true, layout_storage_table, _LAYOUT_STORAGE_MAX, &s)) < 0)
 		return r;
 	t->storage = s;
 	nk = n_keys(target_keys_by_storage[s], 3);
@@ -1040,8 +1010,8 @@ static int parse_target(struct ctx *c, struct json_object *o, const char *base, 
 		if (t->part->dev->type != want)
 			return fail(c, -EINVAL, pkey(p, base, "storage"),
 				    "storage \"%s\" but partition \"%s\" is on %s device \"%s\"",
-				    storage_names[s], t->part->name,
-				    flash_type_names[t->part->dev->type], t->part->dev->name);
+				    layout_storage_table[s], t->part->name,
+				    flash_type_to_string(t->part->dev->type), t->part->dev->name);
 		return claim_partition(c, t->part, base, role);
 	}
 	case LAYOUT_STORAGE_UBI:
@@ -1113,7 +1083,7 @@ static int check_same_size(struct ctx *c, const char *gbase, struct layout_slot_
 	if (ta->storage != tb->storage) {
 		xsnprintf(p, sizeof(p), "%s.slots.%s.%s.storage", gbase, b->name, kernel ? "kernel" : "rootfs");
 		return fail(c, -EINVAL, p, "storage \"%s\" differs from slot %s's \"%s\"",
-			    storage_names[tb->storage], a->name, storage_names[ta->storage]);
+			    layout_storage_table[tb->storage], a->name, layout_storage_table[ta->storage]);
 	}
 	if (sa != sb) {
 		xsnprintf(p, sizeof(p), "%s.slots.%s.%s", gbase, b->name, kernel ? "kernel" : "rootfs");
@@ -1216,7 +1186,7 @@ static int parse_overlay(struct ctx *c, struct json_object *o, const char *base,
 
 	if (json_object_get_type(o) != json_type_object)
 		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
-	if ((r = get_enum(c, o, base, "type", true, overlay_names, _LAYOUT_OVERLAY_MAX, &t)) < 0)
+	if ((r = get_enum(c, o, base, "type", true, layout_overlay_type_table, _LAYOUT_OVERLAY_MAX, &t)) < 0)
 		return r;
 	ov->type = t;
 	if ((r = check_keys(c, o, base, overlay_keys_by_type[t], n_keys(overlay_keys_by_type[t], 4))) < 0)
@@ -1382,7 +1352,7 @@ static void offset_to_linecol(const char *s, size_t off, unsigned *line, unsigne
 	}
 }
 
-int layout_parse(const char *json, const char *name, struct layout **ret, struct layout_error *err)
+int layout_parse(const char *json, const char *name, struct layout **ret, struct error *err)
 {
 	_cleanup_json_ struct json_object *top = NULL;
 	struct json_tokener *tok;
@@ -1438,24 +1408,18 @@ int layout_parse(const char *json, const char *name, struct layout **ret, struct
 	return 0;
 }
 
-int layout_load(const char *path, struct layout **ret, struct layout_error *err)
+int layout_load(const char *path, struct layout **ret, struct error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
 	int r;
 
 	r = util_read_file(path, LAYOUT_MAX_FILE, &buf, &len);
-	if (r < 0) {
-		if (err)
-			xsnprintf(err->msg, sizeof(err->msg), "%s: cannot read: %s", path, strerror(-r));
-		return r;
-	}
-	if (strlen(buf) != len) {
-		if (err)
-			xsnprintf(err->msg, sizeof(err->msg), "%s: contains a NUL byte (not a JSON text file)",
+	if (r < 0)
+		return error_set(err, r, "%s: cannot read: %s", path, strerror(-r));
+	if (strlen(buf) != len)
+		return error_set(err, -EINVAL, "%s: contains a NUL byte (not a JSON text file)",
 				 path);
-		return -EINVAL;
-	}
 	return layout_parse(buf, path, ret, err);
 }
 
@@ -1841,30 +1805,7 @@ static int read_sys_mtd(const char *root, const char *entry, struct sys_mtd *m)
 	return 0;
 }
 
-static bool is_mtd_entry(const char *n)
-{
-	if (strncmp(n, "mtd", 3) || !n[3])
-		return false;
-	for (const char *s = n + 3; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return false;
-	return true;
-}
-
-static int sys_err(struct layout_error *err, int r, const char *fmt, ...) _printf_(3, 4);
-static int sys_err(struct layout_error *err, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
-int layout_check_system(const struct layout *l, const char *sysfs_root, struct layout_error *err)
+int layout_check_system(const struct layout *l, const char *sysfs_root, struct error *err)
 {
 	struct sys_mtd *mtds = NULL;
 	size_t n = 0;
@@ -1874,19 +1815,19 @@ int layout_check_system(const struct layout *l, const char *sysfs_root, struct l
 	int r = 0;
 
 	if (!sysfs_root)
-		sysfs_root = "/sys/class/mtd";
+		sysfs_root = FLASH_MTD_SYSFS;
 	d = opendir(sysfs_root);
 	if (!d) {
 		int e = errno;
 
-		return sys_err(err, e == ENOENT ? -ENODEV : -e,
+		return error_set(err, e == ENOENT ? -ENODEV : -e,
 			       "%s: cannot open (%s); the running kernel has no MTD support", sysfs_root,
 			       strerror(e));
 	}
 	while ((de = readdir(d))) {
 		struct sys_mtd *nm;
 
-		if (!is_mtd_entry(de->d_name))
+		if (flash_mtd_parse_dirname(de->d_name, &(unsigned){ 0 }) < 0)
 			continue;
 		nm = realloc(mtds, (n + 1) * sizeof(*mtds));
 		if (!nm) {
@@ -1897,7 +1838,7 @@ int layout_check_system(const struct layout *l, const char *sysfs_root, struct l
 		memset(&mtds[n], 0, sizeof(mtds[n]));
 		r = read_sys_mtd(sysfs_root, de->d_name, &mtds[n]);
 		if (r < 0) {
-			r = sys_err(err, r, "%s/%s: cannot read its attributes: %s", sysfs_root,
+			r = error_set(err, r, "%s/%s: cannot read its attributes: %s", sysfs_root,
 				    de->d_name, strerror(-r));
 			break;
 		}
@@ -1914,7 +1855,7 @@ int layout_check_system(const struct layout *l, const char *sysfs_root, struct l
 			if (!strcmp(mtds[j].name, p->name))
 				m = &mtds[j];
 		if (!m) {
-			r = sys_err(err, -ENODEV,
+			r = error_set(err, -ENODEV,
 				    "partition \"%s\" (%s: %s): no MTD device of that name in %s (%zu MTD "
 				    "devices there; is mtdparts= set?)", p->name, l->path, pp, sysfs_root, n);
 			break;
@@ -1923,27 +1864,27 @@ int layout_check_system(const struct layout *l, const char *sysfs_root, struct l
 			if (!strcmp(m->type, sys_types[k].sys))
 				t = (int)sys_types[k].type;
 		if (t != (int)p->dev->type)
-			r = sys_err(err, -EINVAL, "partition \"%s\" (%s: %s): %s/%s is of type \"%s\", "
+			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): %s/%s is of type \"%s\", "
 				    "the layout says %s", p->name, l->path, pp, sysfs_root, m->dir, m->type,
-				    flash_type_names[p->dev->type]);
+				    flash_type_to_string(p->dev->type));
 		else if (m->size != p->size)
-			r = sys_err(err, -EINVAL, "partition \"%s\" (%s: %s): size 0x%" PRIx64
+			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): size 0x%" PRIx64
 				    " in the layout, 0x%" PRIx64 " in %s/%s", p->name, l->path, pp,
 				    p->size, m->size, sysfs_root, m->dir);
 		else if (m->erasesize != p->dev->erasesize)
-			r = sys_err(err, -EINVAL, "partition \"%s\" (%s: %s): erase size 0x%" PRIx32
+			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): erase size 0x%" PRIx32
 				    " in the layout, 0x%" PRIx64 " in %s/%s", p->name, l->path, pp,
 				    p->dev->erasesize, m->erasesize, sysfs_root, m->dir);
 		else if (p->dev->type == FLASH_NAND && m->writesize && m->writesize != p->dev->writesize)
-			r = sys_err(err, -EINVAL, "partition \"%s\" (%s: %s): page size %" PRIu32
+			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): page size %" PRIu32
 				    " in the layout, %" PRIu64 " in %s/%s", p->name, l->path, pp,
 				    p->dev->writesize, m->writesize, sysfs_root, m->dir);
 		else if (p->dev->type == FLASH_NAND && m->oobsize && m->oobsize != p->dev->oobsize)
-			r = sys_err(err, -EINVAL, "partition \"%s\" (%s: %s): OOB size %" PRIu32
+			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): OOB size %" PRIu32
 				    " in the layout, %" PRIu64 " in %s/%s", p->name, l->path, pp,
 				    p->dev->oobsize, m->oobsize, sysfs_root, m->dir);
 		else if (m->has_offset && m->offset != p->offset)
-			r = sys_err(err, -EINVAL, "partition \"%s\" (%s: %s): offset 0x%" PRIx64
+			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): offset 0x%" PRIx64
 				    " in the layout, 0x%" PRIx64 " in %s/%s", p->name, l->path, pp,
 				    p->offset, m->offset, sysfs_root, m->dir);
 	}

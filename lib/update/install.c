@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "flashio.h"
 #include "install.h"
 #include "slot.h"
+#include "slot_change.h"
 #include "util.h"
 
 /* How payloads are written: unchanged erase blocks are left alone, blocks
@@ -50,11 +52,11 @@ struct install {
 	struct install_stats closed;         /* flash counters of the images finished */
 	uint64_t total;
 	int error;                           /* sticky */
-	struct install_error err;
+	struct error err;
 	size_t buf_peak;                     /* largest writer / read-back buffers held */
 };
 
-static const char *const phase_names[_INSTALL_PHASE_MAX] = {
+static const char *const install_phase_table[_INSTALL_PHASE_MAX] = {
 	[INSTALL_PHASE_MANIFEST] = "manifest",
 	[INSTALL_PHASE_WRITE] = "write",
 	[INSTALL_PHASE_VERIFY] = "verify",
@@ -62,11 +64,7 @@ static const char *const phase_names[_INSTALL_PHASE_MAX] = {
 	[INSTALL_PHASE_DONE] = "done",
 	[INSTALL_PHASE_FAILED] = "failed",
 };
-
-const char *install_phase_to_string(enum install_phase p)
-{
-	return p < _INSTALL_PHASE_MAX ? phase_names[p] : NULL;
-}
+DEFINE_STRING_TABLE_TO(install_phase, enum install_phase)
 
 void install_version_var(const char *slot, char *buf, size_t len)
 {
@@ -97,15 +95,12 @@ static void record_end(struct install *in, int r)
 	in->error = r;
 }
 
-static _printf_(3, 4) int fail(struct install *in, int r, const char *fmt, ...)
+/* The install failed with r, in->err says why (set by the caller, or by
+ * the part that failed writing into in->err directly). */
+static int failed(struct install *in, int r)
 {
-	va_list ap;
-
 	if (in->error)
 		return in->error;
-	va_start(ap, fmt);
-	vsnprintf(in->err.msg, sizeof(in->err.msg), fmt, ap);
-	va_end(ap);
 	in->error = r;
 	in->phase = INSTALL_PHASE_FAILED;
 	in->stats.finished = time(NULL);
@@ -113,7 +108,19 @@ static _printf_(3, 4) int fail(struct install *in, int r, const char *fmt, ...)
 	return r;
 }
 
-static int report(struct install *in, int r, struct install_error *err)
+static _printf_(3, 4) int fail(struct install *in, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (in->error)
+		return in->error;
+	va_start(ap, fmt);
+	error_setv(&in->err, r, fmt, ap);
+	va_end(ap);
+	return failed(in, r);
+}
+
+static int report(struct install *in, int r, struct error *err)
 {
 	if (r < 0 && err)
 		*err = in->err;
@@ -147,36 +154,31 @@ static void progress(struct install *in, const char *image)
 static int env_change(struct install *in, enum slot_op op, const char *version)
 {
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_env_txn_ struct env_txn *t = NULL;
-	struct slot_state st, nst;
-	struct slot_changes ch;
-	struct slot_error serr = { "" };
-	struct env_error eerr = { "" };
+	struct slot_change_result res;
 	char var[64];
 	int r;
 
-	r = env_open_layout(in->layout, in->p.target, NULL, 0, &e, &eerr);
+	if (in->error)
+		return in->error;
+	/* the parts below write their message into in->err directly */
+	error_clear(&in->err);
+	r = env_open_layout(in->layout, in->p.target, NULL, 0, &e, &in->err);
 	if (r < 0)
-		return fail(in, r, "cannot open the U-Boot env: %s", eerr.msg);
-	r = slot_state_load_group(&st, in->group, env_get_dup, e, &serr);
-	if (r >= 0)
-		r = slot_compute(&st, op, in->slot, op == SLOT_OP_INSTALL_FAILED ||
-				 op == SLOT_OP_INSTALL_CANCELLED ? SLOT_FORCE : 0, &nst, &ch, &serr);
-	if (r < 0)
-		return fail(in, r, "slot state: %s", serr.msg);
-	r = env_txn_new(e, &t);
-	for (size_t i = 0; r >= 0 && i < ch.n; i++)
-		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value[0] ? ch.vars[i].value : NULL);
+		return failed(in, error_prefix(&in->err, r, "cannot open the U-Boot env"));
 	/* the version goes with the content: forgotten when writing starts,
 	 * set when the read-back verified */
 	install_version_var(in->group->slots[in->slot].name, var, sizeof(var));
-	if (r >= 0 && (op == SLOT_OP_INSTALL_BEGIN || version))
-		r = env_txn_set(t, var, version);
-	if (r >= 0)
-		r = env_txn_commit(t, &eerr);
+	r = slot_change(e, in->group, &(struct slot_change) {
+			.op = op, .slot = in->slot, .booted = -1,
+			.flags = op == SLOT_OP_INSTALL_FAILED || op == SLOT_OP_INSTALL_CANCELLED ?
+				 SLOT_FORCE : 0,
+			.extra_name = op == SLOT_OP_INSTALL_BEGIN || version ? var : NULL,
+			.extra_value = version }, &res, &in->err);
+	if (r < 0 && res.fail == SLOT_CHANGE_ENV && res.before.n_slots)
+		return failed(in, error_prefix(&in->err, r, "writing the U-Boot env (%s)",
+					       env_describe(e)));
 	if (r < 0)
-		return fail(in, r, "writing the U-Boot env (%s): %s", env_describe(e),
-			    eerr.msg[0] ? eerr.msg : strerror(-r));
+		return failed(in, error_prefix(&in->err, r, "slot state"));
 	return 0;
 }
 
@@ -184,11 +186,10 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 
 static int pick_slot(struct install *in)
 {
-	struct slot_error serr = { "" };
 	int booted;
 
 	if (in->p.slot) {
-		booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, &serr);
+		booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, NULL);
 		for (size_t i = 0; i < in->group->n_slots; i++) {
 			if (strcmp(in->group->slots[i].name, in->p.slot))
 				continue;
@@ -203,13 +204,13 @@ static int pick_slot(struct install *in)
 		return fail(in, -ENOENT, "slot group '%s' has no slot '%s'", in->group->name,
 			    in->p.slot);
 	}
-	booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, &serr);
+	booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, &in->err);
 	if (booted == -ENOENT)
 		return fail(in, -ENOENT, "cannot tell which slot is booted (no flashd.slot=, "
 			    "rauc.slot= or matching root= in %s): refusing to guess the target",
 			    in->p.cmdline ? in->p.cmdline : "/proc/cmdline");
 	if (booted < 0)
-		return fail(in, booted, "booted slot: %s", serr.msg);
+		return failed(in, error_prefix(&in->err, booted, "booted slot"));
 	/* A/B: the target is the one that is not running */
 	return in->group->n_slots == 2 ? 1 - booted : fail(in, -EINVAL, "slot group '%s' "
 			"has %zu slots; name the target", in->group->name, in->group->n_slots);
@@ -250,7 +251,7 @@ static size_t writer_mem(const struct install_target *t)
 	return (size_t)t->flash->info.erasesize * ((WRITE_FLAGS & FLASHIO_CHANGED_ONLY) ? 2 : 1);
 }
 
-static int on_manifest(void *userdata, const struct bundle_manifest *m, struct bundle_error *err)
+static int on_manifest(void *userdata, const struct bundle_manifest *m, struct error *err)
 {
 	struct install *in = userdata;
 	const struct layout_slot *s;
@@ -298,7 +299,6 @@ static int on_manifest(void *userdata, const struct bundle_manifest *m, struct b
 	progress(in, NULL);
 	return 0;
 refuse:
-	snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
 	return r;
 }
 
@@ -308,24 +308,22 @@ static struct install_target *target_of(struct install *in, const struct bundle_
 }
 
 /* Nothing on flash changes before this single store. */
-static int mark_bad_once(struct install *in, struct bundle_error *err)
+static int mark_bad_once(struct install *in, struct error *err)
 {
 	int r;
 
 	if (in->marked_bad)
 		return 0;
 	r = env_change(in, SLOT_OP_INSTALL_BEGIN, NULL);
-	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
+	if (r < 0)
 		return r;
-	}
 	in->marked_bad = true;
 	return 0;
 }
 
 /* One writer at a time: memory stays at one erase block (and its compare
  * copy) however many images the bundle has. */
-static int on_image_begin(void *userdata, const struct bundle_image *img, struct bundle_error *err)
+static int on_image_begin(void *userdata, const struct bundle_image *img, struct error *err)
 {
 	struct install *in = userdata;
 	struct install_target *t = target_of(in, img);
@@ -334,14 +332,12 @@ static int on_image_begin(void *userdata, const struct bundle_image *img, struct
 	if (!t) {
 		r = fail(in, -EINVAL, "image %u '%s' is not in the manifest the install planned for",
 			 img->index, img->slot);
-		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
 		return r;
 	}
 	r = flashio_writer_new(t->flash, WRITE_FLAGS, &t->writer);
 	if (r < 0) {
 		fail(in, r, "partition '%s' for image '%s': %s", t->lt->part->name, img->slot,
 		     strerror(-r));
-		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
 		return r;
 	}
 	in->buf_peak = MAX(in->buf_peak, writer_mem(t));
@@ -363,7 +359,7 @@ static void sync_writer_stats(struct install *in, const struct install_target *t
 }
 
 static int on_image_data(void *userdata, const struct bundle_image *img, const void *buf,
-			 size_t len, struct bundle_error *err)
+			 size_t len, struct error *err)
 {
 	struct install *in = userdata;
 	struct install_target *t = in->current;
@@ -378,7 +374,6 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 		fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
 		     img->slot, t->lt->part->name, flashio_writer_offset(t->writer),
 		     r == -ENOSPC ? "no good erase block left (too many bad blocks)" : strerror(-r));
-		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
 		return r;
 	}
 	in->stats.bytes_written += len;
@@ -387,7 +382,7 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 }
 
 
-static int on_image_end(void *userdata, const struct bundle_image *img, struct bundle_error *err)
+static int on_image_end(void *userdata, const struct bundle_image *img, struct error *err)
 {
 	struct install *in = userdata;
 	struct install_target *t = in->current;
@@ -402,7 +397,6 @@ static int on_image_end(void *userdata, const struct bundle_image *img, struct b
 	if (t->written < 0) {
 		fail(in, (int)t->written, "finishing image '%s' on partition '%s': %s", img->slot,
 		     t->lt->part->name, strerror((int)-t->written));
-		snprintf(err->msg, sizeof(err->msg), "%s", in->err.msg);
 		return (int)t->written;
 	}
 	in->closed = in->stats;
@@ -462,31 +456,30 @@ void install_free(struct install *in)
 	free(in);
 }
 
-int install_feed(struct install *in, const void *buf, size_t len, struct install_error *err)
+int install_feed(struct install *in, const void *buf, size_t len, struct error *err)
 {
-	struct bundle_error berr = { "" };
 	int r;
 
 	if (in->error)
 		return report(in, in->error, err);
 	if (in->phase != INSTALL_PHASE_MANIFEST && in->phase != INSTALL_PHASE_WRITE)
 		return report(in, fail(in, -EINVAL, "bundle data after the end of the bundle"), err);
-	r = bundle_reader_feed(in->reader, buf, len, &berr);
+	/* the reader and the callbacks below it write into in->err */
+	r = bundle_reader_feed(in->reader, buf, len, &in->err);
 	if (r < 0)
-		return report(in, fail(in, r, "%s", berr.msg), err);
+		return report(in, failed(in, r), err);
 	return 0;
 }
 
-int install_finish_input(struct install *in, struct install_error *err)
+int install_finish_input(struct install *in, struct error *err)
 {
-	struct bundle_error berr = { "" };
 	int r;
 
 	if (in->error)
 		return report(in, in->error, err);
-	r = bundle_reader_finish(in->reader, &berr);
+	r = bundle_reader_finish(in->reader, &in->err);
 	if (r < 0)
-		return report(in, fail(in, r, "%s", berr.msg), err);
+		return report(in, failed(in, r), err);
 	if (in->phase != INSTALL_PHASE_WRITE)
 		return report(in, fail(in, -ENODATA, "the bundle ended before its manifest"), err);
 	in->phase = INSTALL_PHASE_VERIFY;
@@ -578,7 +571,7 @@ static int verify_step(struct install *in)
 	return 0;
 }
 
-int install_step(struct install *in, struct install_error *err)
+int install_step(struct install *in, struct error *err)
 {
 	int r;
 
@@ -616,7 +609,30 @@ int install_step(struct install *in, struct install_error *err)
 			       install_phase_to_string(in->phase)), err);
 }
 
-int install_run_fd(struct install *in, int fd, volatile int *cancel, struct install_error *err)
+/* Some bundle bytes, or 0 at the end. poll() with a short timeout, and a
+ * look at *cancel in between: a stalled stream (a pipe or socket whose
+ * writer stopped sending) cannot make a cancel wait forever. */
+static ssize_t read_some(int fd, uint8_t *buf, size_t len, volatile int *cancel)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		int r;
+
+		if (cancel && *cancel)
+			return -ECANCELED;
+		r = poll(&p, 1, cancel ? 200 : -1);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
+		n = read(fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+}
+
+int install_run_fd(struct install *in, int fd, volatile int *cancel, struct error *err)
 {
 	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
 	ssize_t n;
@@ -625,11 +641,11 @@ int install_run_fd(struct install *in, int fd, volatile int *cancel, struct inst
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		if (cancel && *cancel) {
+		n = read_some(fd, buf, BUNDLE_INFLATE_CHUNK, cancel);
+		if (n == -ECANCELED) {
 			install_cancel(in);
 			return report(in, in->error, err);
 		}
-		n = util_read_full(fd, buf, BUNDLE_INFLATE_CHUNK);
 		if (n < 0)
 			return report(in, fail(in, (int)n, "reading the bundle: %s",
 					       strerror((int)-n)), err);

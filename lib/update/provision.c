@@ -21,7 +21,7 @@
 #include "slot.h"
 #include "util.h"
 
-static const char *const action_names[_PROVISION_ACTION_MAX] = {
+static const char *const provision_action_table[_PROVISION_ACTION_MAX] = {
 	[PROVISION_KEEP] = "keep",
 	[PROVISION_ERASE] = "erase",
 	[PROVISION_ENV] = "env",
@@ -29,15 +29,12 @@ static const char *const action_names[_PROVISION_ACTION_MAX] = {
 	[PROVISION_OVERLAY] = "overlay",
 	[PROVISION_UNSUPPORTED] = "unsupported",
 };
-
-const char *provision_action_to_string(enum provision_action a)
-{
-	return a < _PROVISION_ACTION_MAX ? action_names[a] : NULL;
-}
+DEFINE_STRING_TABLE_TO(provision_action, enum provision_action)
 
 struct prov {
 	const struct provision_params *p;
-	struct provision_error *err;
+	struct error *err;
+	bool *written;                /* flash was touched */
 	const struct layout *l;
 	const struct layout_slot_group *g;
 	char target[4096];            /* board target: "system" or "sim:PATH" */
@@ -46,16 +43,6 @@ struct prov {
 	struct provision_region *regions; /* one per partition */
 	char (*details)[160];
 };
-
-static _printf_(3, 4) int fail(struct prov *pv, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(pv->err->msg, sizeof(pv->err->msg), fmt, ap);
-	va_end(ap);
-	return r;
-}
 
 static bool slot_installed(const struct prov *pv, size_t i)
 {
@@ -173,7 +160,6 @@ static int verify_bundle(struct prov *pv)
 	_cleanup_(bundle_reader_freep) struct bundle_reader *r = NULL;
 	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct bundle_slot_limit lim[2];
-	struct bundle_error berr = { "" };
 	struct bundle_policy pol = {
 		.keyring = pv->p->keyring,
 		.allow_unsigned = pv->p->allow_unsigned,
@@ -184,21 +170,20 @@ static int verify_bundle(struct prov *pv)
 	int ret;
 
 	if (fd < 0)
-		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
 	if (fstat(fd, &st) < 0)
-		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
 	/* it is read twice (checked here, installed later): a pipe cannot be */
 	if (!S_ISREG(st.st_mode))
-		return fail(pv, -EINVAL, "bundle %s is not a regular file", pv->p->bundle);
+		return error_set(pv->err, -EINVAL, "bundle %s is not a regular file", pv->p->bundle);
 	if (fcntl(fd, F_SETFL, 0) < 0)
-		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
 	pol.n_slots = member_limits(pv, lim, ELEMENTSOF(lim));
 	ret = bundle_reader_new(&pol, NULL, NULL, &r);
 	if (ret >= 0)
-		ret = bundle_reader_read_fd(r, fd, &berr);
+		ret = bundle_reader_read_fd(r, fd, pv->err);
 	if (ret < 0)
-		return fail(pv, ret, "bundle %s refused: %s", pv->p->bundle,
-			    berr.msg[0] ? berr.msg : strerror(-ret));
+		return error_prefix(pv->err, ret, "bundle %s refused", pv->p->bundle);
 	pv->man = *bundle_reader_manifest(r);
 	return 0;
 }
@@ -221,7 +206,7 @@ static int check_dir_of(struct prov *pv, const char *path, const char *what)
 	else
 		*slash = '\0';
 	if (access(dir, W_OK) < 0)
-		return fail(pv, -errno, "%s %s: cannot create it in %s: %s", what, path, dir,
+		return error_set(pv->err, -errno, "%s %s: cannot create it in %s: %s", what, path, dir,
 			    strerror(errno));
 	return 0;
 }
@@ -237,19 +222,19 @@ static int check_sim(struct prov *pv, const char *path, const struct layout_devi
 	int r;
 
 	if (stat(path, &st) < 0)
-		return fail(pv, -errno, "simulator %s: %s", path, strerror(errno));
+		return error_set(pv->err, -errno, "simulator %s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return fail(pv, -EMEDIUMTYPE, "simulator %s is not a regular file (a simulator is "
+		return error_set(pv->err, -EMEDIUMTYPE, "simulator %s is not a regular file (a simulator is "
 			    "a file made by 'flashctl flash sim-create' or created here)", path);
 	if (asprintf(&spec, "sim:%s", path) < 0)
 		return -ENOMEM;
 	r = flash_open(spec, false, &f);
 	if (r < 0)
-		return fail(pv, r, "simulator %s: %s", path, r == -EMEDIUMTYPE ?
+		return error_set(pv->err, r, "simulator %s: %s", path, r == -EMEDIUMTYPE ?
 			    "not a simulator file" : strerror(-r));
 	if (f->info.type == d->type && f->info.size == d->size && f->info.erasesize == d->erasesize)
 		return 0;
-	return fail(pv, -EMEDIUMTYPE, "simulator %s is a %s %s chip with %s erase blocks; the "
+	return error_set(pv->err, -EMEDIUMTYPE, "simulator %s is a %s %s chip with %s erase blocks; the "
 		    "layout's device %s is a %s %s chip with %s erase blocks: the geometry does "
 		    "not match", path, util_format_size(f->info.size, a, sizeof(a)),
 		    flash_type_to_string(f->info.type), util_format_size(f->info.erasesize, b, sizeof(b)),
@@ -260,7 +245,7 @@ static int check_sim(struct prov *pv, const char *path, const struct layout_devi
 static int check_sim_target(struct prov *pv, const char *path)
 {
 	if (pv->l->n_devices != 1)
-		return fail(pv, -EOPNOTSUPP, "simulator targets take one-device layouts; %s has %zu",
+		return error_set(pv->err, -EOPNOTSUPP, "simulator targets take one-device layouts; %s has %zu",
 			    pv->l->path, pv->l->n_devices);
 	if (access(path, F_OK) == 0)
 		return check_sim(pv, path, &pv->l->devices[0]);
@@ -270,16 +255,16 @@ static int check_sim_target(struct prov *pv, const char *path)
 /* Provisioning erases every slot: never from a system running on one. */
 static int check_not_booted(struct prov *pv)
 {
-	struct slot_error serr = { "" };
 	const char *by = NULL;
-	int r = slot_booted(pv->p->cmdline, pv->l, pv->g, &by, &serr);
+	int r = slot_booted(pv->p->cmdline, pv->l, pv->g, &by, pv->err);
 
-	if (r == -ENOENT)
+	if (r == -ENOENT) {
+		error_clear(pv->err); /* not booted from a slot: what provisioning wants */
 		return 0;
+	}
 	if (r < 0)
-		return fail(pv, r, "cannot tell whether the running system booted from a slot: %s",
-			    serr.msg);
-	return fail(pv, -EBUSY, "the running system booted slot %s (%s): provisioning erases "
+		return error_prefix(pv->err, r, "cannot tell whether the running system booted from a slot");
+	return error_set(pv->err, -EBUSY, "the running system booted slot %s (%s): provisioning erases "
 		    "every slot, including the running root; provision from a rescue system or "
 		    "another boot medium, or update with 'flashctl install'", pv->g->slots[r].name,
 		    by ? by : "kernel command line");
@@ -288,7 +273,6 @@ static int check_not_booted(struct prov *pv)
 static int check_target(struct prov *pv)
 {
 	const char *t = pv->p->target;
-	struct layout_error lerr = { "" };
 	int r;
 
 	if (!strncmp(t, "sim:", 4)) {
@@ -301,19 +285,18 @@ static int check_target(struct prov *pv)
 			return -ENOMEM;
 		snprintf(pv->target, sizeof(pv->target), "sim:%s.sim.tmp", t + 6);
 		if (pv->l->n_devices != 1)
-			return fail(pv, -EOPNOTSUPP, "factory images take one-device layouts; %s "
+			return error_set(pv->err, -EOPNOTSUPP, "factory images take one-device layouts; %s "
 				    "has %zu", pv->l->path, pv->l->n_devices);
 		return check_dir_of(pv, pv->image_prefix, "factory image");
 	}
 	if (!strcmp(t, "system")) {
 		snprintf(pv->target, sizeof(pv->target), "system");
-		r = layout_check_system(pv->l, pv->p->sysfs, &lerr);
+		r = layout_check_system(pv->l, pv->p->sysfs, pv->err);
 		if (r < 0)
-			return fail(pv, r, "the running system's flash does not match the layout: %s",
-				    lerr.msg);
+			return error_prefix(pv->err, r, "the running system's flash does not match the layout");
 		return check_not_booted(pv);
 	}
-	return fail(pv, -EINVAL, "unknown target '%s' (system, sim:PATH or image:PREFIX)", t);
+	return error_set(pv->err, -EINVAL, "unknown target '%s' (system, sim:PATH or image:PREFIX)", t);
 }
 
 /* What the layout asks for that this version cannot lay out. */
@@ -321,10 +304,10 @@ static int check_layout(struct prov *pv)
 {
 	for (size_t i = 0; i < pv->l->n_partitions; i++)
 		if (pv->regions[i].action == PROVISION_UNSUPPORTED)
-			return fail(pv, -EOPNOTSUPP, "partition %s: %s", pv->regions[i].part->name,
+			return error_set(pv->err, -EOPNOTSUPP, "partition %s: %s", pv->regions[i].part->name,
 				    pv->regions[i].detail);
 	if (!pv->l->env.n_copies)
-		return fail(pv, -ENOENT, "layout %s has no U-Boot env to initialise", pv->l->path);
+		return error_set(pv->err, -ENOENT, "layout %s has no U-Boot env to initialise", pv->l->path);
 	for (size_t s = 0; s < pv->g->n_slots; s++) {
 		const struct layout_slot *sl = &pv->g->slots[s];
 		if (!slot_installed(pv, s))
@@ -332,13 +315,13 @@ static int check_layout(struct prov *pv)
 		for (int k = 0; k < 1 + sl->has_kernel; k++) {
 			const struct layout_image_target *t = k ? &sl->kernel : &sl->rootfs;
 			if (t->storage != LAYOUT_STORAGE_NOR && t->storage != LAYOUT_STORAGE_NAND)
-				return fail(pv, -EOPNOTSUPP, "slot %s: %s storage is not written by "
+				return error_set(pv->err, -EOPNOTSUPP, "slot %s: %s storage is not written by "
 					    "this version", sl->name,
 					    layout_storage_to_string(t->storage));
 		}
 	}
 	if (pv->p->initial_env && access(pv->p->initial_env, R_OK) < 0)
-		return fail(pv, -errno, "initial env %s: %s", pv->p->initial_env, strerror(errno));
+		return error_set(pv->err, -errno, "initial env %s: %s", pv->p->initial_env, strerror(errno));
 	return 0;
 }
 
@@ -353,7 +336,7 @@ static int check_room(struct prov *pv)
 		return 0; /* created blank */
 	r = board_open(pv->l, pv->target, false, &b);
 	if (r < 0)
-		return fail(pv, r, "target %s: %s", pv->target, strerror(-r));
+		return error_set(pv->err, r, "target %s: %s", pv->target, strerror(-r));
 	for (size_t s = 0; s < pv->g->n_slots; s++) {
 		const struct layout_slot *sl = &pv->g->slots[s];
 		if (!slot_installed(pv, s))
@@ -369,12 +352,12 @@ static int check_room(struct prov *pv)
 				continue;
 			r = board_open_partition(b, t->part, &f);
 			if (r < 0)
-				return fail(pv, r, "partition %s: %s", t->part->name, strerror(-r));
+				return error_set(pv->err, r, "partition %s: %s", t->part->name, strerror(-r));
 			for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize)
 				if (flash_block_isbad(f, off) != 1)
 					good += f->info.erasesize;
 			if (img->size > good)
-				return fail(pv, -EFBIG, "image \"%s\" (%" PRIu64 " bytes) does not fit in "
+				return error_set(pv->err, -EFBIG, "image \"%s\" (%" PRIu64 " bytes) does not fit in "
 					    "partition %s of slot %s: %" PRIu64 " bytes in good blocks",
 					    img->slot, img->size, t->part->name, sl->name, good);
 		}
@@ -405,7 +388,7 @@ static int prepare_target(struct prov *pv)
 		return 0;
 	r = nsim_create(path, &geo, 0);
 	if (r < 0)
-		return fail(pv, r, "cannot create simulator %s: %s", path, strerror(-r));
+		return error_set(pv->err, r, "cannot create simulator %s: %s", path, strerror(-r));
 	return 0;
 }
 
@@ -422,7 +405,7 @@ static int erase_regions(struct prov *pv, struct board *b)
 			continue;
 		ret = board_open_partition(b, r->part, &f);
 		if (ret < 0)
-			return fail(pv, ret, "partition %s: %s", r->part->name, strerror(-ret));
+			return error_set(pv->err, ret, "partition %s: %s", r->part->name, strerror(-ret));
 		if (r->action == PROVISION_OVERLAY) {
 			struct jffs2_erase_stats st = { 0 };
 			ret = jffs2_erase_partition(f, FLASHIO_MARK_BAD, &st);
@@ -435,7 +418,7 @@ static int erase_regions(struct prov *pv, struct board *b)
 			r->bad = st.blocks_bad_skipped + st.blocks_marked_bad;
 		}
 		if (ret < 0)
-			return fail(pv, ret, "erasing partition %s: %s", r->part->name, strerror(-ret));
+			return error_set(pv->err, ret, "erasing partition %s: %s", r->part->name, strerror(-ret));
 	}
 	return 0;
 }
@@ -445,7 +428,6 @@ static int erase_regions(struct prov *pv, struct board *b)
 static int init_env(struct prov *pv)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
 	struct env_var vars[SLOT_MAX + 1];
 	char order[SLOT_MAX * (SLOT_NAME_MAX + 1)] = "", names[SLOT_MAX][SLOT_NAME_MAX + 16];
 	char tries[8];
@@ -453,7 +435,7 @@ static int init_env(struct prov *pv)
 	int r;
 
 	if (!pv->l->env.n_copies)
-		return fail(pv, -ENOENT, "layout %s has no U-Boot env", pv->l->path);
+		return error_set(pv->err, -ENOENT, "layout %s has no U-Boot env", pv->l->path);
 	snprintf(tries, sizeof(tries), "%u", pv->g->max_tries);
 	for (size_t i = 0; i < pv->g->n_slots && i < SLOT_MAX; i++) {
 		size_t len = strlen(order);
@@ -462,11 +444,11 @@ static int init_env(struct prov *pv)
 		vars[n++] = (struct env_var){ names[i], tries };
 	}
 	vars[n++] = (struct env_var){ "BOOT_ORDER", order };
-	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, ENV_OPEN_ALLOW_BLANK, &e, &eerr);
+	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, ENV_OPEN_ALLOW_BLANK, &e, pv->err);
 	if (r >= 0)
-		r = env_init_default(e, pv->p->initial_env, vars, n, true, &eerr);
+		r = env_init_default(e, pv->p->initial_env, vars, n, true, pv->err);
 	if (r < 0)
-		return fail(pv, r, "initial U-Boot env: %s", eerr.msg);
+		return error_prefix(pv->err, r, "initial U-Boot env");
 	return 0;
 }
 
@@ -474,7 +456,6 @@ static int install_slot(struct prov *pv, struct board *b, const char *slot)
 {
 	_cleanup_install_ struct install *in = NULL;
 	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC);
-	struct install_error ierr = { "" };
 	struct install_params ip = {
 		.board = b,
 		.target = pv->target,
@@ -487,13 +468,12 @@ static int install_slot(struct prov *pv, struct board *b, const char *slot)
 	int r;
 
 	if (fd < 0)
-		return fail(pv, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
 	r = install_new(&ip, &in);
 	if (r >= 0)
-		r = install_run_fd(in, fd, NULL, &ierr);
+		r = install_run_fd(in, fd, NULL, pv->err);
 	if (r < 0)
-		return fail(pv, r, "installing into slot %s: %s", slot,
-			    ierr.msg[0] ? ierr.msg : strerror(-r));
+		return error_prefix(pv->err, r, "installing into slot %s", slot);
 	return 0;
 }
 
@@ -502,25 +482,23 @@ static int retire_empty_slots(struct prov *pv)
 {
 	for (size_t i = 0; i < pv->g->n_slots; i++) {
 		_cleanup_env_ struct env *e = NULL;
-		struct env_error eerr = { "" };
-		struct slot_error serr = { "" };
 		struct slot_state st, nst;
 		struct slot_changes ch;
 		int r;
 
 		if (slot_installed(pv, i))
 			continue;
-		r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, &eerr);
+		r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, pv->err);
 		if (r < 0)
-			return fail(pv, r, "U-Boot env: %s", eerr.msg);
-		r = slot_state_load_group(&st, pv->g, env_get_dup, e, &serr);
+			return error_prefix(pv->err, r, "U-Boot env");
+		r = slot_state_load_group(&st, pv->g, env_get_dup, e, pv->err);
 		if (r >= 0)
-			r = slot_compute(&st, SLOT_OP_RETIRE, i, 0, &nst, &ch, &serr);
+			r = slot_compute(&st, SLOT_OP_RETIRE, i, 0, &nst, &ch, pv->err);
 		if (r < 0)
-			return fail(pv, r, "slot state: %s", serr.msg);
-		r = slot_apply(e, &ch, &eerr);
+			return error_prefix(pv->err, r, "slot state");
+		r = slot_apply(e, &ch, pv->err);
 		if (r < 0)
-			return fail(pv, r, "U-Boot env: %s", eerr.msg);
+			return error_prefix(pv->err, r, "U-Boot env");
 	}
 	return 0;
 }
@@ -530,17 +508,15 @@ static int retire_empty_slots(struct prov *pv)
 static int check_board(struct prov *pv, struct board *b)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
 	struct slot_state st;
 	int r;
 
-	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, &eerr);
+	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, pv->err);
 	if (r < 0)
-		return fail(pv, r, "reading back the U-Boot env: %s", eerr.msg);
-	r = slot_state_load_group(&st, pv->g, env_get_dup, e, &serr);
+		return error_prefix(pv->err, r, "reading back the U-Boot env");
+	r = slot_state_load_group(&st, pv->g, env_get_dup, e, pv->err);
 	if (r < 0 || slot_next_boot(&st) != 0)
-		return fail(pv, -EIO, "reading back the U-Boot env: slot %s would not boot first",
+		return error_set(pv->err, -EIO, "reading back the U-Boot env: slot %s would not boot first",
 			    pv->g->slots[0].name);
 	for (size_t i = 0; i < pv->l->n_partitions; i++) {
 		_cleanup_flash_ struct flash *f = NULL;
@@ -555,7 +531,7 @@ static int check_board(struct prov *pv, struct board *b)
 				r = -EIO;
 		}
 		if (r < 0)
-			return fail(pv, r, "reading back the overlay %s: a block lacks its cleanmarker",
+			return error_set(pv->err, r, "reading back the overlay %s: a block lacks its cleanmarker",
 				    pv->regions[i].part->name);
 	}
 	return 0;
@@ -618,7 +594,7 @@ static int export_image(struct prov *pv)
 
 	r = nsim_open(pv->target + 4, false, &x.s);
 	if (r < 0)
-		return fail(pv, r, "reopening %s: %s", pv->target + 4, strerror(-r));
+		return error_set(pv->err, r, "reopening %s: %s", pv->target + 4, strerror(-r));
 	nsim_get_info(x.s, &x.info);
 	nand = x.info.geo.type == NSIM_NAND;
 	buf = malloc(x.info.geo.erasesize);
@@ -633,7 +609,7 @@ static int export_image(struct prov *pv)
 	if (nand)
 		x.oob_fd = open(oobf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (x.data_fd < 0 || (nand && x.oob_fd < 0)) {
-		r = fail(pv, -errno, "cannot write the factory image %s: %s", data, strerror(errno));
+		r = error_set(pv->err, -errno, "cannot write the factory image %s: %s", data, strerror(errno));
 		goto out;
 	}
 	for (size_t i = 0; i < pv->l->n_partitions; i++) {
@@ -651,7 +627,7 @@ static int export_image(struct prov *pv)
 			if (r < 0) {
 				EVP_MD_CTX_free(md);
 				json_object_put(o);
-				fail(pv, r, "writing the factory image: %s", strerror(-r));
+				error_set(pv->err, r, "writing the factory image: %s", strerror(-r));
 				goto out;
 			}
 			if (r == 1 && nand)
@@ -664,7 +640,7 @@ static int export_image(struct prov *pv)
 		json_object_object_add(o, "name", json_object_new_string(reg->part->name));
 		json_object_object_add(o, "offset", json_object_new_int64(reg->part->offset));
 		json_object_object_add(o, "size", json_object_new_int64(reg->part->size));
-		json_object_object_add(o, "action", json_object_new_string(action_names[reg->action]));
+		json_object_object_add(o, "action", json_object_new_string(provision_action_table[reg->action]));
 		json_object_object_add(o, "detail", json_object_new_string(reg->detail));
 		json_object_object_add(o, "sha256", json_object_new_string(h));
 		json_object_array_add(parts, o);
@@ -685,7 +661,7 @@ static int export_image(struct prov *pv)
 	json_object_object_add(j, "must_be_good", nand ? json_object_get(x.good) : NULL);
 	r = json_object_to_file_ext(rep, j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0 ? -EIO : 0;
 	if (r < 0)
-		fail(pv, r, "cannot write %s", rep);
+		error_set(pv->err, r, "cannot write %s", rep);
 out:
 	json_object_put(parts);
 	json_object_put(x.good);
@@ -741,9 +717,9 @@ static int run(struct prov *pv)
 		return r;
 	r = board_open(pv->l, pv->target, true, &b);
 	if (r < 0)
-		return fail(pv, r, "target %s: %s", pv->target, r == -EMEDIUMTYPE ?
+		return error_set(pv->err, r, "target %s: %s", pv->target, r == -EMEDIUMTYPE ?
 			    "the simulator's geometry does not match the layout" : strerror(-r));
-	pv->err->written = true;
+	*pv->written = true;
 	r = erase_regions(pv, b);
 	if (r >= 0)
 		r = init_env(pv);
@@ -763,13 +739,15 @@ static int run(struct prov *pv)
 	return r;
 }
 
-int provision_run(const struct provision_params *p, struct provision_error *err)
+int provision_run(const struct provision_params *p, bool *ret_written, struct error *err)
 {
-	struct prov pv = { .p = p, .err = err, .l = p->layout };
+	bool written = false;
+	struct prov pv = { .p = p, .err = err, .written = ret_written ? ret_written : &written,
+			   .l = p->layout };
 	int r;
 
 	if (!p->layout->n_groups)
-		return fail(&pv, -EINVAL, "layout %s has no slot group", p->layout->path);
+		return error_set(pv.err, -EINVAL, "layout %s has no slot group", p->layout->path);
 	pv.g = &p->layout->groups[0];
 	pv.regions = calloc(p->layout->n_partitions, sizeof(*pv.regions));
 	pv.details = calloc(p->layout->n_partitions, sizeof(*pv.details));
@@ -777,7 +755,7 @@ int provision_run(const struct provision_params *p, struct provision_error *err)
 		r = -ENOMEM;
 		goto out;
 	}
-	err->written = false;
+	*pv.written = false;
 	r = run(&pv);
 	if (pv.image_prefix && !p->dry_run)
 		unlink(pv.target + 4);

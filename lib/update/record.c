@@ -8,25 +8,6 @@
 #include "record.h"
 #include "util.h"
 
-static int mkdir_p(const char *dir)
-{
-	_cleanup_free_ char *p = strdup(dir);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int record_load(const char *dir, struct json_object **ret)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL;
@@ -110,7 +91,7 @@ int record_append(const char *dir, const struct record *r)
 	struct json_object *o;
 	int ret;
 
-	ret = mkdir_p(dir);
+	ret = util_mkdir_p(dir, 0755);
 	if (ret < 0)
 		return ret;
 	/* a damaged record file is replaced rather than blocking installs */

@@ -240,7 +240,7 @@ static void make_bundle(const char *img, const char *version, const char *out)
 		.images = &im, .n_images = 1,
 	};
 	struct bundle_create_result res;
-	struct bundle_error err = { "" };
+	struct error err = {};
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 	if (fd < 0 || bundle_create(&p, fd, &res, &err) < 0)
@@ -283,8 +283,8 @@ static void register_label(unsigned want, const char *img)
 static void setup(void)
 {
 	const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR;
-	struct layout_error lerr = { "" };
-	struct provision_error perr = {};
+	struct error lerr = {};
+	struct error perr = {};
 	char *lpath, *img[4], *b1;
 	uint8_t *erased;
 
@@ -359,7 +359,7 @@ static void setup(void)
 	struct provision_params pp = {
 		.layout = L, .target = target, .bundle = b1, .allow_unsigned = true,
 	};
-	if (provision_run(&pp, &perr) < 0)
+	if (provision_run(&pp, NULL, &perr) < 0)
 		die("provision: %s", perr.msg);
 	free(b1);
 	if (board_open(L, target, true, &board) < 0)
@@ -607,7 +607,7 @@ static int install_begin(struct live *lv, int bundle, int slot)
  * Returns 1 = more to do, 0 = done, <0 = failed. */
 static int install_unit(struct live *lv)
 {
-	struct install_error err = { "" };
+	struct error err = {};
 	int b = lv->inf.bundle, r;
 	enum install_phase before = install_get_phase(lv->in);
 
@@ -664,7 +664,7 @@ static void restore(const struct node *n, struct live *lv)
 
 static int slot_state_now(struct env *e, struct slot_state *st)
 {
-	struct slot_error serr = { "" };
+	struct error serr = {};
 
 	return slot_state_load_group(st, G, env_get_dup, e, &serr);
 }
@@ -674,8 +674,8 @@ static int slot_state_now(struct env *e, struct slot_state *st)
 static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct slot_state st, nst;
 	struct slot_changes ch;
 	int r;
@@ -704,8 +704,8 @@ static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags
 static void daemon_start(struct live *lv)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct slot_state st;
 
 	if (lv->booted < 0 || !lbl_bootable(lv->sh.lbl[lv->booted]))
@@ -723,7 +723,7 @@ static void daemon_start(struct live *lv)
 static int do_boot(struct live *lv)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct slot_state st, nst;
 	struct slot_changes ch;
 	int i, r;
@@ -847,7 +847,7 @@ static bool running(const struct node *n)
 static bool health_due(const struct node *n)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct slot_state st;
 	struct slot_status s;
 
@@ -1075,7 +1075,7 @@ static void sample(const struct slot_state *st, struct env *e)
 static void check_state(const struct node *n, size_t from, const char *label, bool new_state)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct env_error eerr = { "" };
+	struct error eerr = {};
 	struct slot_state st, cur;
 	bool any_good = false, reached = false;
 	int resets, nb;

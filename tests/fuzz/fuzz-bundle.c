@@ -37,7 +37,7 @@ struct seen {
 	unsigned ended;
 };
 
-static int on_manifest(void *userdata, const struct bundle_manifest *m, struct bundle_error *err)
+static int on_manifest(void *userdata, const struct bundle_manifest *m, struct error *err)
 {
 	if (m->n_images < 1 || m->n_images > BUNDLE_MAX_IMAGES)
 		abort();
@@ -47,7 +47,7 @@ static int on_manifest(void *userdata, const struct bundle_manifest *m, struct b
 	return 0;
 }
 
-static int on_begin(void *userdata, const struct bundle_image *img, struct bundle_error *err)
+static int on_begin(void *userdata, const struct bundle_image *img, struct error *err)
 {
 	struct seen *s = userdata;
 
@@ -57,7 +57,7 @@ static int on_begin(void *userdata, const struct bundle_image *img, struct bundl
 }
 
 static int on_data(void *userdata, const struct bundle_image *img, const void *buf, size_t len,
-		   struct bundle_error *err)
+		   struct error *err)
 {
 	struct seen *s = userdata;
 
@@ -72,7 +72,7 @@ static int on_data(void *userdata, const struct bundle_image *img, const void *b
 	return 0;
 }
 
-static int on_end(void *userdata, const struct bundle_image *img, struct bundle_error *err)
+static int on_end(void *userdata, const struct bundle_image *img, struct error *err)
 {
 	struct seen *s = userdata;
 
@@ -93,7 +93,7 @@ static void read_bundle(const uint8_t *data, size_t size, const struct bundle_po
 			size_t chunk)
 {
 	struct bundle_reader *r = NULL;
-	struct bundle_error err;
+	struct error err;
 	struct seen seen = { 0 };
 	size_t off = 0;
 	int k = 0;
@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *copy;
 
 	if (!keyring) {
-		struct keyring_error kerr;
+		struct error kerr;
 
 		if (keyring_new(&keyring) < 0 ||
 		    keyring_add_pem(keyring, test_pub, strlen(test_pub), "fuzz-test.pub", &kerr) < 0)
@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	read_bundle(copy, size, &skip, chunks[(size / 4) % 4]);
 	if (size > 0 && copy[0] == '{') {
 		struct bundle_manifest m;
-		struct bundle_error err = { "" };
+		struct error err = {};
 
 		if (bundle_manifest_parse(copy, size, &m, &err) < 0 && !err.msg[0])
 			abort();

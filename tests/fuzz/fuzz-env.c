@@ -115,7 +115,7 @@ static void exercise(const struct slot_state *st)
 	for (int op = 0; op < _SLOT_OP_MAX; op++)
 		for (int s = -1; s < (int)st->n_slots; s++)
 			for (unsigned f = 0; f <= SLOT_FORCE; f += SLOT_FORCE) {
-				struct slot_error err = { "" };
+				struct error err = {};
 
 				r = slot_compute(st, op, s, f, &ns, &ch, &err);
 				if (r >= 0 && ch.n > SLOT_CHANGES_MAX)
@@ -130,7 +130,7 @@ static void map_roundtrip(struct map *m, const struct slot_state *st, size_t n_s
 			  unsigned max_tries, const struct slot_changes *ch)
 {
 	struct slot_state again;
-	struct slot_error err;
+	struct error err;
 
 	for (size_t i = 0; i < ch->n && m->n < MAX_VARS + SLOT_CHANGES_MAX; i++) {
 		m->name[m->n] = (char *)ch->vars[i].name;
@@ -174,8 +174,8 @@ static void blob_mode(const uint8_t *text, size_t len, size_t n_slots, unsigned 
 		      int op, int slot, unsigned flags)
 {
 	struct env_device dev = { .size = ENV_SIZE };
-	struct env_error eerr;
-	struct slot_error err;
+	struct error eerr;
+	struct error err;
 	struct slot_state st, ns, again;
 	struct slot_changes ch;
 	struct env *e = NULL;
@@ -216,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct slot_state st, ns;
 	struct slot_changes ch;
-	struct slot_error err;
+	struct error err;
 	struct map m;
 	size_t n_slots;
 	unsigned max_tries, flags;

@@ -128,7 +128,8 @@ static void check_entry(const char *e)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct boot_gen_list keep = { 0 };
-	char *text, err[512];
+	char *text;
+	struct error err = {};
 	unsigned line = 0;
 	int entries = 0;
 	DIR *d;
@@ -149,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_entry(keep.v[i]);
 	if (mkdir(new_up, 0755) < 0)
 		abort();
-	(void)boot_gen_migrate(old_up, new_up, &keep, err, sizeof(err));
+	(void)boot_gen_migrate(old_up, new_up, &keep, &err);
 	boot_gen_list_done(&keep);
 	if (digest(old_up) != old_digest || digest(sentinel) != sentinel_digest)
 		abort();

@@ -55,7 +55,7 @@ static void walk(struct layout *l)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct layout_error err;
+	struct error err;
 	struct layout *l = NULL;
 	char *json = malloc(size + 1);
 	int r;

@@ -15,12 +15,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check(const uint8_t *data, size_t size, uint64_t max)
 {
 	struct squashfs_info info;
-	char err[256];
+	struct error err = {};
 	int r;
 
 	memset(&info, 0xa5, sizeof(info));
-	err[0] = 0;
-	r = squashfs_check_superblock(data, size, max, &info, err, sizeof(err));
+	error_clear(&err);
+	r = squashfs_check_superblock(data, size, max, &info, &err);
 	if (r == 0) {
 		if (info.version_major != 4 || info.version_minor != 0)
 			abort();
@@ -39,7 +39,7 @@ static void check(const uint8_t *data, size_t size, uint64_t max)
 	}
 	if (r != -EBADMSG && r != -EPROTONOSUPPORT && r != -EFBIG && r != -EINVAL)
 		abort();
-	if (!err[0] || !memchr(err, 0, sizeof(err)))
+	if (!err.msg[0] || !memchr(err.msg, 0, sizeof(err.msg)))
 		abort(); /* every refusal says why */
 	if (r == -EINVAL && size >= SQUASHFS_SUPERBLOCK_SIZE)
 		abort();

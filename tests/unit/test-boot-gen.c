@@ -120,14 +120,14 @@ static void link_to(const char *target, const char *rel)
 	assert_int_equal(symlink(target, path), 0);
 }
 
-static int prepare(const char *ov_rel, const char *gen, const char *rom_rel, char *err, size_t len,
+static int prepare(const char *ov_rel, const char *gen, const char *rom_rel, struct error *err,
 		   struct boot_gen_result *res)
 {
 	char ov[512], rom[512];
 
 	snprintf(ov, sizeof(ov), "%s/%s", base, ov_rel);
 	snprintf(rom, sizeof(rom), "%s/%s", base, rom_rel);
-	return boot_gen_prepare(ov, gen, rom, "/", res, err, len);
+	return boot_gen_prepare(ov, gen, rom, "/", res, err);
 }
 
 /* The new upper takes a new file (the union would be writable). */
@@ -176,19 +176,19 @@ static void assert_union_writable(const char *lower_rel, const char *gen_rel)
 static void test_keep_dotdot_glob_no_self_copy(void **state)
 {
 	struct boot_gen_result res;
-	char err[512] = "";
+	struct error err = {};
 	uint64_t before;
 	_cleanup_free_ char *t = NULL;
 
 	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
 	put("rom/etc/flashd/keep.d/evil", "/.[.]/.[.]\n/etc/.[.]/.[.]/.[.]\n/etc/.?/etc/a\n"
 					  "/etc/keep\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/etc/keep", "kept\n");
 	put("ov/gen-A-1/upper/etc/a", "user data\n");
 	put("ov/gen-A-1/upper/data/big", "precious\n");
 	before = tree_hash("ov/gen-A-1");
-	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_int_equal(tree_hash("ov/gen-A-1"), before);
 	t = get("ov/gen-A-1/upper/data/big");
 	assert_string_equal(t, "precious\n");
@@ -206,7 +206,8 @@ static void test_keep_dotdot_glob_no_self_copy(void **state)
 static void test_keep_symlinks_not_followed(void **state)
 {
 	struct boot_gen_result res;
-	char err[512] = "", target[512];
+	char target[512];
+	struct error err = {};
 	uint64_t before_old, before_out;
 	_cleanup_free_ char *t = NULL;
 	struct stat st;
@@ -215,7 +216,7 @@ static void test_keep_symlinks_not_followed(void **state)
 	put("outside/secret", "outside\n");
 	put("rom/etc/flashd/keep.d/x", "/etc/config\n/etc/config/*\n/etc/out\n/etc/out/*\n"
 				       "/etc/out/secret\n/etc/out/new/file\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/data/d1", "user 1\n");
 	put("ov/gen-A-1/upper/data/d2", "user 2\n");
 	put("ov/gen-A-1/upper/etc/other", "x\n");
@@ -225,7 +226,7 @@ static void test_keep_symlinks_not_followed(void **state)
 	link_to(target, "ov/gen-A-1/upper/etc/out");
 	before_old = tree_hash("ov/gen-A-1");
 	before_out = tree_hash("outside");
-	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_int_equal(tree_hash("ov/gen-A-1"), before_old);
 	assert_int_equal(tree_hash("outside"), before_out);
 	t = get("ov/gen-A-1/upper/data/d1");
@@ -245,19 +246,19 @@ static void test_keep_symlinks_not_followed(void **state)
 static void test_keep_star_never_dot_or_dotdot(void **state)
 {
 	struct boot_gen_result res;
-	char err[512] = "";
+	struct error err = {};
 	_cleanup_free_ char *t = NULL;
 
 	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
 	put("rom/etc/flashd/keep.d/x", "/root/.*\n/etc/config/*\n/*/nothing\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/root/.profile", "profile\n");
 	put("ov/gen-A-1/upper/root/notdot", "no\n");
 	put("ov/gen-A-1/upper/etc/config/net", "net\n");
 	put("ov/gen-A-1/upper/etc/config/.hidden", "hidden\n");
 	put("ov/gen-A-1/upper/etc/notkept", "edit\n");
 	put("ov/gen-A-1/upper/usr/lib/libold.so", "stale\n");
-	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	t = get("ov/gen-B-2/upper/root/.profile");
 	assert_string_equal(t, "profile\n");
 	free(TAKE_PTR(t));
@@ -322,13 +323,13 @@ static void test_name_collisions(void **state)
 static void test_last_validated(void **state)
 {
 	struct boot_gen_result res;
-	char err[512] = "";
+	struct error err = {};
 
 	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
 	put("rom/etc/flashd/keep.d/x", "/secret\n");
 	put("elsewhere/upper/secret", "not yours\n");
 	put("ov/.flashd-last", "../elsewhere\n");
-	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_false(exists("ov/gen-B-2/upper/secret"));
 	assert_string_equal(res.previous, "");
 	assert_non_null(strstr(res.note, "names no generation"));
@@ -339,7 +340,8 @@ static void test_last_validated(void **state)
 static void test_big_xattr(void **state)
 {
 	struct boot_gen_result res;
-	char err[512] = "", path[512], value[9000], got[9000];
+	char path[512], value[9000], got[9000];
+	struct error err = {};
 
 	if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
@@ -349,12 +351,12 @@ static void test_big_xattr(void **state)
 	}
 	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
 	put("rom/etc/flashd/keep.d/x", "/etc/x\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/etc/x", "x\n");
 	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper/etc/x", base);
 	memset(value, 'q', sizeof(value));
 	assert_int_equal(setxattr(path, "trusted.big", value, sizeof(value), 0), 0);
-	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	snprintf(path, sizeof(path), "%s/ov/gen-B-2/upper/etc/x", base);
 	assert_int_equal(getxattr(path, "trusted.big", got, sizeof(got)), sizeof(value));
 	assert_memory_equal(got, value, sizeof(value));
@@ -431,14 +433,15 @@ static void test_hostile_keep_corpus(void **state)
 {
 	struct boot_gen_result res;
 	struct boot_gen_list gens = { 0 };
-	char err[512] = "", path[512];
+	char path[512];
+	struct error err = {};
 	_cleanup_free_ char *keep = hostile_keep(3000, 14);
 	uint64_t old_hash, sentinel_hash;
 	FILE *f;
 
 	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
 	put("rom/etc/flashd/keep.d/hostile", keep);
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	hostile_tree();
 	/* the user's own keep.d in the old upper is hostile too */
 	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper/etc/flashd/keep.d", base);
@@ -449,7 +452,7 @@ static void test_hostile_keep_corpus(void **state)
 	fclose(f);
 	old_hash = tree_hash("ov/gen-A-1");
 	sentinel_hash = tree_hash("sentinel");
-	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_true(res.keep_rejected > 0);
 	assert_true(res.migrated > 0);
 	assert_int_equal(tree_hash("ov/gen-A-1"), old_hash);
@@ -472,14 +475,14 @@ static void test_hostile_keep_corpus(void **state)
 static void test_relative_line_skipped(void **state)
 {
 	struct boot_gen_result res;
-	char err[512] = "";
+	struct error err = {};
 	_cleanup_free_ char *t = NULL;
 
 	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
 	put("rom/etc/flashd/keep.d/10-x", "etc/relative\n/etc/keep\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/etc/keep", "kept\n");
-	assert_int_equal(prepare("ov", "gen-B-2", "rom", err, sizeof(err), &res), 0);
+	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_int_equal(res.keep_rejected, 1);
 	assert_non_null(strstr(res.note, "keep.d/10-x:1:"));
 	t = get("ov/gen-B-2/upper/etc/keep");
@@ -521,7 +524,8 @@ static void test_keep_parse(void **state)
 static void test_keep_load_names_file_and_line(void **state)
 {
 	struct boot_gen_list l = { 0 };
-	char d1[512], d2[512], err[512] = "";
+	char d1[512], d2[512];
+	struct error err = {};
 	const char *dirs[3];
 
 	put("k1/10-base", "/etc/a\n/etc/b\n");
@@ -531,14 +535,14 @@ static void test_keep_load_names_file_and_line(void **state)
 	dirs[0] = d1;
 	dirs[1] = d2;
 	dirs[2] = "/nonexistent/keep.d";
-	assert_int_equal(boot_gen_keep_load(dirs, 3, &l, err, sizeof(err)), 0);
+	assert_int_equal(boot_gen_keep_load(dirs, 3, &l, &err), 0);
 	assert_int_equal(l.n, 3);
 	assert_string_equal(l.v[2], "/etc/c");
 	boot_gen_list_done(&l);
 	put("k2/30-bad", "/fine\n\nnot-absolute\n");
 	/* a bad line is skipped and named; the others still count */
-	assert_int_equal(boot_gen_keep_load(dirs, 2, &l, err, sizeof(err)), 1);
-	assert_non_null(strstr(err, "k2/30-bad:3:"));
+	assert_int_equal(boot_gen_keep_load(dirs, 2, &l, &err), 1);
+	assert_non_null(strstr(err.msg, "k2/30-bad:3:"));
 	assert_int_equal(l.n, 4);
 	boot_gen_list_done(&l);
 }
@@ -547,7 +551,8 @@ static void test_generations_migrate_and_gc(void **state)
 {
 	struct boot_gen_result res;
 	struct boot_gen_list gens = { 0 }, removed = { 0 };
-	char ov[512], rom[512], err[512] = "", path[512];
+	char ov[512], rom[512], path[512];
+	struct error err = {};
 	_cleanup_free_ char *t = NULL;
 
 	snprintf(ov, sizeof(ov), "%s/overlay", base);
@@ -556,7 +561,7 @@ static void test_generations_migrate_and_gc(void **state)
 	put("rom/etc/flashd/keep.d/base", "/etc/keep.conf\n/etc/keepdir\n/etc/gone\n/home/*/.profile\n");
 
 	/* first boot ever: nothing to migrate */
-	assert_int_equal(boot_gen_prepare(ov, "gen-A-1.0", rom, "/", &res, err, sizeof(err)), 0);
+	assert_int_equal(boot_gen_prepare(ov, "gen-A-1.0", rom, "/", &res, &err), 0);
 	assert_true(res.created);
 	assert_string_equal(res.previous, "");
 	assert_int_equal(res.boots, 0);
@@ -578,12 +583,12 @@ static void test_generations_migrate_and_gc(void **state)
 		assert_int_equal(mknod(path, S_IFCHR, makedev(0, 0)), 0);
 	}
 	/* second boot of A: same generation, counted */
-	assert_int_equal(boot_gen_prepare(ov, "gen-A-1.0", rom, "/", &res, err, sizeof(err)), 0);
+	assert_int_equal(boot_gen_prepare(ov, "gen-A-1.0", rom, "/", &res, &err), 0);
 	assert_false(res.created);
 	assert_int_equal(res.boots, 1);
 
 	/* B's first boot: keep-list entries migrate, others do not */
-	assert_int_equal(boot_gen_prepare(ov, "gen-B-2.0", rom, "/", &res, err, sizeof(err)), 0);
+	assert_int_equal(boot_gen_prepare(ov, "gen-B-2.0", rom, "/", &res, &err), 0);
 	assert_true(res.created);
 	assert_string_equal(res.previous, "gen-A-1.0");
 	assert_int_equal(res.keep_entries, 5);
@@ -616,7 +621,7 @@ static void test_generations_migrate_and_gc(void **state)
 
 	/* a half-built generation from a power cut is redone */
 	put("overlay/gen-B-3.0.tmp/upper/junk", "x");
-	assert_int_equal(boot_gen_prepare(ov, "gen-B-3.0", rom, "/", &res, err, sizeof(err)), 0);
+	assert_int_equal(boot_gen_prepare(ov, "gen-B-3.0", rom, "/", &res, &err), 0);
 	assert_true(res.created);
 	assert_string_equal(res.previous, "gen-B-2.0");
 	assert_false(exists("overlay/gen-B-3.0/upper/junk"));
@@ -627,7 +632,7 @@ static void test_generations_migrate_and_gc(void **state)
 	assert_int_equal(boot_gen_list(ov, &gens), 0);
 	assert_int_equal(gens.n, 3);
 	boot_gen_list_done(&gens);
-	assert_int_equal(boot_gen_gc(ov, "gen-B-3.0", &removed, err, sizeof(err)), 2);
+	assert_int_equal(boot_gen_gc(ov, "gen-B-3.0", &removed, &err), 2);
 	assert_int_equal(removed.n, 2);
 	assert_string_equal(removed.v[0], "gen-A-1.0");
 	assert_string_equal(removed.v[1], "gen-B-2.0");
@@ -639,16 +644,17 @@ static void test_generations_migrate_and_gc(void **state)
 static void test_subtree_prefix(void **state)
 {
 	struct boot_gen_result res;
-	char ov[512], rom[512], err[512] = "";
+	char ov[512], rom[512];
+	struct error err = {};
 	_cleanup_free_ char *t = NULL;
 
 	snprintf(ov, sizeof(ov), "%s/etcov", base);
 	snprintf(rom, sizeof(rom), "%s/rom2", base);
 	assert_int_equal(mkdir(ov, 0755), 0);
 	put("rom2/etc/flashd/keep.d/x", "/etc/net.conf\n/var/log/keep\n");
-	assert_int_equal(boot_gen_prepare(ov, "gen-A-1", rom, "/etc", &res, err, sizeof(err)), 0);
+	assert_int_equal(boot_gen_prepare(ov, "gen-A-1", rom, "/etc", &res, &err), 0);
 	put("etcov/gen-A-1/upper/net.conf", "net\n");
-	assert_int_equal(boot_gen_prepare(ov, "gen-B-2", rom, "/etc", &res, err, sizeof(err)), 0);
+	assert_int_equal(boot_gen_prepare(ov, "gen-B-2", rom, "/etc", &res, &err), 0);
 	assert_int_equal(res.keep_entries, 1); /* /var/log/keep is outside /etc */
 	t = get("etcov/gen-B-2/upper/net.conf");
 	assert_string_equal(t, "net\n");

@@ -32,8 +32,8 @@ static void sha256(const void *p, size_t n, uint8_t out[32])
 
 static int setup(void **state)
 {
-	struct bundle_error err = { "" };
-	struct keyring_error kerr = { "" };
+	struct error err = {};
+	struct error kerr = {};
 	char *pub;
 	uint8_t *buf;
 
@@ -107,7 +107,7 @@ static uint8_t *make_bundle(const struct spec *s, size_t *ret_len, struct bundle
 		.keys = s->keys,
 		.n_keys = s->n_keys,
 	};
-	struct bundle_error err = { "" };
+	struct error err = {};
 	char *out = th_path("out.fbd");
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	uint8_t *data;
@@ -144,7 +144,7 @@ struct seen {
 	int fail_data;                  /* return this from image_data */
 };
 
-static int on_manifest(void *u, const struct bundle_manifest *m, struct bundle_error *err)
+static int on_manifest(void *u, const struct bundle_manifest *m, struct error *err)
 {
 	struct seen *s = u;
 
@@ -154,7 +154,7 @@ static int on_manifest(void *u, const struct bundle_manifest *m, struct bundle_e
 	return s->stop_after_manifest;
 }
 
-static int on_begin(void *u, const struct bundle_image *img, struct bundle_error *err)
+static int on_begin(void *u, const struct bundle_image *img, struct error *err)
 {
 	struct seen *s = u;
 
@@ -166,7 +166,7 @@ static int on_begin(void *u, const struct bundle_image *img, struct bundle_error
 }
 
 static int on_data(void *u, const struct bundle_image *img, const void *buf, size_t len,
-		   struct bundle_error *err)
+		   struct error *err)
 {
 	struct seen *s = u;
 
@@ -179,7 +179,7 @@ static int on_data(void *u, const struct bundle_image *img, const void *buf, siz
 	return 0;
 }
 
-static int on_end(void *u, const struct bundle_image *img, struct bundle_error *err)
+static int on_end(void *u, const struct bundle_image *img, struct error *err)
 {
 	struct seen *s = u;
 	unsigned n;
@@ -208,7 +208,7 @@ static struct bundle_policy default_policy(void)
 /* Feed data in chunks of `chunk` bytes, then finish; returns the first
  * error (or 0) and fills err. */
 static int feed_all(const struct bundle_policy *pol, const uint8_t *data, size_t len,
-		    size_t chunk, struct seen *s, struct bundle_error *err, size_t *ret_peak)
+		    size_t chunk, struct seen *s, struct error *err, size_t *ret_peak)
 {
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 	int ret = 0;
@@ -231,7 +231,7 @@ static void expect_refusal(const struct bundle_policy *pol, const uint8_t *data,
 			   int code, const char *msg)
 {
 	struct seen s = { 0 };
-	struct bundle_error err = { "" };
+	struct error err = {};
 	/* odd chunk size: refusals must not depend on chunk boundaries */
 	int r = feed_all(pol, data, len, 1021, &s, &err, NULL);
 
@@ -245,7 +245,7 @@ static void expect_refusal(const struct bundle_policy *pol, const uint8_t *data,
 static void check_roundtrip(const uint8_t *data, size_t len, size_t chunk)
 {
 	struct bundle_policy pol = default_policy();
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct seen s = { 0 };
 	int r = feed_all(&pol, data, len, chunk, &s, &err, NULL);
 
@@ -288,7 +288,7 @@ static void test_random_chunks(void **state)
 
 	for (int round = 0; round < 5; round++) {
 		_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
-		struct bundle_error err = { "" };
+		struct error err = {};
 		struct seen s = { 0 };
 		size_t off = 0;
 
@@ -311,7 +311,7 @@ static void test_read_fd_from_pipe(void **state)
 {
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 	struct bundle_policy pol = default_policy();
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct seen s = { 0 };
 	int fds[2];
 	size_t len;
@@ -352,7 +352,7 @@ static size_t peak_for_image(size_t mib, bool gzip)
 		.keys = &trusted, .n_keys = 1, .gzip_level = 1,
 	};
 	struct bundle_policy pol = default_policy();
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct seen s = { 0 };
 	char *in = th_path("big.img"), *out = th_path("big.fbd");
 	uint8_t *buf = malloc(mib << 20), *data;
@@ -397,7 +397,7 @@ static void test_unsigned(void **state)
 {
 	struct spec sp = { .no_kernel = true };
 	struct bundle_policy pol = default_policy();
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct seen s = { 0 };
 	size_t len;
 	uint8_t *b = make_bundle(&sp, &len, NULL);
@@ -417,7 +417,7 @@ static void test_unknown_key(void **state)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted }, .n_keys = 1 };
 	struct bundle_policy pol = default_policy();
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct seen s = { 0 };
 	size_t len;
 	uint8_t *b = make_bundle(&sp, &len, NULL);
@@ -439,7 +439,7 @@ static void test_two_signatures(void **state)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted, trusted }, .n_keys = 2 };
 	struct bundle_policy pol = default_policy();
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct seen s = { 0 };
 	size_t len;
 	uint8_t *b = make_bundle(&sp, &len, NULL);
@@ -479,7 +479,7 @@ static void test_tampered_manifest(void **state)
 	struct bundle_policy pol = default_policy();
 	char *v = memmem(b, len, "2026.12.1", 9);
 	struct seen s = { 0 };
-	struct bundle_error err = { "" };
+	struct error err = {};
 
 	assert_non_null(v);
 	v[8] = '2';  /* same length, still valid JSON */
@@ -500,7 +500,7 @@ static void test_tampered_payload(void **state)
 	for (int gzip = 0; gzip < 2; gzip++) {
 		uint8_t *b = signed_bundle(gzip, &len);
 		struct seen s = { 0 };
-		struct bundle_error err = { "" };
+		struct error err = {};
 		struct bundle_manifest m;
 		uint32_t ms = manifest_size(b);
 		size_t kernel_off;
@@ -528,7 +528,7 @@ static void test_tampered_superblock(void **state)
 	uint8_t *b = signed_bundle(false, &len);
 	uint32_t ms = manifest_size(b);
 	struct seen s = { 0 };
-	struct bundle_error err = { "" };
+	struct error err = {};
 
 	b[BUNDLE_HEADER_SIZE + ms + BUNDLE_SIG_ENTRY_SIZE] = 'X';
 	assert_int_equal(feed_all(&pol, b, len, 13, &s, &err, NULL), -EBADMSG);
@@ -551,7 +551,7 @@ static void test_truncated(void **state)
 
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		struct seen s = { 0 };
-		struct bundle_error err = { "" };
+		struct error err = {};
 		int r = feed_all(&pol, b, cuts[i], 4096, &s, &err, NULL);
 
 		if (r != -ENODATA || !strstr(err.msg, where[i]))
@@ -584,7 +584,7 @@ static void test_compatible(void **state)
 	size_t len;
 	uint8_t *b = signed_bundle(false, &len);
 	struct seen s = { 0 };
-	struct bundle_error err = { "" };
+	struct error err = {};
 
 	pol.compatible = "acme,board-v2";
 	expect_refusal(&pol, b, len, -EMEDIUMTYPE, "bundle is for \"acme,board-v1\", this system "
@@ -610,7 +610,7 @@ static void test_slot_limits(void **state)
 	struct bundle_slot_limit raw_kernel_only[] = { { "rootfs", 8 << 20, NULL },
 						       { "kernel", 4 << 20, "squashfs" } };
 	struct seen s = { 0 };
-	struct bundle_error err = { "" };
+	struct error err = {};
 
 	pol.slots = fits;
 	pol.n_slots = 2;
@@ -660,7 +660,7 @@ static void test_cramfs_refused(void **state)
 	pol.allow_unsigned = true;
 	for (size_t chunk = 1; chunk <= 8192; chunk *= 8) {
 		struct seen s = { 0 };
-		struct bundle_error err = { "" };
+		struct error err = {};
 		int r = feed_all(&pol, b, len, chunk, &s, &err, NULL);
 
 		if (r != -EMEDIUMTYPE || !strstr(err.msg, "CramFS image (magic 0x28cd3d45): the "
@@ -680,7 +680,7 @@ static void test_callbacks_refuse_and_stop(void **state)
 	struct bundle_policy pol = default_policy();
 	size_t len;
 	uint8_t *b = signed_bundle(false, &len);
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct seen s = { .fail_data = -EIO };
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 
@@ -764,7 +764,7 @@ static void craft_expect(const char *manifest, unsigned major, unsigned minor, i
 
 	if (code == 0) {
 		struct seen s = { 0 };
-		struct bundle_error err = { "" };
+		struct error err = {};
 		int r = feed_all(&pol, b, len, 3, &s, &err, NULL);
 		if (r != 0)
 			fail_msg("%s: %d %s", manifest, r, err.msg);
@@ -1011,7 +1011,7 @@ static void test_create_refusals(void **state)
 	struct bundle_create_params p = {
 		.compatible = "x", .version = "1", .images = &img, .n_images = 1,
 	};
-	struct bundle_error err = { "" };
+	struct error err = {};
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
 	img.path = kernel_path; /* not a squashfs */
@@ -1042,8 +1042,8 @@ static void test_create_refusals(void **state)
 static void test_keygen(void **state)
 {
 	char *priv = th_path("kg.key"), *pub = th_path("kg.pub");
-	struct bundle_error err = { "" };
-	struct keyring_error kerr = { "" };
+	struct error err = {};
+	struct error kerr = {};
 	_cleanup_keyring_ struct keyring *k = NULL;
 	uint8_t id[KEYRING_ID_SIZE];
 	struct stat st;
@@ -1069,7 +1069,7 @@ static void test_manifest_json(void **state)
 	size_t len;
 	uint8_t *b = signed_bundle(true, &len);
 	struct seen s = { 0 };
-	struct bundle_error err = { "" };
+	struct error err = {};
 	_cleanup_json_ struct json_object *j = NULL;
 	struct json_object *v, *img;
 

@@ -40,7 +40,7 @@ static void test_defaults(void **state)
 static void test_load_values(void **state)
 {
 	_cleanup_conf_ struct conf *c = NULL;
-	struct conf_error err = { "" };
+	struct error err = {};
 	char *p = write_tmp("# comment\nlayout = /x/board.json\n target=sim:/tmp/b.sim\n"
 			    "allow-unsigned=yes\n[health]\ncommand=/bin/true\ntimeout=5\n"
 			    "reboot-on-failure=no\n");
@@ -60,7 +60,7 @@ static void test_load_values(void **state)
 static void expect_error(const char *text, const char *msg)
 {
 	_cleanup_conf_ struct conf *c = NULL;
-	struct conf_error err = { "" };
+	struct error err = {};
 	char *p = write_tmp(text);
 
 	assert_int_equal(conf_new(&c), 0);
@@ -87,7 +87,7 @@ static void test_errors(void **state)
 static void test_missing(void **state)
 {
 	_cleanup_conf_ struct conf *c = NULL;
-	struct conf_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(conf_new(&c), 0);
 	assert_int_equal(conf_load(c, "/nonexistent/flashd.conf", true, &err), 0);

@@ -179,7 +179,7 @@ static struct env *provision(struct fixture *fx, size_t n_copies)
 	static const struct env_var vars[] = {
 		{ "BOOT_ORDER", "A B" }, { "BOOT_A_LEFT", "3" }, { "BOOT_B_LEFT", "3" },
 	};
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = NULL;
 
 	assert_int_equal(env_open_devices(fx->devs, n_copies, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
@@ -193,7 +193,7 @@ static struct env *provision(struct fixture *fx, size_t n_copies)
 static void test_blank(void **state)
 {
 	struct fixture *fx = *state;
-	struct env_error err = { "" };
+	struct error err = {};
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 
@@ -216,7 +216,7 @@ static void test_blank(void **state)
 static void test_init_default(void **state)
 {
 	struct fixture *fx = *state;
-	struct env_error err = { "" };
+	struct error err = {};
 	char initial[160];
 	FILE *f;
 	static const struct env_var vars[] = { { "BOOT_ORDER", "A B" }, { "bootdelay", "0" } };
@@ -253,7 +253,7 @@ static void test_init_default(void **state)
 static void test_txn_one_store(void **state)
 {
 	struct fixture *fx = *state;
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = provision(fx, 2);
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	unsigned char *before, *after;
@@ -334,7 +334,7 @@ static int classify_env(struct env *e, const char *what)
 
 static int classify(struct fixture *fx, size_t n_copies, const char *what)
 {
-	struct env_error err = { "" };
+	struct error err = {};
 	_cleanup_env_ struct env *e = NULL;
 
 	if (env_open_devices(fx->devs, n_copies, 0, &e, &err) < 0)
@@ -348,7 +348,7 @@ static int classify(struct fixture *fx, size_t n_copies, const char *what)
 static void test_power_cut_tear(void **state)
 {
 	struct fixture *fx = *state;
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = provision(fx, 2);
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	unsigned char *before, *after, *torn;
@@ -409,7 +409,7 @@ static void test_power_cut_tear(void **state)
 static void test_store_failure(void **state)
 {
 	struct fixture *fx = *state;
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = provision(fx, 2);
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 
@@ -442,7 +442,7 @@ static void test_store_failure(void **state)
 static void test_single_copy_and_space(void **state)
 {
 	struct fixture *fx = *state;
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = provision(fx, 1);
 	_cleanup_env_txn_ struct env_txn *t = NULL;
 	unsigned char *raw;
@@ -483,7 +483,7 @@ static void write_text(const char *path, const char *text)
 static void expect_config_error(struct fixture *fx, const char *text, int code, const char *msg)
 {
 	char cfg[160];
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = NULL;
 
 	snprintf(cfg, sizeof(cfg), "%s/fw_env.config", fx->dir);
@@ -498,7 +498,7 @@ static void test_config(void **state)
 {
 	struct fixture *fx = *state;
 	char cfg[160], text[512];
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = provision(fx, 2);
 
 	env_close(e);
@@ -561,7 +561,7 @@ static void test_layout_sim(void **state)
 	struct layout l;
 	struct layout_device d;
 	struct layout_partition p[3];
-	struct env_error err = { "" };
+	struct error err = {};
 	char target[200], sim[160];
 	static const struct env_var vars[] = { { "BOOT_ORDER", "A B" } };
 	struct env *e = NULL;
@@ -630,7 +630,7 @@ static void simenv_new(struct fixture *fx, struct simenv *s)
 	static const struct env_var vars[] = {
 		{ "BOOT_ORDER", "A B" }, { "BOOT_A_LEFT", "3" }, { "BOOT_B_LEFT", "3" },
 	};
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = NULL;
 
 	fill_layout(&s->l, &s->d, s->p);
@@ -668,7 +668,7 @@ static void sim_cut(const char *path, int64_t ops, bool tear)
 /* 1 = the old values, 2 = the new ones; fails on a mix or an invalid env. */
 static int sim_classify(struct simenv *s, const char *what)
 {
-	struct env_error err = { "" };
+	struct error err = {};
 	_cleanup_env_ struct env *e = NULL;
 
 	if (env_open_layout(&s->l, s->target, NULL, 0, &e, &err) < 0)
@@ -677,7 +677,7 @@ static int sim_classify(struct simenv *s, const char *what)
 }
 
 static int sim_store(struct simenv *s, const struct env_var *vars, size_t n,
-		     struct env_error *err)
+		     struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_env_txn_ struct env_txn *t = NULL;
@@ -699,7 +699,7 @@ static void test_sim_power_cut(void **state)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
-	struct env_error err = { "" };
+	struct error err = {};
 	uint64_t before, ops;
 	unsigned n_old = 0, n_new = 0;
 
@@ -758,7 +758,7 @@ static void sim_fw_env_config(struct fixture *fx, struct simenv *s, char *path, 
 
 static char *libuboot_get(const char *cfg, const char *name)
 {
-	struct env_error err = { "" };
+	struct error err = {};
 	_cleanup_env_ struct env *e = NULL;
 	char *v = NULL;
 
@@ -783,7 +783,7 @@ static void test_sim_libubootenv_compat(void **state)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
-	struct env_error err = { "" };
+	struct error err = {};
 	char cfg[160], cmd[600], val[16];
 	bool tools = have_tool("fw_printenv") && have_tool("fw_setenv");
 
@@ -835,7 +835,7 @@ static void test_copy_state(void **state)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = NULL;
 	char cfg[160];
 	FILE *f;
@@ -874,7 +874,7 @@ static void test_lock_bounded(void **state)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
-	struct env_error err = { "" };
+	struct error err = {};
 	struct env *e = NULL;
 	char cmd[400];
 	struct timespec t0, t1;
@@ -927,7 +927,7 @@ static void test_layout_system(void **state)
 	struct layout l;
 	struct layout_device d;
 	struct layout_partition p[3];
-	struct env_error err = { "" };
+	struct error err = {};
 	char sys[96], cmd[1200];
 	struct env *e = NULL;
 

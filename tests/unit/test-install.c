@@ -63,8 +63,8 @@ static char *lock;
 
 static int group_setup(void **state)
 {
-	struct bundle_error err = { "" };
-	struct keyring_error kerr = { "" };
+	struct error err = {};
+	struct error kerr = {};
 	char *ring_dir = th_path("ring"), *other = th_path("other");
 
 	if (th_sh("mksquashfs -version >/dev/null 2>&1") != 0) {
@@ -207,7 +207,7 @@ static char *make_bundle(const char *name, const char *compatible, const struct 
 {
 	struct bundle_create_image imgs[2];
 	size_t n = 0;
-	struct bundle_error err = { "" };
+	struct error err = {};
 	struct bundle_create_result res;
 	char *out = th_path(name);
 	int fd, r;
@@ -297,7 +297,7 @@ static struct bundle_manifest bundle_manifest_of(const char *path)
 	uint8_t *b = th_read(path, &len);
 	uint32_t ms = b[12] | b[13] << 8 | b[14] << 16 | (uint32_t)b[15] << 24;
 	struct bundle_manifest m;
-	struct bundle_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
 	m.manifest_size = ms;
@@ -340,8 +340,8 @@ static void rig_new(struct rig *r, const char *layout, const char *simname)
 {
 	const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR;
 	char *path = xasprintf("%s/layouts/%s", top, layout);
-	struct layout_error lerr = { "" };
-	struct env_error eerr = { "" };
+	struct error lerr = {};
+	struct error eerr = {};
 	struct env *e = NULL;
 	const struct layout_device *d;
 
@@ -505,7 +505,7 @@ static char *env_with(const char *dump, ...)
 static char *env_dump(struct rig *r)
 {
 	struct env *e = NULL;
-	struct env_error err = { "" };
+	struct error err = {};
 	void *it = NULL;
 	const char *n, *v;
 	char *buf = NULL, *canon;
@@ -593,8 +593,8 @@ static void env_raw_restore(struct rig *r, const uint8_t *raw)
 static int boot_pick(struct rig *r)
 {
 	struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct slot_state st, next;
 	struct slot_changes ch;
 	int k;
@@ -613,8 +613,8 @@ static int boot_pick(struct rig *r)
 static void boot_never_b(struct rig *r, const char *ctx)
 {
 	struct env *e = NULL;
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct slot_state st, next;
 	struct slot_changes ch;
 
@@ -696,7 +696,7 @@ struct rres {
 	size_t mem_peak;
 	enum install_phase phase;
 	char slot[SLOT_NAME_MAX];
-	struct install_error err;
+	struct error err;
 };
 
 static int run_install(struct rig *r, const char *bundle, const struct ropts *o, struct rres *res)
@@ -708,7 +708,7 @@ static int run_install(struct rig *r, const char *bundle, const struct ropts *o,
 
 	if (!o)
 		o = &none;
-	*res = (struct rres){ .err = { "" } };
+	*res = (struct rres){ .err = {} };
 	assert_int_equal(board_open(r->l, r->target, true, &b), 0);
 	struct install_params p = {
 		.board = b,
@@ -1021,7 +1021,7 @@ static void test_refusals(void **state)
 		} else {
 			char *order = NULL;
 			struct env *e = NULL;
-			struct env_error eerr = { "" };
+			struct error eerr = {};
 			/* B is out of BOOT_ORDER, everything else is as it was */
 			expect_env(&r, marked_bad, c->what);
 			assert_int_equal(env_open_layout(r.l, r.target, NULL, 0, &e, &eerr), 0);
@@ -1065,7 +1065,7 @@ static void test_refusals(void **state)
 		char *cmd_b = th_path("cmdline-b"), *only_a;
 		struct env *e = NULL;
 		struct env_txn *t = NULL;
-		struct env_error eerr = { "" };
+		struct error eerr = {};
 		struct rres res;
 		uint8_t *raw1, *raw;
 		size_t len;
@@ -1682,7 +1682,7 @@ static void test_cancel(void **state)
 	struct image kernel = make_raw("cancel-kernel.bin", 64 * 1024, 41);
 	volatile int flag = 0;
 	struct cancel_at at = { &flag, 300 * 1024 };
-	struct install_error err = { "" };
+	struct error err = {};
 	struct board *b = NULL;
 	struct install *in;
 	uint8_t *raw0, *raw, *bundle_bytes;
@@ -1777,7 +1777,7 @@ static void test_readback_silent(void **state)
 {
 	struct rig r;
 	struct image rootfs = make_sqfs("rbs-rootfs.sqfs", 300 * 1024, 61);
-	struct install_error err = { "" };
+	struct error err = {};
 	struct board *b = NULL;
 	struct install *in;
 	uint8_t *bytes, byte;

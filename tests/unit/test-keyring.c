@@ -51,7 +51,7 @@ static void expected_id(const char *pub, char out[65])
 static void test_load_dir(void **state)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
-	struct keyring_error err = { "" };
+	struct error err = {};
 	char path[256], want[65], got[65];
 
 	snprintf(path, sizeof(path), "%s/ring", kdir);
@@ -75,7 +75,7 @@ static void test_load_dir(void **state)
 static void test_duplicate_key_counted_once(void **state)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
-	struct keyring_error err = { "" };
+	struct error err = {};
 	char a[256];
 
 	snprintf(a, sizeof(a), "%s/ring/a.pem", kdir);
@@ -88,7 +88,7 @@ static void test_duplicate_key_counted_once(void **state)
 static void expect_dir_error(const char *setup_cmd, int code, const char *msg)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
-	struct keyring_error err = { "" };
+	struct error err = {};
 	char dir[256];
 
 	snprintf(dir, sizeof(dir), "%s/bad", kdir);
@@ -110,7 +110,7 @@ static void test_refusals(void **state)
 	expect_dir_error("head -c 20000 /dev/zero > bad/big.pem", -EFBIG, "bad/big.pem");
 
 	_cleanup_keyring_ struct keyring *k = NULL;
-	struct keyring_error err = { "" };
+	struct error err = {};
 	assert_int_equal(keyring_load_dir("/nonexistent/keys", &k, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "/nonexistent/keys"));
 }
@@ -118,7 +118,7 @@ static void test_refusals(void **state)
 static void test_verify_openssl_signature(void **state)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
-	struct keyring_error err = { "" };
+	struct error err = {};
 	const char msg[] = "{\"format_major\":1}";
 	char path[256];
 	uint8_t *sig;

@@ -35,7 +35,7 @@ static char *src_path(const char *rel)
 static struct layout *load_ok(const char *rel)
 {
 	_cleanup_free_ char *path = src_path(rel);
-	struct layout_error err = { "" };
+	struct error err = {};
 	struct layout *l = NULL;
 	int r = layout_load(path, &l, &err);
 
@@ -45,7 +45,7 @@ static struct layout *load_ok(const char *rel)
 	return l;
 }
 
-static int parse_err(const char *json, struct layout_error *err)
+static int parse_err(const char *json, struct error *err)
 {
 	struct layout *l = NULL;
 	int r = layout_parse(json, "t.json", &l, err);
@@ -243,7 +243,7 @@ static void test_invalid_layouts(void **state)
 	for (size_t i = 0; i < ELEMENTSOF(bad_layouts); i++) {
 		const struct bad *b = &bad_layouts[i];
 		_cleanup_free_ char *path = NULL, *prefix = NULL;
-		struct layout_error err = { "" };
+		struct error err = {};
 		struct layout *l = NULL;
 		int r;
 
@@ -290,7 +290,7 @@ static void test_invalid_layouts(void **state)
 
 static void test_inline_errors(void **state)
 {
-	struct layout_error err;
+	struct error err;
 	struct layout *l = NULL;
 
 	(void)state;
@@ -374,7 +374,7 @@ static void test_nandsim_params(void **state)
 static struct layout *mini(const char *dev, const char *parts)
 {
 	_cleanup_free_ char *json = NULL;
-	struct layout_error err = { "" };
+	struct error err = {};
 	struct layout *l = NULL;
 
 	assert_true(asprintf(&json, "{\"board\": \"b\", \"compatible\": \"c\", \"devices\": [%s], "
@@ -488,7 +488,7 @@ static void rmroot(char *root)
 static void test_check_system(void **state)
 {
 	struct layout *l = load_ok("layouts/nandsim-128m.json");
-	struct layout_error err = { "" };
+	struct error err = {};
 	char *root = mkroot(), dir[600];
 	int idx = layout_partition_index(l, layout_find_partition(l, "rootfs-a"));
 
@@ -553,7 +553,7 @@ static void test_strings(void **state)
 	assert_string_equal(layout_storage_to_string(LAYOUT_STORAGE_FILE), "file");
 	assert_null(layout_storage_to_string(_LAYOUT_STORAGE_MAX));
 	assert_string_equal(layout_overlay_type_to_string(LAYOUT_OVERLAY_TMPFS), "tmpfs");
-	assert_string_equal(layout_flash_type_to_string(FLASH_NOR), "nor");
+	assert_string_equal(flash_type_to_string(FLASH_NOR), "nor");
 	assert_string_equal(layout_ubi_vol_type_to_string(LAYOUT_UBI_STATIC), "static");
 	layout_free(NULL);
 }

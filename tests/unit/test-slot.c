@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "slot.h"
+#include "slot_change.h"
 
 /* ---- count stores: fsyncs of the env file (libubootenv: one per store) ---- */
 static char watched[PATH_MAX];
@@ -59,7 +60,7 @@ static const char *const AB[] = { "A", "B" };
 static void load(struct slot_state *st, const char *order, const char *a, const char *b)
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
@@ -70,7 +71,7 @@ static void loadr(struct slot_state *st, const char *order, const char *a, const
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b },
 			    { "FLASHD_A_STATE", ra }, { "FLASHD_B_STATE", rb } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
@@ -100,7 +101,7 @@ static void expect_changes(const struct slot_changes *c, const char *want)
 static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
 		struct slot_state *n, struct slot_changes *c)
 {
-	struct slot_error err = { "" };
+	struct error err = {};
 	int r = slot_compute(st, op, slot, flags, n, c, &err);
 
 	if (r < 0)
@@ -112,7 +113,7 @@ static void test_parse(void **state)
 	struct slot_state st;
 	struct vars none = { { { NULL, NULL } } };
 	struct vars garbage = { { { "BOOT_A_LEFT", "x3" } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* unset variables read as the boot script defaults them */
 	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
@@ -186,7 +187,7 @@ static void test_mark_bad(void **state)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	load(&st, "B A", "3", "2");
 	run(&st, SLOT_OP_MARK_BAD, 1, 0, &n, &c);
@@ -206,7 +207,7 @@ static void test_rollback(void **state)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* booted B (the new one) rolls back to A with full tries */
 	load(&st, "B A", "1", "2");
@@ -244,7 +245,7 @@ static void test_reset_and_init(void **state)
 	struct slot_state st, n;
 	struct slot_changes c;
 	struct vars none = { { { NULL, NULL } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	load(&st, "A", "0", "0");
 	run(&st, SLOT_OP_RESET_COUNTERS, -1, 0, &n, &c);
@@ -405,7 +406,7 @@ static void fake_layout(struct fake_layout *f, bool ubi)
 
 static int booted(const struct fake_layout *f, const char *cmdline, const char **by)
 {
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	*by = NULL;
 	return slot_booted_from_cmdline(cmdline, &f->l, &f->g, by, &err);
@@ -414,7 +415,7 @@ static int booted(const struct fake_layout *f, const char *cmdline, const char *
 static void test_booted_cmdline(void **state)
 {
 	struct fake_layout f;
-	struct slot_error err = { "" };
+	struct error err = {};
 	const char *by;
 
 	fake_layout(&f, false);
@@ -456,7 +457,7 @@ static void test_booted_cmdline(void **state)
 static void test_booted_file(void **state)
 {
 	struct fake_layout f;
-	struct slot_error err = { "" };
+	struct error err = {};
 	char path[] = "/tmp/flashd-test-cmdline-XXXXXX";
 	int fd = mkstemp(path);
 	const char *by = NULL;
@@ -528,7 +529,7 @@ static void test_records_and_views(void **state)
 	struct slot_state st;
 	struct vars bad = { { { "FLASHD_A_STATE", "ok" } } };
 	struct vars ver = { { { "FLASHD_B_VERSION", "1.0" } } };
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	assert_int_equal(view("B", "0", NULL, false), SLOT_VIEW_EMPTY);
 	assert_int_equal(view("B", "0", "installing", true), SLOT_VIEW_INSTALLING);
@@ -561,7 +562,7 @@ static void test_verified_only(void **state)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 	static const char *const unverified[] = { "failed", "cancelled", "installing" };
 
 	for (size_t k = 0; k < ELEMENTSOF(unverified); k++) {
@@ -584,7 +585,7 @@ static void test_install_ops(void **state)
 {
 	struct slot_state st, n, n2;
 	struct slot_changes c;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	load(&st, "A B", "2", "3");
 	run(&st, SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c);
@@ -633,7 +634,7 @@ static void test_degraded_and_fallback(void **state)
 	struct slot_state st, n, n2;
 	struct slot_changes c;
 	struct slot_status s;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* item 15: freshly provisioned, only A; its check fails */
 	loadr(&st, "A", "2", "0", "verified", NULL);
@@ -681,7 +682,7 @@ static void test_records_lost(void **state)
 	struct slot_state st, n, n2;
 	struct slot_changes c;
 	struct slot_status s;
-	struct slot_error err = { "" };
+	struct error err = {};
 
 	/* the script's first saveenv on the default env, booted A */
 	load(&st, "A B", "2", "3");
@@ -753,7 +754,7 @@ static void test_boot_select_odd(void **state)
 static void test_var_check(void **state)
 {
 	struct fake_layout f;
-	struct slot_error err = { "" };
+	struct error err = {};
 	static const char *const bad[][2] = {
 		{ "BOOT_ORDER", "B,A" }, { "BOOT_ORDER", "a b" }, { "BOOT_ORDER", "" },
 		{ "BOOT_ORDER", NULL }, { "BOOT_ORDER", "A  B" }, { "BOOT_ORDER", "A B " },
@@ -779,15 +780,35 @@ static void test_var_check(void **state)
 	assert_int_equal(slot_var_check(NULL, "BOOT_ORDER", "x,y", &err), -EINVAL);
 }
 
+/* A redundant env in a file under dir (created), written once with a
+ * bootcmd; fsyncs of the file are counted (n_fsync). Open, for the caller. */
+static struct env *file_env(char *dir, char *file, size_t len, struct env_device devs[2])
+{
+	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
+	struct error eerr = {};
+	struct env *e = NULL;
+	char cmd[160];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, len, "%s/env.bin", dir);
+	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
+	assert_int_equal(system(cmd), 0);
+	assert_non_null(realpath(file, watched));
+	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
+	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
+	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
+	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	return e;
+}
+
 /* Every transition, applied to a redundant file env, is exactly one store
  * and reads back as computed. */
 static void test_apply_one_store(void **state)
 {
 	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
-	struct env_error eerr = { "" };
-	struct slot_error serr = { "" };
+	struct error eerr = {};
+	struct error serr = {};
 	struct env_device devs[2];
-	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
 	static const struct { enum slot_op op; int slot; const char *order; unsigned a, b; } steps[] = {
 		{ SLOT_OP_INIT, -1, "A B", 3, 3 },
 		{ SLOT_OP_MARK_BAD, 1, "A", 3, 0 },      /* before writing B */
@@ -800,15 +821,7 @@ static void test_apply_one_store(void **state)
 	};
 	struct env *e = NULL;
 
-	assert_non_null(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/env.bin", dir);
-	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
-	assert_int_equal(system(cmd), 0);
-	assert_non_null(realpath(file, watched));
-	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
-	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
-	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
-	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	e = file_env(dir, file, sizeof(file), devs);
 	env_close(e);
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
@@ -839,10 +852,69 @@ static void test_apply_one_store(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static char *env_str(struct env *e, const char *name)
+{
+	return env_get_dup(e, name);
+}
+
+/* slot_change(): load, compute, one store with the extra variable; a
+ * refusal or an unknown slot writes nothing. */
+static void test_slot_change(void **state)
+{
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
+	struct env_device devs[2];
+	struct slot_change_result res;
+	struct error err = { 0 };
+	struct fake_layout f;
+	struct env *e = NULL;
+	char *v;
+
+	fake_layout(&f, false);
+	e = file_env(dir, file, sizeof(file), devs);
+
+	n_fsync = 0;
+	assert_int_equal(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_INIT, .slot = -1,
+				     .booted = -1 }, &res, &err), 0);
+	assert_int_equal(n_fsync, 1);
+	assert_true(res.n_written > 0);
+
+	/* by name, with the extra variable in the same store */
+	n_fsync = 0;
+	assert_int_equal(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_MARK_BAD,
+				     .slot_name = "B", .booted = 0, .extra_name = "FLASHD_B_VERSION",
+				     .extra_value = "2.0" }, &res, &err), 0);
+	assert_int_equal(n_fsync, 1);
+	assert_int_equal(res.slot, 1);
+	assert_string_equal((v = env_str(e, "BOOT_ORDER")), "A");
+	free(v);
+	assert_string_equal((v = env_str(e, "FLASHD_B_VERSION")), "2.0");
+	free(v);
+
+	/* no such slot, a refusal: nothing written, typed failures */
+	n_fsync = 0;
+	assert_int_equal(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_ACTIVATE,
+				     .slot_name = "C", .booted = 0 }, &res, &err), -ENOENT);
+	assert_int_equal(res.fail, SLOT_CHANGE_NO_SLOT);
+	assert_string_equal(error_message(&err), "C");
+	assert_true(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_MARK_BAD,
+			       .slot_name = "A", .booted = 0, .extra_name = "X", .extra_value = "1" },
+			       &res, &err) < 0);
+	assert_int_equal(res.fail, SLOT_CHANGE_REFUSED);
+	assert_false(res.forcible); /* the last slot of BOOT_ORDER stays, even forced */
+	assert_int_equal(n_fsync, 0);
+	assert_null(env_str(e, "X"));
+	env_close(e);
+	watched[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	(void) state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_slot_change),
 		cmocka_unit_test(test_activate),
 		cmocka_unit_test(test_mark_good),
 		cmocka_unit_test(test_mark_bad),

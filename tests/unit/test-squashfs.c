@@ -46,7 +46,8 @@ static void test_real_images(void **state)
 
 	for (size_t i = 0; i < sizeof(comps) / sizeof(comps[0]); i++) {
 		struct squashfs_info info;
-		char name[32], err[256] = "";
+		char name[32];
+		struct error err = {};
 		uint8_t *img;
 		size_t len;
 		char *p;
@@ -59,7 +60,7 @@ static void test_real_images(void **state)
 		}
 		made++;
 		img = th_read(p, &len);
-		assert_int_equal(squashfs_check_superblock(img, len, len, &info, err, sizeof(err)), 0);
+		assert_int_equal(squashfs_check_superblock(img, len, len, &info, &err), 0);
 		assert_int_equal(info.compression, comps[i].id);
 		assert_string_equal(squashfs_compression_to_string(info.compression), comps[i].name);
 		assert_int_equal(info.block_size, 4096);
@@ -69,11 +70,9 @@ static void test_real_images(void **state)
 		assert_true(info.bytes_used <= len);
 		assert_true(info.bytes_used > SQUASHFS_SUPERBLOCK_SIZE);
 		/* exactly fitting, and one byte too small */
-		assert_int_equal(squashfs_check_superblock(img, len, info.bytes_used, NULL, err,
-							   sizeof(err)), 0);
-		assert_int_equal(squashfs_check_superblock(img, len, info.bytes_used - 1, NULL, err,
-							   sizeof(err)), -EFBIG);
-		assert_non_null(strstr(err, "more than"));
+		assert_int_equal(squashfs_check_superblock(img, len, info.bytes_used, NULL, &err), 0);
+		assert_int_equal(squashfs_check_superblock(img, len, info.bytes_used - 1, NULL, &err), -EFBIG);
+		assert_non_null(strstr(err.msg, "more than"));
 		free(img);
 		free(p);
 	}
@@ -112,15 +111,15 @@ static void test_corruptions(void **state)
 	for (size_t i = 0; i < sizeof(corruptions) / sizeof(corruptions[0]); i++) {
 		const struct corruption *c = &corruptions[i];
 		uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE];
-		char err[256] = "";
+		struct error err = {};
 		int r;
 
 		memcpy(sb, gzip_image, sizeof(sb));
 		for (unsigned b = 0; b < c->width; b++)
 			sb[c->off + b] = (uint8_t)(c->value >> (8 * b));
-		r = squashfs_check_superblock(sb, sizeof(sb), gzip_len, NULL, err, sizeof(err));
-		if (r != c->expect || !strstr(err, c->msg))
-			fail_msg("%s: got %d \"%s\", expected %d \"%s\"", c->what, r, err, c->expect,
+		r = squashfs_check_superblock(sb, sizeof(sb), gzip_len, NULL, &err);
+		if (r != c->expect || !strstr(err.msg, c->msg))
+			fail_msg("%s: got %d \"%s\", expected %d \"%s\"", c->what, r, err.msg, c->expect,
 				 c->msg);
 	}
 }
@@ -128,20 +127,20 @@ static void test_corruptions(void **state)
 static void test_not_squashfs(void **state)
 {
 	uint8_t buf[4096];
-	char err[256] = "";
+	struct error err = {};
 	struct squashfs_info info = { .block_size = 1234 };
 
 	th_fill(buf, sizeof(buf), 7);
-	assert_int_equal(squashfs_check_superblock(buf, sizeof(buf), 0, &info, err, sizeof(err)),
+	assert_int_equal(squashfs_check_superblock(buf, sizeof(buf), 0, &info, &err),
 			 -EBADMSG);
-	assert_non_null(strstr(err, "not a squashfs"));
+	assert_non_null(strstr(err.msg, "not a squashfs"));
 	assert_int_equal(info.block_size, 1234); /* untouched on failure */
 	memset(buf, 0xff, sizeof(buf)); /* erased flash */
-	assert_int_equal(squashfs_check_superblock(buf, sizeof(buf), 0, NULL, err, sizeof(err)),
+	assert_int_equal(squashfs_check_superblock(buf, sizeof(buf), 0, NULL, &err),
 			 -EBADMSG);
-	assert_int_equal(squashfs_check_superblock(gzip_image, 95, 0, NULL, err, sizeof(err)),
+	assert_int_equal(squashfs_check_superblock(gzip_image, 95, 0, NULL, &err),
 			 -EINVAL);
-	assert_non_null(strstr(err, "too short"));
+	assert_non_null(strstr(err.msg, "too short"));
 	assert_null(squashfs_compression_to_string(0));
 	assert_null(squashfs_compression_to_string(99));
 }

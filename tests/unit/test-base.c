@@ -1,0 +1,128 @@
+/* lib/base: the one error type (error_set / error_prefix), the enum<->string
+ * table macro and util_mkdir_p. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "util.h"
+
+enum color { COLOR_RED, COLOR_GREEN, COLOR_BLUE, _COLOR_MAX };
+const char *color_to_string(enum color v);
+int color_from_string(const char *s);
+static const char *const color_table[_COLOR_MAX] = {
+	[COLOR_RED] = "red", [COLOR_GREEN] = "green", [COLOR_BLUE] = "blue",
+};
+DEFINE_STRING_TABLE(color, enum color)
+
+static int inner(struct error *err)
+{
+	return error_set(err, -EIO, "read at 0x%x", 0x20000);
+}
+
+static int outer(struct error *err)
+{
+	int r = inner(err);
+
+	return r < 0 ? error_prefix(err, r, "slot %s", "A") : r;
+}
+
+static void test_set_and_prefix(void **state)
+{
+	struct error err = {};
+
+	(void)state;
+	assert_false(error_is_set(&err));
+	assert_string_equal(error_message(&err), "");
+	assert_int_equal(outer(&err), -EIO);
+	assert_true(error_is_set(&err));
+	assert_int_equal(err.code, EIO);
+	assert_string_equal(err.msg, "slot A: read at 0x20000");
+	assert_int_equal(error_prefix(&err, -EIO, "install"), -EIO);
+	assert_string_equal(error_message(&err), "install: slot A: read at 0x20000");
+	error_clear(&err);
+	assert_false(error_is_set(&err));
+	/* NULL: the caller wants only the code */
+	assert_int_equal(outer(NULL), -EIO);
+}
+
+static void test_prefix_without_message(void **state)
+{
+	struct error err = {};
+
+	(void)state;
+	assert_int_equal(error_prefix(&err, -ENOENT, "keyring %s", "/etc/keys"), -ENOENT);
+	assert_int_equal(err.code, ENOENT);
+	assert_string_equal(err.msg, "keyring /etc/keys: No such file or directory");
+}
+
+static void test_prefix_truncates_inside(void **state)
+{
+	struct error err = {};
+	char big[2 * ERROR_MSG_MAX];
+
+	(void)state;
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	error_set(&err, -EINVAL, "%s", big);
+	assert_int_equal(strlen(err.msg), ERROR_MSG_MAX - 1);
+	error_prefix(&err, -EINVAL, "what");
+	assert_int_equal(strlen(err.msg), ERROR_MSG_MAX - 1);
+	assert_memory_equal(err.msg, "what: xxx", 9);
+	/* a prefix longer than the buffer still leaves a terminated string */
+	error_prefix(&err, -EINVAL, "%s", big);
+	assert_int_equal(strlen(err.msg), ERROR_MSG_MAX - 1);
+}
+
+static void test_string_table(void **state)
+{
+	(void)state;
+	assert_string_equal(color_to_string(COLOR_GREEN), "green");
+	assert_null(color_to_string(_COLOR_MAX));
+	assert_null(color_to_string((enum color)-1));
+	assert_int_equal(color_from_string("blue"), COLOR_BLUE);
+	assert_int_equal(color_from_string("purple"), -EINVAL);
+	assert_int_equal(color_from_string(NULL), -EINVAL);
+}
+
+static void test_mkdir_p(void **state)
+{
+	char dir[] = "/tmp/test-base-XXXXXX", path[128];
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	assert_int_equal(util_mkdir_p(path, 0755), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(util_mkdir_p(path, 0755), 0); /* existing: fine */
+	snprintf(path, sizeof(path), "%s/a/b/c/f", dir);
+	assert_int_equal(close(creat(path, 0644)), 0);
+	snprintf(path, sizeof(path), "%s/a/b/c/f/g", dir);
+	assert_int_equal(util_mkdir_p(path, 0755), -ENOTDIR);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_set_and_prefix),
+		cmocka_unit_test(test_prefix_without_message),
+		cmocka_unit_test(test_prefix_truncates_inside),
+		cmocka_unit_test(test_string_table),
+		cmocka_unit_test(test_mkdir_p),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
