@@ -64,11 +64,6 @@ static const char *const install_phase_table[_INSTALL_PHASE_MAX] = {
 };
 DEFINE_STRING_TABLE_TO(install_phase, enum install_phase)
 
-void install_version_var(const char *slot, char *buf, size_t len)
-{
-	slot_version_var(slot, buf, len);
-}
-
 static int env_change(struct install *in, enum slot_op op, const char *version);
 
 /* Once the target is marked bad, the end of the install is recorded in
@@ -177,7 +172,7 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value[0] ? ch.vars[i].value : NULL);
 	/* the version goes with the content: forgotten when writing starts,
 	 * set when the read-back verified */
-	install_version_var(in->group->slots[in->slot].name, var, sizeof(var));
+	slot_version_var(in->group->slots[in->slot].name, var, sizeof(var));
 	if (r >= 0 && (op == SLOT_OP_INSTALL_BEGIN || version))
 		r = env_txn_set(t, var, version);
 	if (r >= 0)
