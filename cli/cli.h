@@ -43,6 +43,13 @@ int cli_install(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cli_provision(struct cli_ctx *ctx, int argc, char **argv);
 
+struct client;
+/* The daemon's socket: opt, else $FLASHD_SOCKET, else the default. */
+const char *cli_socket_path(const char *opt);
+/* A failed daemon call: one message naming what, and flashctl(1)'s exit
+ * code for the Varlink error (Busy, PermissionDenied: 4; ...). */
+int cli_call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what);
+
 /* Exit code of a state change the slot logic refused: 5 when the same
  * change with --force would pass (the caller tried it); -EBUSY, -ENOENT,
  * -EPERM, -EALREADY (last slot, nothing to do, no verified image) are

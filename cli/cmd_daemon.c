@@ -21,7 +21,7 @@
 
 #define DEFAULT_SOCKET "/run/flashd/flashd.sock"
 
-static const char *socket_path(const char *opt)
+const char *cli_socket_path(const char *opt)
 {
 	const char *env = getenv("FLASHD_SOCKET");
 
@@ -55,7 +55,7 @@ static const struct {
 };
 
 /* Exit code and one message for a failed call. */
-static int call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what)
+int cli_call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what)
 {
 	char buf[512];
 	const char *name = client_error_name(c);
@@ -267,12 +267,12 @@ static int status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 
 	if (i < 0 || i != argc)
 		return CLI_EXIT_USAGE;
-	r = connect_daemon(ctx, socket_path(sock), &c);
+	r = connect_daemon(ctx, cli_socket_path(sock), &c);
 	if (r < 0)
 		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
 	r = client_call_simple(c, "io.flashd.GetStatus", NULL, &st);
 	if (r < 0)
-		return call_failed(ctx, c, r, "status");
+		return cli_call_failed(ctx, c, r, "status");
 	if (ctx->json)
 		cli_print_json(json_object_get(st));
 	else
@@ -434,7 +434,7 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	fd = open_bundle(ctx, file);
 	if (fd < 0)
 		return fd == -EINVAL ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
-	ui.sock = socket_path(sock);
+	ui.sock = cli_socket_path(sock);
 	r = connect_daemon(ctx, ui.sock, &c);
 	if (r < 0)
 		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
@@ -464,7 +464,7 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	if (r < 0)
-		return call_failed(ctx, c, r, "install failed");
+		return cli_call_failed(ctx, c, r, "install failed");
 	return CLI_EXIT_OK;
 }
 
@@ -478,12 +478,12 @@ static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *m
 
 	if (i < 0 || i != argc)
 		return CLI_EXIT_USAGE;
-	r = connect_daemon(ctx, socket_path(sock), &c);
+	r = connect_daemon(ctx, cli_socket_path(sock), &c);
 	if (r < 0)
 		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
 	r = client_call_simple(c, method, NULL, &res);
 	if (r < 0)
-		return call_failed(ctx, c, r, method + strlen("io.flashd."));
+		return cli_call_failed(ctx, c, r, method + strlen("io.flashd."));
 	if (ctx->json)
 		cli_print_json(json_object_get(res));
 	else

@@ -9,6 +9,7 @@
 
 #include "cleanup.h"
 #include "cleanup_json.h"
+#include "client.h"
 #include "cmd_env.h"
 #include "conf.h"
 #include "slot.h"
@@ -25,6 +26,7 @@ bool cli_env_option(struct cli_env_args *a, int c, const char *arg)
 	case 0x103: a->env_config = arg; return true;
 	case 0x104: a->sysfs = arg; return true;
 	case 0x105: a->cmdline = arg; return true;
+	case 0x106: a->offline = true; return true;
 	case 'f': a->force = true; return true;
 	}
 	return false;
@@ -79,6 +81,37 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 	if (ret_layout)
 		*ret_layout = TAKE_PTR(l);
 	return CLI_EXIT_OK;
+}
+
+bool cli_env_names_board(const struct cli_env_args *a)
+{
+	return a->offline || a->layout || a->target || a->env_config || a->sysfs || a->cmdline;
+}
+
+int cli_env_daemon(const struct cli_env_args *a, struct client **ret)
+{
+	_cleanup_conf_ struct conf *conf = NULL;
+	const char *env = getenv("FLASHD_SOCKET");
+
+	if (cli_env_names_board(a))
+		return 0;
+	if (conf_new(&conf) < 0)
+		return 0;
+	/* a broken flashd.conf is reported by cli_env_open() offline */
+	(void) conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, true, NULL);
+	return client_connect(env && *env ? env : conf->socket, ret) < 0 ? 0 : 1;
+}
+
+int cli_env_daemon_call(struct cli_ctx *ctx, struct client *c, const char *method,
+			struct json_object *params, const char *what, struct json_object **ret)
+{
+	char msg[128];
+	int r = client_call_simple(c, method, params, ret);
+
+	if (r >= 0)
+		return CLI_EXIT_OK;
+	snprintf(msg, sizeof(msg), "%s (through flashd)", what);
+	return cli_call_failed(ctx, c, r, msg);
 }
 
 /* Take target's board lock without waiting (oplock_acquire). */
@@ -219,6 +252,47 @@ static int env_list_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* "NAME=VALUE" or "NAME VALUE": one variable */
+static bool one_assignment(int n, char **args)
+{
+	return (n == 1 && strchr(args[0], '=')) || (n == 2 && !strchr(args[0], '='));
+}
+
+/* env set of one variable through flashd (SetEnv): its busy check, its
+ * authorization and its own refusals (EnvRefused) apply. */
+static int env_set_daemon(struct cli_ctx *ctx, struct client *c, const struct cli_env_args *a,
+			  int n, char **args)
+{
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	_cleanup_json_ struct json_object *res = NULL;
+	_cleanup_free_ char *name = strdup(args[0]);
+	char *eq = name ? strchr(name, '=') : NULL;
+	const char *value = n == 2 ? args[1] : eq + 1;
+	int r;
+
+	if (!name)
+		return CLI_EXIT_FAIL;
+	if (eq)
+		*eq = '\0';
+	json_object_object_add(p, "name", json_object_new_string(name));
+	json_object_object_add(p, "value", *value ? json_object_new_string(value) : NULL);
+	if (a->force)
+		json_object_object_add(p, "force", json_object_new_boolean(true));
+	r = cli_env_daemon_call(ctx, c, "io.flashd.SetEnv", p, "env set", &res);
+	if (r)
+		return r;
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "via", json_object_new_string("daemon"));
+		json_object_object_add(j, "written", json_object_new_int64(1));
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
+		printf("1 variable(s) written by flashd\n");
+	}
+	return CLI_EXIT_OK;
+}
+
 /* set NAME=VALUE... | set NAME VALUE; NAME= deletes. One store for all. */
 static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
@@ -227,6 +301,7 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
 	_cleanup_layout_ struct layout *l = NULL;
+	_cleanup_client_ struct client *client = NULL;
 	const struct layout_slot_group *group;
 	struct error err = {};
 	struct error serr = {};
@@ -238,6 +313,10 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "env set: give NAME=VALUE... or NAME VALUE (NAME= deletes)");
 		return CLI_EXIT_USAGE;
 	}
+	/* one variable: through flashd when it runs (SetEnv sets one; several
+	 * go into one store offline, under the board's lock) */
+	if (one_assignment(argc - optind, argv + optind) && cli_env_daemon(&a, &client) > 0)
+		return env_set_daemon(ctx, client, &a, argc - optind, argv + optind);
 	r = cli_env_lock(ctx, &a, "flashctl env set", &lock);
 	if (!r)
 		r = cli_env_open(ctx, &a, 0, false, &e, &l);
@@ -284,11 +363,12 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();
+		json_object_object_add(j, "via", json_object_new_string("offline"));
 		json_object_object_add(j, "written", json_object_new_int64(env_txn_size(t)));
 		json_object_object_add(j, "env", json_object_new_string(env_describe(e)));
 		cli_print_json(j);
 	} else if (!ctx->quiet) {
-		printf("%zu variable(s) written to %s\n", env_txn_size(t), env_describe(e));
+		printf("%zu variable(s) written to %s (offline)\n", env_txn_size(t), env_describe(e));
 	}
 	return CLI_EXIT_OK;
 }

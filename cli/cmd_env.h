@@ -15,6 +15,7 @@ struct cli_env_args {
 	const char *sysfs;       /* --sysfs (tests): instead of /sys/class/mtd */
 	const char *cmdline;     /* --cmdline (slot): instead of /proc/cmdline */
 	bool force;
+	bool offline;            /* --offline: the env directly, even when flashd runs */
 };
 
 /* Long options every env/slot command takes; values 0x100.. */
@@ -25,11 +26,29 @@ struct cli_env_args {
 	{ "env-config", required_argument, NULL, 0x103 }, \
 	{ "sysfs", required_argument, NULL, 0x104 }, \
 	{ "cmdline", required_argument, NULL, 0x105 }, \
+	{ "offline", no_argument, NULL, 0x106 }, \
 	{ "force", no_argument, NULL, 'f' }
-#define CLI_ENV_USAGE "[--layout FILE] [--target system|sim:PATH] [--env-config FILE] [--config FILE]"
+#define CLI_ENV_USAGE "[--layout FILE] [--target system|sim:PATH] [--env-config FILE] " \
+	"[--config FILE] [--offline]"
 
 /* Handle one getopt result; false when c is not one of the shared options. */
 bool cli_env_option(struct cli_env_args *a, int c, const char *arg);
+/* A change goes through a running flashd when the command leaves the
+ * board to it: its busy check (an install in progress) and its
+ * authorization apply, as a technician expects. Not with --offline, nor
+ * when the command names a board or env of its own (--layout, --target,
+ * --env-config, --sysfs, --cmdline: a simulated board, a board provisioned
+ * from outside). The socket: $FLASHD_SOCKET, else flashd.conf's socket=.
+ * 1 and the client when a daemon answers there, 0 when the change is made
+ * offline (the env directly, under the board's lock). */
+int cli_env_daemon(const struct cli_env_args *a, struct client **ret);
+/* --offline, or a board or env named on the command line (see above). */
+bool cli_env_names_board(const struct cli_env_args *a);
+/* One io.flashd call through it; params borrowed. On failure the error is
+ * reported (what, "through flashd") and flashctl's exit code returned. */
+int cli_env_daemon_call(struct cli_ctx *ctx, struct client *c, const char *method,
+			struct json_object *params, const char *what, struct json_object **ret);
+
 /* Take the board's operation lock (oplock.h) for an offline write, as
  * what, without waiting: while flashd installs (or another writer holds
  * it) the write is refused, naming the holder. Not with --env-config,

@@ -8,8 +8,10 @@
 
 #include "cleanup.h"
 #include "cleanup_json.h"
+#include "client.h"
 #include "cmd_env.h"
 #include "slot.h"
+#include "slot_change.h"
 
 
 struct slot_ctx {
@@ -34,15 +36,23 @@ static void slot_ctx_done(struct slot_ctx *s)
 
 static const struct option slot_opts[] = { CLI_ENV_OPTIONS, { NULL, 0, NULL, 0 } };
 
-static int slot_open(struct cli_ctx *ctx, int argc, char **argv, struct slot_ctx *s)
+static int slot_parse(int argc, char **argv, struct cli_env_args *a)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)
+		if (!cli_env_option(a, c, optarg))
+			return CLI_EXIT_USAGE;
+	return CLI_EXIT_OK;
+}
+
+/* The env and the slot state, after slot_parse() filled s->a. */
+static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 {
 	struct error err = {};
-	int c, r;
+	int r;
 
 	s->booted = -1;
-	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)
-		if (!cli_env_option(&s->a, c, optarg))
-			return CLI_EXIT_USAGE;
 	/* before reading: the state a write computes from must be current */
 	if (s->lock_as && (r = cli_env_lock(ctx, &s->a, s->lock_as, &s->lock)))
 		return r;
@@ -74,7 +84,15 @@ static struct json_object *json_str_or_null(const char *v)
 	return v ? json_object_new_string(v) : NULL;
 }
 
-static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
+static int slot_open(struct cli_ctx *ctx, int argc, char **argv, struct slot_ctx *s)
+{
+	int r = slot_parse(argc, argv, &s->a);
+
+	return r ? r : slot_load(ctx, s);
+}
+
+/* via: how a change was made ("daemon", "offline"), NULL for status */
+static int print_status(struct cli_ctx *ctx, struct slot_ctx *s, const char *via)
 {
 	struct slot_status st;
 	char order[128];
@@ -86,6 +104,8 @@ static int print_status(struct cli_ctx *ctx, struct slot_ctx *s)
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object(), *slots = json_object_new_array();
 
+		if (via)
+			json_object_object_add(j, "via", json_object_new_string(via));
 		json_object_object_add(j, "group", json_object_new_string(s->group->name));
 		json_object_object_add(j, "env", json_object_new_string(env_describe(s->env)));
 		json_object_object_add(j, "boot_order", json_object_new_string(order));
@@ -142,22 +162,90 @@ static int slot_status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_(slot_ctx_done) struct slot_ctx s = {};
 	int r = slot_open(ctx, argc, argv, &s);
 
-	return r ? r : print_status(ctx, &s);
+	return r ? r : print_status(ctx, &s, NULL);
 }
 
-/* One operation: resolve the slot operand, compute, write once, show. */
+/* The daemon's method for an operation, and what it takes: the slot
+ * (Activate), an optional slot (MarkBad), or only the booted slot
+ * (MarkGood) / the primary (Rollback). The other operations (init,
+ * reset-counters) and --force have no method: they are made offline,
+ * under the board's lock (refused while flashd installs). */
+static const struct {
+	enum slot_op op;
+	const char *method;
+	bool slot_param;   /* the operand is passed as "slot" */
+	bool operand_ok;   /* a named operand (not "booted") can be sent */
+} daemon_ops[] = {
+	{ SLOT_OP_ACTIVATE, "io.flashd.Activate", true, true },
+	{ SLOT_OP_MARK_BAD, "io.flashd.MarkBad", true, true },
+	{ SLOT_OP_MARK_GOOD, "io.flashd.MarkGood", false, false },
+	{ SLOT_OP_ROLLBACK, "io.flashd.Rollback", false, false },
+};
+
+/* 1 when the daemon can do op on operand (NULL or "booted": the default slot) */
+static int daemon_op(enum slot_op op, const char *operand, bool force)
+{
+	bool named = operand && strcmp(operand, "booted");
+
+	for (size_t i = 0; i < ELEMENTSOF(daemon_ops); i++)
+		if (daemon_ops[i].op == op)
+			return !force && (!named || daemon_ops[i].operand_ok) ? (int)i : -1;
+	return -1;
+}
+
+/* The operation through flashd: its busy check and authorization apply. */
+static int run_op_daemon(struct cli_ctx *ctx, struct client *c, int i, const char *operand)
+{
+	_cleanup_json_ struct json_object *params = json_object_new_object();
+	_cleanup_json_ struct json_object *res = NULL;
+	const char *op = slot_op_to_string(daemon_ops[i].op), *slot = NULL;
+	struct json_object *v;
+	char what[64];
+	int r;
+
+	if (daemon_ops[i].slot_param && operand && strcmp(operand, "booted"))
+		json_object_object_add(params, "slot", json_object_new_string(operand));
+	snprintf(what, sizeof(what), "slot %s", op);
+	r = cli_env_daemon_call(ctx, c, daemon_ops[i].method, params, what, &res);
+	if (r)
+		return r;
+	if (json_object_object_get_ex(res, "slot", &v))
+		slot = json_object_get_string(v);
+	else if (daemon_ops[i].slot_param)
+		slot = operand;
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "via", json_object_new_string("daemon"));
+		json_object_object_add(j, "operation", json_object_new_string(op));
+		json_object_object_add(j, "slot", json_str_or_null(slot));
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
+		printf("%s%s%s: done by flashd (one env store; 'flashctl status' shows the "
+		       "state)\n", op, slot ? " " : "", slot ? slot : "");
+	}
+	return CLI_EXIT_OK;
+}
+
+/* One operation: through flashd when it runs (and has a method for it),
+ * else offline: resolve the slot operand, compute, write once, show. */
 static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 {
 	char what[64];
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = what };
-	struct slot_state n;
-	struct slot_changes c;
-	struct error err = {};
-	struct error eerr = {};
-	int slot = -1, r;
+	_cleanup_client_ struct client *client = NULL;
+	struct slot_change_result res;
+	struct error err = { 0 };
+	int slot = -1, r, i;
 
 	snprintf(what, sizeof(what), "flashctl slot %s", slot_op_to_string(op));
-	r = slot_open(ctx, argc, argv, &s);
+	r = slot_parse(argc, argv, &s.a);
+	if (r)
+		return r;
+	i = daemon_op(op, optind < argc ? argv[optind] : NULL, s.a.force);
+	if (i >= 0 && cli_env_daemon(&s.a, &client) > 0)
+		return run_op_daemon(ctx, client, i, optind < argc ? argv[optind] : NULL);
+	r = slot_load(ctx, &s);
 	if (r)
 		return r;
 	if (optind < argc) {
@@ -178,31 +266,28 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 		return CLI_EXIT_USAGE;
 	}
 	/* a fallback not recorded yet (no daemon ran) joins this store */
-	r = slot_compute_booted(&s.st, s.booted, op, slot, s.a.force ? SLOT_FORCE : 0, &n, &c,
-				&err);
-	if (r < 0) {
-		struct error ferr = {};
-		struct slot_changes fc;
-		struct slot_state fn;
-		/* would --force pass? then say so with the exit code (5) */
-		bool forcible = !s.a.force && slot_compute_booted(&s.st, s.booted, op, slot,
-								  SLOT_FORCE, &fn, &fc, &ferr) >= 0;
-
-		cli_error(ctx, "%s", err.msg);
-		return cli_refusal_exit(r, forcible);
-	}
-	r = slot_apply(s.env, &c, &eerr);
-	if (r < 0) {
-		cli_error(ctx, "%s", eerr.msg);
+	r = slot_change(s.env, s.group, &(struct slot_change) {
+			.op = op, .slot = slot, .booted = s.booted,
+			.flags = s.a.force ? SLOT_FORCE : 0 }, &res, &err);
+	if (r < 0 && res.fail == SLOT_CHANGE_ENV) {
+		cli_error(ctx, "%s", error_message(&err));
 		return CLI_EXIT_FAIL;
 	}
-	s.st = n;
+	if (r < 0) {
+		/* would --force pass? then say so with the exit code (5) */
+		cli_error(ctx, "%s", error_message(&err));
+		return cli_refusal_exit(r, res.forcible);
+	}
+	s.st = res.after;
 	if (ctx->quiet)
 		return CLI_EXIT_OK;
 	if (!ctx->json)
-		printf("%s%s%s: %zu variable(s) written in one env store\n", slot_op_to_string(op),
-		       slot >= 0 ? " " : "", slot >= 0 ? slot_name(&s, slot) : "", c.n);
-	return print_status(ctx, &s);
+		printf("%s%s%s: %zu variable(s) written in one env store (offline: %s)\n",
+		       slot_op_to_string(op), slot >= 0 ? " " : "", slot >= 0 ? slot_name(&s, slot) : "",
+		       res.n_written, i < 0 ? "flashd has no method for this" :
+		       cli_env_names_board(&s.a) ? "the board is named on the command line" :
+		       "no flashd answers");
+	return print_status(ctx, &s, "offline");
 }
 
 static int slot_activate_cmd(struct cli_ctx *ctx, int argc, char **argv)

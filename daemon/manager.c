@@ -21,13 +21,38 @@
 #include "manager.h"
 #include "oplock.h"
 #include "proto.h"
+#include "proto_flashd.h"
 #include "record.h"
 #include "slot.h"
+#include "slot_change.h"
 #include "util.h"
 #include "worker.h"
 
 #define OVERLAY_RESET_VAR SLOT_OVERLAY_RESET_VAR
 #define BOOT_STATE_FILE "/run/flashd/boot.json"
+
+/* What the install worker tells the daemon: a record of fixed size on the
+ * report pipe (worker.h), progress or, once, the end. Strings are
+ * NUL-terminated ("" = none). */
+struct install_report {
+	bool final;
+	enum install_phase phase;
+	unsigned percent;
+	uint64_t done, total;
+	char image[64];
+	char slot[64];
+	char version[BUNDLE_VERSION_MAX + 1];
+	/* final only */
+	int error;                     /* 0 or -errno; -ECANCELED: cancelled */
+	bool invalid_bundle;           /* the bundle is what failed (flashctl exits 3) */
+	char message[ERROR_MSG_MAX];
+	char compatible[BUNDLE_COMPATIBLE_MAX + 1];
+	char signer[256];
+	struct install_stats stats;
+};
+_Static_assert(sizeof(struct install_report) <= WORKER_MSG_MAX, "one atomic pipe write");
+
+static struct json_object *progress_json(const struct install_report *p);
 
 struct operation {
 	const char *name;              /* "install", "health-check"; NULL = idle */
@@ -39,8 +64,9 @@ struct operation {
 	bool activate;
 	bool cancelled;
 	int health_slot;               /* the booted slot the health check runs for */
-	struct json_object *final;     /* the worker's last report */
-	struct json_object *last;      /* the last progress report */
+	struct install_report final;   /* the worker's end report (final: true once it came) */
+	struct install_report last;    /* the last progress report */
+	bool has_progress;             /* last is set */
 	sd_event_source *timeout;
 	time_t started;
 };
@@ -52,6 +78,7 @@ struct manager {
 	struct keyring *keyring;
 	sd_event *event;
 	struct proto_server *server;
+	struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 1]; /* io.flashd, bound here */
 	struct operation op;
 	bool socket_owned;             /* bound by us (not systemd): unlink at exit */
 	bool stopping;                 /* SIGTERM came during an install */
@@ -399,8 +426,8 @@ static int method_get_status(struct proto_call *call, struct json_object *params
 	json_object_object_add(o, "flash", flash_json(m, NULL));
 	json_object_object_add(o, "allow_unsigned", json_object_new_boolean(m->conf->allow_unsigned));
 	json_object_object_add(o, "operation", jstr(m->op.name));
-	if (m->op.last)
-		json_object_object_add(o, "progress", json_object_get(m->op.last));
+	if (m->op.has_progress)
+		json_object_object_add(o, "progress", progress_json(&m->op.last));
 	slots_view_done(&v);
 	return proto_reply(call, o);
 }
@@ -416,36 +443,61 @@ static const char *const step_names[_INSTALL_PHASE_MAX] = {
 	[INSTALL_PHASE_FAILED] = "failed",
 };
 
+static const char *str_or_null(const char *s)
+{
+	return s && s[0] ? s : NULL;
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+#define COPY(field, src) copy_str(field, sizeof(field), src)
+
+/* The io.flashd Progress object of a report (GetStatus, Install's replies). */
+static struct json_object *progress_json(const struct install_report *p)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "percent", json_object_new_int(p->percent));
+	json_object_object_add(o, "bytes_done", json_object_new_int64(p->done));
+	json_object_object_add(o, "bytes_total", json_object_new_int64(p->total));
+	json_object_object_add(o, "step", json_object_new_string(step_names[p->phase]));
+	json_object_object_add(o, "image", jstr(str_or_null(p->image)));
+	json_object_object_add(o, "slot", jstr(str_or_null(p->slot)));
+	json_object_object_add(o, "version", jstr(str_or_null(p->version)));
+	return o;
+}
+
 struct job_ctx {
 	int fd;
 	unsigned last_percent;
 	enum install_phase last_phase;
-	const char *version;
 	struct install *in;
 };
 
 static void job_progress(void *userdata, const struct install_progress *p)
 {
 	struct job_ctx *ctx = userdata;
-	_cleanup_json_ struct json_object *o = NULL;
 	const struct bundle_manifest *man = install_get_manifest(ctx->in);
+	struct install_report rep = {
+		.phase = p->phase, .percent = p->percent, .done = p->done, .total = p->total,
+	};
 
 	/* one report per percent or step keeps the pipe and the client calm */
 	if (p->percent == ctx->last_percent && p->phase == ctx->last_phase)
 		return;
 	ctx->last_percent = p->percent;
 	ctx->last_phase = p->phase;
-	o = json_object_new_object();
-	json_object_object_add(o, "percent", json_object_new_int(p->percent));
-	json_object_object_add(o, "bytes_done", json_object_new_int64(p->done));
-	json_object_object_add(o, "bytes_total", json_object_new_int64(p->total));
-	json_object_object_add(o, "step", json_object_new_string(step_names[p->phase]));
-	json_object_object_add(o, "image", jstr(p->image));
-	json_object_object_add(o, "slot", jstr(p->slot));
-	json_object_object_add(o, "version", jstr(man ? man->version : NULL));
-	worker_report(ctx->fd, o);
+	COPY(rep.image, p->image);
+	COPY(rep.slot, p->slot);
+	COPY(rep.version, man ? man->version : NULL);
+	worker_report(ctx->fd, &rep, sizeof(rep));
 }
 
+/* the bundle is what failed: refused before anything was written (env
+ * untouched) or found while streaming (hash, truncation, trailing data:
+ * the target stays marked bad) */
 static bool bundle_error_class(int r)
 {
 	static const int codes[] = { -EBADMSG, -EKEYREJECTED, -ENOKEY, -EPROTONOSUPPORT,
@@ -457,87 +509,25 @@ static bool bundle_error_class(int r)
 	return false;
 }
 
-static struct json_object *final_report(struct install *in, int r, const struct error *err)
+static void final_report(struct install *in, int r, const struct error *err,
+			 struct install_report *rep)
 {
-	const struct install_stats *st = install_get_stats(in);
 	const struct bundle_manifest *man = install_get_manifest(in);
-	struct json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "final", json_object_new_boolean(true));
-	json_object_object_add(o, "result", json_object_new_string(
-		r >= 0 ? "success" : r == -ECANCELED ? "cancelled" : "failed"));
-	json_object_object_add(o, "errno", json_object_new_int(-r));
-	json_object_object_add(o, "error", r < 0 ? jstr(err->msg) : NULL);
-	/* the bundle is what failed: refused before anything was written (env
-	 * untouched) or found while streaming (hash, truncation, trailing data:
-	 * the target stays marked bad); flashctl(1) exits 3 for both */
-	json_object_object_add(o, "invalid_bundle", json_object_new_boolean(
-		r < 0 && bundle_error_class(r)));
-	json_object_object_add(o, "slot", jstr(install_get_slot(in)));
-	json_object_object_add(o, "version", jstr(man ? man->version : NULL));
-	json_object_object_add(o, "compatible", jstr(man ? man->compatible : NULL));
-	json_object_object_add(o, "signer", jstr(man && man->is_signed ? man->signer_name : NULL));
-	json_object_object_add(o, "bytes", json_object_new_int64(st->bytes_written));
-	json_object_object_add(o, "erases", json_object_new_int64(st->erases));
-	json_object_object_add(o, "blocks_skipped", json_object_new_int64(st->blocks_skipped));
-	json_object_object_add(o, "blocks_written", json_object_new_int64(st->blocks_written));
-	json_object_object_add(o, "started", json_object_new_int64(st->started));
-	json_object_object_add(o, "finished", json_object_new_int64(time(NULL)));
-	return o;
-}
-
-/* Like install_run_fd(), but a stalled bundle stream (a pipe or socket
- * whose writer stopped sending) cannot make a cancel wait forever: wait for
- * data with poll() and a short timeout, and look at *cancel in between. */
-static int job_run(struct install *in, int fd, volatile int *cancel, struct error *err)
-{
-	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
-	int r;
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		if (*cancel) {
-			install_cancel(in);
-			return install_finish_input(in, err);
-		}
-		r = poll(&p, 1, 200);
-		if (r == 0 || (r < 0 && errno == EINTR))
-			continue;
-		n = read(fd, buf, BUNDLE_INFLATE_CHUNK);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0) {
-			struct error why = {};
-
-			r = -errno;
-			/* the engine knows what it left: the slot marked bad, or nothing */
-			install_cancel(in);
-			install_finish_input(in, &why);
-			snprintf(err->msg, sizeof(err->msg), "reading the bundle: %s (%s)",
-				 strerror(-r), error_message(&why));
-			return r;
-		}
-		if (n == 0)
-			break;
-		r = install_feed(in, buf, n, err);
-		if (r < 0)
-			return r;
-	}
-	r = install_finish_input(in, err);
-	while (r >= 0) {
-		if (*cancel) {
-			install_cancel(in);
-			return install_finish_input(in, err);
-		}
-		r = install_step(in, err);
-		if (r == 0)
-			break;
-	}
-	return r;
+	*rep = (struct install_report) {
+		.final = true,
+		.phase = r < 0 ? INSTALL_PHASE_FAILED : INSTALL_PHASE_DONE,
+		.percent = r < 0 ? 0 : 100,
+		.error = r < 0 ? r : 0,
+		.invalid_bundle = r < 0 && bundle_error_class(r),
+		.stats = *install_get_stats(in),
+	};
+	rep->stats.finished = time(NULL);
+	COPY(rep->message, r < 0 ? error_message(err) : NULL);
+	COPY(rep->slot, install_get_slot(in));
+	COPY(rep->version, man ? man->version : NULL);
+	COPY(rep->compatible, man ? man->compatible : NULL);
+	COPY(rep->signer, man && man->is_signed ? man->signer_name : NULL);
 }
 
 /* Runs in the worker process. */
@@ -546,8 +536,8 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	struct manager *m = userdata;
 	_cleanup_board_ struct board *b = NULL;
 	_cleanup_install_ struct install *in = NULL;
-	_cleanup_json_ struct json_object *fin = NULL;
 	struct error err = {};
+	struct install_report fin;
 	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
 	struct install_params p = {
 		.target = m->conf->target,
@@ -574,9 +564,9 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	if (r < 0)
 		return r;
 	ctx.in = in;
-	r = job_run(in, m->op.bundle_fd, cancel, &err);
-	fin = final_report(in, r, &err);
-	worker_report(report_fd, fin);
+	r = install_run_fd(in, m->op.bundle_fd, cancel, &err);
+	final_report(in, r, &err, &fin);
+	worker_report(report_fd, &fin, sizeof(fin));
 	return r;
 }
 
@@ -590,61 +580,46 @@ static void op_clear(struct manager *m)
 		close(op->bundle_fd);
 	free(op->slot);
 	oplock_release(op->lock);
-	json_object_put(op->final);
-	json_object_put(op->last);
 	sd_event_source_disable_unref(op->timeout);
 	*op = (struct operation){ .bundle_fd = -1 };
 	sd_notify(0, "STATUS=idle");
 }
 
-static void install_on_line(struct worker *w, struct json_object *msg, void *userdata)
+static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 {
 	struct manager *m = userdata;
-	struct json_object *v;
+	struct install_report rep;
+	_cleanup_json_ struct json_object *o = NULL;
 
-	if (json_object_object_get_ex(msg, "final", &v)) {
-		json_object_put(m->op.final);
-		m->op.final = json_object_get(msg);
+	memcpy(&rep, msg, sizeof(rep));
+	if (rep.final) {
+		m->op.final = rep;
 		return;
 	}
-	json_object_put(m->op.last);
-	m->op.last = json_object_get(msg);
-	if (json_object_object_get_ex(msg, "percent", &v))
-		sd_notifyf(0, "STATUS=installing: %d%%", json_object_get_int(v));
+	m->op.last = rep;
+	m->op.has_progress = true;
+	sd_notifyf(0, "STATUS=installing: %u%%", rep.percent);
+	o = progress_json(&rep);
 	if (m->op.call)
-		proto_reply_more(m->op.call, msg);
-}
-
-static const char *jget(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
-}
-
-static int64_t jget_int(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
+		proto_reply_more(m->op.call, o);
 }
 
 static void install_record(struct manager *m, const char *result, const char *error)
 {
-	struct json_object *f = m->op.final;
+	const struct install_report *f = &m->op.final;
 	struct record r = {
 		.started = m->op.started,
 		.finished = time(NULL),
 		.group = m->group->name,
-		.slot = jget(f, "slot"),
-		.version = jget(f, "version"),
-		.compatible = jget(f, "compatible"),
+		.slot = str_or_null(f->slot),
+		.version = str_or_null(f->version),
+		.compatible = str_or_null(f->compatible),
 		.result = result,
 		.error = error,
-		.bytes = jget_int(f, "bytes"),
-		.erases = jget_int(f, "erases"),
-		.blocks_skipped = jget_int(f, "blocks_skipped"),
-		.signer = jget(f, "signer"),
+		.bytes = f->stats.bytes_written,
+		.erases = f->stats.erases,
+		.blocks_skipped = f->stats.blocks_skipped,
+		.signer = str_or_null(f->signer),
 	};
 	int ret = record_append(m->conf->state_dir, &r);
 
@@ -658,80 +633,81 @@ static int on_stop_now(sd_event_source *s, void *userdata)
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-enum slot_change_error {
-	SLOT_CHANGE_ENV,       /* env unreadable/unwritable */
-	SLOT_CHANGE_NO_SLOT,   /* no such slot (or none to roll back to) */
-	SLOT_CHANGE_REFUSED,   /* the state logic refuses */
-};
-
-static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
-		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen);
+static int manager_slot_change(struct manager *m, enum slot_op op, const char *name,
+			       unsigned flags, int *ret_idx, enum slot_change_fail *ret_kind,
+			       char *why, size_t whylen);
 
 /* The worker could not record the end of its install: the daemon does, so
  * the target is recorded failed and out of BOOT_ORDER again (an offline
  * write may have put it back meanwhile). */
 static void install_record_died(struct manager *m)
 {
-	const char *slot = jget(m->op.last, "slot");
-	enum slot_change_error kind;
+	const char *slot = str_or_null(m->op.last.slot);
+	enum slot_change_fail kind;
 	char why[512];
 	int idx;
 
 	if (!slot)
 		return; /* no target chosen yet */
 	/* refused (-ESTALE) unless the env records it installing */
-	if (slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, &idx, &kind, why, sizeof(why)) < 0 &&
+	if (manager_slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, &idx, &kind, why, sizeof(why)) < 0 &&
 	    kind != SLOT_CHANGE_REFUSED)
 		log_error("cannot record the failed install of slot %s: %s", slot, why);
+}
+
+/* The client's final answer: the last Progress (step "done") or the error. */
+static void install_reply(struct manager *m, struct proto_call *call, const char *error)
+{
+	struct install_report *f = &m->op.final;
+	_cleanup_json_ struct json_object *o = NULL;
+
+	if (f->final && f->error == -ECANCELED) {
+		proto_error(call, PROTO_ERROR_CANCELLED, NULL);
+		return;
+	}
+	if (f->final && f->error == 0) {
+		struct install_report done = { .phase = INSTALL_PHASE_DONE, .percent = 100,
+					       .done = m->op.last.total, .total = m->op.last.total };
+
+		COPY(done.slot, f->slot);
+		COPY(done.version, f->version);
+		o = progress_json(&done);
+		proto_reply(call, o);
+		return;
+	}
+	proto_error_string(call, f->invalid_bundle ? PROTO_ERROR_INVALID_BUNDLE :
+			   PROTO_ERROR_INSTALL_FAILED, "reason", error);
 }
 
 static void install_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
-	struct json_object *f = m->op.final;
-	const char *result = jget(f, "result"), *error = jget(f, "error");
+	const struct install_report *f = &m->op.final;
+	const char *result, *error = f->message;
 	char why[160];
 	struct proto_call *call = m->op.call;
 
-	if (!result) {
+	if (!f->final) {
 		snprintf(why, sizeof(why), "the install worker died (%s %d) before it finished; "
 			 "the target slot stays marked bad", code == CLD_EXITED ? "exit" : "signal",
 			 status);
 		result = "failed";
 		error = why;
 		install_record_died(m);
+	} else {
+		result = f->error == 0 ? "success" : f->error == -ECANCELED ? "cancelled" : "failed";
 	}
-	if (!strcmp(result, "success"))
-		log_info("installed version %s into slot %s (%" PRId64 " bytes, %" PRId64
-			 " erases, %" PRId64 " unchanged blocks skipped)", jget(f, "version"),
-			 jget(f, "slot"), jget_int(f, "bytes"), jget_int(f, "erases"),
-			 jget_int(f, "blocks_skipped"));
+	if (f->final && f->error == 0)
+		log_info("installed version %s into slot %s (%" PRIu64 " bytes, %" PRIu64
+			 " erases, %" PRIu64 " unchanged blocks skipped)", f->version, f->slot,
+			 f->stats.bytes_written, f->stats.erases, f->stats.blocks_skipped);
 	else
 		log_error("install %s: %s", result, error);
-	install_record(m, result, error);
+	install_record(m, result, f->final && f->error == 0 ? NULL : error);
 	if (m->stopping)
 		log_info("install ended; stopping");
-	if (call && proto_call_is_connected(call)) {
-		if (!strcmp(result, "success")) {
-			_cleanup_json_ struct json_object *o = json_object_new_object();
-			json_object_object_add(o, "percent", json_object_new_int(100));
-			json_object_object_add(o, "bytes_done", json_object_new_int64(jget_int(m->op.last, "bytes_total")));
-			json_object_object_add(o, "bytes_total", json_object_new_int64(jget_int(m->op.last, "bytes_total")));
-			json_object_object_add(o, "step", json_object_new_string("done"));
-			json_object_object_add(o, "image", NULL);
-			json_object_object_add(o, "slot", jstr(jget(f, "slot")));
-			json_object_object_add(o, "version", jstr(jget(f, "version")));
-			proto_reply(call, o);
-		} else if (!strcmp(result, "cancelled")) {
-			proto_error(call, PROTO_ERROR_CANCELLED, NULL);
-		} else {
-			struct json_object *v;
-			bool invalid = f && json_object_object_get_ex(f, "invalid_bundle", &v) &&
-				       json_object_get_boolean(v);
-			proto_error_string(call, invalid ? PROTO_ERROR_INVALID_BUNDLE :
-					   PROTO_ERROR_INSTALL_FAILED, "reason", error);
-		}
-	}
+	if (call && proto_call_is_connected(call))
+		install_reply(m, call, error);
 	op_clear(m);
 	if (m->stopping) {
 		/* exit once the reply above went out: the connection's turn in
@@ -876,7 +852,8 @@ static int method_install(struct proto_call *call, struct json_object *params, v
 		m->op.activate = json_object_get_boolean(v);
 	m->op.call = proto_call_ref(call);
 	proto_call_set_disconnect_handler(call, install_on_disconnect, m);
-	r = worker_start(m->event, install_job, install_on_line, install_on_done, m, &m->op.worker);
+	r = worker_start(m->event, sizeof(struct install_report), install_job, install_on_msg,
+			 install_on_done, m, &m->op.worker);
 	if (r < 0) {
 		op_clear(m);
 		return proto_error_errno(call, r, "cannot start the install worker");
@@ -909,20 +886,19 @@ static int method_cancel(struct proto_call *call, struct json_object *params, vo
 
 
 
-/* op on slot name (NULL = booted) in one env store; 1 = mark-bad with
- * SLOT_KEEP_LAST kept the slot (degraded). On failure *ret_kind and why
- * say what went wrong. */
-static int slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
-		       int *ret_idx, enum slot_change_error *ret_kind, char *why, size_t whylen)
+/* op on slot name (NULL = booted) in one env store, under the board's
+ * lock; 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). On
+ * failure *ret_kind and why say what went wrong. */
+static int manager_slot_change(struct manager *m, enum slot_op op, const char *name,
+			       unsigned flags, int *ret_idx, enum slot_change_fail *ret_kind,
+			       char *why, size_t whylen)
 {
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct error serr = {};
-	struct slot_state nst;
-	struct slot_changes ch;
-	struct slots_view v;
-	int idx, kept, r;
+	struct slot_change_result res;
+	struct error err = {};
+	int booted, r;
 
 	*ret_kind = SLOT_CHANGE_ENV;
 	r = lock_board(m, slot_op_to_string(op), &lock, why, whylen);
@@ -933,46 +909,38 @@ static int slot_change(struct manager *m, enum slot_op op, const char *name, uns
 		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
 		return r;
 	}
-	r = load_slots(m, e, &v, why, whylen);
-	if (r < 0)
-		return r;
-	slots_view_done(&v);
-	idx = name ? slot_find(&v.st, name) : v.status.booted;
-	if (idx < 0 && op != SLOT_OP_ROLLBACK) {
+	booted = slot_booted(m->conf->cmdline, m->layout, m->group, NULL, NULL);
+	if (booted < 0)
+		booted = -1;
+	if (!name && op != SLOT_OP_ROLLBACK && booted < 0) {
 		*ret_kind = SLOT_CHANGE_NO_SLOT;
-		snprintf(why, whylen, "%s", name ? name : "(booted slot unknown)");
+		snprintf(why, whylen, "(booted slot unknown)");
 		return -ENOENT;
 	}
 	/* a fallback the daemon has not recorded yet goes into the same store */
-	r = slot_compute_booted(&v.st, v.status.booted, op, op == SLOT_OP_ROLLBACK ? -1 : idx,
-				flags, &nst, &ch, &serr);
+	r = slot_change(e, m->group, &(struct slot_change) {
+			.op = op, .slot_name = name, .booted = booted, .flags = flags,
+			.slot = op == SLOT_OP_ROLLBACK ? -1 : booted }, &res, &err);
 	if (r < 0) {
-		*ret_kind = op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_SLOT :
-			    SLOT_CHANGE_REFUSED;
-		snprintf(why, whylen, "%s", serr.msg);
+		*ret_kind = res.fail;
+		snprintf(why, whylen, "%s", error_message(&err));
 		return r;
 	}
-	kept = r;
-	r = slot_apply(e, &ch, &eerr);
-	if (r < 0) {
-		snprintf(why, whylen, "%s", eerr.msg[0] ? eerr.msg : strerror(-r));
-		return r;
-	}
-	*ret_idx = op == SLOT_OP_ROLLBACK ? (int)nst.order[0] : idx;
-	return kept;
+	*ret_idx = res.slot;
+	return r;
 }
 
 static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, const char *name,
 		   unsigned flags)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
-	enum slot_change_error kind;
+	enum slot_change_fail kind;
 	char why[512];
 	int idx, r;
 
 	if (m->op.name)
 		return busy(m, call);
-	r = slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
+	r = manager_slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
 	if (r < 0 && kind == SLOT_CHANGE_ENV)
 		return reply_lock_error(call, r, why);
 	if (r < 0) {
@@ -981,6 +949,7 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 			return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", why);
 		case SLOT_CHANGE_REFUSED:
 			return proto_error_string(call, PROTO_ERROR_DENIED, "reason", why);
+		case SLOT_CHANGE_OK:
 		case SLOT_CHANGE_ENV:
 			break;
 		}
@@ -1186,22 +1155,20 @@ static int method_flash_info(struct proto_call *call, struct json_object *params
 	return proto_reply(call, o);
 }
 
-static const struct proto_method manager_methods[] = {
-	{ "io.flashd", "GetStatus", method_get_status, 0, proto_params_none },
-	{ "io.flashd", "Install", method_install, PROTO_NEEDS_AUTH | PROTO_TAKES_FDS,
-	  proto_params_install },
-	{ "io.flashd", "Cancel", method_cancel, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "MarkGood", method_mark_good, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "MarkBad", method_mark_bad, PROTO_NEEDS_AUTH, proto_params_mark_bad },
-	{ "io.flashd", "Activate", method_activate, PROTO_NEEDS_AUTH, proto_params_activate },
-	{ "io.flashd", "Rollback", method_rollback, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "OverlayReset", method_overlay_reset, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "OverlayStatus", method_overlay_status, 0, proto_params_none },
-	{ "io.flashd", "GetEnv", method_get_env, 0, proto_params_get_env },
-	{ "io.flashd", "SetEnv", method_set_env, PROTO_NEEDS_AUTH, proto_params_set_env },
-	{ "io.flashd", "ListEnv", method_list_env, 0, proto_params_none },
-	{ "io.flashd", "FlashInfo", method_flash_info, 0, proto_params_flash_info },
-	{ NULL },
+static const proto_method_fn manager_handlers[_PROTO_FLASHD_METHOD_MAX] = {
+	[PROTO_FLASHD_GET_STATUS] = method_get_status,
+	[PROTO_FLASHD_INSTALL] = method_install,
+	[PROTO_FLASHD_CANCEL] = method_cancel,
+	[PROTO_FLASHD_MARK_GOOD] = method_mark_good,
+	[PROTO_FLASHD_MARK_BAD] = method_mark_bad,
+	[PROTO_FLASHD_ACTIVATE] = method_activate,
+	[PROTO_FLASHD_ROLLBACK] = method_rollback,
+	[PROTO_FLASHD_OVERLAY_RESET] = method_overlay_reset,
+	[PROTO_FLASHD_OVERLAY_STATUS] = method_overlay_status,
+	[PROTO_FLASHD_GET_ENV] = method_get_env,
+	[PROTO_FLASHD_SET_ENV] = method_set_env,
+	[PROTO_FLASHD_LIST_ENV] = method_list_env,
+	[PROTO_FLASHD_FLASH_INFO] = method_flash_info,
 };
 
 /* ---- health check of a slot on trial ---- */
@@ -1243,7 +1210,7 @@ static int health_still_on_trial(struct manager *m, char *why, size_t whylen)
 
 static void health_verdict(struct manager *m, bool good, const char *what)
 {
-	enum slot_change_error kind;
+	enum slot_change_fail kind;
 	char why[512];
 	int idx, r;
 
@@ -1252,7 +1219,7 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 		log_warning("health check %s, verdict not applied: %s", what, why);
 		return;
 	}
-	r = slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
+	r = manager_slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
 			SLOT_FORCE | SLOT_KEEP_LAST, &idx, &kind, why, sizeof(why));
 	if (r < 0) {
 		log_error("health check %s, but the slot state could not be changed: %s", what, why);
@@ -1377,7 +1344,7 @@ static int health_start(struct manager *m)
 		 m->group->slots[v.status.booted].name, m->conf->health_command);
 	m->op = (struct operation){ .name = "health-check", .bundle_fd = -1, .started = time(NULL),
 				    .health_slot = v.status.booted };
-	r = worker_start(m->event, health_job, NULL, health_on_done, m, &m->op.worker);
+	r = worker_start(m->event, 1, health_job, NULL, health_on_done, m, &m->op.worker);
 	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &m->op.timeout, CLOCK_MONOTONIC,
 					       (uint64_t)m->conf->health_timeout * 1000000, 0,
@@ -1531,7 +1498,8 @@ int manager_startup(struct manager *m, struct error *err)
 	r = listen_socket(m, &fd, err);
 	if (r < 0)
 		return r;
-	r = proto_server_new(m->event, fd, manager_methods, m, &m->server);
+	proto_flashd_bind(m->methods, manager_handlers);
+	r = proto_server_new(m->event, fd, m->methods, m, &m->server);
 	if (r < 0) {
 		close(fd);
 		snprintf(err->msg, sizeof(err->msg), "control socket: %s", strerror(-r));

@@ -11,16 +11,16 @@
 #include "util.h"
 #include "worker.h"
 
-#define WORKER_LINE_MAX 4096
 
 struct worker {
 	pid_t pid;
 	int fd;                    /* read end of the report pipe */
 	sd_event_source *io, *child;
-	worker_line_fn on_line;
+	worker_msg_fn on_msg;
 	worker_done_fn on_done;
 	void *userdata;
-	char buf[WORKER_LINE_MAX];
+	size_t msg_size;           /* every record has this size */
+	char buf[WORKER_MSG_MAX];
 	size_t len;
 	bool eof, exited;
 	int code, status;
@@ -35,7 +35,7 @@ static void on_sigterm(int sig)
 
 static void maybe_done(struct worker *w)
 {
-	/* every line is delivered before the exit status */
+	/* every record is delivered before the exit status */
 	if (w->eof && w->exited && w->on_done) {
 		worker_done_fn fn = w->on_done;
 		w->on_done = NULL;
@@ -43,22 +43,15 @@ static void maybe_done(struct worker *w)
 	}
 }
 
-static void deliver_lines(struct worker *w)
+static void deliver_records(struct worker *w)
 {
-	char *nl;
+	size_t off = 0;
 
-	while ((nl = memchr(w->buf, '\n', w->len))) {
-		struct json_object *j;
-		*nl = '\0';
-		j = json_tokener_parse(w->buf);
-		if (j && w->on_line)
-			w->on_line(w, j, w->userdata);
-		json_object_put(j);
-		w->len -= nl + 1 - w->buf;
-		memmove(w->buf, nl + 1, w->len);
-	}
-	if (w->len == sizeof(w->buf)) /* an overlong line: drop it */
-		w->len = 0;
+	for (; w->len - off >= w->msg_size; off += w->msg_size)
+		if (w->on_msg)
+			w->on_msg(w, w->buf + off, w->userdata);
+	w->len -= off;
+	memmove(w->buf, w->buf + off, w->len);
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -70,7 +63,7 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 		return 0;
 	if (n > 0) {
 		w->len += n;
-		deliver_lines(w);
+		deliver_records(w);
 		return 0;
 	}
 	w->eof = true;
@@ -116,13 +109,16 @@ static _Noreturn void run_child(int fd, pid_t parent, worker_job_fn job, void *u
 	_exit(r < 0 ? 1 : 0);
 }
 
-int worker_start(sd_event *e, worker_job_fn job, worker_line_fn on_line, worker_done_fn on_done,
-		 void *userdata, struct worker **ret)
+int worker_start(sd_event *e, size_t msg_size, worker_job_fn job, worker_msg_fn on_msg,
+		 worker_done_fn on_done, void *userdata, struct worker **ret)
 {
-	_cleanup_free_ struct worker *w = calloc(1, sizeof(*w));
+	_cleanup_free_ struct worker *w = NULL;
 	pid_t parent = getpid();
 	int p[2], r;
 
+	if (msg_size == 0 || msg_size > WORKER_MSG_MAX)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -143,7 +139,8 @@ int worker_start(sd_event *e, worker_job_fn job, worker_line_fn on_line, worker_
 	close(p[1]);
 	w->fd = p[0];
 	fcntl(w->fd, F_SETFL, O_NONBLOCK);
-	w->on_line = on_line;
+	w->msg_size = msg_size;
+	w->on_msg = on_msg;
 	w->on_done = on_done;
 	w->userdata = userdata;
 	r = sd_event_add_io(e, &w->io, w->fd, EPOLLIN, on_io, w);
@@ -186,17 +183,13 @@ void worker_free(struct worker *w)
 	free(w);
 }
 
-int worker_report(int fd, struct json_object *msg)
+int worker_report(int fd, const void *msg, size_t size)
 {
-	const char *s = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
-	size_t len = strlen(s);
-	char line[WORKER_LINE_MAX];
 	ssize_t n;
 
-	if (len + 1 > sizeof(line))
+	/* one write of at most PIPE_BUF bytes: a record arrives whole or not at all */
+	if (size > WORKER_MSG_MAX)
 		return -EMSGSIZE;
-	memcpy(line, s, len);
-	line[len] = '\n';
-	n = util_write_full(fd, line, len + 1);
+	n = util_write_full(fd, msg, size);
 	return n < 0 ? (int)n : 0;
 }

@@ -96,7 +96,9 @@ int install_step(struct install *in, struct error *err);
 void install_cancel(struct install *in);
 
 /* Blocking: read fd to EOF in chunks, then step to the end. cancel, when
- * not NULL, is polled between chunks (a signal handler may set it). */
+ * not NULL, is polled between chunks and every 200 ms while fd has no data
+ * (a signal handler may set it; a stalled pipe cannot delay a cancel). The
+ * daemon's install worker and flashctl provision both run installs so. */
 int install_run_fd(struct install *in, int fd, volatile int *cancel, struct error *err);
 
 enum install_phase install_get_phase(const struct install *in);

@@ -107,7 +107,8 @@ typedef int (*proto_method_fn)(struct proto_call *call, struct json_object *para
 			       void *userdata);
 
 /* One entry of a method table; a table ends with an entry whose name is
- * NULL. params may be NULL for a method without parameters. */
+ * NULL. params may be NULL for a method without parameters; a NULL
+ * handler answers MethodNotImplemented (after the flags are checked). */
 struct proto_method {
 	const char *interface;
 	const char *name;
@@ -116,15 +117,9 @@ struct proto_method {
 	const struct proto_param *params;
 };
 
-/* Parameter tables of the io.flashd methods, matching the IDL (the unit
- * test checks that they agree). Each ends with a { NULL } entry. */
+/* The parameters of a method without any ({ NULL }). The io.flashd
+ * methods and their parameters are in proto_flashd.h. */
 extern const struct proto_param proto_params_none[];
-extern const struct proto_param proto_params_install[];
-extern const struct proto_param proto_params_mark_bad[];
-extern const struct proto_param proto_params_activate[];
-extern const struct proto_param proto_params_get_env[];
-extern const struct proto_param proto_params_set_env[];
-extern const struct proto_param proto_params_flash_info[];
 
 /* Supplementary groups kept per peer; see proto_peer.groups. */
 #define PROTO_PEER_MAX_GROUPS 32

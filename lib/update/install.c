@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "flashio.h"
 #include "install.h"
 #include "slot.h"
+#include "slot_change.h"
 #include "util.h"
 
 /* How payloads are written: unchanged erase blocks are left alone, blocks
@@ -147,9 +149,7 @@ static void progress(struct install *in, const char *image)
 static int env_change(struct install *in, enum slot_op op, const char *version)
 {
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_env_txn_ struct env_txn *t = NULL;
-	struct slot_state st, nst;
-	struct slot_changes ch;
+	struct slot_change_result res;
 	char var[64];
 	int r;
 
@@ -160,26 +160,20 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 	r = env_open_layout(in->layout, in->p.target, NULL, 0, &e, &in->err);
 	if (r < 0)
 		return failed(in, error_prefix(&in->err, r, "cannot open the U-Boot env"));
-	r = slot_state_load_group(&st, in->group, env_get_dup, e, &in->err);
-	if (r >= 0)
-		r = slot_compute(&st, op, in->slot, op == SLOT_OP_INSTALL_FAILED ||
-				 op == SLOT_OP_INSTALL_CANCELLED ? SLOT_FORCE : 0, &nst, &ch,
-				 &in->err);
-	if (r < 0)
-		return failed(in, error_prefix(&in->err, r, "slot state"));
-	r = env_txn_new(e, &t);
-	for (size_t i = 0; r >= 0 && i < ch.n; i++)
-		r = env_txn_set(t, ch.vars[i].name, ch.vars[i].value[0] ? ch.vars[i].value : NULL);
 	/* the version goes with the content: forgotten when writing starts,
 	 * set when the read-back verified */
 	slot_version_var(in->group->slots[in->slot].name, var, sizeof(var));
-	if (r >= 0 && (op == SLOT_OP_INSTALL_BEGIN || version))
-		r = env_txn_set(t, var, version);
-	if (r >= 0)
-		r = env_txn_commit(t, &in->err);
-	if (r < 0)
+	r = slot_change(e, in->group, &(struct slot_change) {
+			.op = op, .slot = in->slot, .booted = -1,
+			.flags = op == SLOT_OP_INSTALL_FAILED || op == SLOT_OP_INSTALL_CANCELLED ?
+				 SLOT_FORCE : 0,
+			.extra_name = op == SLOT_OP_INSTALL_BEGIN || version ? var : NULL,
+			.extra_value = version }, &res, &in->err);
+	if (r < 0 && res.fail == SLOT_CHANGE_ENV && res.before.n_slots)
 		return failed(in, error_prefix(&in->err, r, "writing the U-Boot env (%s)",
 					       env_describe(e)));
+	if (r < 0)
+		return failed(in, error_prefix(&in->err, r, "slot state"));
 	return 0;
 }
 
@@ -610,6 +604,29 @@ int install_step(struct install *in, struct error *err)
 			       install_phase_to_string(in->phase)), err);
 }
 
+/* Some bundle bytes, or 0 at the end. poll() with a short timeout, and a
+ * look at *cancel in between: a stalled stream (a pipe or socket whose
+ * writer stopped sending) cannot make a cancel wait forever. */
+static ssize_t read_some(int fd, uint8_t *buf, size_t len, volatile int *cancel)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		int r;
+
+		if (cancel && *cancel)
+			return -ECANCELED;
+		r = poll(&p, 1, cancel ? 200 : -1);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
+		n = read(fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+}
+
 int install_run_fd(struct install *in, int fd, volatile int *cancel, struct error *err)
 {
 	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
@@ -619,11 +636,11 @@ int install_run_fd(struct install *in, int fd, volatile int *cancel, struct erro
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		if (cancel && *cancel) {
+		n = read_some(fd, buf, BUNDLE_INFLATE_CHUNK, cancel);
+		if (n == -ECANCELED) {
 			install_cancel(in);
 			return report(in, in->error, err);
 		}
-		n = util_read_full(fd, buf, BUNDLE_INFLATE_CHUNK);
 		if (n < 0)
 			return report(in, fail(in, (int)n, "reading the bundle: %s",
 					       strerror((int)-n)), err);

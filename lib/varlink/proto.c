@@ -81,38 +81,9 @@ const char proto_service_description[] =
 	"# Method is expected to be called with 'more' set to true, but wasn't\n"
 	"error ExpectedMore ()\n";
 
-/* ---- parameter tables of io.flashd (keep in sync with the IDL) ---- */
+/* ---- the parameter table of methods without parameters ---- */
 
 const struct proto_param proto_params_none[] = {
-	{ NULL },
-};
-const struct proto_param proto_params_install[] = {
-	{ "fd", PROTO_TYPE_INT, false },
-	{ "path", PROTO_TYPE_STRING, false },
-	{ "slot", PROTO_TYPE_STRING, false },
-	{ "activate", PROTO_TYPE_BOOL, false },
-	{ NULL },
-};
-const struct proto_param proto_params_mark_bad[] = {
-	{ "slot", PROTO_TYPE_STRING, false },
-	{ NULL },
-};
-const struct proto_param proto_params_activate[] = {
-	{ "slot", PROTO_TYPE_STRING, true },
-	{ NULL },
-};
-const struct proto_param proto_params_get_env[] = {
-	{ "name", PROTO_TYPE_STRING, true },
-	{ NULL },
-};
-const struct proto_param proto_params_set_env[] = {
-	{ "name", PROTO_TYPE_STRING, true },
-	{ "value", PROTO_TYPE_STRING, false },
-	{ "force", PROTO_TYPE_BOOL, false },
-	{ NULL },
-};
-const struct proto_param proto_params_flash_info[] = {
-	{ "partition", PROTO_TYPE_STRING, false },
 	{ NULL },
 };
 
@@ -682,6 +653,9 @@ static int call_dispatch(struct proto_call *call, struct json_object *params)
 			   s->auth_group == (gid_t)-1 ? "" : " nor in the socket group");
 		return proto_error(call, PROTO_ERROR_PERMISSION_DENIED, NULL);
 	}
+	if (!m->handler)
+		return proto_error_string(call, PROTO_ERROR_METHOD_NOT_IMPLEMENTED, "method",
+					  call->method_name);
 	bad = params_check(m->params, params);
 	if (bad)
 		return proto_error_invalid_parameter(call, bad);
@@ -1467,7 +1441,7 @@ int proto_server_new(sd_event *e, int listen_fd, const struct proto_method *meth
 		const char *iface = m->interface;
 
 		if (!iface || !interface_name_valid(iface, strlen(iface)) ||
-		    !member_name_valid(m->name) || !m->handler)
+		    !member_name_valid(m->name))
 			return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));

@@ -1,6 +1,6 @@
 /* libFuzzer target: the Varlink framing, message parser and method
  * dispatch of the control socket (lib/varlink/proto.c), on a detached server
- * (no socket, no event loop) with the io.flashd method table wired to
+ * (no socket, no event loop) with the io.flashd method table bound to
  * dummy handlers that answer in every way the real ones do: at once,
  * with progress ("continues"), later (held call answered after the
  * feed), with an errno, or not at all.
@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "proto.h"
+#include "proto_flashd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -86,24 +87,34 @@ static int m_invalid(struct proto_call *call, struct json_object *params, void *
 	return proto_error_invalid_parameter(call, "slot");
 }
 
-static const struct proto_method methods[] = {
-	{ "io.flashd", "GetStatus", m_status, 0, proto_params_none },
-	{ "io.flashd", "Install", m_install, PROTO_NEEDS_AUTH | PROTO_TAKES_FDS,
-	  proto_params_install },
-	{ "io.flashd", "Cancel", m_errno, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "MarkGood", m_silent, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "MarkBad", m_invalid, PROTO_NEEDS_AUTH, proto_params_mark_bad },
-	{ "io.flashd", "Activate", m_hold, PROTO_NEEDS_AUTH, proto_params_activate },
-	{ "io.flashd", "Rollback", m_install, PROTO_NEEDS_AUTH | PROTO_NEEDS_MORE,
-	  proto_params_none },
-	{ "io.flashd", "OverlayReset", m_perm, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "OverlayStatus", m_status, 0, proto_params_none },
-	{ "io.flashd", "GetEnv", m_echo, 0, proto_params_get_env },
-	{ "io.flashd", "SetEnv", m_echo, PROTO_NEEDS_AUTH, proto_params_set_env },
-	{ "io.flashd", "ListEnv", m_hold, 0, proto_params_none },
-	{ "io.flashd", "FlashInfo", m_echo, 0, proto_params_flash_info },
-	{ NULL },
+/* The io.flashd table (proto_flashd.c), as the daemon uses it. */
+static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
+	[PROTO_FLASHD_GET_STATUS] = m_status,
+	[PROTO_FLASHD_INSTALL] = m_install,
+	[PROTO_FLASHD_CANCEL] = m_errno,
+	[PROTO_FLASHD_MARK_GOOD] = m_silent,
+	[PROTO_FLASHD_MARK_BAD] = m_invalid,
+	[PROTO_FLASHD_ACTIVATE] = m_hold,
+	[PROTO_FLASHD_ROLLBACK] = m_install,
+	[PROTO_FLASHD_OVERLAY_RESET] = m_perm,
+	[PROTO_FLASHD_OVERLAY_STATUS] = m_status,
+	[PROTO_FLASHD_GET_ENV] = m_echo,
+	[PROTO_FLASHD_SET_ENV] = m_echo,
+	[PROTO_FLASHD_LIST_ENV] = m_hold,
+	/* FlashInfo: no handler (MethodNotImplemented) */
 };
+
+/* ... and a streaming method (PROTO_NEEDS_MORE), which io.flashd has none of. */
+static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
+
+static void methods_init(void)
+{
+	if (methods[0].name)
+		return;
+	proto_flashd_bind(methods, handlers);
+	methods[_PROTO_FLASHD_METHOD_MAX] = (struct proto_method) {
+		"io.flashd.test", "Stream", m_install, PROTO_NEEDS_MORE, proto_params_none };
+}
 
 /* Every queued reply: a JSON object and a NUL. */
 static void check_output(struct proto_conn *c)
@@ -162,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	chunk = chunks[(data[0] >> 1) & 7];
+	methods_init();
 	if (proto_server_new(NULL, -1, methods, NULL, &s) < 0)
 		abort();
 	if (proto_conn_new(s, -1, (data[0] & 1) ? &user : &root, &c) < 0)

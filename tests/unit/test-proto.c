@@ -22,6 +22,8 @@
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "proto.h"
+#include "proto_flashd.h"
+#include "proto-test-helpers.h"
 
 /* ---- test methods ---- */
 
@@ -91,19 +93,23 @@ static int m_rollback(struct proto_call *call, struct json_object *params, void 
 	return proto_reply(call, NULL);
 }
 
-static const struct proto_method methods[] = {
-	{ "io.flashd", "GetStatus", m_get_status, 0, proto_params_none },
-	{ "io.flashd", "SetEnv", m_set_env, PROTO_NEEDS_AUTH, proto_params_set_env },
-	{ "io.flashd", "Install", m_install, PROTO_NEEDS_AUTH | PROTO_TAKES_FDS,
-	  proto_params_install },
-	{ "io.flashd", "Activate", m_activate, PROTO_NEEDS_AUTH, proto_params_activate },
-	{ "io.flashd", "Cancel", m_cancel, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "MarkGood", m_mark_good, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "OverlayReset", m_overlay_reset, PROTO_NEEDS_AUTH, proto_params_none },
-	{ "io.flashd", "Rollback", m_rollback, PROTO_NEEDS_AUTH | PROTO_NEEDS_MORE,
-	  proto_params_none },
-	{ NULL },
+static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
+	[PROTO_FLASHD_GET_STATUS] = m_get_status,
+	[PROTO_FLASHD_SET_ENV] = m_set_env,
+	[PROTO_FLASHD_INSTALL] = m_install,
+	[PROTO_FLASHD_ACTIVATE] = m_activate,
+	[PROTO_FLASHD_CANCEL] = m_cancel,
+	[PROTO_FLASHD_MARK_GOOD] = m_mark_good,
+	[PROTO_FLASHD_OVERLAY_RESET] = m_overlay_reset,
 };
+
+/* The io.flashd table with the handlers above (proto-test-helpers.h). */
+static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
+
+static void methods_init(void)
+{
+	test_methods_bind(methods, handlers, m_rollback);
+}
 
 /* ---- fixture ---- */
 
@@ -271,11 +277,13 @@ static void test_get_info(void **state)
 	assert_string_equal(get_str(p, "version"), PACKAGE_VERSION);
 	assert_non_null(get_str(p, "url"));
 	assert_true(json_object_object_get_ex(p, "interfaces", &ifaces));
-	assert_int_equal(json_object_array_length(ifaces), 2);
+	assert_int_equal(json_object_array_length(ifaces), 3);
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(ifaces, 0)),
 			    "org.varlink.service");
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(ifaces, 1)),
 			    "io.flashd");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(ifaces, 2)),
+			    TEST_INTERFACE);
 
 	json_object_put(rep);
 	assert_int_equal(proto_server_set_info(f->server, "ACME", NULL, "9.9", NULL), 0);
@@ -400,6 +408,12 @@ static void test_unknown_method(void **state)
 	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Explode\"}"), 0);
 	rep = one_reply(f);
 	assert_error(rep, PROTO_ERROR_METHOD_NOT_FOUND, "method", "io.flashd.Explode");
+	json_object_put(rep);
+
+	/* in the table, without a handler in this server: known, not implemented */
+	assert_int_equal(feed(f, "{\"method\":\"io.flashd.FlashInfo\"}"), 0);
+	rep = one_reply(f);
+	assert_error(rep, PROTO_ERROR_METHOD_NOT_IMPLEMENTED, "method", "io.flashd.FlashInfo");
 	json_object_put(rep);
 
 	assert_int_equal(feed(f, "{\"method\":\"com.example.thing.Explode\"}"), 0);
@@ -647,11 +661,11 @@ static void test_more(void **state)
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL, *a = NULL;
 
-	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Rollback\"}"), 0);
+	assert_int_equal(feed(f, "{\"method\":\"" TEST_INTERFACE ".Stream\"}"), 0);
 	rep = one_reply(f);
 	assert_error(rep, PROTO_ERROR_EXPECTED_MORE, NULL, NULL);
 
-	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Rollback\",\"more\":true}"), 0);
+	assert_int_equal(feed(f, "{\"method\":\"" TEST_INTERFACE ".Stream\",\"more\":true}"), 0);
 	a = replies(f);
 	assert_int_equal(json_object_array_length(a), 4);
 	for (int i = 0; i < 3; i++) {
@@ -873,6 +887,8 @@ struct idl {
 	unsigned n_types;
 	char refs[64][32];
 	unsigned n_refs;
+	char errors[32][32];
+	unsigned n_errors;
 };
 
 static void idl_skip(struct idl *x)
@@ -1065,6 +1081,8 @@ static bool idl_parse(struct idl *x, const char *text, const char *iface,
 				return false;
 			}
 		} else if (!strcmp(w, "error")) {
+			if (x->n_errors < ELEMENTSOF(x->errors))
+				snprintf(x->errors[x->n_errors++], 32, "%s", name);
 			if (!idl_struct(x, NULL, NULL))
 				return false;
 		} else {
@@ -1109,81 +1127,96 @@ static void test_idl_syntax(void **state)
 	(void) state;
 }
 
-/* The parameter tables in proto.c match the IDL's method inputs. */
-static void test_idl_matches_tables(void **state)
+static const struct proto_method *table_method(const char *name)
 {
-	static const struct {
-		const char *method;
-		const struct proto_param *params;
-	} tables[] = {
-		{ "GetStatus", proto_params_none },
-		{ "Install", proto_params_install },
-		{ "Cancel", proto_params_none },
-		{ "MarkGood", proto_params_none },
-		{ "MarkBad", proto_params_mark_bad },
-		{ "Activate", proto_params_activate },
-		{ "Rollback", proto_params_none },
-		{ "OverlayReset", proto_params_none },
-		{ "OverlayStatus", proto_params_none },
-		{ "GetEnv", proto_params_get_env },
-		{ "SetEnv", proto_params_set_env },
-		{ "ListEnv", proto_params_none },
-		{ "FlashInfo", proto_params_flash_info },
-	};
+	for (const struct proto_method *m = proto_flashd_methods; m->name; m++)
+		if (!strcmp(m->name, name))
+			return m;
+	return NULL;
+}
+
+/* One method: the table's parameters are the IDL's inputs, in order, with
+ * the same type and the same optionality. */
+static void check_params(const struct idl_method *im, const struct proto_param *t)
+{
 	static const char *const type_words[_PROTO_TYPE_MAX] = {
 		[PROTO_TYPE_BOOL] = "bool", [PROTO_TYPE_INT] = "int",
 		[PROTO_TYPE_FLOAT] = "float", [PROTO_TYPE_STRING] = "string",
 		[PROTO_TYPE_OBJECT] = "object", [PROTO_TYPE_ARRAY] = "[]",
 	};
+	unsigned k = 0;
+
+	for (; t && t[k].name; k++) {
+		if (k >= im->n_in)
+			fail_msg("%s: the table has parameter %s, the IDL does not", im->name,
+				 t[k].name);
+		if (strcmp(t[k].name, im->in[k].name) || strcmp(type_words[t[k].type], im->in[k].type) ||
+		    t[k].required == im->in[k].nullable)
+			fail_msg("%s: parameter %u: table %s/%s/%s, IDL %s: %s%s", im->name, k,
+				 t[k].name, type_words[t[k].type], t[k].required ? "required" : "optional",
+				 im->in[k].name, im->in[k].nullable ? "?" : "", im->in[k].type);
+	}
+	if (k != im->n_in)
+		fail_msg("%s: the IDL has parameter %s, the table does not", im->name, im->in[k].name);
+}
+
+/* The one io.flashd table (proto_flashd.c) and the IDL name the same
+ * methods with the same parameters. */
+static void test_idl_matches_table(void **state)
+{
 	struct idl_method ms[32];
 	struct idl x = { 0 };
 	unsigned n;
 
 	assert_true(idl_parse(&x, proto_flashd_description, "io.flashd", ms, &n));
-	assert_int_equal(n, ELEMENTSOF(tables));
 	for (unsigned i = 0; i < n; i++) {
-		const struct proto_param *t = NULL;
-		unsigned k = 0;
+		const struct proto_method *m = table_method(ms[i].name);
 
-		for (size_t j = 0; j < ELEMENTSOF(tables); j++)
-			if (!strcmp(tables[j].method, ms[i].name))
-				t = tables[j].params;
-		if (!t)
-			fail_msg("IDL method %s has no parameter table", ms[i].name);
-		for (; t[k].name; k++) {
-			if (k >= ms[i].n_in)
-				fail_msg("%s: table has extra parameter %s", ms[i].name, t[k].name);
-			if (strcmp(t[k].name, ms[i].in[k].name) ||
-			    strcmp(type_words[t[k].type], ms[i].in[k].type) ||
-			    t[k].required == ms[i].in[k].nullable)
-				fail_msg("%s: parameter %d: table %s/%s/%s, IDL %s: %s%s", ms[i].name, k,
-					 t[k].name, type_words[t[k].type],
-					 t[k].required ? "required" : "optional", ms[i].in[k].name,
-					 ms[i].in[k].nullable ? "?" : "", ms[i].in[k].type);
-		}
-		assert_int_equal(k, ms[i].n_in);
+		if (!m)
+			fail_msg("IDL method %s is not in the io.flashd table", ms[i].name);
+		check_params(&ms[i], m->params);
 	}
+	for (const struct proto_method *m = proto_flashd_methods; m->name; m++) {
+		bool found = false;
+
+		assert_string_equal(m->interface, PROTO_FLASHD_INTERFACE);
+		assert_null(m->handler);
+		for (unsigned i = 0; i < n; i++)
+			found |= !strcmp(ms[i].name, m->name);
+		if (!found)
+			fail_msg("table method %s is not in the IDL", m->name);
+	}
+	assert_int_equal(n, _PROTO_FLASHD_METHOD_MAX);
 	(void) state;
 }
 
-/* The IDL names each error proto.h defines for io.flashd. */
+/* The errors of the table module are the IDL's, both ways. */
 static void test_idl_errors(void **state)
 {
-	static const char *const errors[] = {
-		PROTO_ERROR_BUSY, PROTO_ERROR_DENIED, PROTO_ERROR_INSTALL_FAILED,
-		PROTO_ERROR_INVALID_BUNDLE, PROTO_ERROR_NO_SUCH_SLOT, PROTO_ERROR_NO_SUCH_PARTITION,
-		PROTO_ERROR_ENV_REFUSED, PROTO_ERROR_CANCELLED, PROTO_ERROR_PROTOCOL,
-		PROTO_ERROR_INTERNAL,
-	};
+	struct idl_method ms[32];
+	struct idl x = { 0 };
+	unsigned n, n_table = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(errors); i++) {
-		char line[128];
+	assert_true(idl_parse(&x, proto_flashd_description, "io.flashd", ms, &n));
+	for (const char *const *e = proto_flashd_errors; *e; e++, n_table++) {
+		bool found = false;
 
-		assert_true(!strncmp(errors[i], "io.flashd.", 10));
-		snprintf(line, sizeof(line), "\nerror %s (", errors[i] + 10);
-		if (!strstr(proto_flashd_description, line))
-			fail_msg("io.flashd.varlink does not define %s", errors[i]);
+		if (strncmp(*e, "io.flashd.", 10))
+			fail_msg("%s is not an io.flashd error", *e);
+		for (unsigned i = 0; i < x.n_errors; i++)
+			found |= !strcmp(x.errors[i], *e + 10);
+		if (!found)
+			fail_msg("io.flashd.varlink does not define %s", *e);
 	}
+	for (unsigned i = 0; i < x.n_errors; i++) {
+		bool found = false;
+
+		for (const char *const *e = proto_flashd_errors; *e; e++)
+			found |= !strcmp(x.errors[i], *e + 10);
+		if (!found)
+			fail_msg("IDL error %s is not in proto_flashd_errors", x.errors[i]);
+	}
+	assert_int_equal(n_table, x.n_errors);
 	(void) state;
 }
 
@@ -1263,7 +1296,7 @@ int main(void)
 		T(test_fd_with_split_message),
 		T(test_too_many_fds),
 		cmocka_unit_test(test_idl_syntax),
-		cmocka_unit_test(test_idl_matches_tables),
+		cmocka_unit_test(test_idl_matches_table),
 		cmocka_unit_test(test_idl_errors),
 		cmocka_unit_test(test_log_hook),
 		cmocka_unit_test(test_server_new_validates),
@@ -1271,5 +1304,6 @@ int main(void)
 #undef T
 	};
 
+	methods_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

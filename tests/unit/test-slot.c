@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "slot.h"
+#include "slot_change.h"
 
 /* ---- count stores: fsyncs of the env file (libubootenv: one per store) ---- */
 static char watched[PATH_MAX];
@@ -779,6 +780,27 @@ static void test_var_check(void **state)
 	assert_int_equal(slot_var_check(NULL, "BOOT_ORDER", "x,y", &err), -EINVAL);
 }
 
+/* A redundant env in a file under dir (created), written once with a
+ * bootcmd; fsyncs of the file are counted (n_fsync). Open, for the caller. */
+static struct env *file_env(char *dir, char *file, size_t len, struct env_device devs[2])
+{
+	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
+	struct error eerr = {};
+	struct env *e = NULL;
+	char cmd[160];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, len, "%s/env.bin", dir);
+	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
+	assert_int_equal(system(cmd), 0);
+	assert_non_null(realpath(file, watched));
+	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
+	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
+	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
+	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	return e;
+}
+
 /* Every transition, applied to a redundant file env, is exactly one store
  * and reads back as computed. */
 static void test_apply_one_store(void **state)
@@ -787,7 +809,6 @@ static void test_apply_one_store(void **state)
 	struct error eerr = {};
 	struct error serr = {};
 	struct env_device devs[2];
-	static const struct env_var init[] = { { "bootcmd", "run flashd" } };
 	static const struct { enum slot_op op; int slot; const char *order; unsigned a, b; } steps[] = {
 		{ SLOT_OP_INIT, -1, "A B", 3, 3 },
 		{ SLOT_OP_MARK_BAD, 1, "A", 3, 0 },      /* before writing B */
@@ -800,15 +821,7 @@ static void test_apply_one_store(void **state)
 	};
 	struct env *e = NULL;
 
-	assert_non_null(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/env.bin", dir);
-	snprintf(cmd, sizeof(cmd), "head -c 65536 /dev/zero | tr '\\0' '\\377' > %s", file);
-	assert_int_equal(system(cmd), 0);
-	assert_non_null(realpath(file, watched));
-	devs[0] = (struct env_device){ .path = file, .offset = 0, .size = 0x4000 };
-	devs[1] = (struct env_device){ .path = file, .offset = 0x8000, .size = 0x4000 };
-	assert_int_equal(env_open_devices(devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &eerr), 0);
-	assert_int_equal(env_init_default(e, NULL, init, 1, false, &eerr), 0);
+	e = file_env(dir, file, sizeof(file), devs);
 	env_close(e);
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
@@ -839,10 +852,69 @@ static void test_apply_one_store(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static char *env_str(struct env *e, const char *name)
+{
+	return env_get_dup(e, name);
+}
+
+/* slot_change(): load, compute, one store with the extra variable; a
+ * refusal or an unknown slot writes nothing. */
+static void test_slot_change(void **state)
+{
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
+	struct env_device devs[2];
+	struct slot_change_result res;
+	struct error err = { 0 };
+	struct fake_layout f;
+	struct env *e = NULL;
+	char *v;
+
+	fake_layout(&f, false);
+	e = file_env(dir, file, sizeof(file), devs);
+
+	n_fsync = 0;
+	assert_int_equal(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_INIT, .slot = -1,
+				     .booted = -1 }, &res, &err), 0);
+	assert_int_equal(n_fsync, 1);
+	assert_true(res.n_written > 0);
+
+	/* by name, with the extra variable in the same store */
+	n_fsync = 0;
+	assert_int_equal(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_MARK_BAD,
+				     .slot_name = "B", .booted = 0, .extra_name = "FLASHD_B_VERSION",
+				     .extra_value = "2.0" }, &res, &err), 0);
+	assert_int_equal(n_fsync, 1);
+	assert_int_equal(res.slot, 1);
+	assert_string_equal((v = env_str(e, "BOOT_ORDER")), "A");
+	free(v);
+	assert_string_equal((v = env_str(e, "FLASHD_B_VERSION")), "2.0");
+	free(v);
+
+	/* no such slot, a refusal: nothing written, typed failures */
+	n_fsync = 0;
+	assert_int_equal(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_ACTIVATE,
+				     .slot_name = "C", .booted = 0 }, &res, &err), -ENOENT);
+	assert_int_equal(res.fail, SLOT_CHANGE_NO_SLOT);
+	assert_string_equal(error_message(&err), "C");
+	assert_true(slot_change(e, &f.g, &(struct slot_change){ .op = SLOT_OP_MARK_BAD,
+			       .slot_name = "A", .booted = 0, .extra_name = "X", .extra_value = "1" },
+			       &res, &err) < 0);
+	assert_int_equal(res.fail, SLOT_CHANGE_REFUSED);
+	assert_false(res.forcible); /* the last slot of BOOT_ORDER stays, even forced */
+	assert_int_equal(n_fsync, 0);
+	assert_null(env_str(e, "X"));
+	env_close(e);
+	watched[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	(void) state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_slot_change),
 		cmocka_unit_test(test_activate),
 		cmocka_unit_test(test_mark_good),
 		cmocka_unit_test(test_mark_bad),

@@ -1,0 +1,43 @@
+/* One change of the A/B state: load the slot state from the env, compute
+ * the operation (slot.h), write the result in ONE env store, together
+ * with at most one more variable of the same change (the install's
+ * FLASHD_<x>_VERSION). The daemon's slot operations, the install engine's
+ * records and 'flashctl slot' all change the state through here. */
+#pragma once
+#include <stdbool.h>
+#include "env.h"
+#include "error.h"
+#include "layout.h"
+#include "slot.h"
+
+struct slot_change {
+	enum slot_op op;
+	const char *slot_name;  /* the slot by name, or NULL: ... */
+	int slot;               /* ... by index (-1: none, e.g. rollback from the primary) */
+	int booted;             /* the booted slot, -1 unknown: its fallback joins the store */
+	unsigned flags;         /* SLOT_FORCE, SLOT_KEEP_LAST */
+	const char *extra_name; /* one more variable in the store, or NULL */
+	const char *extra_value;/* its value; NULL deletes it */
+};
+
+enum slot_change_fail {
+	SLOT_CHANGE_OK,
+	SLOT_CHANGE_ENV,        /* the env: unreadable slot state, the store failed */
+	SLOT_CHANGE_NO_SLOT,    /* no such slot (or none to roll back to) */
+	SLOT_CHANGE_REFUSED,    /* the state logic refuses */
+};
+
+struct slot_change_result {
+	struct slot_state before, after;
+	int slot;               /* the slot acted on (rollback: the new primary), -1 none */
+	size_t n_written;       /* variables in the store */
+	enum slot_change_fail fail;
+	bool forcible;          /* refused, and the same change with SLOT_FORCE would pass */
+};
+
+/* 0, or 1 when mark-bad with SLOT_KEEP_LAST kept the slot (degraded); on
+ * failure -errno, ret->fail says what kind and err what and where. ret is
+ * filled in either case: before.n_slots is 0 when the state could not be
+ * loaded, after is set once computed. */
+int slot_change(struct env *e, const struct layout_slot_group *g, const struct slot_change *c,
+		struct slot_change_result *ret, struct error *err);

@@ -1,0 +1,82 @@
+/* load -> compute -> one env store (include/slot_change.h). */
+#include <errno.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "slot_change.h"
+
+static int change_fail(struct slot_change_result *ret, enum slot_change_fail kind, int r)
+{
+	ret->fail = kind;
+	return r;
+}
+
+/* The state and the changes of c, or a refusal (ret->forcible said). */
+static int compute(const struct slot_change *c, int idx, struct slot_change_result *ret,
+		   struct slot_changes *ch, struct error *err)
+{
+	int r;
+
+	r = slot_compute_booted(&ret->before, c->booted, c->op, idx, c->flags, &ret->after, ch,
+				err);
+	if (r >= 0)
+		return r;
+	if (!(c->flags & SLOT_FORCE)) {
+		struct slot_changes fch;
+		struct slot_state fst;
+
+		ret->forcible = slot_compute_booted(&ret->before, c->booted, c->op, idx,
+						    c->flags | SLOT_FORCE, &fst, &fch, NULL) >= 0;
+	}
+	return change_fail(ret, c->op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_SLOT :
+			   SLOT_CHANGE_REFUSED, r);
+}
+
+static int store(struct env *e, const struct slot_change *c, const struct slot_changes *ch,
+		 struct slot_change_result *ret, struct error *err)
+{
+	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
+	int r;
+
+	r = env_txn_new(e, &t);
+	/* "" deletes (a record going back to none); BOOT_ORDER is never "" */
+	for (size_t i = 0; r >= 0 && i < ch->n; i++)
+		r = env_txn_set(t, ch->vars[i].name, ch->vars[i].value[0] ? ch->vars[i].value : NULL);
+	if (r >= 0 && c->extra_name)
+		r = env_txn_set(t, c->extra_name, c->extra_value);
+	if (r >= 0)
+		r = env_txn_commit(t, err);
+	else
+		error_set(err, r, "%s", strerror(-r));
+	if (r < 0)
+		return change_fail(ret, SLOT_CHANGE_ENV, r);
+	ret->n_written = env_txn_size(t);
+	return 0;
+}
+
+int slot_change(struct env *e, const struct layout_slot_group *g, const struct slot_change *c,
+		struct slot_change_result *ret, struct error *err)
+{
+	struct slot_changes ch;
+	int idx, kept, r;
+
+	*ret = (struct slot_change_result){ .slot = -1 };
+	r = slot_state_load_group(&ret->before, g, env_get_dup, e, err);
+	if (r < 0) {
+		ret->before.n_slots = 0; /* not loaded */
+		return change_fail(ret, SLOT_CHANGE_ENV, r);
+	}
+	idx = c->slot_name ? slot_find(&ret->before, c->slot_name) : c->slot;
+	if (c->slot_name && idx < 0)
+		return change_fail(ret, SLOT_CHANGE_NO_SLOT,
+				   error_set(err, -ENOENT, "%s", c->slot_name));
+	r = compute(c, idx, ret, &ch, err);
+	if (r < 0)
+		return r;
+	kept = r;
+	r = store(e, c, &ch, ret, err);
+	if (r < 0)
+		return r;
+	ret->slot = c->op == SLOT_OP_ROLLBACK ? (int)ret->after.order[0] : idx;
+	return kept;
+}
