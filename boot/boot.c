@@ -27,7 +27,6 @@
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "env.h"
-#include "install.h"
 #include "layout.h"
 #include "slot.h"
 #include "util.h"
@@ -189,11 +188,11 @@ static void read_env(struct boot *b)
 		return;
 	}
 	b->env_ok = true;
-	install_version_var(b->g->slots[b->slot].name, var, sizeof(var));
+	slot_version_var(b->g->slots[b->slot].name, var, sizeof(var));
 	v = env_get_dup(e, var);
 	fmt(b->version, sizeof(b->version), "%s", v ? v : "");
 	free(v);
-	v = env_get_dup(e, BOOT_OVERLAY_RESET_VAR);
+	v = env_get_dup(e, SLOT_OVERLAY_RESET_VAR);
 	b->reset_pending = v && !strcmp(v, "1");
 	free(v);
 	if (slot_state_load_group(&st, b->g, env_get_dup, e, &serr) >= 0) {
@@ -214,7 +213,7 @@ static int clear_reset(struct boot *b, struct error *err)
 	if (r >= 0)
 		r = env_txn_new(e, &t);
 	if (r >= 0)
-		r = env_txn_set(t, BOOT_OVERLAY_RESET_VAR, NULL);
+		r = env_txn_set(t, SLOT_OVERLAY_RESET_VAR, NULL);
 	if (r >= 0)
 		r = env_txn_commit(t, err);
 	if (r < 0 && !error_is_set(err))
@@ -455,7 +454,7 @@ static void finish_reset(struct boot *b)
 	if (!b->reset_cleared) {
 		warn_state(b, "factory reset done, but clearing %s failed (%s): every layer is marked "
 			   "done, the erase is not repeated; the flag is cleared on a later boot",
-			   BOOT_OVERLAY_RESET_VAR, why.msg);
+			   SLOT_OVERLAY_RESET_VAR, why.msg);
 		return;
 	}
 	for (size_t i = 0; i < b->n_layers; i++)

@@ -709,9 +709,8 @@ static int cmd_sim_create(struct cli_ctx *ctx, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nsim_geometry g = { .type = _NSIM_TYPE_MAX };
-	_cleanup_nsim_ struct nsim *s = NULL;
 	uint64_t page = 0, oob = 0, es = 0;
-	bool have_page = false, have_oob = false;
+	struct error err = {};
 	const char *bad = NULL;
 	unsigned flags = 0;
 	int c, r;
@@ -735,12 +734,10 @@ static int cmd_sim_create(struct cli_ctx *ctx, int argc, char **argv)
 		case OPT_PAGE:
 			if (parse_size_opt(ctx, "--page", optarg, &page) < 0)
 				return CLI_EXIT_USAGE;
-			have_page = true;
 			break;
 		case OPT_OOB:
 			if (parse_size_opt(ctx, "--oob", optarg, &oob) < 0)
 				return CLI_EXIT_USAGE;
-			have_oob = true;
 			break;
 		case OPT_BAD_BLOCKS:
 			bad = optarg;
@@ -759,35 +756,13 @@ static int cmd_sim_create(struct cli_ctx *ctx, int argc, char **argv)
 	if (es > UINT32_MAX || page > UINT32_MAX || oob > UINT32_MAX)
 		return usage_error(ctx, "sim-create", "sizes too large");
 	g.erasesize = es;
-	g.writesize = have_page ? page : g.type == NSIM_NAND ? 2048 : 1;
-	g.oobsize = have_oob ? oob : g.type == NSIM_NAND ? g.writesize / 32 : 0;
-	r = nsim_create(argv[optind], &g, flags);
+	g.writesize = page;
+	g.oobsize = oob;
+	r = nsim_create_spec(argv[optind], &g, flags, bad, &err);
 	if (r < 0) {
-		cli_error(ctx, "cannot create simulator %s: %s%s", argv[optind], strerror(-r),
-			  r == -EINVAL ? " (size must be a multiple of the erase block, the erase "
-			  "block of the page; NAND: page a power of two >= 256 with >= 16 OOB "
-			  "bytes; NOR: no --page/--oob)" : r == -EEXIST ? " (--force overwrites)" :
-			  r == -EMEDIUMTYPE ? " (not a regular file)" : "");
+		cli_error(ctx, "%s", err.msg);
 		return r == -EEXIST ? CLI_EXIT_FORCE : r == -EINVAL ? CLI_EXIT_USAGE :
 		       r == -EMEDIUMTYPE ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
-	}
-	r = nsim_open(argv[optind], true, &s);
-	if (r < 0) {
-		cli_error(ctx, "cannot open %s: %s", argv[optind], strerror(-r));
-		return CLI_EXIT_FAIL;
-	}
-	for (const char *p = bad; p && *p;) {
-		char *end;
-		unsigned long long b = strtoull(p, &end, 0);
-
-		if (end == p || (*end && *end != ',') || nsim_set_factory_bad(s, b) < 0) {
-			cli_error(ctx, "invalid --bad-blocks '%s': expected block numbers below %" PRIu64
-				  " separated by commas", bad, g.size / g.erasesize);
-			nsim_close(TAKE_PTR(s));
-			unlink(argv[optind]);
-			return CLI_EXIT_USAGE;
-		}
-		p = *end ? end + 1 : end;
 	}
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();

@@ -28,7 +28,7 @@
 #include "util.h"
 #include "worker.h"
 
-#define OVERLAY_RESET_VAR "FLASHD_OVERLAY_RESET"
+#define OVERLAY_RESET_VAR SLOT_OVERLAY_RESET_VAR
 #define BOOT_STATE_FILE "/run/flashd/boot.json"
 
 /* What the install worker tells the daemon: a record of fixed size on the
@@ -165,7 +165,7 @@ static int load_slots(struct manager *m, struct env *e, struct slots_view *v, ch
 	slot_status_compute(&v->st, booted < 0 ? -1 : booted, booted < 0 ? NULL : by, &v->status);
 	for (size_t i = 0; i < m->group->n_slots && i < SLOT_MAX; i++) {
 		char var[64];
-		install_version_var(m->group->slots[i].name, var, sizeof(var));
+		slot_version_var(m->group->slots[i].name, var, sizeof(var));
 		v->versions[i] = env_get_dup(e, var);
 	}
 	reset = env_get_dup(e, OVERLAY_RESET_VAR);

@@ -22,7 +22,6 @@
 #define BOOT_STATE_PATH "/run/flashd/boot.json"
 #define BOOT_DEFAULT_LAYOUT LAYOUT_DEFAULT_PATH /* include/layout.h */
 #define BOOT_DEFAULT_INIT "/sbin/init"
-#define BOOT_OVERLAY_RESET_VAR "FLASHD_OVERLAY_RESET"
 
 /* The "flashd boot" command: argv[0] = "boot". Returns the exit status
  * (0 ok, 1 failed, 2 usage); does not return when it execs the init. */

@@ -109,6 +109,3 @@ const struct bundle_manifest *install_get_manifest(const struct install *in);
 const char *install_get_slot(const struct install *in);
 /* Size in bytes of the reader's and writers' buffers (bounded memory check). */
 size_t install_mem_peak(const struct install *in);
-
-/* Env variable holding the version installed in a slot: FLASHD_A_VERSION. */
-void install_version_var(const char *slot, char *buf, size_t len);

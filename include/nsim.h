@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "error.h"
 
 #define NSIM_HEADER_SIZE 4096u
 
@@ -101,6 +102,14 @@ enum {
 
 /* Create a fresh chip (all 0xFF, no bad blocks) at path. */
 int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flags);
+/* The one way the tools make a simulator (nsimctl create, flashctl flash
+ * sim-create): a geometry whose writesize/oobsize are 0 takes the
+ * defaults (NAND: 2048-byte pages, 1/32 of that OOB; NOR: 1 and 0), and
+ * bad lists factory-bad block numbers ("3,17", NULL: none). Nothing is
+ * left behind on failure. -EINVAL for a bad geometry or list, -EEXIST
+ * without NSIM_CREATE_FORCE, -EMEDIUMTYPE when path is not a file. */
+int nsim_create_spec(const char *path, struct nsim_geometry *geo, unsigned flags,
+		     const char *bad, struct error *err);
 int nsim_open(const char *path, bool writable, struct nsim **ret);
 void nsim_close(struct nsim *s);
 static inline void nsim_closep(struct nsim **s) { if (*s) nsim_close(*s); }

@@ -203,6 +203,10 @@ void slot_version_var(const char *name, char *buf, size_t len);
 /* "FLASHD_A_STATE" */
 void slot_record_var(const char *name, char *buf, size_t len);
 #define SLOT_LAST_GOOD_VAR "FLASHD_LAST_GOOD"
+/* The boot order the boot script walks: "A B". */
+#define SLOT_ORDER_VAR "BOOT_ORDER"
+/* "1": flashd boot erases the overlays before it mounts them (factory reset). */
+#define SLOT_OVERLAY_RESET_VAR "FLASHD_OVERLAY_RESET"
 /* Variables this module owns (BOOT_ORDER, BOOT_<x>_LEFT, FLASHD_<x>_STATE,
  * FLASHD_LAST_GOOD): env set refuses them without --force. */
 bool slot_is_state_var(const char *name);

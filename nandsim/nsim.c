@@ -5,6 +5,8 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -283,6 +285,50 @@ int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flag
 	return 0;
 fail:
 	unlink(path);
+	return r;
+}
+
+static int set_bad_list(struct nsim *s, const char *bad, uint64_t blocks, struct error *err)
+{
+	for (const char *p = bad; p && *p;) {
+		char *end;
+		unsigned long long b = strtoull(p, &end, 0);
+
+		if (end == p || (*end && *end != ',') || nsim_set_factory_bad(s, b) < 0)
+			return error_set(err, -EINVAL, "invalid --bad-blocks '%s': expected block "
+					 "numbers below %" PRIu64 " separated by commas", bad, blocks);
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+int nsim_create_spec(const char *path, struct nsim_geometry *g, unsigned flags,
+		     const char *bad, struct error *err)
+{
+	struct nsim *s = NULL;
+	int r;
+
+	if (!g->writesize)
+		g->writesize = g->type == NSIM_NAND ? 2048 : 1;
+	if (!g->oobsize)
+		g->oobsize = g->type == NSIM_NAND ? g->writesize / 32 : 0;
+	r = nsim_create(path, g, flags);
+	if (r < 0)
+		return error_set(err, r, "cannot create simulator %s: %s%s", path, strerror(-r),
+				 r == -EINVAL ? " (size must be a multiple of the erase block, "
+				 "the erase block of the page; NAND: page a power of two >= 256 "
+				 "with >= 16 OOB bytes; NOR: no --page/--oob)" :
+				 r == -EEXIST ? " (--force overwrites)" :
+				 r == -EMEDIUMTYPE ? " (not a regular file)" : "");
+	r = nsim_open(path, true, &s);
+	if (r < 0)
+		error_set(err, r, "cannot open %s: %s", path, strerror(-r));
+	else
+		r = set_bad_list(s, bad, g->size / g->erasesize, err);
+	if (s)
+		nsim_close(s);
+	if (r < 0)
+		unlink(path);
 	return r;
 }
 

@@ -68,9 +68,8 @@ static int cmd_create(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nsim_geometry g = { .type = _NSIM_TYPE_MAX };
-	_cleanup_nsim_ struct nsim *s = NULL;
 	uint64_t es = 0, page = 0, oob = 0;
-	bool have_page = false, have_oob = false;
+	struct error err = {};
 	const char *bad = NULL;
 	unsigned flags = 0;
 	int c, r;
@@ -94,12 +93,10 @@ static int cmd_create(int argc, char **argv)
 		case 'p':
 			if (parse_u64("--page", optarg, &page) < 0 || page > UINT32_MAX)
 				return EXIT_USAGE;
-			have_page = true;
 			break;
 		case 'o':
 			if (parse_u64("--oob", optarg, &oob) < 0 || oob > UINT32_MAX)
 				return EXIT_USAGE;
-			have_oob = true;
 			break;
 		case 'b':
 			bad = optarg;
@@ -115,23 +112,11 @@ static int cmd_create(int argc, char **argv)
 		return fail("usage: nsimctl create FILE --type nand|nor --size S --erase-block S"),
 		       EXIT_USAGE;
 	g.erasesize = es;
-	g.writesize = have_page ? page : g.type == NSIM_NAND ? 2048 : 1;
-	g.oobsize = have_oob ? oob : g.type == NSIM_NAND ? g.writesize / 32 : 0;
-	r = nsim_create(argv[optind], &g, flags);
+	g.writesize = page;
+	g.oobsize = oob;
+	r = nsim_create_spec(argv[optind], &g, flags, bad, &err);
 	if (r < 0)
-		return fail("cannot create %s: %s%s", argv[optind], strerror(-r),
-			    r == -EINVAL ? " (inconsistent geometry)" :
-			    r == -EEXIST ? " (--force overwrites)" : "");
-	if (open_sim(argv[optind], true, &s) < 0)
-		return EXIT_FAILURE;
-	for (const char *p = bad; p && *p;) {
-		char *end;
-		unsigned long long b = strtoull(p, &end, 0);
-
-		if (end == p || (*end && *end != ',') || nsim_set_factory_bad(s, b) < 0)
-			return fail("invalid --bad-blocks '%s'", bad), EXIT_USAGE;
-		p = *end ? end + 1 : end;
-	}
+		return fail("%s", err.msg), r == -EINVAL && bad ? EXIT_USAGE : EXIT_FAILURE;
 	return EXIT_SUCCESS;
 }
 

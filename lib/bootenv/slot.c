@@ -119,7 +119,7 @@ static bool has_affix(const char *name, const char *pre, const char *suf)
 
 bool slot_is_state_var(const char *name)
 {
-	return !strcmp(name, "BOOT_ORDER") || !strcmp(name, SLOT_LAST_GOOD_VAR) ||
+	return !strcmp(name, SLOT_ORDER_VAR) || !strcmp(name, SLOT_LAST_GOOD_VAR) ||
 	       has_affix(name, "BOOT_", "_LEFT") || has_affix(name, "FLASHD_", "_STATE");
 }
 
@@ -176,7 +176,7 @@ int slot_var_check(const struct layout_slot_group *g, const char *name, const ch
 		       SLOT_MAX_TRIES_LIMIT, left;
 	size_t len = strlen(name);
 
-	if (!strcmp(name, "BOOT_ORDER"))
+	if (!strcmp(name, SLOT_ORDER_VAR))
 		return check_order(g, value, err);
 	if (has_affix(name, "BOOT_", "_LEFT")) {
 		if (!group_has(g, name + 5, len - 10))
@@ -283,7 +283,7 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 	if (st.last_good < 0)
 		st.last_good = -1;
 
-	order = get(userdata, "BOOT_ORDER");
+	order = get(userdata, SLOT_ORDER_VAR);
 	/* the script's "test -n" cannot tell empty from unset */
 	st.order_set = order && *order;
 	if (!st.order_set) {
@@ -418,7 +418,7 @@ static void diff_changes(const struct slot_state *old, const struct slot_state *
 	slot_order_string(new, n, sizeof(n));
 	/* never an empty BOOT_ORDER: the script would boot every slot */
 	if (new->n_order && (!old->order_set || old->order_foreign || strcmp(o, n)))
-		add_change(c, "BOOT_ORDER", n);
+		add_change(c, SLOT_ORDER_VAR, n);
 	for (size_t i = 0; i < new->n_slots; i++) {
 		if (old->slots[i].left_set && old->slots[i].left == new->slots[i].left)
 			continue;
@@ -1120,7 +1120,7 @@ int slot_bootscript(const struct layout *l, FILE *out)
  * know stay in it); it saves only the default of an unset one. */
 static void keep_order_as_is(const struct slot_state *st, struct slot_changes *c)
 {
-	if (!st->order_set || !c->n || strcmp(c->vars[0].name, "BOOT_ORDER"))
+	if (!st->order_set || !c->n || strcmp(c->vars[0].name, SLOT_ORDER_VAR))
 		return;
 	memmove(&c->vars[0], &c->vars[1], (c->n - 1) * sizeof(c->vars[0]));
 	c->n--;

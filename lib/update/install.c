@@ -66,11 +66,6 @@ static const char *const install_phase_table[_INSTALL_PHASE_MAX] = {
 };
 DEFINE_STRING_TABLE_TO(install_phase, enum install_phase)
 
-void install_version_var(const char *slot, char *buf, size_t len)
-{
-	slot_version_var(slot, buf, len);
-}
-
 static int env_change(struct install *in, enum slot_op op, const char *version);
 
 /* Once the target is marked bad, the end of the install is recorded in
@@ -167,7 +162,7 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 		return failed(in, error_prefix(&in->err, r, "cannot open the U-Boot env"));
 	/* the version goes with the content: forgotten when writing starts,
 	 * set when the read-back verified */
-	install_version_var(in->group->slots[in->slot].name, var, sizeof(var));
+	slot_version_var(in->group->slots[in->slot].name, var, sizeof(var));
 	r = slot_change(e, in->group, &(struct slot_change) {
 			.op = op, .slot = in->slot, .booted = -1,
 			.flags = op == SLOT_OP_INSTALL_FAILED || op == SLOT_OP_INSTALL_CANCELLED ?

@@ -443,7 +443,7 @@ static int init_env(struct prov *pv)
 		slot_left_var(pv->g->slots[i].name, names[i], sizeof(names[i]));
 		vars[n++] = (struct env_var){ names[i], tries };
 	}
-	vars[n++] = (struct env_var){ "BOOT_ORDER", order };
+	vars[n++] = (struct env_var){ SLOT_ORDER_VAR, order };
 	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, ENV_OPEN_ALLOW_BLANK, &e, pv->err);
 	if (r >= 0)
 		r = env_init_default(e, pv->p->initial_env, vars, n, true, pv->err);

@@ -104,6 +104,38 @@ static void test_create_rejects_bad_geometry(void **state)
 	assert_int_equal(access("/tmp/test-nsim-never", F_OK), -1);
 }
 
+/* nsim_create_spec: the tools' one way to make a simulator (defaults,
+ * factory-bad list, nothing left behind on a bad list). */
+static void test_create_spec(void **state)
+{
+	const char *path = "/tmp/test-nsim-spec";
+	struct nsim_geometry g = { NSIM_NAND, 64 * NAND_ES, NAND_ES, 0, 0 };
+	struct error err = {};
+	struct nsim_block blk;
+	struct nsim *s = NULL;
+
+	(void)state;
+	assert_int_equal(nsim_create_spec(path, &g, NSIM_CREATE_FORCE, "1,3", &err), 0);
+	assert_int_equal(g.writesize, 2048);
+	assert_int_equal(g.oobsize, 64);
+	assert_int_equal(nsim_open(path, false, &s), 0);
+	assert_int_equal(nsim_get_block(s, 3, &blk), 0);
+	assert_true(blk.factory_bad);
+	assert_int_equal(nsim_get_block(s, 2, &blk), 0);
+	assert_false(blk.bad);
+	nsim_close(s);
+	assert_int_equal(nsim_create_spec(path, &g, 0, NULL, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "--force overwrites"));
+	assert_int_equal(nsim_create_spec(path, &g, NSIM_CREATE_FORCE, "1,x", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "invalid --bad-blocks '1,x'"));
+	assert_int_equal(access(path, F_OK), -1);
+	g = (struct nsim_geometry){ NSIM_NOR, 16 * 4096, 4096, 0, 0 };
+	assert_int_equal(nsim_create_spec(path, &g, NSIM_CREATE_FORCE, NULL, &err), 0);
+	assert_int_equal(g.writesize, 1);
+	assert_int_equal(g.oobsize, 0);
+	unlink(path);
+}
+
 static void test_open_rejects_non_sim(void **state)
 {
 	char path[] = "/tmp/test-nsim-junk-XXXXXX";
@@ -492,6 +524,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_geometry, setup_nand, teardown),
 		cmocka_unit_test(test_create_rejects_bad_geometry),
+		cmocka_unit_test(test_create_spec),
 		cmocka_unit_test(test_open_rejects_non_sim),
 		cmocka_unit_test_setup_teardown(test_nor_program_zero_to_one_fails, setup_nor, teardown),
 		cmocka_unit_test_setup_teardown(test_nor_write_across_blocks_validated_first, setup_nor,
