@@ -152,6 +152,8 @@ static void print_slots(struct json_object *st)
 		       jp(s, "name"), jp(s, "partition"), jp(s, "state"),
 		       jp(s, "version"), ji(s, "tries_left"), pr,
 		       jb(s, "booted") ? "  [booted]" : "");
+		if (js(s, "health"))
+			printf("     health check %s\n", jp(s, "health"));
 	}
 }
 

@@ -137,13 +137,16 @@ struct slots_view {
 	struct slot_state st;
 	struct slot_status status;
 	char *versions[SLOT_MAX];
+	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
 	bool reset_pending;
 };
 
 static void slots_view_done(struct slots_view *v)
 {
-	for (size_t i = 0; i < SLOT_MAX; i++)
+	for (size_t i = 0; i < SLOT_MAX; i++) {
 		free(v->versions[i]);
+		free(v->health[i]);
+	}
 }
 
 /* Slot state and status from the env and the kernel command line. */
@@ -167,6 +170,8 @@ static int load_slots(struct manager *m, struct env *e, struct slots_view *v, ch
 		char var[64];
 		slot_version_var(m->group->slots[i].name, var, sizeof(var));
 		v->versions[i] = env_get_dup(e, var);
+		slot_health_var(m->group->slots[i].name, var, sizeof(var));
+		v->health[i] = env_get_dup(e, var);
 	}
 	reset = env_get_dup(e, OVERLAY_RESET_VAR);
 	v->reset_pending = reset && !strcmp(reset, "1");
@@ -204,6 +209,7 @@ static struct json_object *slots_json(struct manager *m, const struct slots_view
 		json_object_object_add(o, "state", json_object_new_string(slot_view_to_string(
 			slot_view_of(&v->st, i, install_running(m)))));
 		json_object_object_add(o, "version", jstr(v->versions[i]));
+		json_object_object_add(o, "health", jstr(v->health[i]));
 		json_object_object_add(o, "tries_left", json_object_new_int(si->left));
 		json_object_object_add(o, "priority", si->order_pos >= 0 ?
 				       json_object_new_int(si->order_pos) : NULL);
@@ -634,8 +640,8 @@ static int on_stop_now(sd_event_source *s, void *userdata)
 }
 
 static int manager_slot_change(struct manager *m, enum slot_op op, const char *name,
-			       unsigned flags, int *ret_idx, enum slot_change_fail *ret_kind,
-			       char *why, size_t whylen);
+			       unsigned flags, const char *const extra[2], int *ret_idx,
+			       enum slot_change_fail *ret_kind, char *why, size_t whylen);
 
 /* The worker could not record the end of its install: the daemon does, so
  * the target is recorded failed and out of BOOT_ORDER again (an offline
@@ -650,7 +656,7 @@ static void install_record_died(struct manager *m)
 	if (!slot)
 		return; /* no target chosen yet */
 	/* refused (-ESTALE) unless the env records it installing */
-	if (manager_slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, &idx, &kind, why, sizeof(why)) < 0 &&
+	if (manager_slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, NULL, &idx, &kind, why, sizeof(why)) < 0 &&
 	    kind != SLOT_CHANGE_REFUSED)
 		log_error("cannot record the failed install of slot %s: %s", slot, why);
 }
@@ -889,9 +895,10 @@ static int method_cancel(struct proto_call *call, struct json_object *params, vo
 /* op on slot name (NULL = booted) in one env store, under the board's
  * lock; 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). On
  * failure *ret_kind and why say what went wrong. */
+/* extra: one more variable {name, value} for the same store, or NULL */
 static int manager_slot_change(struct manager *m, enum slot_op op, const char *name,
-			       unsigned flags, int *ret_idx, enum slot_change_fail *ret_kind,
-			       char *why, size_t whylen)
+			       unsigned flags, const char *const extra[2], int *ret_idx,
+			       enum slot_change_fail *ret_kind, char *why, size_t whylen)
 {
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
@@ -920,7 +927,9 @@ static int manager_slot_change(struct manager *m, enum slot_op op, const char *n
 	/* a fallback the daemon has not recorded yet goes into the same store */
 	r = slot_change(e, m->group, &(struct slot_change) {
 			.op = op, .slot_name = name, .booted = booted, .flags = flags,
-			.slot = op == SLOT_OP_ROLLBACK ? -1 : booted }, &res, &err);
+			.slot = op == SLOT_OP_ROLLBACK ? -1 : booted,
+			.extra_name = extra ? extra[0] : NULL,
+			.extra_value = extra ? extra[1] : NULL }, &res, &err);
 	if (r < 0) {
 		*ret_kind = res.fail;
 		snprintf(why, whylen, "%s", error_message(&err));
@@ -940,7 +949,7 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 
 	if (m->op.name)
 		return busy(m, call);
-	r = manager_slot_change(m, op, name, flags, &idx, &kind, why, sizeof(why));
+	r = manager_slot_change(m, op, name, flags, NULL, &idx, &kind, why, sizeof(why));
 	if (r < 0 && kind == SLOT_CHANGE_ENV)
 		return reply_lock_error(call, r, why);
 	if (r < 0) {
@@ -1208,10 +1217,26 @@ static int health_still_on_trial(struct manager *m, char *why, size_t whylen)
 	return 0;
 }
 
+/* FLASHD_<x>_HEALTH of the checked slot: "passed|failed UTC-TIME[: what]". */
+static void health_note(struct manager *m, bool good, const char *what, char *var,
+			size_t varlen, char *note, size_t notelen)
+{
+	time_t now = time(NULL);
+	char when[32];
+	struct tm tm;
+
+	slot_health_var(m->group->slots[m->op.health_slot].name, var, varlen);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	if (good)
+		snprintf(note, notelen, "passed %s", when);
+	else
+		snprintf(note, notelen, "failed %s: %s", when, what);
+}
+
 static void health_verdict(struct manager *m, bool good, const char *what)
 {
 	enum slot_change_fail kind;
-	char why[512];
+	char why[512], var[64], note[128];
 	int idx, r;
 
 	r = health_still_on_trial(m, why, sizeof(why));
@@ -1219,8 +1244,10 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 		log_warning("health check %s, verdict not applied: %s", what, why);
 		return;
 	}
+	health_note(m, good, what, var, sizeof(var), note, sizeof(note));
 	r = manager_slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
-			SLOT_FORCE | SLOT_KEEP_LAST, &idx, &kind, why, sizeof(why));
+			SLOT_FORCE | SLOT_KEEP_LAST, (const char *const[2]){ var, note }, &idx,
+			&kind, why, sizeof(why));
 	if (r < 0) {
 		log_error("health check %s, but the slot state could not be changed: %s", what, why);
 		return;

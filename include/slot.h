@@ -200,6 +200,10 @@ void slot_order_string(const struct slot_state *st, char *buf, size_t len);
 void slot_left_var(const char *name, char *buf, size_t len);
 /* "FLASHD_A_VERSION": the version an install verified into the slot */
 void slot_version_var(const char *name, char *buf, size_t len);
+/* "FLASHD_A_HEALTH": the daemon's last health verdict on the slot ("passed
+ * TIME" / "failed TIME: why"), written in the store of the mark it made,
+ * so that status can say why a slot is bad after the board rolled back. */
+void slot_health_var(const char *name, char *buf, size_t len);
 /* "FLASHD_A_STATE" */
 void slot_record_var(const char *name, char *buf, size_t len);
 #define SLOT_LAST_GOOD_VAR "FLASHD_LAST_GOOD"

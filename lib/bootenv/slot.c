@@ -95,6 +95,11 @@ void slot_version_var(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "FLASHD_%s_VERSION", name);
 }
 
+void slot_health_var(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "FLASHD_%s_HEALTH", name);
+}
+
 void slot_record_var(const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "FLASHD_%s_STATE", name);

@@ -36,6 +36,8 @@ slots.0.tries_left 3
 next B
 EOF
 grep -q "health check passed: slot B marked good" "$T/flashd.log" || fail "pass not logged"
+jget "$T/st1.json" slots.1.health | grep -Eq '^passed [0-9-]+T[0-9:]+Z$' ||
+	fail "status does not carry B's passing verdict: '$(jget "$T/st1.json" slots.1.health)'"
 
 # a restart without a reboot: B is good, no second check
 stop_daemon
@@ -83,4 +85,10 @@ slots.1.tries_left 3
 slots.0.state bad
 next B
 EOF
+# why A is bad, after the board rolled back (env: FLASHD_A_HEALTH)
+jget "$T/st3.json" slots.0.health | grep -Eq '^failed [0-9-]+T[0-9:]+Z: failed \(exit status 1\)$' ||
+	fail "after the rollback status does not say why A is bad: '$(jget "$T/st3.json" slots.0.health)'"
+fctl status > "$T/st3.txt"
+grep -q "health check failed .*exit status 1" "$T/st3.txt" ||
+	fail "flashctl status does not print A's failed check: $(cat "$T/st3.txt")"
 say PASS
