@@ -20,7 +20,7 @@ layout $LAYOUT
 board nandsim 128 MiB NAND (demo and test board)
 compatible flashd,nandsim-128m
 #slots 2
-slots.0 {KEYS} name partition state version tries_left priority booted
+slots.0 {KEYS} name partition state version health tries_left priority booted
 slots.0.name A
 slots.0.partition rootfs-a
 slots.0.state good
