@@ -221,3 +221,25 @@ int util_mkdir_p(const char *path, mode_t mode)
 		return -errno;
 	return 0;
 }
+
+int util_snprintf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int util_log2_exact(uint64_t v)
+{
+	int s = 0;
+
+	if (!v || (v & (v - 1)))
+		return -1;
+	while (v >>= 1)
+		s++;
+	return s;
+}

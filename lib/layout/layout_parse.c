@@ -1,9 +1,8 @@
-/* Board layouts: JSON parsing, validation, and conversion to the kernel's
- * views of the board (mtdparts=, nandsim/mtdram module parameters, the
- * sysfs MTD table). Every rejection names the file, the JSON path and the
- * reason. Schema: man/flashd-layout.5. */
+/* Board layouts: the JSON parser and validator. Every rejection names the
+ * file, the JSON path and the reason. Schema: man/flashd-layout.5. The model
+ * and its lookups are in layout.c, the NAND id table in layout_nand.c, the
+ * kernel's views of a layout in layout_kernel.c. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -16,56 +15,16 @@
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "layout.h"
+#include "layout_nand.h"
+#include "layout_parse.h"
 #include "util.h"
 
-#define LAYOUT_MAX_FILE (1024 * 1024)
 #define LAYOUT_NAME_MAX 63         /* struct flash_info.name[64] */
-#define UBI_LAYOUT_PEBS 2
-#define UBI_RESERVED_PEBS 4
-#define UBI_BEB_LIMIT_PER1024 20   /* CONFIG_MTD_UBI_BEB_LIMIT default */
-#define NANDSIM_MAX_PARTS 32       /* CONFIG_NANDSIM_MAX_PARTS */
-#define MTDRAM_MTD_ID "mtdram test device"
-
-/* snprintf for messages and JSON paths: truncation is acceptable there */
-static int xsnprintf(char *buf, size_t len, const char *fmt, ...) _printf_(3, 4);
-static int xsnprintf(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-/* ---------- string tables ---------- */
-
-static const char *const layout_storage_table[_LAYOUT_STORAGE_MAX] = {
-	[LAYOUT_STORAGE_NOR] = "nor",
-	[LAYOUT_STORAGE_NAND] = "nand",
-	[LAYOUT_STORAGE_UBI] = "ubi",
-	[LAYOUT_STORAGE_FILE] = "file",
-};
-DEFINE_STRING_TABLE_TO(layout_storage, enum layout_storage)
-
-static const char *const layout_overlay_type_table[_LAYOUT_OVERLAY_MAX] = {
-	[LAYOUT_OVERLAY_JFFS2] = "jffs2",
-	[LAYOUT_OVERLAY_UBIFS] = "ubifs",
-	[LAYOUT_OVERLAY_TMPFS] = "tmpfs",
-};
-DEFINE_STRING_TABLE_TO(layout_overlay_type, enum layout_overlay_type)
 
 static const char *const flash_type_names[_FLASH_TYPE_MAX] = {
 	[FLASH_NOR] = "nor",
 	[FLASH_NAND] = "nand",
 };
-
-static const char *const layout_ubi_vol_type_table[_LAYOUT_UBI_MAX] = {
-	[LAYOUT_UBI_DYNAMIC] = "dynamic",
-	[LAYOUT_UBI_STATIC] = "static",
-};
-DEFINE_STRING_TABLE_TO(layout_ubi_vol_type, enum layout_ubi_vol_type)
 
 /* Image formats a slot may hold. */
 static const char *const image_types[] = { "squashfs" };
@@ -77,203 +36,8 @@ static void join_names(const char *const *table, size_t n, char *buf, size_t len
 	buf[0] = '\0';
 	for (size_t i = 0; i < n && o < len; i++)
 		if (table[i])
-			o += xsnprintf(buf + o, len - o, "%s\"%s\"", o ? ", " : "", table[i]);
+			o += util_snprintf(buf + o, len - o, "%s\"%s\"", o ? ", " : "", table[i]);
 }
-
-/* ---------- nandsim chip table ---------- */
-
-/* The 8-bit chips of the kernel's nand_ids.c that nandsim can simulate:
- * legacy small-page ids carry their geometry, extended ids take page,
- * OOB and erase size from the 4th id byte. */
-struct nand_chip_id {
-	uint8_t dev_id;
-	uint32_t size_mib;
-	uint32_t erasesize;   /* 0 = from the extended id byte */
-	const char *name;     /* kernel chip name = MTD name of the master */
-};
-
-static const struct nand_chip_id nand_chip_ids[] = {
-	{ 0x33, 16, 16384, "NAND 16MiB 1,8V 8-bit" },
-	{ 0x73, 16, 16384, "NAND 16MiB 3,3V 8-bit" },
-	{ 0x35, 32, 16384, "NAND 32MiB 1,8V 8-bit" },
-	{ 0x75, 32, 16384, "NAND 32MiB 3,3V 8-bit" },
-	{ 0x36, 64, 16384, "NAND 64MiB 1,8V 8-bit" },
-	{ 0x76, 64, 16384, "NAND 64MiB 3,3V 8-bit" },
-	{ 0x78, 128, 16384, "NAND 128MiB 1,8V 8-bit" },
-	{ 0x39, 128, 16384, "NAND 128MiB 1,8V 8-bit" },
-	{ 0x79, 128, 16384, "NAND 128MiB 3,3V 8-bit" },
-	{ 0x71, 256, 16384, "NAND 256MiB 3,3V 8-bit" },
-	{ 0xa2, 64, 0, "NAND 64MiB 1,8V 8-bit" },
-	{ 0xa0, 64, 0, "NAND 64MiB 1,8V 8-bit" },
-	{ 0xf2, 64, 0, "NAND 64MiB 3,3V 8-bit" },
-	{ 0xd0, 64, 0, "NAND 64MiB 3,3V 8-bit" },
-	{ 0xf0, 64, 0, "NAND 64MiB 3,3V 8-bit" },
-	{ 0xa1, 128, 0, "NAND 128MiB 1,8V 8-bit" },
-	{ 0xf1, 128, 0, "NAND 128MiB 3,3V 8-bit" },
-	{ 0xd1, 128, 0, "NAND 128MiB 3,3V 8-bit" },
-	{ 0xaa, 256, 0, "NAND 256MiB 1,8V 8-bit" },
-	{ 0xda, 256, 0, "NAND 256MiB 3,3V 8-bit" },
-	{ 0xac, 512, 0, "NAND 512MiB 1,8V 8-bit" },
-	{ 0xdc, 512, 0, "NAND 512MiB 3,3V 8-bit" },
-	{ 0xa3, 1024, 0, "NAND 1GiB 1,8V 8-bit" },
-	{ 0xd3, 1024, 0, "NAND 1GiB 3,3V 8-bit" },
-	{ 0xa5, 2048, 0, "NAND 2GiB 1,8V 8-bit" },
-	{ 0xd5, 2048, 0, "NAND 2GiB 3,3V 8-bit" },
-};
-
-struct nand_geom {
-	uint64_t size;
-	uint32_t erasesize, writesize, oobsize;
-	const char *name;
-};
-
-static const struct nand_chip_id *nand_chip_by_id(uint8_t dev_id)
-{
-	for (size_t i = 0; i < ELEMENTSOF(nand_chip_ids); i++)
-		if (nand_chip_ids[i].dev_id == dev_id)
-			return &nand_chip_ids[i];
-	return NULL;
-}
-
-/* Parse "0x20,0xaa,0x00,0x15" (2..8 bytes). */
-static int parse_id_bytes(const char *s, uint8_t id[8], size_t *ret_n)
-{
-	size_t n = 0;
-
-	memset(id, 0xff, 8);
-	while (*s) {
-		char *end;
-		unsigned long v;
-
-		if (n == 8 || !isxdigit((unsigned char)*s))
-			return -EINVAL;
-		errno = 0;
-		v = strtoul(s, &end, 0);
-		if (errno || end == s || v > 0xff)
-			return -EINVAL;
-		id[n++] = (uint8_t)v;
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return -EINVAL;
-	}
-	if (n < 2)
-		return -EINVAL;
-	*ret_n = n;
-	return 0;
-}
-
-/* What nand_detect() makes of the id (generic decoding, as for nandsim's
- * default manufacturer 0x20 / ST Micro). */
-static int nand_decode_id(const uint8_t id[8], size_t n, struct nand_geom *g)
-{
-	const struct nand_chip_id *c = nand_chip_by_id(id[1]);
-
-	if (!c)
-		return -ENOENT;
-	g->size = (uint64_t)c->size_mib << 20;
-	g->name = c->name;
-	if (c->erasesize) {
-		g->erasesize = c->erasesize;
-		g->writesize = 512;
-		g->oobsize = 16;
-		return 0;
-	}
-	if (n < 4)
-		return -ENODATA; /* extended ids need the 4th byte */
-	if (id[3] & 0x40)
-		return -EOPNOTSUPP; /* 16-bit bus */
-	g->writesize = 1024u << (id[3] & 3);
-	g->oobsize = (8u << ((id[3] >> 2) & 1)) * (g->writesize >> 9);
-	g->erasesize = (64u * 1024) << ((id[3] >> 4) & 3);
-	return 0;
-}
-
-static int log2_exact(uint64_t v)
-{
-	int s = 0;
-
-	if (!v || (v & (v - 1)))
-		return -1;
-	while (v >>= 1)
-		s++;
-	return s;
-}
-
-/* id bytes (and overridesize, 0 = none) giving device d. */
-static int nandsim_id_for(const struct layout_device *d, uint8_t id[8], size_t *ret_n,
-			  unsigned *ret_override, const char **ret_name)
-{
-	struct nand_geom g;
-	int pg, oobper, er, sh;
-
-	if (d->nandsim_id) {
-		if (parse_id_bytes(d->nandsim_id, id, ret_n) < 0 || nand_decode_id(id, *ret_n, &g) < 0)
-			return -EINVAL; /* validation rejects these */
-	} else {
-		/* synthesize: ST Micro, a chip of this size if one exists */
-		memset(id, 0xff, 8);
-		id[0] = 0x20;
-		id[2] = 0x00;
-		if (d->writesize == 512 && d->erasesize == 16384 && d->oobsize == 16) {
-			id[1] = 0x71;
-			for (size_t i = 0; i < ELEMENTSOF(nand_chip_ids); i++)
-				if (nand_chip_ids[i].erasesize &&
-				    ((uint64_t)nand_chip_ids[i].size_mib << 20) == d->size)
-					id[1] = nand_chip_ids[i].dev_id;
-			*ret_n = 2;
-		} else {
-			pg = log2_exact(d->writesize / 1024);
-			oobper = d->writesize >= 512 ? (int)(d->oobsize / (d->writesize / 512)) : 0;
-			er = log2_exact(d->erasesize / (64 * 1024));
-			if (d->writesize < 1024 || pg < 0 || pg > 3 || er < 0 || er > 3 ||
-			    (oobper != 8 && oobper != 16) || d->erasesize % (64 * 1024))
-				return -EOPNOTSUPP;
-			id[1] = 0xf1;
-			for (size_t i = 0; i < ELEMENTSOF(nand_chip_ids); i++)
-				if (!nand_chip_ids[i].erasesize &&
-				    ((uint64_t)nand_chip_ids[i].size_mib << 20) == d->size) {
-					id[1] = nand_chip_ids[i].dev_id;
-					break;
-				}
-			id[3] = (uint8_t)(pg | (oobper == 16 ? 4 : 0) | (er << 4));
-			*ret_n = 4;
-		}
-		if (nand_decode_id(id, *ret_n, &g) < 0)
-			return -EOPNOTSUPP;
-	}
-	/* nandsim itself handles 512, 2048 and 4096 byte pages only */
-	if (g.writesize != 512 && g.writesize != 2048 && g.writesize != 4096)
-		return -EOPNOTSUPP;
-	if (g.writesize != d->writesize || g.erasesize != d->erasesize || g.oobsize != d->oobsize)
-		return -EINVAL;
-	*ret_override = 0;
-	if (g.size != d->size) {
-		sh = log2_exact(d->size / d->erasesize);
-		if (sh < 0 || (uint64_t)d->erasesize << sh != d->size)
-			return -EOPNOTSUPP;
-		*ret_override = (unsigned)sh;
-	}
-	if (ret_name)
-		*ret_name = g.name;
-	return 0;
-}
-
-const char *layout_device_mtd_id(const struct layout_device *d)
-{
-	uint8_t id[8];
-	size_t n;
-	struct nand_geom g;
-
-	if (d->mtd_id)
-		return d->mtd_id;
-	if (d->type == FLASH_NAND && d->nandsim_id && parse_id_bytes(d->nandsim_id, id, &n) == 0 &&
-	    nand_decode_id(id, n, &g) == 0)
-		return g.name;
-	return d->name;
-}
-
 /* ---------- parser context and error reporting ---------- */
 
 struct claim {
@@ -307,15 +71,15 @@ static int _printf_(4, 5) fail(struct ctx *c, int r, const char *path, const cha
 static const char *pkey(char *buf, const char *base, const char *key)
 {
 	if (base && *base)
-		xsnprintf(buf, PATHLEN, "%s.%s", base, key);
+		util_snprintf(buf, PATHLEN, "%s.%s", base, key);
 	else
-		xsnprintf(buf, PATHLEN, "%s", key);
+		util_snprintf(buf, PATHLEN, "%s", key);
 	return buf;
 }
 
 static const char *pidx(char *buf, const char *base, size_t i)
 {
-	xsnprintf(buf, PATHLEN, "%s[%zu]", base, i);
+	util_snprintf(buf, PATHLEN, "%s[%zu]", base, i);
 	return buf;
 }
 
@@ -335,7 +99,7 @@ static int check_keys(struct ctx *c, struct json_object *o, const char *base,
 			continue;
 		list[0] = '\0';
 		for (size_t i = 0, o2 = 0; i < n && o2 < sizeof(list); i++)
-			o2 += xsnprintf(list + o2, sizeof(list) - o2, "%s%s", i ? ", " : "", allowed[i]);
+			o2 += util_snprintf(list + o2, sizeof(list) - o2, "%s%s", i ? ", " : "", allowed[i]);
 		return fail(c, -EINVAL, pkey(p, base, key), "unknown key (allowed here: %s)", list);
 	}
 	return 0;
@@ -486,13 +250,6 @@ static int check_name(struct ctx *c, const char *path, const char *name)
 	return 0;
 }
 
-static const char *partition_path(const struct layout *l, const struct layout_partition *p,
-				  char *buf)
-{
-	xsnprintf(buf, PATHLEN, "partitions[%zu]", (size_t)(p - l->partitions));
-	return buf;
-}
-
 /* Each partition / UBI volume serves one role (env copies may share). */
 static int claim(struct ctx *c, const char *what, const char *display, const char *by,
 		 const char *role)
@@ -527,8 +284,8 @@ static int claim_partition(struct ctx *c, const struct layout_partition *p, cons
 {
 	char what[LAYOUT_NAME_MAX + 8], disp[LAYOUT_NAME_MAX + 16];
 
-	xsnprintf(what, sizeof(what), "part:%s", p->name);
-	xsnprintf(disp, sizeof(disp), "partition \"%s\"", p->name);
+	util_snprintf(what, sizeof(what), "part:%s", p->name);
+	util_snprintf(disp, sizeof(disp), "partition \"%s\"", p->name);
 	return claim(c, what, disp, by, role);
 }
 
@@ -571,7 +328,7 @@ static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 	    (r = get_size(c, o, base, "erase_block", true, &v)) < 0)
 		return r;
 	d->type = t;
-	if (v == 0 || v > UINT32_MAX || log2_exact(v) < 0)
+	if (v == 0 || v > UINT32_MAX || util_log2_exact(v) < 0)
 		return fail(c, -EINVAL, pkey(p, base, "erase_block"),
 			    "%" PRIu64 " is not a power of two between 1 and 4 GiB", v);
 	d->erasesize = (uint32_t)v;
@@ -583,7 +340,7 @@ static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 	v = d->type == FLASH_NOR ? 1 : 0;
 	if ((r = get_size(c, o, base, "page", d->type == FLASH_NAND, &v)) < 0)
 		return r;
-	if (v == 0 || log2_exact(v) < 0 || v > d->erasesize)
+	if (v == 0 || util_log2_exact(v) < 0 || v > d->erasesize)
 		return fail(c, -EINVAL, pkey(p, base, "page"),
 			    "%" PRIu64 " is not a power of two no larger than the erase block", v);
 	if (d->type == FLASH_NAND && v < 512)
@@ -611,15 +368,15 @@ static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 	if (d->nandsim_id) {
 		uint8_t id[8];
 		size_t n;
-		struct nand_geom g;
+		struct layout_nand_geom g;
 
 		pkey(p, base, "nandsim_id");
 		if (d->type != FLASH_NAND)
 			return fail(c, -EINVAL, p, "only NAND devices have a nandsim id");
-		if (parse_id_bytes(d->nandsim_id, id, &n) < 0)
+		if (layout_nand_parse_id(d->nandsim_id, id, &n) < 0)
 			return fail(c, -EINVAL, p, "\"%s\" is not 2 to 8 comma-separated bytes like "
 				    "\"0x20,0xf1,0x00,0x15\"", d->nandsim_id);
-		r = nand_decode_id(id, n, &g);
+		r = layout_nand_decode_id(id, n, &g);
 		if (r == -ENOENT)
 			return fail(c, -EINVAL, p, "device id 0x%02x is not an 8-bit chip of the "
 				    "kernel's NAND id table", id[1]);
@@ -636,7 +393,7 @@ static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 				    "/%" PRIu32 " KiB as the device says", d->nandsim_id, g.writesize,
 				    g.oobsize, g.erasesize / 1024, d->writesize, d->oobsize,
 				    d->erasesize / 1024);
-		if (g.size != d->size && log2_exact(d->size / d->erasesize) < 0)
+		if (g.size != d->size && util_log2_exact(d->size / d->erasesize) < 0)
 			return fail(c, -EINVAL, p,
 				    "\"%s\" is a %" PRIu64 " MiB chip and nandsim's overridesize can only "
 				    "make power-of-two block counts, not %" PRIu64, d->nandsim_id,
@@ -729,7 +486,7 @@ static int check_overlaps(struct ctx *c)
 			if (a->dev != b->dev || b->offset >= a->offset + a->size ||
 			    a->offset >= b->offset + b->size)
 				continue;
-			xsnprintf(p, sizeof(p), "partitions[%zu]", i);
+			util_snprintf(p, sizeof(p), "partitions[%zu]", i);
 			return fail(c, -EINVAL, p,
 				    "partition \"%s\" [0x%" PRIx64 "-0x%" PRIx64 ") overlaps partition \"%s\""
 				    " [0x%" PRIx64 "-0x%" PRIx64 ") (partitions[%zu]) on device \"%s\"",
@@ -812,24 +569,6 @@ static int parse_env(struct ctx *c, struct json_object *o)
 	return 0;
 }
 
-/* ---------- UBI ---------- */
-
-int layout_ubi_capacity(const struct layout_ubi *u, uint64_t *ret_leb_size, uint64_t *ret_lebs)
-{
-	const struct layout_device *d = u->part->dev;
-	uint64_t pebs = u->part->size / d->erasesize, reserve, hdr;
-
-	hdr = d->type == FLASH_NAND ? 2ull * d->writesize : 128;
-	reserve = UBI_LAYOUT_PEBS + UBI_RESERVED_PEBS;
-	if (d->type == FLASH_NAND)
-		reserve += DIV_ROUND_UP(d->size / d->erasesize * UBI_BEB_LIMIT_PER1024, 1024);
-	if (d->erasesize <= hdr)
-		return -EINVAL;
-	*ret_leb_size = d->erasesize - hdr;
-	*ret_lebs = pebs > reserve ? pebs - reserve : 0;
-	return 0;
-}
-
 static const char *const ubi_keys[] = { "partition", "volumes" };
 static const char *const ubi_vol_keys[] = { "name", "size", "type" };
 
@@ -869,7 +608,7 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 		struct layout_ubi_volume *v = &u->volumes[i];
 		int t = LAYOUT_UBI_DYNAMIC;
 
-		xsnprintf(vb, sizeof(vb), "%s.volumes[%zu]", base, i);
+		util_snprintf(vb, sizeof(vb), "%s.volumes[%zu]", base, i);
 		if (json_object_get_type(e) != json_type_object)
 			return fail(c, -EINVAL, vb, "expected an object, got %s", jtype(e));
 		if ((r = CHECK_KEYS(c, e, vb, ubi_vol_keys)) < 0 ||
@@ -895,25 +634,9 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 			    "volumes need %" PRIu64 " LEBs of %" PRIu64 " bytes but partition \"%s\" "
 			    "offers only %" PRIu64 " (%" PRIu64 " PEBs minus %d for the layout volume, "
 			    "%d reserved%s)", need, leb, u->part->name, lebs,
-			    u->part->size / u->part->dev->erasesize, UBI_LAYOUT_PEBS, UBI_RESERVED_PEBS,
+			    u->part->size / u->part->dev->erasesize, LAYOUT_UBI_LAYOUT_PEBS, LAYOUT_UBI_RESERVED_PEBS,
 			    u->part->dev->type == FLASH_NAND ? " and the bad-block reserve" : "");
 	return 0;
-}
-
-static struct layout_ubi *find_ubi(const struct layout *l, const char *name)
-{
-	for (size_t i = 0; i < l->n_ubis; i++)
-		if (!strcmp(l->ubis[i].part->name, name))
-			return &l->ubis[i];
-	return NULL;
-}
-
-static struct layout_ubi_volume *find_ubi_volume(const struct layout_ubi *u, const char *name)
-{
-	for (size_t i = 0; i < u->n_volumes; i++)
-		if (!strcmp(u->volumes[i].name, name))
-			return &u->volumes[i];
-	return NULL;
 }
 
 /* "ubi": "NAME" + "volume": "VOL" -> the UBI and volume, claimed for by. */
@@ -930,16 +653,16 @@ static int ref_ubi_volume(struct ctx *c, struct json_object *o, const char *base
 	if ((r = get_string(c, o, base, "ubi", true, &un)) < 0 ||
 	    (r = get_string(c, o, base, "volume", true, &vn)) < 0)
 		return r;
-	u = find_ubi(c->l, un);
+	u = layout_find_ubi(c->l, un);
 	if (!u)
 		return fail(c, -EINVAL, pkey(p, base, "ubi"),
 			    "no UBI device on partition \"%s\" in \"ubi\"", un);
-	v = find_ubi_volume(u, vn);
+	v = layout_find_ubi_volume(u, vn);
 	if (!v)
 		return fail(c, -EINVAL, pkey(p, base, "volume"),
 			    "UBI device \"%s\" has no volume \"%s\"", un, vn);
-	xsnprintf(what, sizeof(what), "ubivol:%s/%s", un, vn);
-	xsnprintf(disp, sizeof(disp), "UBI volume \"%s\" of \"%s\"", vn, un);
+	util_snprintf(what, sizeof(what), "ubivol:%s/%s", un, vn);
+	util_snprintf(disp, sizeof(disp), "UBI volume \"%s\" of \"%s\"", vn, un);
 	if ((r = claim(c, what, disp, base, "image")) < 0)
 		return r;
 	*ret_part = u->part;
@@ -1026,26 +749,6 @@ static int parse_target(struct ctx *c, struct json_object *o, const char *base, 
 	return -EINVAL;
 }
 
-uint64_t layout_target_size(const struct layout *l, const struct layout_image_target *t)
-{
-	switch (t->storage) {
-	case LAYOUT_STORAGE_NOR:
-	case LAYOUT_STORAGE_NAND:
-		return t->part ? t->part->size : 0;
-	case LAYOUT_STORAGE_UBI:
-		for (size_t i = 0; t->part && i < l->n_ubis; i++)
-			if (l->ubis[i].part == t->part) {
-				const struct layout_ubi_volume *v = find_ubi_volume(&l->ubis[i], t->ubi_volume);
-				return v ? v->size : 0;
-			}
-		return 0;
-	case LAYOUT_STORAGE_FILE:
-	case _LAYOUT_STORAGE_MAX:
-		break;
-	}
-	return 0;
-}
-
 /* ---------- slot groups ---------- */
 
 static const char *const group_keys[] = { "name", "image", "max_tries", "slots" };
@@ -1073,7 +776,7 @@ static int check_same_size(struct ctx *c, const char *gbase, struct layout_slot_
 	char p[PATHLEN];
 
 	if (kernel && a->has_kernel != b->has_kernel) {
-		xsnprintf(p, sizeof(p), "%s.slots.%s", gbase, b->has_kernel ? b->name : a->name);
+		util_snprintf(p, sizeof(p), "%s.slots.%s", gbase, b->has_kernel ? b->name : a->name);
 		return fail(c, -EINVAL, p, "slot %s has a kernel and slot %s has none; all slots of a "
 			    "group must be alike", a->has_kernel ? a->name : b->name,
 			    a->has_kernel ? b->name : a->name);
@@ -1081,12 +784,12 @@ static int check_same_size(struct ctx *c, const char *gbase, struct layout_slot_
 	if (kernel && !a->has_kernel)
 		return 0;
 	if (ta->storage != tb->storage) {
-		xsnprintf(p, sizeof(p), "%s.slots.%s.%s.storage", gbase, b->name, kernel ? "kernel" : "rootfs");
+		util_snprintf(p, sizeof(p), "%s.slots.%s.%s.storage", gbase, b->name, kernel ? "kernel" : "rootfs");
 		return fail(c, -EINVAL, p, "storage \"%s\" differs from slot %s's \"%s\"",
 			    layout_storage_table[tb->storage], a->name, layout_storage_table[ta->storage]);
 	}
 	if (sa != sb) {
-		xsnprintf(p, sizeof(p), "%s.slots.%s.%s", gbase, b->name, kernel ? "kernel" : "rootfs");
+		util_snprintf(p, sizeof(p), "%s.slots.%s.%s", gbase, b->name, kernel ? "kernel" : "rootfs");
 		return fail(c, -EINVAL, p, "size 0x%" PRIx64 " differs from slot %s's 0x%" PRIx64
 			    " (slots of a group must be the same size)", sb, a->name, sa);
 	}
@@ -1141,7 +844,7 @@ static int parse_group(struct ctx *c, struct json_object *o, const char *base, s
 		struct layout_slot *s = &g->slots[g->n_slots];
 		struct json_object *k;
 
-		xsnprintf(sb, sizeof(sb), "%s.slots.%s", base, sname);
+		util_snprintf(sb, sizeof(sb), "%s.slots.%s", base, sname);
 		s->name = strdup(sname);
 		if (!s->name)
 			return -ENOMEM;
@@ -1400,494 +1103,10 @@ int layout_parse(const char *json, const char *name, struct layout **ret, struct
 	free(c.claims);
 	if (r < 0) {
 		if (r == -ENOMEM && err)
-			xsnprintf(err->msg, sizeof(err->msg), "%s: out of memory", c.file);
+			util_snprintf(err->msg, sizeof(err->msg), "%s: out of memory", c.file);
 		layout_free(l);
 		return r;
 	}
 	*ret = l;
 	return 0;
-}
-
-int layout_load(const char *path, struct layout **ret, struct error *err)
-{
-	_cleanup_free_ char *buf = NULL;
-	size_t len;
-	int r;
-
-	r = util_read_file(path, LAYOUT_MAX_FILE, &buf, &len);
-	if (r < 0)
-		return error_set(err, r, "%s: cannot read: %s", path, strerror(-r));
-	if (strlen(buf) != len)
-		return error_set(err, -EINVAL, "%s: contains a NUL byte (not a JSON text file)",
-				 path);
-	return layout_parse(buf, path, ret, err);
-}
-
-static void free_target(struct layout_image_target *t)
-{
-	free(t->ubi_volume);
-	free(t->file);
-}
-
-void layout_free(struct layout *l)
-{
-	if (!l)
-		return;
-	for (size_t i = 0; l->devices && i < l->n_devices; i++) {
-		free(l->devices[i].name);
-		free(l->devices[i].nandsim_id);
-		free(l->devices[i].mtd_id);
-	}
-	free(l->devices);
-	for (size_t i = 0; l->partitions && i < l->n_partitions; i++)
-		free(l->partitions[i].name);
-	free(l->partitions);
-	for (size_t i = 0; l->ubis && i < l->n_ubis; i++) {
-		for (size_t j = 0; j < l->ubis[i].n_volumes; j++)
-			free(l->ubis[i].volumes[j].name);
-		free(l->ubis[i].volumes);
-	}
-	free(l->ubis);
-	for (size_t i = 0; l->groups && i < l->n_groups; i++) {
-		struct layout_slot_group *g = &l->groups[i];
-
-		for (size_t j = 0; g->slots && j < g->n_slots; j++) {
-			free(g->slots[j].name);
-			free_target(&g->slots[j].rootfs);
-			free_target(&g->slots[j].kernel);
-		}
-		free(g->slots);
-		free(g->name);
-		free(g->image_type);
-	}
-	free(l->groups);
-	for (size_t i = 0; l->overlays && i < l->n_overlays; i++) {
-		free(l->overlays[i].path);
-		free(l->overlays[i].ubi_volume);
-	}
-	free(l->overlays);
-	for (size_t i = 0; l->lowers && i < l->n_lowers; i++) {
-		free(l->lowers[i].name);
-		free_target(&l->lowers[i].target);
-	}
-	free(l->lowers);
-	free(l->path);
-	free(l->board);
-	free(l->compatible);
-	free(l);
-}
-
-/* ---------- lookups ---------- */
-
-struct layout_partition *layout_find_partition(const struct layout *l, const char *name)
-{
-	for (size_t i = 0; l->partitions && i < l->n_partitions; i++)
-		if (l->partitions[i].name && !strcmp(l->partitions[i].name, name))
-			return &l->partitions[i];
-	return NULL;
-}
-
-struct layout_device *layout_find_device(const struct layout *l, const char *name)
-{
-	for (size_t i = 0; l->devices && i < l->n_devices; i++)
-		if (l->devices[i].name && !strcmp(l->devices[i].name, name))
-			return &l->devices[i];
-	return NULL;
-}
-
-struct layout_slot_group *layout_find_group(const struct layout *l, const char *name)
-{
-	for (size_t i = 0; i < l->n_groups; i++)
-		if (!strcmp(l->groups[i].name, name))
-			return &l->groups[i];
-	return NULL;
-}
-
-struct layout_slot *layout_find_slot(struct layout_slot_group *g, const char *name)
-{
-	for (size_t i = 0; i < g->n_slots; i++)
-		if (!strcmp(g->slots[i].name, name))
-			return &g->slots[i];
-	return NULL;
-}
-
-int layout_partition_index(const struct layout *l, const struct layout_partition *p)
-{
-	int idx = 0;
-
-	if (p < l->partitions || p >= l->partitions + l->n_partitions)
-		return -ENOENT;
-	for (size_t d = 0; d < l->n_devices; d++) {
-		const struct layout_device *dev = &l->devices[d];
-
-		for (size_t i = 0; i < l->n_partitions; i++) {
-			const struct layout_partition *q = &l->partitions[i];
-
-			if (q->dev != dev)
-				continue;
-			if (dev == p->dev && q->offset < p->offset)
-				idx++;
-			else if (dev != p->dev && dev < p->dev)
-				idx++;
-		}
-	}
-	return idx;
-}
-
-/* Partitions of dev in offset order (n returned, caller frees). */
-static int sorted_partitions(const struct layout *l, const struct layout_device *dev,
-			     const struct layout_partition ***ret)
-{
-	const struct layout_partition **v = calloc(l->n_partitions + 1, sizeof(*v));
-	size_t n = 0;
-
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < l->n_partitions; i++) {
-		const struct layout_partition *p = &l->partitions[i];
-		size_t j;
-
-		if (p->dev != dev)
-			continue;
-		for (j = n; j > 0 && v[j - 1]->offset > p->offset; j--)
-			v[j] = v[j - 1];
-		v[j] = p;
-		n++;
-	}
-	*ret = v;
-	return (int)n;
-}
-
-/* ---------- roles ---------- */
-
-static void add_role(char *buf, size_t len, int *n, const char *fmt, ...) _printf_(4, 5);
-static void add_role(char *buf, size_t len, int *n, const char *fmt, ...)
-{
-	size_t o = strlen(buf);
-	va_list ap;
-
-	if (o + 2 >= len)
-		return;
-	if (*n)
-		o += xsnprintf(buf + o, len - o, ", ");
-	va_start(ap, fmt);
-	vsnprintf(buf + o, len - o, fmt, ap);
-	va_end(ap);
-	(*n)++;
-}
-
-int layout_partition_roles(const struct layout *l, const struct layout_partition *p, char *buf,
-			   size_t len)
-{
-	int n = 0;
-
-	if (!len)
-		return 0;
-	buf[0] = '\0';
-	if (l->bootloader == p)
-		add_role(buf, len, &n, "bootloader");
-	for (size_t i = 0; i < l->env.n_copies; i++)
-		if (l->env.copies[i].part == p) {
-			add_role(buf, len, &n, l->env.n_copies == 2 ? "env copy %zu" : "env", i + 1);
-		}
-	for (size_t i = 0; i < l->n_ubis; i++)
-		if (l->ubis[i].part == p)
-			add_role(buf, len, &n, "ubi (%zu volumes)", l->ubis[i].n_volumes);
-	for (size_t i = 0; i < l->n_groups; i++)
-		for (size_t j = 0; j < l->groups[i].n_slots; j++) {
-			const struct layout_slot *s = &l->groups[i].slots[j];
-
-			if (s->rootfs.storage != LAYOUT_STORAGE_UBI && s->rootfs.part == p)
-				add_role(buf, len, &n, "slot %s.%s rootfs", l->groups[i].name, s->name);
-			if (s->has_kernel && s->kernel.storage != LAYOUT_STORAGE_UBI && s->kernel.part == p)
-				add_role(buf, len, &n, "slot %s.%s kernel", l->groups[i].name, s->name);
-		}
-	for (size_t i = 0; i < l->n_overlays; i++)
-		if (l->overlays[i].type == LAYOUT_OVERLAY_JFFS2 && l->overlays[i].part == p)
-			add_role(buf, len, &n, "overlay %s (jffs2)", l->overlays[i].path);
-	for (size_t i = 0; i < l->n_lowers; i++)
-		if (l->lowers[i].target.storage != LAYOUT_STORAGE_UBI && l->lowers[i].target.part == p)
-			add_role(buf, len, &n, "lower %s", l->lowers[i].name);
-	return n;
-}
-
-/* ---------- mtdparts ---------- */
-
-/* cmdlinepart's memparse(): plain number or k/m/g suffix */
-static void mtdsize(char *buf, size_t len, uint64_t v)
-{
-	if (v && !(v % (1024 * 1024 * 1024ull)))
-		xsnprintf(buf, len, "%" PRIu64 "g", v >> 30);
-	else if (v && !(v % (1024 * 1024)))
-		xsnprintf(buf, len, "%" PRIu64 "m", v >> 20);
-	else if (v && !(v % 1024))
-		xsnprintf(buf, len, "%" PRIu64 "k", v >> 10);
-	else
-		xsnprintf(buf, len, "%" PRIu64, v);
-}
-
-static int append(char **s, size_t *len, const char *fmt, ...) _printf_(3, 4);
-static int append(char **s, size_t *len, const char *fmt, ...)
-{
-	va_list ap;
-	char *n;
-	int k;
-
-	va_start(ap, fmt);
-	k = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	n = realloc(*s, *len + k + 1);
-	if (!n)
-		return -ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(n + *len, k + 1, fmt, ap);
-	va_end(ap);
-	*s = n;
-	*len += k;
-	return 0;
-}
-
-static int mtdparts_dev(const struct layout *l, const struct layout_device *dev, char **s,
-			size_t *len, bool *first)
-{
-	_cleanup_free_ const struct layout_partition **v = NULL;
-	char sz[32], off[32];
-	int n = sorted_partitions(l, dev, &v), r;
-
-	if (n <= 0)
-		return n;
-	if ((r = append(s, len, "%s%s:", *first ? "" : ";", layout_device_mtd_id(dev))) < 0)
-		return r;
-	*first = false;
-	for (int i = 0; i < n; i++) {
-		mtdsize(sz, sizeof(sz), v[i]->size);
-		mtdsize(off, sizeof(off), v[i]->offset);
-		if ((r = append(s, len, "%s%s@%s(%s)%s", i ? "," : "", sz, off, v[i]->name,
-				v[i]->readonly ? "ro" : "")) < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int mtdparts(const struct layout *l, const struct layout_device *only, char **ret)
-{
-	_cleanup_free_ char *s = NULL;
-	size_t len = 0;
-	bool first = true;
-	int r;
-
-	if ((r = append(&s, &len, "mtdparts=")) < 0)
-		return r;
-	for (size_t i = 0; i < l->n_devices; i++) {
-		if (only && &l->devices[i] != only)
-			continue;
-		if ((r = mtdparts_dev(l, &l->devices[i], &s, &len, &first)) < 0)
-			return r;
-	}
-	*ret = TAKE_PTR(s);
-	return 0;
-}
-
-int layout_mtdparts(const struct layout *l, char **ret)
-{
-	return mtdparts(l, NULL, ret);
-}
-
-int layout_mtdparts_device(const struct layout *l, const struct layout_device *dev, char **ret)
-{
-	if (!dev || dev < l->devices || dev >= l->devices + l->n_devices)
-		return -EINVAL;
-	return mtdparts(l, dev, ret);
-}
-
-/* ---------- nandsim / mtdram ---------- */
-
-int layout_nandsim(const struct layout *l, const struct layout_device *dev,
-		   const char **ret_module, char **ret_params)
-{
-	_cleanup_free_ const struct layout_partition **v = NULL;
-	_cleanup_free_ char *s = NULL;
-	size_t len = 0;
-	uint8_t id[8];
-	size_t nid;
-	unsigned override, nparts = 0;
-	uint64_t pos = 0;
-	int n, r;
-
-	if (!dev)
-		dev = l->n_devices ? &l->devices[0] : NULL;
-	if (!dev || dev < l->devices || dev >= l->devices + l->n_devices)
-		return -EINVAL;
-	if (dev->type == FLASH_NOR) {
-		/* mtdram: sizes in KiB; partitions come from mtdparts= */
-		if (dev->size % 1024 || dev->erasesize % 1024)
-			return -EOPNOTSUPP;
-		if (asprintf(&s, "total_size=%" PRIu64 " erase_size=%" PRIu32, dev->size / 1024,
-			     dev->erasesize / 1024) < 0)
-			return -ENOMEM;
-		*ret_module = "mtdram";
-		*ret_params = TAKE_PTR(s);
-		return 0;
-	}
-	r = nandsim_id_for(dev, id, &nid, &override, NULL);
-	if (r < 0)
-		return r;
-	if ((r = append(&s, &len, "id_bytes=")) < 0)
-		return r;
-	for (size_t i = 0; i < nid; i++)
-		if ((r = append(&s, &len, "%s0x%02x", i ? "," : "", id[i])) < 0)
-			return r;
-	if (override && (r = append(&s, &len, " overridesize=%u", override)) < 0)
-		return r;
-	n = sorted_partitions(l, dev, &v);
-	if (n < 0)
-		return n;
-	/* nandsim lays parts= out back to back from 0 and adds the rest as
-	 * one more partition: gaps become filler partitions */
-	for (int i = 0; i < n; i++) {
-		if (v[i]->offset > pos) {
-			if ((r = append(&s, &len, "%s%" PRIu64, nparts ? "," : " parts=",
-					(v[i]->offset - pos) / dev->erasesize)) < 0)
-				return r;
-			nparts++;
-		}
-		if ((r = append(&s, &len, "%s%" PRIu64, nparts ? "," : " parts=",
-				v[i]->size / dev->erasesize)) < 0)
-			return r;
-		nparts++;
-		pos = v[i]->offset + v[i]->size;
-	}
-	if (nparts + (pos < dev->size ? 1 : 0) > NANDSIM_MAX_PARTS)
-		return -E2BIG;
-	*ret_module = "nandsim";
-	*ret_params = TAKE_PTR(s);
-	return 0;
-}
-
-/* ---------- comparison with the running kernel ---------- */
-
-struct sys_mtd {
-	char dir[64];
-	char name[128];
-	char type[32];
-	uint64_t size, erasesize, writesize, oobsize, offset;
-	bool has_offset;
-};
-
-/* sysfs "type" strings (drivers/mtd/mtdcore.c) -> our flash type */
-static const struct {
-	const char *sys;
-	enum flash_type type;
-} sys_types[] = {
-	{ "nor", FLASH_NOR }, { "ram", FLASH_NOR }, { "rom", FLASH_NOR }, { "dataflash", FLASH_NOR },
-	{ "nand", FLASH_NAND }, { "mlc-nand", FLASH_NAND },
-};
-
-static int read_sys_mtd(const char *root, const char *entry, struct sys_mtd *m)
-{
-	char path[1024];
-	int r;
-
-	xsnprintf(m->dir, sizeof(m->dir), "%s", entry);
-#define RD_LINE(f, buf) (xsnprintf(path, sizeof(path), "%s/%s/%s", root, entry, f), \
-			 util_read_line(path, buf, sizeof(buf)))
-#define RD_U64(f, v) (xsnprintf(path, sizeof(path), "%s/%s/%s", root, entry, f), util_read_u64(path, v))
-	if ((r = RD_LINE("name", m->name)) < 0 || (r = RD_LINE("type", m->type)) < 0 ||
-	    (r = RD_U64("size", &m->size)) < 0 || (r = RD_U64("erasesize", &m->erasesize)) < 0)
-		return r;
-	if (RD_U64("writesize", &m->writesize) < 0)
-		m->writesize = 0;
-	if (RD_U64("oobsize", &m->oobsize) < 0)
-		m->oobsize = 0;
-	m->has_offset = RD_U64("offset", &m->offset) >= 0;
-#undef RD_LINE
-#undef RD_U64
-	return 0;
-}
-
-int layout_check_system(const struct layout *l, const char *sysfs_root, struct error *err)
-{
-	struct sys_mtd *mtds = NULL;
-	size_t n = 0;
-	DIR *d;
-	struct dirent *de;
-	char pp[PATHLEN];
-	int r = 0;
-
-	if (!sysfs_root)
-		sysfs_root = FLASH_MTD_SYSFS;
-	d = opendir(sysfs_root);
-	if (!d) {
-		int e = errno;
-
-		return error_set(err, e == ENOENT ? -ENODEV : -e,
-			       "%s: cannot open (%s); the running kernel has no MTD support", sysfs_root,
-			       strerror(e));
-	}
-	while ((de = readdir(d))) {
-		struct sys_mtd *nm;
-
-		if (flash_mtd_parse_dirname(de->d_name, &(unsigned){ 0 }) < 0)
-			continue;
-		nm = realloc(mtds, (n + 1) * sizeof(*mtds));
-		if (!nm) {
-			r = -ENOMEM;
-			break;
-		}
-		mtds = nm;
-		memset(&mtds[n], 0, sizeof(mtds[n]));
-		r = read_sys_mtd(sysfs_root, de->d_name, &mtds[n]);
-		if (r < 0) {
-			r = error_set(err, r, "%s/%s: cannot read its attributes: %s", sysfs_root,
-				    de->d_name, strerror(-r));
-			break;
-		}
-		n++;
-	}
-	closedir(d);
-	for (size_t i = 0; r >= 0 && i < l->n_partitions; i++) {
-		const struct layout_partition *p = &l->partitions[i];
-		const struct sys_mtd *m = NULL;
-		int t = -1;
-
-		partition_path(l, p, pp);
-		for (size_t j = 0; j < n; j++)
-			if (!strcmp(mtds[j].name, p->name))
-				m = &mtds[j];
-		if (!m) {
-			r = error_set(err, -ENODEV,
-				    "partition \"%s\" (%s: %s): no MTD device of that name in %s (%zu MTD "
-				    "devices there; is mtdparts= set?)", p->name, l->path, pp, sysfs_root, n);
-			break;
-		}
-		for (size_t k = 0; k < ELEMENTSOF(sys_types); k++)
-			if (!strcmp(m->type, sys_types[k].sys))
-				t = (int)sys_types[k].type;
-		if (t != (int)p->dev->type)
-			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): %s/%s is of type \"%s\", "
-				    "the layout says %s", p->name, l->path, pp, sysfs_root, m->dir, m->type,
-				    flash_type_to_string(p->dev->type));
-		else if (m->size != p->size)
-			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): size 0x%" PRIx64
-				    " in the layout, 0x%" PRIx64 " in %s/%s", p->name, l->path, pp,
-				    p->size, m->size, sysfs_root, m->dir);
-		else if (m->erasesize != p->dev->erasesize)
-			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): erase size 0x%" PRIx32
-				    " in the layout, 0x%" PRIx64 " in %s/%s", p->name, l->path, pp,
-				    p->dev->erasesize, m->erasesize, sysfs_root, m->dir);
-		else if (p->dev->type == FLASH_NAND && m->writesize && m->writesize != p->dev->writesize)
-			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): page size %" PRIu32
-				    " in the layout, %" PRIu64 " in %s/%s", p->name, l->path, pp,
-				    p->dev->writesize, m->writesize, sysfs_root, m->dir);
-		else if (p->dev->type == FLASH_NAND && m->oobsize && m->oobsize != p->dev->oobsize)
-			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): OOB size %" PRIu32
-				    " in the layout, %" PRIu64 " in %s/%s", p->name, l->path, pp,
-				    p->dev->oobsize, m->oobsize, sysfs_root, m->dir);
-		else if (m->has_offset && m->offset != p->offset)
-			r = error_set(err, -EINVAL, "partition \"%s\" (%s: %s): offset 0x%" PRIx64
-				    " in the layout, 0x%" PRIx64 " in %s/%s", p->name, l->path, pp,
-				    p->offset, m->offset, sysfs_root, m->dir);
-	}
-	free(mtds);
-	return r < 0 ? r : 0;
 }

@@ -16,6 +16,7 @@
 #include "flashio.h"
 #include "install.h"
 #include "jffs2.h"
+#include "layout_kernel.h"
 #include "nsim.h"
 #include "provision.h"
 #include "slot.h"
@@ -291,7 +292,7 @@ static int check_target(struct prov *pv)
 	}
 	if (!strcmp(t, "system")) {
 		snprintf(pv->target, sizeof(pv->target), "system");
-		r = layout_check_system(pv->l, pv->p->sysfs, pv->err);
+		r = layout_kernel_check_system(pv->l, pv->p->sysfs, pv->err);
 		if (r < 0)
 			return error_prefix(pv->err, r, "the running system's flash does not match the layout");
 		return check_not_booted(pv);
