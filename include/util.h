@@ -33,5 +33,8 @@ int util_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((fo
 /* log2 of v when v is a power of two, else -1. */
 int util_log2_exact(uint64_t v);
 
+/* Lower-case hex of n bytes into out (2n + 1 bytes). */
+void util_hex(const uint8_t *p, size_t n, char *out);
+
 /* True when every byte of buf equals c. */
 bool util_mem_is(const void *buf, int c, size_t len);

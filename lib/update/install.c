@@ -7,6 +7,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 
+#include "bundle_reader.h"
 #include "cleanup.h"
 #include "env.h"
 #include "flashio.h"

@@ -11,6 +11,7 @@
 
 #include "board.h"
 #include "bundle.h"
+#include "bundle_reader.h"
 #include "cleanup_json.h"
 #include "env.h"
 #include "flashio.h"
