@@ -2,7 +2,7 @@
  * transactions, defaults) and one of two backends (env_backend.h),
  * chosen from a table:
  *
-^ *  - libubootenv, env_uboot.c (real MTD devices, fw_env.config files, explicit device
+ *  - env_uboot.c: libubootenv (real MTD devices, fw_env.config files, explicit device
  *    lists). Version 0.3.2 (Debian 12) shapes that part:
  *     - libuboot_configure() cannot describe a single copy (it always reads
  *       two entries and crashes on an empty second one), so every env is
@@ -16,7 +16,7 @@
  *       not -errno;
  *     - libuboot_open() takes its lock with a blocking flock() on a fixed
  *       path and cannot be told not to (see env_lock_take()).
- *  - env_flash.c: flash ("sim:" targets): U-Boot's env format implemented here over
+ *  - env_flash.c: flash ("sim:" targets): U-Boot's env format implemented over
  *    struct flash, so that every env store is an erase and page programs
  *    on the simulated chip, cut, torn and counted like any other flash
  *    operation. The bytes and the copy selection are those of U-Boot and
