@@ -30,6 +30,7 @@
 #include "env.h"
 #include "layout.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "util.h"
 
 /* <linux/magic.h> clashes with squashfs.h's SQUASHFS_MAGIC */

@@ -11,6 +11,7 @@
 #include "client.h"
 #include "cmd_env.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "slot_change.h"
 
 

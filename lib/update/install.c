@@ -13,6 +13,7 @@
 #include "flashio.h"
 #include "install.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "slot_change.h"
 #include "util.h"
 

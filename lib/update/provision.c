@@ -21,6 +21,7 @@
 #include "nsim.h"
 #include "provision.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "util.h"
 
 static const char *const provision_action_table[_PROVISION_ACTION_MAX] = {
