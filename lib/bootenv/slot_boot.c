@@ -13,32 +13,6 @@
 #include "slot_boot.h"
 #include "util.h"
 
-/* Index of partition p among the kernel's MTD devices, or -1: devices in
- * layout order, each one's partitions by offset (layout_partition_index()'s
- * rule, computed here so this module needs only the layout data). */
-static int mtd_index(const struct layout *l, const struct layout_partition *p)
-{
-	int idx = 0;
-
-	if (!p)
-		return -1;
-	for (size_t d = 0; d < l->n_devices; d++) {
-		const struct layout_device *dev = &l->devices[d];
-		for (size_t i = 0; i < l->n_partitions; i++) {
-			const struct layout_partition *q = &l->partitions[i];
-			if (q->dev != dev)
-				continue;
-			if (dev == p->dev && q->offset < p->offset)
-				idx++;
-			else if (dev != p->dev && dev < p->dev)
-				idx++;
-		}
-		if (dev == p->dev)
-			return idx;
-	}
-	return -1;
-}
-
 /* Does root= value name slot s's rootfs? */
 static bool root_matches(const struct layout *l, const struct layout_slot *s, const char *root)
 {
@@ -48,7 +22,7 @@ static bool root_matches(const struct layout *l, const struct layout_slot *s, co
 	switch (t->storage) {
 	case LAYOUT_STORAGE_NOR:
 	case LAYOUT_STORAGE_NAND: {
-		int idx = mtd_index(l, t->part);
+		int idx = layout_partition_index(l, t->part);
 		if (idx >= 0) {
 			snprintf(buf, sizeof(buf), "/dev/mtdblock%d", idx);
 			if (!strcmp(root, buf))
@@ -172,7 +146,7 @@ static void root_args(const struct layout *l, const struct layout_slot *s, char 
 	case LAYOUT_STORAGE_NOR:
 	case LAYOUT_STORAGE_NAND:
 		snprintf(buf, len, "root=/dev/mtdblock%d rootfstype=squashfs ro",
-			 mtd_index(l, t->part));
+			 layout_partition_index(l, t->part));
 		return;
 	case LAYOUT_STORAGE_UBI:
 		for (size_t u = 0; u < l->n_ubis; u++)

@@ -175,7 +175,7 @@ int layout_partition_index(const struct layout *l, const struct layout_partition
 {
 	int idx = 0;
 
-	if (p < l->partitions || p >= l->partitions + l->n_partitions)
+	if (!p || p < l->partitions || p >= l->partitions + l->n_partitions)
 		return -ENOENT;
 	for (size_t d = 0; d < l->n_devices; d++) {
 		const struct layout_device *dev = &l->devices[d];
