@@ -54,7 +54,6 @@ struct env_txn {
 	size_t n;
 };
 
-static const char SIM_PREFIX[] = "sim:";
 static const char *env_lock_path = ENV_LOCK_FILE;
 static unsigned env_lock_timeout_ms = ENV_LOCK_TIMEOUT_MS;
 /* The lock is this process's while any env of it is open: an env opened
@@ -423,7 +422,7 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 {
 	struct env_device devs[ENV_MAX_COPIES] = {};
 	char *paths[ENV_MAX_COPIES] = { NULL, NULL };
-	bool sim = target && !strncmp(target, SIM_PREFIX, strlen(SIM_PREFIX));
+	int kind = board_target_parse(target, NULL);
 	size_t n = l->env.n_copies;
 	int r = 0;
 
@@ -432,7 +431,7 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 				"them there or use " ENV_DEFAULT_CONFIG, l->path ? l->path : "");
 	if (n > ENV_MAX_COPIES)
 		return error_set(err, -EINVAL, "layout %s: %zu env copies", l->path, n);
-	if (target && !sim && strcmp(target, "system"))
+	if (kind < 0)
 		return error_set(err, -EINVAL, "target '%s': expected 'system' or 'sim:PATH'", target);
 	for (size_t i = 0; i < n; i++) {
 		const struct layout_env_copy *c = &l->env.copies[i];
@@ -441,7 +440,7 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 					") does not fit partition %s (0x%" PRIx64 " bytes)", i,
 					c->offset, c->size, c->part->name, c->part->size);
 	}
-	if (sim)
+	if (kind == BOARD_TARGET_SIM)
 		return env_open_flash(l, target, flags, ret, err);
 	if (!sysfs_root)
 		sysfs_root = ENV_DEFAULT_SYSFS;

@@ -17,8 +17,6 @@
 #include "env_backend.h"
 #include "util.h"
 
-static const char SIM_PREFIX[] = "sim:";
-
 static void env_flash_detach(struct env *e)
 {
 	for (size_t i = 0; i < ENV_MAX_COPIES; i++) {
@@ -39,7 +37,7 @@ static int env_flash_attach(struct env *e, bool writable, struct error *err)
 		_cleanup_free_ char *spec = NULL;
 		int r;
 
-		if (asprintf(&spec, "%s%s", SIM_PREFIX, e->paths[i]) < 0)
+		if (asprintf(&spec, "%s%s", BOARD_TARGET_SIM_PREFIX, e->paths[i]) < 0)
 			return -ENOMEM;
 		r = flash_open(spec, writable, &c->dev);
 		if (r >= 0 && (c->dev->info.size != c->chip.size ||
