@@ -419,36 +419,10 @@ static int hex_digest(EVP_MD_CTX *c, char out[65])
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned n;
 
-	if (!EVP_DigestFinal_ex(c, md, &n))
+	if (!EVP_DigestFinal_ex(c, md, &n) || n != 32)
 		return -EIO;
-	for (unsigned i = 0; i < n && i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	util_hex(md, n, out);
 	return 0;
-}
-
-/* Read back len bytes of the logical stream and hash them. */
-static int readback_digest(struct flash *f, uint64_t len, char out[65], uint64_t *ret_at)
-{
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
-	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
-	_cleanup_free_ uint8_t *buf = malloc(f->info.erasesize);
-	int r;
-
-	if (!c || !buf || !EVP_DigestInit_ex(c, EVP_sha256(), NULL))
-		return -ENOMEM;
-	r = flashio_reader_new(f, &rd);
-	if (r < 0)
-		return r;
-	while (len) {
-		ssize_t n = flashio_reader_read(rd, buf, MIN(len, (uint64_t)f->info.erasesize));
-		if (n <= 0) {
-			*ret_at = flashio_reader_offset(rd);
-			return n < 0 ? n : -ENOSPC;
-		}
-		EVP_DigestUpdate(c, buf, n);
-		len -= n;
-	}
-	return hex_digest(c, out);
 }
 
 static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
@@ -541,7 +515,11 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 	if (verify) {
 		uint64_t at = 0;
 
-		r = readback_digest(f, total, got, &at);
+		uint8_t sha[32];
+
+		r = flashio_read_sha256(f, total, sha, &at);
+		if (r >= 0)
+			util_hex(sha, sizeof(sha), got);
 		if (r < 0) {
 			cli_error(ctx, "%s: read-back of %s failed at offset %#" PRIx64 ": %s", spec,
 				  img, at, strerror(-r));
