@@ -249,6 +249,24 @@ static int op_end_ro(struct nsim *s, int r)
 	return r;
 }
 
+/* op_begin for a data op on [off, off + len): -EINVAL (op ended) outside
+ * the chip. */
+static int op_begin_range(struct nsim *s, bool mutating, uint64_t off, uint64_t len)
+{
+	int r = op_begin(s, mutating);
+
+	if (r < 0)
+		return r;
+	return off <= s->h.size && len <= s->h.size - off ? 0 : op_end(s, -EINVAL);
+}
+
+/* op_begin for a fault setting: it changes the header only, so it is
+ * allowed after a power cut (mutating = false), but not read-only. */
+static int op_begin_setting(struct nsim *s)
+{
+	return s->writable ? op_begin(s, false) : -EROFS;
+}
+
 static int meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
 	ssize_t n = util_pread_full(s->fd, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
@@ -267,6 +285,15 @@ static int meta_store(struct nsim *s, uint64_t b, const struct nsim_meta *m)
 	nsim_format_meta_swap(&d);
 	n = util_pwrite_full(s->fd, &d, sizeof(d), s->h.meta_offset + b * sizeof(d));
 	return n < 0 ? (int)n : 0;
+}
+
+/* The metadata of the block holding off: -EINVAL past the end of the chip
+ * (or, aligned, not at the start of a block). */
+static int block_at(struct nsim *s, uint64_t off, bool aligned, struct nsim_meta *m)
+{
+	if (off >= s->h.size || (aligned && off % s->h.erasesize))
+		return -EINVAL;
+	return meta_load(s, off / s->h.erasesize, m);
 }
 
 static int page_state(struct nsim *s, uint64_t page, uint8_t *ret)
@@ -294,11 +321,6 @@ static int powercut_tick(struct nsim *s)
 	}
 	s->h.powercut_left--;
 	return 0;
-}
-
-static bool range_ok(const struct nsim *s, uint64_t off, uint64_t len)
-{
-	return off <= s->h.size && len <= s->h.size - off;
 }
 
 static uint64_t splitmix64(uint64_t x)
@@ -388,14 +410,9 @@ static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
 
 int nsim_read(struct nsim *s, uint64_t off, void *buf, size_t len)
 {
-	int r;
+	int r = op_begin_range(s, false, off, len);
 
-	r = op_begin(s, false);
-	if (r < 0)
-		return r;
-	if (!range_ok(s, off, len))
-		return op_end(s, -EINVAL);
-	return op_end(s, do_read(s, off, buf, len));
+	return r < 0 ? r : op_end(s, do_read(s, off, buf, len));
 }
 
 /* A program may only clear bits. */
@@ -506,14 +523,9 @@ static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len
 
 int nsim_write(struct nsim *s, uint64_t off, const void *buf, size_t len)
 {
-	int r;
+	int r = op_begin_range(s, true, off, len);
 
-	r = op_begin(s, true);
-	if (r < 0)
-		return r;
-	if (!range_ok(s, off, len))
-		return op_end(s, -EINVAL);
-	return op_end(s, do_write(s, off, buf, len));
+	return r < 0 ? r : op_end(s, do_write(s, off, buf, len));
 }
 
 static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
@@ -555,11 +567,8 @@ static int do_erase(struct nsim *s, uint64_t off)
 	uint64_t b = off / s->h.erasesize;
 	struct nsim_meta m;
 	bool cut;
-	int r;
+	int r = block_at(s, off, true, &m);
 
-	if (off % s->h.erasesize || off >= s->h.size)
-		return -EINVAL;
-	r = meta_load(s, b, &m);
 	if (r < 0)
 		return r;
 	if (m.flags & BLK_BAD)
@@ -603,9 +612,7 @@ int nsim_block_isbad(struct nsim *s, uint64_t off)
 
 	if (r < 0)
 		return r;
-	if (off >= s->h.size)
-		return op_end(s, -EINVAL);
-	r = meta_load(s, off / s->h.erasesize, &m);
+	r = block_at(s, off, false, &m);
 	return op_end_ro(s, r < 0 ? r : !!(m.flags & BLK_BAD));
 }
 
@@ -636,11 +643,8 @@ static int do_markbad(struct nsim *s, uint64_t off)
 {
 	uint64_t b = off / s->h.erasesize;
 	struct nsim_meta m;
-	int r;
+	int r = block_at(s, off, false, &m);
 
-	if (off >= s->h.size)
-		return -EINVAL;
-	r = meta_load(s, b, &m);
 	if (r < 0)
 		return r;
 	if (m.flags & BLK_BAD)
@@ -835,9 +839,7 @@ static int meta_update(struct nsim *s, uint64_t block, int (*fn)(struct nsim *s,
 	struct nsim_meta m;
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	if (block >= s->blocks)
@@ -882,9 +884,7 @@ int nsim_set_factory_bad(struct nsim *s, uint64_t block)
 {
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	if (block >= s->blocks)
@@ -916,9 +916,7 @@ int nsim_set_powercut(struct nsim *s, int64_t ops, bool tear)
 {
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	s->h.powercut_left = ops < 0 ? -1 : ops;
@@ -933,9 +931,7 @@ int nsim_power_on(struct nsim *s)
 {
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	s->h.flags &= ~(uint32_t)HDR_CUT;
