@@ -122,6 +122,26 @@ static int retire_block(struct flashio_writer *w, uint64_t off)
 	return 0;
 }
 
+/* Erase (unless skipped) and program the block at w->pos: 0 written; 1
+ * it failed with -EIO and was marked bad (FLASHIO_MARK_BAD); -errno. */
+static int erase_program(struct flashio_writer *w, bool erase)
+{
+	int r = 0;
+
+	if (erase) {
+		r = flash_erase_block(w->f, w->pos);
+		if (r >= 0)
+			w->st.erases++;
+	}
+	if (r >= 0)
+		r = program_block(w, w->pos);
+	if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
+		r = retire_block(w, w->pos);
+		return r < 0 ? r : 1;
+	}
+	return r;
+}
+
 /* Put w->buf (a full block, padded with 0xFF) on the next good block. */
 /* NAND, FLASHIO_CHANGED_ONLY: is the block at w->pos already w->buf?
  * Compared a page at a time and stopped at the first difference, so
@@ -191,27 +211,11 @@ static int flush_block(struct flashio_writer *w)
 				w->st.erases_skipped++;
 			}
 		}
-		if (erase) {
-			r = flash_erase_block(f, w->pos);
-			if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
-				r = retire_block(w, w->pos);
-				if (r < 0)
-					return r;
-				continue;
-			}
-			if (r < 0)
-				return r;
-			w->st.erases++;
-		}
-		r = program_block(w, w->pos);
-		if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
-			r = retire_block(w, w->pos);
-			if (r < 0)
-				return r;
-			continue;
-		}
+		r = erase_program(w, erase);
 		if (r < 0)
 			return r;
+		if (r > 0)
+			continue; /* retired: the next good block */
 		w->st.blocks_written++;
 		w->pos += es;
 		return 0;
