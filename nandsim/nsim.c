@@ -352,6 +352,22 @@ static enum nsim_flip page_flip(struct nsim *s, const struct nsim_meta *m, uint6
 	return NSIM_FLIP_NONE;
 }
 
+/* A framed mutating op on the block at off. */
+static int op_block(struct nsim *s, int (*fn)(struct nsim *s, uint64_t off), uint64_t off)
+{
+	int r = op_begin(s, true);
+
+	return r < 0 ? r : op_end(s, fn(s, off));
+}
+
+/* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
+static int pread_exact(struct nsim *s, void *buf, size_t len, uint64_t fileoff)
+{
+	ssize_t n = util_pread_full(s->fd, buf, len, fileoff);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO;
+}
+
 /* ---- data ops ------------------------------------------------------------ */
 
 /* Chunk of [pos, end) handled as one unit: a page on NAND, a block-bounded
@@ -598,11 +614,7 @@ static int do_erase(struct nsim *s, uint64_t off)
 
 int nsim_erase(struct nsim *s, uint64_t off)
 {
-	int r = op_begin(s, true);
-
-	if (r < 0)
-		return r;
-	return op_end(s, do_erase(s, off));
+	return op_block(s, do_erase, off);
 }
 
 int nsim_block_isbad(struct nsim *s, uint64_t off)
@@ -660,11 +672,7 @@ static int do_markbad(struct nsim *s, uint64_t off)
 
 int nsim_block_markbad(struct nsim *s, uint64_t off)
 {
-	int r = op_begin(s, true);
-
-	if (r < 0)
-		return r;
-	return op_end(s, do_markbad(s, off));
+	return op_block(s, do_markbad, off);
 }
 
 /* ---- OOB ------------------------------------------------------------------ */
@@ -680,23 +688,19 @@ static int oob_check(struct nsim *s, uint64_t off, size_t len, size_t max)
 
 int nsim_read_oob_raw(struct nsim *s, uint64_t off, void *buf, size_t len)
 {
-	ssize_t n;
 	int r = op_begin(s, false);
 
 	if (r < 0)
 		return r;
 	r = oob_check(s, off, len, s->h.oobsize);
-	if (r < 0)
-		return op_end_ro(s, r);
-	n = util_pread_full(s->fd, buf, len,
-			    s->h.oob_offset + off / s->h.writesize * s->h.oobsize);
-	return op_end_ro(s, n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO);
+	if (r >= 0)
+		r = pread_exact(s, buf, len, s->h.oob_offset + off / s->h.writesize * s->h.oobsize);
+	return op_end_ro(s, r);
 }
 
 int nsim_read_oob(struct nsim *s, uint64_t off, void *buf, size_t len)
 {
 	struct nsim_meta m;
-	ssize_t n;
 	int r = op_begin(s, false);
 
 	if (r < 0)
@@ -706,11 +710,10 @@ int nsim_read_oob(struct nsim *s, uint64_t off, void *buf, size_t len)
 		r = meta_load(s, off / s->h.erasesize, &m);
 	if (r >= 0 && (m.flags & BLK_BAD))
 		r = -EIO;
-	if (r < 0)
-		return op_end_ro(s, r);
-	n = util_pread_full(s->fd, buf, len, s->h.oob_offset +
-			    off / s->h.writesize * s->h.oobsize + s->h.oobfree_off);
-	return op_end_ro(s, n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO);
+	if (r >= 0)
+		r = pread_exact(s, buf, len, s->h.oob_offset +
+				off / s->h.writesize * s->h.oobsize + s->h.oobfree_off);
+	return op_end_ro(s, r);
 }
 
 static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len)
