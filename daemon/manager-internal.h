@@ -70,6 +70,35 @@ struct operation {
 	time_t started;
 };
 
+/* The slot state as the env records it and the booted slot. */
+struct slots_view {
+	struct slot_state st;
+	struct slot_status status;
+	char *versions[SLOT_MAX];
+	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
+	bool reset_pending;
+};
+
+/* The board's state as GetStatus shows it, kept between calls
+ * (manager_status.c): loaded from flash when the daemon changed it (its
+ * own env stores, install events), when inotify says someone else wrote
+ * the env or the files status reads, or when a client asks and it is
+ * older than STATUS_MAX_AGE_USEC. Two parts, each with its own age: what
+ * the env says (slots, env copies) and the rest (flash counters, the last
+ * install record, flashd boot's record). */
+struct manager_status {
+	bool env_valid, board_valid;
+	uint64_t env_loaded, board_loaded;   /* CLOCK_MONOTONIC usec of the last load */
+	struct slots_view v;
+	bool blank;                          /* no valid env copy */
+	struct json_object *env;             /* GetStatus "env" */
+	struct json_object *flash;           /* the partitions and their counters */
+	struct json_object *last_install;
+	struct json_object *boot;            /* flashd boot's record (boot.json), or NULL */
+	int inotify_fd;
+	unsigned loads;                      /* loads from flash so far (debug log) */
+};
+
 struct manager {
 	struct conf *conf;
 	struct layout *layout;
@@ -82,15 +111,7 @@ struct manager {
 	bool socket_owned;             /* bound by us (not systemd): unlink at exit */
 	bool stopping;                 /* SIGTERM came during an install */
 	sd_event_source *stop_timer;   /* gives up waiting for that install */
-};
-
-/* The slot state as the env records it and the booted slot. */
-struct slots_view {
-	struct slot_state st;
-	struct slot_status status;
-	char *versions[SLOT_MAX];
-	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
-	bool reset_pending;
+	struct manager_status status;
 };
 
 /* ---- manager.c: helpers every part uses ---- */
@@ -110,6 +131,15 @@ int manager_open_env(struct manager *m, struct env **ret, struct error *err);
 void manager_op_clear(struct manager *m);
 
 /* ---- manager_status.c ---- */
+enum {
+	MANAGER_STATUS_ENV = 1 << 0,    /* slots, env copies */
+	MANAGER_STATUS_BOARD = 1 << 1,  /* flash counters, install record, boot record */
+	MANAGER_STATUS_ALL = MANAGER_STATUS_ENV | MANAGER_STATUS_BOARD,
+};
+int manager_status_init(struct manager *m);
+void manager_status_done(struct manager *m);
+/* What changed through the daemon: loaded again before the next answer. */
+void manager_status_invalidate(struct manager *m, unsigned what);
 int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
 			      struct error *err);
 void manager_status_slots_done(struct slots_view *v);

@@ -85,6 +85,8 @@ void manager_op_clear(struct manager *m)
 	oplock_release(op->lock);
 	sd_event_source_disable_unref(op->timeout);
 	*op = (struct operation){ .bundle_fd = -1 };
+	/* what it changed (env, record, counters) shows in the next answer */
+	manager_status_invalidate(m, MANAGER_STATUS_ALL);
 	sd_notify(0, "STATUS=idle");
 }
 
@@ -127,6 +129,7 @@ int manager_new(struct conf *conf, struct manager **ret, struct error *err)
 	}
 	m->conf = conf;
 	m->op.bundle_fd = -1;
+	m->status.inotify_fd = -1;
 	/* env access on the event loop waits for the env lock 1 s at most */
 	env_set_lock(NULL, ENV_LOCK_TIMEOUT_LOOP_MS);
 	r = layout_load(conf->layout, &m->layout, err);
@@ -154,6 +157,7 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	manager_op_clear(m);
+	manager_status_done(m);
 	sd_event_source_disable_unref(m->stop_timer);
 	proto_server_free(m->server);
 	if (m->socket_owned)
@@ -232,6 +236,7 @@ int manager_startup(struct manager *m, struct error *err)
 		r = sd_event_set_watchdog(m->event, true);
 	if (r < 0)
 		return error_set(err, r, "event loop: %s", strerror(-r));
+	manager_status_init(m);
 	r = listen_socket(m, &fd, err);
 	if (r < 0)
 		return r;

@@ -78,6 +78,7 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	r = manager_lock_board(m, "flashd SetEnv", &lock, &eerr);
 	if (r < 0)
 		return manager_reply_lock_error(call, r, &eerr);
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
 	r = manager_open_env(m, &e, &eerr);
 	if (r >= 0)
 		r = env_txn_new(e, &t);
@@ -133,6 +134,7 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 	if (r < 0)
 		return manager_reply_lock_error(call, r, &eerr);
 	/* flashd boot erases the overlay at the next boot, then clears this */
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
 	r = manager_open_env(m, &e, &eerr);
 	if (r >= 0)
 		r = env_txn_new(e, &t);

@@ -142,6 +142,7 @@ static int record_fallback(struct manager *m, struct env *e, struct slots_view *
 	char order[128];
 	int r;
 
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
 	r = slot_compute(&v->st, SLOT_OP_FALLBACK, v->status.booted, 0, &nst, &ch, err);
 	if (r >= 0)
 		r = slot_apply(e, &ch, err);

@@ -162,6 +162,10 @@ static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 	_cleanup_json_ struct json_object *o = NULL;
 
 	memcpy(&rep, msg, sizeof(rep));
+	/* the worker's env stores come between its steps (the target marked
+	 * bad before the write, activated after the read-back) */
+	if (rep.final || !m->op.has_progress || rep.phase != m->op.last.phase)
+		manager_status_invalidate(m, MANAGER_STATUS_ALL);
 	if (rep.final) {
 		m->op.final = rep;
 		return;

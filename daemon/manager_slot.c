@@ -30,6 +30,7 @@ int manager_slot_change(struct manager *m, enum slot_op op, const char *name, un
 		*ret_kind = SLOT_CHANGE_NO_SLOT;
 		return error_set(err, -ENOENT, "(booted slot unknown)");
 	}
+	manager_status_invalidate(m, MANAGER_STATUS_ENV); /* stored or not, read it again */
 	/* a fallback the daemon has not recorded yet goes into the same store */
 	r = slot_change(e, m->group, &(struct slot_change) {
 			.op = op, .slot_name = name, .booted = booted, .flags = flags,

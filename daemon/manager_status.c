@@ -1,17 +1,38 @@
 /* The board's state as io.flashd shows it: GetStatus, OverlayStatus and
- * FlashInfo. */
+ * FlashInfo, rendered from what the daemon keeps (struct manager_status)
+ * instead of walking the env and the flash on every call: a status applet
+ * polling the daemon costs a JSON rendering, not two env reads and a walk
+ * of every partition (issue 18: GetStatus p99 was 40 ms idle, 93 ms during
+ * an install, against 0.2 ms for the bare round trip).
+ *
+ * The answer stays exact: the daemon loads the state again after each of
+ * its own env stores and install events, when inotify reports a write to
+ * a file the state comes from (the env devices or the simulator, the
+ * kernel command line, the state dir, flashd boot's record) by anyone
+ * else (fw_setenv, flashctl --offline, nsimctl), and when a client asks
+ * and the state is older than STATUS_MAX_AGE_USEC (what no inotify
+ * event tells: counters of bitflips found by reads, a write during an
+ * install, whose own writes to the simulator are not told apart). Events
+ * queued before a call are read before it is answered. A client cannot
+ * cause a load by asking more often: at most one per STATUS_MAX_AGE_USEC
+ * comes from callers, whoever they are. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "board.h"
 #include "cleanup_json.h"
+#include "log.h"
 #include "manager-internal.h"
 #include "record.h"
 #include "util.h"
 
 #define jstr manager_jstr
+#define STATUS_MAX_AGE_USEC (2ULL * 1000000ULL)
 
 void manager_status_slots_done(struct slots_view *v)
 {
@@ -106,7 +127,7 @@ static struct json_object *partition_json(struct board *b, const struct layout_p
 	return o;
 }
 
-static struct json_object *flash_json(struct manager *m, const char *only)
+static struct json_object *flash_json(struct manager *m)
 {
 	_cleanup_board_ struct board *b = NULL;
 	struct json_object *arr = json_object_new_array();
@@ -114,8 +135,7 @@ static struct json_object *flash_json(struct manager *m, const char *only)
 	if (board_open(m->layout, m->conf->target, false, &b) < 0)
 		return arr;
 	for (size_t i = 0; i < m->layout->n_partitions; i++)
-		if (!only || !strcmp(only, m->layout->partitions[i].name))
-			json_object_array_add(arr, partition_json(b, &m->layout->partitions[i]));
+		json_object_array_add(arr, partition_json(b, &m->layout->partitions[i]));
 	return arr;
 }
 
@@ -146,8 +166,7 @@ static struct json_object *overlay_layers_json(struct json_object *boot, bool *d
 
 struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pending)
 {
-	_cleanup_json_ struct json_object *boot = NULL;
-	_cleanup_free_ char *text = NULL;
+	struct json_object *boot = m->status.boot;
 	struct json_object *o = json_object_new_object(), *ov = NULL, *v, *layers;
 	const struct layout_overlay *lo = m->layout->n_overlays ? &m->layout->overlays[0] : NULL;
 	const char *state = lo ? "unknown" : "none";
@@ -159,8 +178,7 @@ struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pe
 		if (!strcmp(m->layout->overlays[i].path, "/"))
 			lo = &m->layout->overlays[i];
 	/* flashd boot records what it mounted */
-	if (util_read_file(MANAGER_BOOT_STATE_FILE, 1 << 16, &text, NULL) >= 0 &&
-	    (boot = json_tokener_parse(text)) && json_object_object_get_ex(boot, "overlay", &ov) &&
+	if (boot && json_object_object_get_ex(boot, "overlay", &ov) &&
 	    json_object_object_get_ex(ov, "state", &v))
 		state = json_object_get_string(v);
 	layers = overlay_layers_json(boot, &degraded);
@@ -239,74 +257,203 @@ static struct json_object *env_json(struct env *e)
 }
 
 
-int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata)
+/* flashd boot records what it mounted */
+static struct json_object *boot_record(void)
 {
-	struct manager *m = userdata;
+	_cleanup_free_ char *text = NULL;
+
+	if (util_read_file(MANAGER_BOOT_STATE_FILE, 1 << 16, &text, NULL) < 0)
+		return NULL;
+	return json_tokener_parse(text);
+}
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
+}
+
+/* Watches on what the state is read from; added again at each load, so
+ * a file replaced since (a new simulator, a renamed record) is watched
+ * again. Missing ones are left to the age bound. */
+static void status_watch(struct manager *m, struct env *e)
+{
+	static const uint32_t file_mask = IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+	static const uint32_t dir_mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_CREATE;
+	int fd = m->status.inotify_fd;
+
+	if (fd < 0)
+		return;
+	for (size_t i = 0; e && i < env_n_devices(e); i++)
+		(void)inotify_add_watch(fd, env_device(e, i)->path, file_mask);
+	if (m->conf->cmdline)
+		(void)inotify_add_watch(fd, m->conf->cmdline, file_mask);
+	(void)inotify_add_watch(fd, m->conf->state_dir, dir_mask);
+	(void)inotify_add_watch(fd, "/run/flashd", dir_mask);
+}
+
+/* Reads what inotify queued; true when someone wrote. During an install
+ * the worker writes the simulator file the env lives in: its own env
+ * stores come as install events, anyone else's within the age bound. */
+static bool status_events(struct manager *m)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any = false;
+	ssize_t n;
+
+	if (m->status.inotify_fd < 0)
+		return false;
+	while ((n = read(m->status.inotify_fd, buf, sizeof(buf))) > 0)
+		any = true;
+	return any && !manager_install_running(m);
+}
+
+void manager_status_invalidate(struct manager *m, unsigned what)
+{
+	if (what & MANAGER_STATUS_ENV)
+		m->status.env_valid = false;
+	if (what & MANAGER_STATUS_BOARD)
+		m->status.board_valid = false;
+}
+
+/* The env part: slot state and the env copies. Both copies corrupt: the
+ * state still loads (blank), status still answers (issue 13, item 6). */
+static int status_load_env(struct manager *m, uint64_t now, struct error *err)
+{
+	struct manager_status *st = &m->status;
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	struct error eerr = {};
-	struct json_object *envj;
 	struct slots_view v;
-	bool blank;
 	int r;
 
-	/* both copies corrupt: status still answers (issue 13, item 6) */
-	r = env_open_layout(m->layout, m->conf->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &eerr);
+	r = env_open_layout(m->layout, m->conf->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, err);
 	if (r < 0)
-		return manager_reply_env_error(call, r, &eerr);
-	r = manager_status_load_slots(m, e, &v, &eerr);
-	blank = env_is_blank(e);
-	envj = env_json(e);
-	env_close(TAKE_PTR(e)); /* do not hold the env lock while reading flash */
-	json_object_object_add(o, "env", envj);
+		return r;
+	status_watch(m, e);
+	r = manager_status_load_slots(m, e, &v, err);
 	if (r < 0)
-		return proto_error_errno(call, r, error_message(&eerr));
+		return r;
+	manager_status_slots_done(&st->v);
+	st->v = v;
+	st->blank = env_is_blank(e);
+	json_object_put(st->env);
+	st->env = env_json(e);
+	st->env_valid = true;
+	st->env_loaded = now;
+	return 0;
+}
+
+static void status_load_board(struct manager *m, uint64_t now)
+{
+	struct manager_status *st = &m->status;
+
+	json_object_put(st->flash);
+	st->flash = flash_json(m);
+	json_object_put(st->last_install);
+	st->last_install = last_install_json(m);
+	json_object_put(st->boot);
+	st->boot = boot_record();
+	st->board_valid = true;
+	st->board_loaded = now;
+}
+
+/* Brings the parts of the kept state an answer needs up to date; reads
+ * the flash only when something changed or the part is older than the
+ * bound. */
+static int status_refresh(struct manager *m, unsigned need, struct error *err)
+{
+	struct manager_status *st = &m->status;
+	uint64_t now = now_usec();
+	bool env, board;
+	int r;
+
+	if (status_events(m))
+		manager_status_invalidate(m, MANAGER_STATUS_ALL);
+	env = (need & MANAGER_STATUS_ENV) &&
+	      (!st->env_valid || now - st->env_loaded > STATUS_MAX_AGE_USEC);
+	board = (need & MANAGER_STATUS_BOARD) &&
+		(!st->board_valid || now - st->board_loaded > STATUS_MAX_AGE_USEC);
+	if (!env && !board)
+		return 0;
+	st->loads++;
+	log_debug("status: loading the board's state from flash (%s%s, load %u)",
+		  env ? "env" : "", board ? (env ? " and board" : "board") : "", st->loads);
+	if (env) {
+		r = status_load_env(m, now, err);
+		if (r < 0)
+			return r;
+	}
+	if (board)
+		status_load_board(m, now);
+	return 0;
+}
+
+static struct json_object *slot_name_json(struct manager *m, int idx)
+{
+	return idx >= 0 ? jstr(m->group->slots[idx].name) : NULL;
+}
+
+/* GetStatus: the one place the answer is made, from the kept state and
+ * the running operation. */
+static struct json_object *status_render(struct manager *m)
+{
+	const struct manager_status *st = &m->status;
+	const struct slot_status *ss = &st->v.status;
+	struct json_object *o = json_object_new_object(), *slots = slots_json(m, &st->v);
+
+	json_object_object_add(o, "env", json_object_get(st->env));
 	json_object_object_add(o, "layout", json_object_new_string(m->layout->path));
 	json_object_object_add(o, "board", jstr(m->layout->board));
 	json_object_object_add(o, "compatible", jstr(m->layout->compatible));
-	struct json_object *slots = slots_json(m, &v);
-	for (size_t i = 0; blank && i < m->group->n_slots; i++) /* no record is left */
+	for (size_t i = 0; st->blank && i < m->group->n_slots; i++) /* no record is left */
 		json_object_object_add(json_object_array_get_idx(slots, i), "state",
 				       json_object_new_string("unknown"));
 	json_object_object_add(o, "slots", slots);
-	json_object_object_add(o, "booted", v.status.booted >= 0 ?
-			       jstr(m->group->slots[v.status.booted].name) : NULL);
-	json_object_object_add(o, "trial", json_object_new_boolean(v.status.on_trial));
-	json_object_object_add(o, "fallback", json_object_new_boolean(v.status.fell_back));
-	json_object_object_add(o, "switch_pending", json_object_new_boolean(v.status.switch_pending));
-	json_object_object_add(o, "next", v.status.next >= 0 ?
-			       jstr(m->group->slots[v.status.next].name) : NULL);
-	json_object_object_add(o, "next_after_reset",
-			       json_object_new_boolean(v.status.next_after_reset));
-	json_object_object_add(o, "degraded", json_object_new_boolean(v.status.degraded));
-	json_object_object_add(o, "last_good", v.status.last_good >= 0 ?
-			       jstr(m->group->slots[v.status.last_good].name) : NULL);
-	json_object_object_add(o, "last_install", last_install_json(m));
-	json_object_object_add(o, "overlay", manager_status_overlay_json(m, v.reset_pending));
-	json_object_object_add(o, "flash", flash_json(m, NULL));
+	json_object_object_add(o, "booted", slot_name_json(m, ss->booted));
+	json_object_object_add(o, "trial", json_object_new_boolean(ss->on_trial));
+	json_object_object_add(o, "fallback", json_object_new_boolean(ss->fell_back));
+	json_object_object_add(o, "switch_pending", json_object_new_boolean(ss->switch_pending));
+	json_object_object_add(o, "next", slot_name_json(m, ss->next));
+	json_object_object_add(o, "next_after_reset", json_object_new_boolean(ss->next_after_reset));
+	json_object_object_add(o, "degraded", json_object_new_boolean(ss->degraded));
+	json_object_object_add(o, "last_good", slot_name_json(m, ss->last_good));
+	json_object_object_add(o, "last_install", json_object_get(st->last_install));
+	json_object_object_add(o, "overlay", manager_status_overlay_json(m, st->v.reset_pending));
+	json_object_object_add(o, "flash", json_object_get(st->flash));
 	json_object_object_add(o, "allow_unsigned", json_object_new_boolean(m->conf->allow_unsigned));
 	json_object_object_add(o, "operation", jstr(m->op.name));
 	if (m->op.has_progress)
 		json_object_object_add(o, "progress", manager_install_progress_json(&m->op.last));
-	manager_status_slots_done(&v);
+	return o;
+}
+
+int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_json_ struct json_object *o = NULL;
+	struct error err = {};
+	int r;
+
+	r = status_refresh(m, MANAGER_STATUS_ALL, &err);
+	if (r < 0)
+		return manager_reply_env_error(call, r, &err);
+	o = status_render(m);
 	return proto_reply(call, o);
 }
 
 int manager_status_overlay(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
-	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
-	_cleanup_free_ char *reset = NULL;
-	struct error eerr = {};
+	struct error err = {};
 	int r;
 
-	r = manager_open_env(m, &e, &eerr);
+	r = status_refresh(m, MANAGER_STATUS_ALL, &err);
 	if (r < 0)
-		return manager_reply_env_error(call, r, &eerr);
-	reset = env_get_dup(e, MANAGER_OVERLAY_RESET_VAR);
-	json_object_object_add(o, "overlay", manager_status_overlay_json(m, reset &&
-				!strcmp(reset, "1")));
+		return manager_reply_env_error(call, r, &err);
+	json_object_object_add(o, "overlay", manager_status_overlay_json(m,
+				m->status.v.reset_pending));
 	return proto_reply(call, o);
 }
 
@@ -316,9 +463,46 @@ int manager_status_flash_info(struct proto_call *call, struct json_object *param
 	struct manager *m = userdata;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	const char *part = manager_param_str(params, "partition");
+	struct json_object *arr;
+	struct error err = {};
+	int r;
 
 	if (part && !layout_find_partition(m->layout, part))
 		return proto_error_string(call, PROTO_ERROR_NO_SUCH_PARTITION, "partition", part);
-	json_object_object_add(o, "partitions", flash_json(m, part));
+	r = status_refresh(m, MANAGER_STATUS_BOARD, &err);
+	if (r < 0)
+		return manager_reply_env_error(call, r, &err);
+	arr = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(m->status.flash); i++) {
+		struct json_object *p = json_object_array_get_idx(m->status.flash, i), *n;
+
+		if (!part || (json_object_object_get_ex(p, "name", &n) &&
+			      !strcmp(json_object_get_string(n), part)))
+			json_object_array_add(arr, json_object_get(p));
+	}
+	json_object_object_add(o, "partitions", arr);
 	return proto_reply(call, o);
+}
+
+int manager_status_init(struct manager *m)
+{
+	m->status.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (m->status.inotify_fd < 0)
+		log_warning("no inotify (%s): status follows changes made outside flashd within "
+			    "%llu s", strerror(errno), STATUS_MAX_AGE_USEC / 1000000ULL);
+	return 0;
+}
+
+void manager_status_done(struct manager *m)
+{
+	struct manager_status *st = &m->status;
+
+	manager_status_slots_done(&st->v);
+	json_object_put(st->env);
+	json_object_put(st->flash);
+	json_object_put(st->last_install);
+	json_object_put(st->boot);
+	if (st->inotify_fd >= 0)
+		close(st->inotify_fd);
+	*st = (struct manager_status){ .inotify_fd = -1 };
 }
