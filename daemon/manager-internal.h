@@ -103,7 +103,6 @@ struct manager {
 	struct conf *conf;
 	struct layout *layout;
 	const struct layout_slot_group *group;
-	struct keyring *keyring;
 	sd_event *event;
 	struct proto_server *server;
 	struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 1]; /* io.flashd, bound here */

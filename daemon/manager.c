@@ -1,4 +1,4 @@
-/* The daemon's life cycle: configuration, layout and keyring, the event
+/* The daemon's life cycle: configuration and layout, the event
  * loop with its signals and watchdog, the control socket and its io.flashd
  * handler table, and the helpers the other parts (manager-internal.h)
  * share. */
@@ -138,16 +138,15 @@ int manager_new(struct conf *conf, struct manager **ret, struct error *err)
 	if (!m->layout->n_groups)
 		return error_set(err, -EINVAL, "layout %s has no slot group", conf->layout);
 	m->group = &m->layout->groups[0];
-	r = keyring_load_dir(conf->keyring, &m->keyring, err);
-	if (r == -ENOKEY || r == -ENOENT) {
+	/* the install worker reads the keys (libcrypto is loaded there only,
+	 * lib/bundle/crypto_dl.c); the daemon only says when there are none */
+	r = keyring_dir_count(conf->keyring);
+	if (r == 0 || r == -ENOENT)
 		/* no keys: only unsigned bundles could pass, and only when allowed */
 		log_warning("no trusted keys in %s: signed bundles will be refused%s",
 			    conf->keyring, conf->allow_unsigned ? "" : ", and so will unsigned ones");
-		error_clear(err);
-		r = keyring_new(&m->keyring);
-	}
-	if (r < 0)
-		return error_prefix(err, r, "keyring");
+	else if (r < 0)
+		return error_set(err, r, "keyring %s: %s", conf->keyring, strerror(-r));
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -163,7 +162,6 @@ void manager_free(struct manager *m)
 	if (m->socket_owned)
 		unlink(m->conf->socket);
 	sd_event_unref(m->event);
-	keyring_free(m->keyring);
 	layout_free(m->layout);
 	conf_free(m->conf);
 	free(m);

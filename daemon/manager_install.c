@@ -121,6 +121,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	struct manager *m = userdata;
 	_cleanup_board_ struct board *b = NULL;
 	_cleanup_install_ struct install *in = NULL;
+	_cleanup_keyring_ struct keyring *keys = NULL;
 	struct error err = {};
 	struct install_report fin;
 	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
@@ -129,7 +130,6 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		.group = m->group,
 		.cmdline = m->conf->cmdline,
 		.slot = m->op.slot,
-		.keyring = m->keyring,
 		.allow_unsigned = m->conf->allow_unsigned,
 		.activate = m->op.activate,
 		.progress = job_progress,
@@ -141,6 +141,21 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	/* the lock came with the fork; it is ours until we exit */
 	if (m->op.lock)
 		oplock_set_holder(m->op.lock, getpid(), "flashd install worker");
+	/* read here, not in the daemon: the keys of this install, and
+	 * libcrypto mapped in this process only */
+	r = keyring_load_dir(m->conf->keyring, &keys, &err);
+	if (r == -ENOKEY || r == -ENOENT) {
+		error_clear(&err);
+		r = keyring_new(&keys);
+	}
+	if (r < 0) {
+		fin = (struct install_report){ .final = true, .phase = INSTALL_PHASE_FAILED, .error = r };
+		error_prefix(&err, r, "keyring");
+		COPY(fin.message, error_message(&err));
+		worker_report(report_fd, &fin, sizeof(fin));
+		return r;
+	}
+	p.keyring = keys;
 	r = board_open(m->layout, m->conf->target, true, &b);
 	if (r < 0)
 		return r;
