@@ -26,6 +26,7 @@
 #include "proto.h"
 #include "proto_flashd.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "slot_change.h"
 #include "worker.h"
 
