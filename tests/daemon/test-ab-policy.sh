@@ -16,7 +16,7 @@
 #   item 20 env set --force refuses slot values the boot script reads otherwise
 #   item 15 a freshly provisioned A failing its first check stays in BOOT_ORDER
 #   item 22 status: pending / failed / bad / degraded, next = boot-select
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 HEALTH_COMMAND="echo \"\$(cat $T/cmdline)\" >> $T/health.log; while [ -e $T/health-hold ]; do sleep 0.05; done; exit \$(cat $T/health-rc)"
 setup_board

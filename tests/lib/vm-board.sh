@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Helpers for the fault-injection and crash tests (tests/vm/test-faults-*.sh,
-# tests/vm/test-crash-*.sh), sourced after nandsim/vm/testlib.sh inside the
-# harness VM. The board is layouts/nandsim-128m.json on the kernel's
+# The VM tests' flashd board (tests/vm/test-faults-*.sh,
+# tests/vm/test-crash-*.sh), sourced after tests/lib/vm.sh inside the
+# harness VM; the daemon is tests/lib/daemon.sh's (dir $FW). The board is layouts/nandsim-128m.json on the kernel's
 # nandsim with parts= from the layout. flashd and flashctl find partitions
 # by MTD name under /sys/class/mtd, but nandsim names them "NAND simulator
 # partition N", and Debian's kernel can neither rename them nor re-create
@@ -15,12 +15,14 @@
 # Erase blocks (128 KiB) of the board: u-boot 0-7, u-boot-env 8,
 # u-boot-env-redund 9, kernel-a 10-41, rootfs-a 42-361, kernel-b 362-393,
 # rootfs-b 394-713, rootfs_data 714-1023; 64 pages of 2 KiB per block.
-FLASHD=${FLASHD:-$top_builddir/flashd}
+. "$TEST_LIB/daemon.sh"
 [ -x "$FLASHD" ] || vm_fail "$FLASHD: not built"
 FL=$top_srcdir/layouts/nandsim-128m.json
 FW=/tmp/fw
+LAYOUT=$FL
+TARGET=system
+FLASHD_DIR=$FW
 export FLASHD_SOCKET=$FW/flashd.sock
-DAEMON_PID=
 
 FW_NANDSIM=$(jq -r .params <<<"$("$FLASHCTL" --json layout nandsim "$FL")") ||
 	vm_fail "flashctl layout nandsim $FL"
@@ -55,7 +57,7 @@ fw_name_partitions() {
 
 # fw_load_board [NANDSIM FAULT PARAMS...]: a fresh simulated chip, named.
 fw_load_board() {
-	fw_stop_daemon
+	stop_daemon
 	fw_unname
 	# shellcheck disable=SC2086
 	vm-load-board -m nandsim $FW_NANDSIM "$@" >/tmp/fw-load.log 2>&1 ||
@@ -90,38 +92,7 @@ fw_provision() {
 	"$FLASHCTL" provision --layout "$FL" --bundle "$FW/v1.bundle" --keyring "$FW/keyring" \
 		system >/tmp/fw-prov.log 2>&1 || vm_fail "flashctl provision system failed: $(tail -n 20 /tmp/fw-prov.log)"
 	echo "flashd.slot=A" >"$FW/cmdline"
-	cat >"$FW/flashd.conf" <<CONF
-[flashd]
-layout=$FL
-target=system
-keyring=$FW/keyring
-socket=$FLASHD_SOCKET
-state-dir=$FW/state
-cmdline=$FW/cmdline
-[health]
-timeout=20
-reboot-on-failure=no
-CONF
-}
-
-fw_start_daemon() {
-	local i
-	rm -f "$FLASHD_SOCKET"
-	"$FLASHD" -c "$FW/flashd.conf" >>"$FW/flashd.log" 2>&1 &
-	DAEMON_PID=$!
-	for i in $(seq 100); do
-		"$FLASHCTL" status >/dev/null 2>&1 && return 0
-		kill -0 "$DAEMON_PID" 2>/dev/null || vm_fail "flashd exited at start: $(tail -n 20 "$FW/flashd.log")"
-		sleep 0.2
-	done
-	vm_fail "flashd does not answer: $(tail -n 20 "$FW/flashd.log")"
-}
-
-fw_stop_daemon() {
-	[ -n "$DAEMON_PID" ] || return 0
-	kill -TERM "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
-	DAEMON_PID=
+	flashd_conf
 }
 
 fw_env() { "$FLASHCTL" --json env list --layout "$FL" | jq -S .variables; }

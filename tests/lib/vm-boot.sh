@@ -1,6 +1,8 @@
 # shellcheck shell=bash
-# Helpers shared by tests/vm/test-boot-*.sh (sourced after testlib.sh).
-FLASHD=${FLASHD:-$top_builddir/flashd}
+# Helpers shared by tests/vm/test-boot-*.sh (sourced after tests/lib/vm.sh):
+# root images, flashd boot --no-exec and its state; the daemon of
+# tests/lib/daemon.sh for the tests that install through it.
+. "$TEST_LIB/daemon.sh"
 [ -x "$FLASHD" ] || vm_fail "$FLASHD: not built"
 
 # boot_image DIR: a root image tree with busybox (the image's shell) and

@@ -1,16 +1,16 @@
 # shellcheck shell=bash
 # Helpers for tests/vm/*.sh, which run as root inside the harness VM.
-# Source it: . "$top_srcdir/nandsim/vm/testlib.sh"
+# Source it: . "$top_srcdir/tests/lib/vm.sh" (common.sh comes with it).
 # Exit statuses: 0 pass, 77 skip (a kernel module or device is missing),
 # anything else fail. Every helper that checks something fails the test
 # with a message naming what was compared and where.
 
-set -u
+. "$top_srcdir/tests/lib/common.sh"
 VM_TEST_NAME=$(basename "$0")
-FLASHCTL=${FLASHCTL:-${top_builddir:-.}/flashctl}
 
-vm_fail() { echo "FAIL: $VM_TEST_NAME: $*" >&2; exit 1; }
-vm_skip() { echo "SKIP: $VM_TEST_NAME: $*" >&2; exit 77; }
+# the VM tests' names for common.sh's fail and skip
+vm_fail() { fail "$@"; }
+vm_skip() { skip "$@"; }
 vm_log() { echo "--- $*"; }
 
 # Run a command, fail the test (with its output) when it fails.

@@ -15,8 +15,8 @@
 #  3. flashd boot killed (SIGKILL) at growing delays during a migration
 #     of 400 kept files: after each kill the old generation is unchanged;
 #     the next complete boot has every kept file (the .tmp is redone)
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
 vm_need_module mtdblock squashfs jffs2 overlay dm-mod
 vm_run modprobe mtdblock
 vm_run modprobe dm-mod

@@ -19,8 +19,8 @@
 #    namespace) whose /init runs flashd boot; after switch_root the image's
 #    /sbin/init sees the union, /rom, /overlay, the state in /run, and the
 #    initramfs deleted; its write lands on JFFS2
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
 vm_need_module mtdblock squashfs jffs2 overlay dm-mod
 vm_run modprobe mtdblock
 vm_run modprobe dm-mod

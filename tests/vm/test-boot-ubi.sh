@@ -18,8 +18,8 @@
 #    mount -t ubifs) and survives teardown + re-assembly, as do the renames
 #  - factory reset on UBIFS (0-byte volume update): user changes gone, the
 #    image's files back, the image and the kernel_a volume untouched
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
 vm_need_module ubi ubifs squashfs overlay
 vm_run modprobe ubi
 vm_run modprobe ubifs

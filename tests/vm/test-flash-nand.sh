@@ -10,7 +10,7 @@
 #  - `flashctl flash markbad` is seen by the kernel (sysfs, MEMGETBADBLOCK)
 #  - after `flashctl flash erase --jffs2` the kernel mounts JFFS2 without
 #    re-erasing anything, also on the partition with bad blocks
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 for c in info write markbad erase; do vm_need_flashctl flash "$c"; done
 
 # ---- info vs mtdinfo --------------------------------------------------

@@ -9,7 +9,7 @@
 #  - `flashctl flash erase --jffs2` writes the in-band cleanmarker
 #    (0x1985/0x2003/12) at every block start; the kernel mounts JFFS2 on
 #    it through mtdblock and directly without re-erasing anything
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 for c in info write erase; do vm_need_flashctl flash "$c"; done
 vm_need_module mtdblock squashfs jffs2
 vm_run modprobe mtdblock
