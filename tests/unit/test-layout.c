@@ -17,24 +17,11 @@
 
 #include "cleanup.h"
 #include "layout.h"
-
-static const char *srcdir(void)
-{
-	const char *s = getenv("top_srcdir");
-	return s ? s : TOP_SRCDIR;
-}
-
-static char *src_path(const char *rel)
-{
-	char *p;
-
-	assert_true(asprintf(&p, "%s/%s", srcdir(), rel) > 0);
-	return p;
-}
+#include "testlib.h"
 
 static struct layout *load_ok(const char *rel)
 {
-	_cleanup_free_ char *path = src_path(rel);
+	_cleanup_free_ char *path = testlib_src_path(rel);
 	struct error err = {};
 	struct layout *l = NULL;
 	int r = layout_load(path, &l, &err);
@@ -58,7 +45,7 @@ static int parse_err(const char *json, struct error *err)
 
 static void test_shipped_layouts_valid(void **state)
 {
-	_cleanup_free_ char *dir = src_path("layouts");
+	_cleanup_free_ char *dir = testlib_src_path("layouts");
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	int n = 0;
@@ -234,7 +221,7 @@ static const struct bad bad_layouts[] = {
 
 static void test_invalid_layouts(void **state)
 {
-	_cleanup_free_ char *dir = src_path("tests/layouts");
+	_cleanup_free_ char *dir = testlib_src_path("tests/layouts");
 	DIR *d;
 	struct dirent *de;
 	size_t files = 0;
@@ -242,12 +229,12 @@ static void test_invalid_layouts(void **state)
 	(void)state;
 	for (size_t i = 0; i < ELEMENTSOF(bad_layouts); i++) {
 		const struct bad *b = &bad_layouts[i];
-		_cleanup_free_ char *path = NULL, *prefix = NULL;
+		_cleanup_free_ char *rel = testlib_asprintf("tests/layouts/%s.json", b->file);
+		_cleanup_free_ char *path = testlib_src_path(rel), *prefix = NULL;
 		struct error err = {};
 		struct layout *l = NULL;
 		int r;
 
-		assert_true(asprintf(&path, "%s/tests/layouts/%s.json", srcdir(), b->file) > 0);
 		r = layout_load(path, &l, &err);
 		if (r != -EINVAL)
 			fail_msg("%s: expected -EINVAL, got %d (%s)", b->file, r, err.msg);

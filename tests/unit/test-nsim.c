@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "nsim.h"
+#include "testlib.h"
 #include "util.h"
 
 #define NAND_ES (16u * 1024)
@@ -20,7 +21,7 @@
 #define NOR_ES (64u * 1024)
 
 struct fx {
-	char path[64];
+	char *path;
 	struct nsim *s;
 };
 
@@ -30,13 +31,8 @@ static int setup_type(void **state, enum nsim_type t)
 	struct nsim_geometry g = t == NSIM_NAND ?
 		(struct nsim_geometry){ NSIM_NAND, 64 * NAND_ES, NAND_ES, NAND_PS, 16 } :
 		(struct nsim_geometry){ NSIM_NOR, 16 * NOR_ES, NOR_ES, 1, 0 };
-	int fd;
 
-	snprintf(fx->path, sizeof(fx->path), "/tmp/test-nsim-XXXXXX");
-	fd = mkstemp(fx->path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(nsim_create(fx->path, &g, NSIM_CREATE_FORCE), 0);
+	fx->path = testlib_sim_new("nsim", &g, NULL, 0);
 	assert_int_equal(nsim_open(fx->path, true, &fx->s), 0);
 	*state = fx;
 	return 0;
@@ -50,7 +46,7 @@ static int teardown(void **state)
 	struct fx *fx = *state;
 
 	nsim_close(fx->s);
-	unlink(fx->path);
+	testlib_unlinkp(&fx->path);
 	free(fx);
 	return 0;
 }
