@@ -50,3 +50,23 @@ boot_json() { # STATE FILTER (false is a value; only a missing field fails)
 	v=$(jq -r "$2" <<<"$1" 2>/dev/null) && [ "$v" != null ] || vm_fail "boot state has no $2: $1"
 	printf '%s\n' "$v"
 }
+
+# boot_nand_board: the boot tests' board, layouts/nandsim-128m.json on
+# nandsim with the drivers flashd boot needs; $L, $rootfs (rootfs-a) and
+# $data (rootfs_data).
+boot_nand_board() {
+	vm_need_module mtdblock squashfs jffs2 overlay dm-mod
+	vm_run modprobe mtdblock
+	vm_run modprobe dm-mod
+	L=$top_srcdir/layouts/nandsim-128m.json
+	rootfs=$(vm_mtd_by_name rootfs-a) data=$(vm_mtd_by_name rootfs_data)
+}
+
+# boot_factory_reset ARGS...: FLASHD_OVERLAY_RESET=1 in the env, then
+# boot_assemble ARGS; the reset is done and its flag cleared ($st: the state).
+boot_factory_reset() {
+	vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
+	st=$(boot_assemble "$@")
+	vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" true "reset done"
+	vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "reset flag cleared"
+}

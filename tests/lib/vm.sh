@@ -152,6 +152,23 @@ vm_json_vars() {
 	eval "$assigns"
 }
 
+# vm_expect_flash_info DEV TYPE: `flashctl flash info DEV` agrees with
+# mtdinfo and sysfs on type (TYPE), size, geometry, blocks and name; its
+# fields stay in f_* (f_bad_blocks: the caller checks what the chip has).
+vm_expect_flash_info() {
+	local dev=$1 sys=/sys/class/mtd/${1#/dev/} j
+	j=$("$FLASHCTL" --json flash info "$dev") || vm_fail "flashctl flash info $dev failed: $j"
+	vm_json_vars f "$j"
+	vm_mtdinfo_vars m "$dev"
+	vm_expect_eq "$f_type" "$2" "$dev: flashctl type (mtdinfo: $m_type)"
+	vm_expect_eq "$f_size" "$(<"$sys/size")" "$dev: flashctl size vs sysfs"
+	vm_expect_eq "$f_erasesize" "$m_erasesize" "$dev: flashctl erasesize vs mtdinfo"
+	vm_expect_eq "$f_writesize" "$m_writesize" "$dev: flashctl writesize vs mtdinfo"
+	vm_expect_eq "$f_oobsize" "${m_oobsize:-0}" "$dev: flashctl oobsize vs mtdinfo"
+	vm_expect_eq "$f_blocks" "$m_blocks" "$dev: flashctl blocks vs mtdinfo"
+	vm_expect_eq "$f_name" "$m_name" "$dev: flashctl name vs mtdinfo"
+}
+
 # vm_kernel_bad_blocks /dev/mtdN: indexes of the bad erase blocks as the
 # kernel reports them (MEMGETBADBLOCK through flash_erase, which skips
 # them). Erases the partition.

@@ -17,11 +17,7 @@
 #     the next complete boot has every kept file (the .tmp is redone)
 . "$top_srcdir/tests/lib/vm.sh"
 . "$top_srcdir/tests/lib/vm-boot.sh"
-vm_need_module mtdblock squashfs jffs2 overlay dm-mod
-vm_run modprobe mtdblock
-vm_run modprobe dm-mod
-L=$top_srcdir/layouts/nandsim-128m.json
-rootfs=$(vm_mtd_by_name rootfs-a) data=$(vm_mtd_by_name rootfs_data)
+boot_nand_board
 env1=$(vm_mtd_by_name u-boot-env) env2=$(vm_mtd_by_name u-boot-env-redund)
 
 boot_image /tmp/img

@@ -152,10 +152,7 @@ boot_teardown
 
 # ---- factory reset on UBIFS: a 0-byte volume update, UBIFS formats at mount
 vm_log "factory reset (FLASHD_OVERLAY_RESET=1) on the UBIFS volume"
-vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
-st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
-vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" true "reset done"
-vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "reset flag cleared"
+boot_factory_reset --mode initramfs --layout "$L" --cmdline /tmp/cmdline
 vm_expect_eq "$(boot_json "$st" .overlay.fstype)" ubifs "overlay fstype after the reset"
 vm_expect_eq "$(boot_json "$st" .overlay.fallback)" false "no fallback after the reset"
 vm_expect_eq "$(boot_json "$st" .overlay.generation.created)" true "generation made again on the empty volume"

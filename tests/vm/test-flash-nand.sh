@@ -15,17 +15,8 @@ for c in info write markbad erase; do vm_need_flashctl flash "$c"; done
 
 # ---- info vs mtdinfo --------------------------------------------------
 for dev in /dev/mtd0 /dev/mtd1 /dev/mtd2; do
-	j=$("$FLASHCTL" --json flash info "$dev") || vm_fail "flashctl flash info $dev failed: $j"
-	vm_json_vars f "$j"
-	vm_mtdinfo_vars m "$dev"
+	vm_expect_flash_info "$dev" nand
 	sys=/sys/class/mtd/${dev#/dev/}
-	vm_expect_eq "$f_type" nand "$dev: flashctl type (mtdinfo: $m_type)"
-	vm_expect_eq "$f_size" "$(<"$sys/size")" "$dev: flashctl size vs sysfs"
-	vm_expect_eq "$f_erasesize" "$m_erasesize" "$dev: flashctl erasesize vs mtdinfo"
-	vm_expect_eq "$f_writesize" "$m_writesize" "$dev: flashctl writesize vs mtdinfo"
-	vm_expect_eq "$f_oobsize" "${m_oobsize:-0}" "$dev: flashctl oobsize vs mtdinfo"
-	vm_expect_eq "$f_blocks" "$m_blocks" "$dev: flashctl blocks vs mtdinfo"
-	vm_expect_eq "$f_name" "$m_name" "$dev: flashctl name vs mtdinfo"
 	kbad=$(vm_kernel_bad_blocks "$dev" | tr '\n' ' ')
 	vm_expect_eq "$f_bad_blocks" "${kbad% }" "$dev: flashctl bad blocks vs the kernel's"
 	set -- $f_bad_blocks

@@ -18,18 +18,8 @@ env=$(vm_mtd_by_name env) rootfs=$(vm_mtd_by_name rootfs) data=$(vm_mtd_by_name 
 
 # ---- info vs mtdinfo --------------------------------------------------
 for dev in "$env" "$rootfs" "$data"; do
-	j=$("$FLASHCTL" --json flash info "$dev") || vm_fail "flashctl flash info $dev failed: $j"
-	vm_json_vars f "$j"
-	vm_mtdinfo_vars m "$dev"
-	sys=/sys/class/mtd/${dev#/dev/}
 	# mtdram registers as MTD_RAM ("ram"); flashd treats it as NOR.
-	vm_expect_eq "$f_type" nor "$dev: flashctl type (mtdinfo: $m_type)"
-	vm_expect_eq "$f_size" "$(<"$sys/size")" "$dev: flashctl size vs sysfs"
-	vm_expect_eq "$f_erasesize" "$m_erasesize" "$dev: flashctl erasesize vs mtdinfo"
-	vm_expect_eq "$f_writesize" "$m_writesize" "$dev: flashctl writesize vs mtdinfo"
-	vm_expect_eq "$f_oobsize" "${m_oobsize:-0}" "$dev: flashctl oobsize vs mtdinfo"
-	vm_expect_eq "$f_blocks" "$m_blocks" "$dev: flashctl blocks vs mtdinfo"
-	vm_expect_eq "$f_name" "$m_name" "$dev: flashctl name vs mtdinfo"
+	vm_expect_flash_info "$dev" nor
 	vm_expect_eq "$f_bad_blocks" "" "$dev: bad blocks on NOR"
 done
 vm_expect_eq "$(vm_json_get "$("$FLASHCTL" --json flash info "mtd:rootfs")" .size)" $((8 * 1024 * 1024)) \
