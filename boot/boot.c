@@ -1167,7 +1167,8 @@ int boot_main(int argc, char **argv)
 	} else {
 		r = booted_slot(&b, &serr);
 		if (r < 0) {
-			log_err("which slot booted: %s", r == -ENOENT ?
+			/* -ENOENT with a message: the command line file itself is missing */
+			log_err("which slot booted: %s", r == -ENOENT && !serr.msg[0] ?
 				"the kernel command line has no flashd.slot=, rauc.slot= or root= naming a slot" :
 				serr.msg);
 			goto fail;

@@ -178,3 +178,16 @@ vm_kernel_bad_blocks() {
 	flash_erase "$1" 0 0 2>&1 | sed -n 's/.*Skipping bad block at \(0x\)\{0,1\}\([0-9a-fA-F]*\).*/\2/p' |
 	while read -r hex; do echo $(( 0x$hex / es )); done
 }
+
+# vm_jffs2_keeps_file WRITE-SRC READ-SRC WHAT: a file written on the JFFS2
+# mounted from WRITE-SRC reads back the same mounted from READ-SRC (a
+# remount, also through the other driver: mtdblock or the MTD itself).
+vm_jffs2_keeps_file() {
+	mkdir -p /tmp/m
+	vm_run mount -t jffs2 "$1" /tmp/m
+	seq 1 50000 >/tmp/m/numbers
+	vm_run umount /tmp/m
+	vm_run mount -t jffs2 "$2" /tmp/m
+	seq 1 50000 | cmp - /tmp/m/numbers || vm_fail "JFFS2 file on $3 differs after remount"
+	vm_run umount /tmp/m
+}
