@@ -32,9 +32,11 @@ flashd_conf() {
 
 daemon_alive() { [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; }
 
-# daemon_answers: the daemon's socket answers a call
+# daemon_answers: the daemon's socket answers a call (DAEMON_PROBE=flashctl:
+# flashctl status instead of varlink-call.py, whose python start-up is
+# slow under TCG)
 daemon_answers() {
-	if [ -n "$PY" ]; then
+	if [ -n "$PY" ] && [ "${DAEMON_PROBE:-varlink}" = varlink ]; then
 		"$PY" "$VCALL" --timeout 5 org.varlink.service.GetInfo >/dev/null 2>&1
 	else
 		"$FLASHCTL" status >/dev/null 2>&1

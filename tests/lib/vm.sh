@@ -8,6 +8,9 @@
 . "$top_srcdir/tests/lib/common.sh"
 VM_TEST_NAME=$(basename "$0")
 
+# tests/lib/daemon.sh's readiness probe: flashctl, not python (slow under TCG)
+DAEMON_PROBE=flashctl
+
 # the VM tests' names for common.sh's fail and skip
 vm_fail() { fail "$@"; }
 vm_skip() { skip "$@"; }

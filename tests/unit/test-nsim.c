@@ -515,32 +515,33 @@ static void test_strings(void **state)
 	assert_int_equal(nsim_flip_from_string("corrected"), NSIM_FLIP_CORRECTED);
 }
 
+/* a test on a fresh simulated chip of each kind */
+#define ON_NAND(t) cmocka_unit_test_setup_teardown(t, setup_nand, teardown)
+#define ON_NOR(t) cmocka_unit_test_setup_teardown(t, setup_nor, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create_geometry, setup_nand, teardown),
+		ON_NAND(test_create_geometry),
 		cmocka_unit_test(test_create_rejects_bad_geometry),
 		cmocka_unit_test(test_create_spec),
 		cmocka_unit_test(test_open_rejects_non_sim),
-		cmocka_unit_test_setup_teardown(test_nor_program_zero_to_one_fails, setup_nor, teardown),
-		cmocka_unit_test_setup_teardown(test_nor_write_across_blocks_validated_first, setup_nor,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_nand_double_program_fails, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_nand_page_order_and_alignment, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_erase_restores_ff_and_counts, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_blocks_refuse_io, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_powercut_after_n_ops, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_powercut_multi_page_write_counts_pages, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_powercut_tearing, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_program_erase_faults, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_bitflips_per_block, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_bitflips_global_rate_reproducible, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_oob_program_once, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_nor_has_no_oob_or_ecc, setup_nor, teardown),
-		cmocka_unit_test_setup_teardown(test_data_area_is_plain_file, setup_nor, teardown),
-		cmocka_unit_test_setup_teardown(test_readonly_refuses_mutation, setup_nand, teardown),
+		ON_NOR(test_nor_program_zero_to_one_fails),
+		ON_NOR(test_nor_write_across_blocks_validated_first),
+		ON_NAND(test_nand_double_program_fails),
+		ON_NAND(test_nand_page_order_and_alignment),
+		ON_NAND(test_erase_restores_ff_and_counts),
+		ON_NAND(test_bad_blocks_refuse_io),
+		ON_NAND(test_powercut_after_n_ops),
+		ON_NAND(test_powercut_multi_page_write_counts_pages),
+		ON_NAND(test_powercut_tearing),
+		ON_NAND(test_program_erase_faults),
+		ON_NAND(test_bitflips_per_block),
+		ON_NAND(test_bitflips_global_rate_reproducible),
+		ON_NAND(test_oob_program_once),
+		ON_NOR(test_nor_has_no_oob_or_ecc),
+		ON_NOR(test_data_area_is_plain_file),
+		ON_NAND(test_readonly_refuses_mutation),
 		cmocka_unit_test(test_strings),
 	};
 
