@@ -1,7 +1,7 @@
-/* lib/board: the target string ("system", "sim:FILE", "sim:DIR") -> the
- * board's devices, partition windows at the layout's offsets, and the env
- * location (file + byte offset) libubootenv is given. */
+/* The board: the target string parsed in one place, simulator files per
+ * device, partition windows and the file offsets libubootenv is given. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,58 +17,57 @@
 #include "cleanup.h"
 #include "flash.h"
 #include "layout.h"
+#include "layout_parse.h"
 #include "nsim.h"
-#include "testlib.h"
+#include "oplock.h"
 #include "util.h"
 
-/* two chips: the bootloader and its env on NOR, the slots on NAND */
-static const char two_chips[] = "{\n"
-	"\"board\": \"test: NOR + NAND\", \"compatible\": \"flashd,test-two-chips\",\n"
-	"\"devices\": [\n"
-	"  { \"name\": \"nor0\", \"type\": \"nor\", \"size\": \"1MiB\", \"erase_block\": \"64KiB\" },\n"
-	"  { \"name\": \"nand0\", \"type\": \"nand\", \"size\": \"16MiB\", \"erase_block\": \"128KiB\",\n"
-	"    \"page\": 2048, \"oob\": 64 } ],\n"
-	"\"partitions\": [\n"
-	"  { \"name\": \"u-boot\", \"device\": \"nor0\", \"offset\": \"0x0\", \"size\": \"768KiB\", \"readonly\": true },\n"
-	"  { \"name\": \"u-boot-env\", \"device\": \"nor0\", \"offset\": \"0xc0000\", \"size\": \"64KiB\" },\n"
-	"  { \"name\": \"u-boot-env-redund\", \"device\": \"nor0\", \"offset\": \"0xd0000\", \"size\": \"64KiB\" },\n"
-	"  { \"name\": \"rootfs-a\", \"device\": \"nand0\", \"offset\": \"0x0\", \"size\": \"6MiB\" },\n"
-	"  { \"name\": \"rootfs-b\", \"device\": \"nand0\", \"offset\": \"0x600000\", \"size\": \"6MiB\" },\n"
-	"  { \"name\": \"rootfs_data\", \"device\": \"nand0\", \"offset\": \"0xc00000\", \"size\": \"-\" } ],\n"
-	"\"bootloader\": \"u-boot\",\n"
-	"\"env\": { \"copies\": [ { \"partition\": \"u-boot-env\", \"offset\": \"0\", \"size\": \"0x10000\" },\n"
-	"  { \"partition\": \"u-boot-env-redund\", \"offset\": \"0\", \"size\": \"0x10000\" } ] },\n"
-	"\"slots\": [ { \"name\": \"rootfs\", \"image\": \"squashfs\", \"slots\": {\n"
-	"  \"A\": { \"rootfs\": { \"storage\": \"nand\", \"partition\": \"rootfs-a\" } },\n"
-	"  \"B\": { \"rootfs\": { \"storage\": \"nand\", \"partition\": \"rootfs-b\" } } } } ],\n"
-	"\"overlays\": [ { \"path\": \"/\", \"type\": \"jffs2\", \"partition\": \"rootfs_data\" } ]\n"
-	"}\n";
+#define ES (128u * 1024)
+
+/* Two NOR chips of 2 MiB: partitions "a" and "b" on the first (b at 1 MiB),
+ * "c" on the second. */
+static const char two_devices[] =
+	"{\"board\": \"b\", \"compatible\": \"c\", \"devices\": ["
+	"{\"name\": \"nor0\", \"type\": \"nor\", \"size\": \"2MiB\", \"erase_block\": \"128KiB\"},"
+	"{\"name\": \"nor1\", \"type\": \"nor\", \"size\": \"2MiB\", \"erase_block\": \"128KiB\"}],"
+	"\"partitions\": ["
+	"{\"name\": \"a\", \"device\": \"nor0\", \"offset\": 0, \"size\": \"1MiB\"},"
+	"{\"name\": \"b\", \"device\": \"nor0\", \"offset\": \"1MiB\", \"size\": \"1MiB\"},"
+	"{\"name\": \"c\", \"device\": \"nor1\", \"offset\": 0, \"size\": \"2MiB\"}],"
+	"\"slots\": [{\"name\": \"rootfs\", \"slots\": {"
+	"\"A\": {\"rootfs\": {\"storage\": \"nor\", \"partition\": \"a\"}},"
+	"\"B\": {\"rootfs\": {\"storage\": \"nor\", \"partition\": \"b\"}}}}],"
+	"\"overlays\": [{\"type\": \"tmpfs\"}]}";
 
 struct fx {
-	struct layout *one;   /* layouts/nandsim-128m.json */
-	struct layout *two;   /* two_chips */
-	char *sim;            /* a simulator of nandsim-128m */
-	char *dir;            /* nor0.sim and nand0.sim of two_chips */
+	char dir[64];
+	char target[80];
+	struct layout *l;
 };
+
+static void make_chip(const char *path, uint64_t size)
+{
+	struct nsim_geometry g = { NSIM_NOR, size, ES, 1, 0 };
+
+	assert_int_equal(nsim_create(path, &g, NSIM_CREATE_FORCE), 0);
+}
 
 static int setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
-	struct nsim_geometry g;
-	char *p;
+	struct error err = {};
+	char path[128];
 
 	assert_non_null(fx);
-	fx->one = testlib_layout_load("nandsim-128m");
-	fx->two = testlib_layout_parse(two_chips);
-	g = testlib_sim_geometry(&fx->one->devices[0]);
-	fx->sim = testlib_sim_new("board", &g, NULL, 0);
-	fx->dir = testlib_tmp_dir("board-dir");
-	for (size_t i = 0; i < fx->two->n_devices; i++) {
-		g = testlib_sim_geometry(&fx->two->devices[i]);
-		p = testlib_asprintf("%s/%s.sim", fx->dir, fx->two->devices[i].name);
-		assert_int_equal(nsim_create(p, &g, NSIM_CREATE_FORCE), 0);
-		free(p);
-	}
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/test-board-XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	snprintf(fx->target, sizeof(fx->target), "sim:%s", fx->dir);
+	if (layout_parse(two_devices, "two.json", &fx->l, &err) < 0)
+		fail_msg("%s", err.msg);
+	snprintf(path, sizeof(path), "%s/nor0.sim", fx->dir);
+	make_chip(path, 2u << 20);
+	snprintf(path, sizeof(path), "%s/nor1.sim", fx->dir);
+	make_chip(path, 2u << 20);
 	*state = fx;
 	return 0;
 }
@@ -76,218 +75,173 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *fx = *state;
+	char path[128];
 
-	for (size_t i = 0; i < fx->two->n_devices; i++) {
-		char *p = testlib_asprintf("%s/%s.sim", fx->dir, fx->two->devices[i].name);
-		unlink(p);
-		free(p);
+	for (size_t i = 0; i < fx->l->n_devices; i++) {
+		snprintf(path, sizeof(path), "%s/%s.sim", fx->dir, fx->l->devices[i].name);
+		unlink(path);
 	}
+	snprintf(path, sizeof(path), "%s/flashd.oplock", fx->dir);
+	unlink(path);
 	rmdir(fx->dir);
-	free(fx->dir);
-	testlib_unlinkp(&fx->sim);
-	layout_free(fx->one);
-	layout_free(fx->two);
+	layout_free(fx->l);
 	free(fx);
 	return 0;
 }
 
-/* Which targets name a board, and which kind. */
-static void test_target_strings(void **state)
+static void test_target_parse(void **state)
 {
 	static const struct {
 		const char *target;
-		int r;
-		bool sim;
+		int kind;
+		const char *path;
 	} cases[] = {
-		{ NULL, 0, false },         /* no target: the running system */
-		{ "", 0, false },
-		{ "system", 0, false },
-		{ "sim:/nonexistent", 0, true }, /* opened lazily: no I/O yet */
-		{ "System", -EINVAL, false },
-		{ "system ", -EINVAL, false },
-		{ "sim", -EINVAL, false },
-		{ "simulator:/x", -EINVAL, false },
-		{ "mtd:rootfs-a", -EINVAL, false },
-	};
-	struct fx *fx = *state;
-
-	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-		_cleanup_board_ struct board *b = NULL;
-		int r = board_open(fx->one, cases[i].target, false, &b);
-
-		if (r != cases[i].r)
-			fail_msg("target \"%s\": %d, expected %d", cases[i].target ?: "(null)", r,
-				 cases[i].r);
-		if (r == 0) {
-			assert_int_equal(board_is_sim(b), cases[i].sim);
-			assert_ptr_equal(board_layout(b), fx->one);
-		}
-	}
-}
-
-/* A partition window reaches the chip at the layout's offset, and the
- * env location (file + offset) is the same bytes as the window. */
-static void test_sim_window_and_env_location(void **state)
-{
-	struct fx *fx = *state;
-	_cleanup_free_ char *target = testlib_asprintf("sim:%s", fx->sim);
-	_cleanup_board_ struct board *b = NULL;
-	_cleanup_flash_ struct flash *f = NULL;
-	_cleanup_free_ char *path = NULL;
-	const struct layout_partition *p = layout_find_partition(fx->one, "u-boot-env-redund");
-	static const char msg[] = "the env copy lives here";
-	char page[2048] = { 0 }; /* NAND programs whole pages */
-	char back[sizeof(msg)] = { 0 };
-	uint64_t off = 0;
-	struct nsim *s;
-	FILE *raw;
-
-	assert_non_null(p);
-	assert_int_equal(board_open(fx->one, target, true, &b), 0);
-	assert_true(board_is_sim(b));
-	assert_int_equal(board_open_partition(b, p, &f), 0);
-	assert_int_equal(f->info.size, p->size);
-	assert_int_equal(flash_erase_block(f, 0), 0);
-	memcpy(page, msg, sizeof(msg));
-	assert_int_equal(f->info.writesize, sizeof(page));
-	assert_int_equal(flash_write(f, 0, page, sizeof(page)), 0);
-
-	/* the chip has it at the partition's offset */
-	assert_int_equal(nsim_open(fx->sim, false, &s), 0);
-	assert_int_equal(nsim_read(s, p->offset, back, sizeof(back)), 0);
-	nsim_close(s);
-	assert_memory_equal(back, msg, sizeof(msg));
-
-	/* and plain file I/O at the env location reads the same bytes */
-	assert_int_equal(board_partition_path(b, p, &path, &off), 0);
-	assert_string_equal(path, fx->sim);
-	assert_int_equal(off, nsim_data_offset() + p->offset);
-	raw = fopen(path, "re");
-	assert_non_null(raw);
-	memset(back, 0, sizeof(back));
-	assert_int_equal(fseeko(raw, (off_t)off, SEEK_SET), 0);
-	assert_int_equal(fread(back, 1, sizeof(back), raw), sizeof(back));
-	fclose(raw);
-	assert_memory_equal(back, msg, sizeof(msg));
-}
-
-/* A board opened read-only hands out windows that refuse writes. */
-static void test_read_only_board(void **state)
-{
-	struct fx *fx = *state;
-	_cleanup_free_ char *target = testlib_asprintf("sim:%s", fx->sim);
-	_cleanup_board_ struct board *b = NULL;
-	_cleanup_flash_ struct flash *f = NULL;
-	uint8_t buf[16] = { 0 };
-
-	assert_int_equal(board_open(fx->one, target, false, &b), 0);
-	assert_int_equal(board_open_partition_by_name(b, "rootfs-b", &f), 0);
-	assert_int_equal(flash_read(f, 0, buf, sizeof(buf)), 0);
-	assert_true(flash_write(f, 0, buf, sizeof(buf)) < 0);
-	assert_true(flash_erase_block(f, 0) < 0);
-}
-
-static void test_unknown_partition(void **state)
-{
-	struct fx *fx = *state;
-	_cleanup_free_ char *target = testlib_asprintf("sim:%s", fx->sim);
-	_cleanup_board_ struct board *b = NULL;
-	struct flash *f = NULL;
-
-	assert_int_equal(board_open(fx->one, target, false, &b), 0);
-	assert_int_equal(board_open_partition_by_name(b, "rootfs-c", &f), -ENOENT);
-	assert_null(f);
-}
-
-/* A simulator that is not the chip the layout describes is refused. */
-static void test_sim_of_another_chip(void **state)
-{
-	struct fx *fx = *state;
-	struct nsim_geometry g = testlib_sim_geometry(&fx->one->devices[0]);
-	_cleanup_unlink_ char *small = NULL;
-	_cleanup_free_ char *target = NULL;
-	_cleanup_board_ struct board *b = NULL;
-	struct flash *f = NULL;
-
-	g.size /= 2;
-	small = testlib_sim_new("board-small", &g, NULL, 0);
-	target = testlib_asprintf("sim:%s", small);
-	assert_int_equal(board_open(fx->one, target, false, &b), 0);
-	assert_int_equal(board_open_partition_by_name(b, "u-boot-env", &f), -EMEDIUMTYPE);
-	assert_null(f);
-}
-
-static void test_missing_sim(void **state)
-{
-	struct fx *fx = *state;
-	_cleanup_board_ struct board *b = NULL;
-	struct flash *f = NULL;
-
-	assert_int_equal(board_open(fx->one, "sim:/nonexistent/board.sim", false, &b), 0);
-	assert_int_equal(board_open_partition_by_name(b, "u-boot-env", &f), -ENOENT);
-}
-
-/* sim:DIR holds DEVICE.sim per device: each partition lands on its chip. */
-static void test_sim_directory(void **state)
-{
-	struct fx *fx = *state;
-	_cleanup_free_ char *target = testlib_asprintf("sim:%s", fx->dir);
-	_cleanup_board_ struct board *b = NULL;
-	static const struct {
-		const char *part, *device;
-	} cases[] = {
-		{ "u-boot-env", "nor0" }, { "u-boot-env-redund", "nor0" },
-		{ "rootfs-a", "nand0" }, { "rootfs_data", "nand0" },
+		{ NULL, BOARD_TARGET_SYSTEM, NULL },
+		{ "", BOARD_TARGET_SYSTEM, NULL },
+		{ "system", BOARD_TARGET_SYSTEM, NULL },
+		{ "sim:/x/y.sim", BOARD_TARGET_SIM, "/x/y.sim" },
+		{ "sim:rel", BOARD_TARGET_SIM, "rel" },
+		{ "sim:", -EINVAL, NULL },
+		{ "sim", -EINVAL, NULL },
+		{ "System", -EINVAL, NULL },
+		{ "system ", -EINVAL, NULL },
+		{ "simx:/a", -EINVAL, NULL },
+		{ "/dev/mtd0", -EINVAL, NULL },
+		{ "image:/tmp/x", -EINVAL, NULL },
 	};
 
-	assert_int_equal(board_open(fx->two, target, true, &b), 0);
+	(void)state;
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-		const struct layout_partition *p = layout_find_partition(fx->two, cases[i].part);
-		_cleanup_flash_ struct flash *f = NULL;
-		_cleanup_free_ char *path = NULL, *want = NULL;
-		uint64_t off;
+		const char *path = "untouched";
+		int r = board_target_parse(cases[i].target, &path);
 
-		assert_non_null(p);
-		assert_int_equal(board_open_partition(b, p, &f), 0);
-		assert_int_equal(f->info.size, p->size);
-		assert_int_equal(f->info.type, p->dev->type);
-		assert_int_equal(board_partition_path(b, p, &path, &off), 0);
-		want = testlib_asprintf("%s/%s.sim", fx->dir, cases[i].device);
-		assert_string_equal(path, want);
-		assert_int_equal(off, nsim_data_offset() + p->offset);
+		if (r != cases[i].kind)
+			fail_msg("'%s': %d, expected %d", cases[i].target ? cases[i].target : "(null)",
+				 r, cases[i].kind);
+		if (cases[i].path)
+			assert_string_equal(path, cases[i].path);
+		else
+			assert_null(path);
 	}
+	/* the path points into the string: no copy to free */
+	const char *t = "sim:/p", *p;
+	assert_int_equal(board_target_parse(t, &p), BOARD_TARGET_SIM);
+	assert_ptr_equal(p, t + 4);
+	assert_int_equal(board_target_parse(t, NULL), BOARD_TARGET_SIM);
 }
 
-/* One file cannot hold two chips: sim:FILE of a two-device layout. */
-static void test_sim_file_for_two_chips(void **state)
+/* board_open, board_sim_device_path and oplock_path agree on what a
+ * target is (they parsed it three ways before). */
+static void test_target_users_agree(void **state)
 {
 	struct fx *fx = *state;
-	_cleanup_free_ char *target = testlib_asprintf("sim:%s", fx->sim);
-	_cleanup_board_ struct board *b = NULL;
-	_cleanup_free_ char *path = NULL;
-	struct flash *f = NULL;
-	uint64_t off;
+	static const char *const bad[] = { "sim:", "bogus", "sim", "System" };
+	_cleanup_free_ char *lock = NULL, *path = NULL;
+	struct board *b = NULL;
 
-	assert_int_equal(board_open(fx->two, target, false, &b), 0);
-	assert_int_equal(board_open_partition_by_name(b, "rootfs-a", &f), -EISDIR);
-	assert_int_equal(board_partition_path(b, layout_find_partition(fx->two, "u-boot-env"),
-					      &path, &off), -EISDIR);
-	assert_int_equal(board_sim_device_path("system", fx->two, &fx->two->devices[0], &path),
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		char *p = NULL;
+
+		assert_int_equal(board_open(fx->l, bad[i], false, &b), -EINVAL);
+		assert_null(b);
+		assert_int_equal(oplock_path(bad[i], &p), -EINVAL);
+		assert_int_equal(board_sim_device_path(bad[i], fx->l, &fx->l->devices[0], &p),
+				 -EINVAL);
+		assert_null(p);
+	}
+	assert_int_equal(board_sim_device_path("system", fx->l, &fx->l->devices[0], &path),
 			 -EINVAL);
+	assert_int_equal(oplock_path(fx->target, &lock), 0);
+	assert_true(!strncmp(lock, fx->dir, strlen(fx->dir)));
+}
+
+static void test_sim_device_path(void **state)
+{
+	struct fx *fx = *state;
+	_cleanup_free_ char *p0 = NULL, *p1 = NULL, *target = NULL;
+	char *p = NULL;
+	char want[128];
+
+	assert_int_equal(board_sim_device_path(fx->target, fx->l, &fx->l->devices[1], &p1), 0);
+	snprintf(want, sizeof(want), "%s/nor1.sim", fx->dir);
+	assert_string_equal(p1, want);
+	/* a plain file names the only device: a two-device layout refuses it */
+	assert_true(asprintf(&target, "sim:%s/nor0.sim", fx->dir) > 0);
+	assert_int_equal(board_sim_device_path(target, fx->l, &fx->l->devices[0], &p), -EISDIR);
+	assert_null(p);
+	fx->l->n_devices = 1;
+	assert_int_equal(board_sim_device_path(target, fx->l, &fx->l->devices[0], &p0), 0);
+	fx->l->n_devices = 2;
+	assert_string_equal(p0, target + 4);
+}
+
+/* A write through partition b's window lands at b's offset on nor0, and
+ * the file offset handed to libubootenv reaches the same bytes. */
+static void test_partition_window_and_path(void **state)
+{
+	struct fx *fx = *state;
+	_cleanup_board_ struct board *b = NULL;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
+	struct flash *f = NULL;
+	struct nsim *s = NULL;
+	uint8_t buf[16], got[16];
+	uint64_t off = 0;
+	char chip[128];
+
+	memcpy(buf, "board-test-bytes", sizeof(buf));
+	assert_int_equal(board_open(fx->l, fx->target, true, &b), 0);
+	assert_true(board_is_sim(b));
+	assert_int_equal(board_open_partition_by_name(b, "nope", &f), -ENOENT);
+	assert_int_equal(board_open_partition_by_name(b, "b", &f), 0);
+	assert_int_equal(f->info.size, 1u << 20);
+	assert_int_equal(flash_erase_block(f, ES), 0);
+	assert_int_equal(flash_write(f, ES, buf, sizeof(buf)), 0);
+	flash_close(f);
+
+	snprintf(chip, sizeof(chip), "%s/nor0.sim", fx->dir);
+	assert_int_equal(nsim_open(chip, false, &s), 0);
+	assert_int_equal(nsim_read(s, (1u << 20) + ES, got, sizeof(got)), 0);
+	nsim_close(s);
+	assert_memory_equal(got, buf, sizeof(buf));
+
+	assert_int_equal(board_partition_path(b, layout_find_partition(fx->l, "b"), &path, &off), 0);
+	assert_int_equal(off, nsim_data_offset() + (1u << 20));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	memset(got, 0, sizeof(got));
+	assert_int_equal(util_pread_full(fd, got, sizeof(got), off + ES), (ssize_t)sizeof(got));
+	assert_memory_equal(got, buf, sizeof(buf));
+}
+
+/* A simulator of another geometry than the layout's device is refused
+ * before anything is written. */
+static void test_wrong_chip_refused(void **state)
+{
+	struct fx *fx = *state;
+	_cleanup_board_ struct board *b = NULL;
+	struct flash *f = NULL;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/nor1.sim", fx->dir);
+	make_chip(path, 4u << 20);
+	assert_int_equal(board_open(fx->l, fx->target, true, &b), 0);
+	assert_int_equal(board_open_partition_by_name(b, "c", &f), -EMEDIUMTYPE);
+	assert_null(f);
+	/* the other chip is still usable */
+	assert_int_equal(board_open_partition_by_name(b, "a", &f), 0);
+	flash_close(f);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_target_strings),
-		cmocka_unit_test(test_sim_window_and_env_location),
-		cmocka_unit_test(test_read_only_board),
-		cmocka_unit_test(test_unknown_partition),
-		cmocka_unit_test(test_sim_of_another_chip),
-		cmocka_unit_test(test_missing_sim),
-		cmocka_unit_test(test_sim_directory),
-		cmocka_unit_test(test_sim_file_for_two_chips),
+		cmocka_unit_test(test_target_parse),
+		cmocka_unit_test_setup_teardown(test_target_users_agree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sim_device_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partition_window_and_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_chip_refused, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

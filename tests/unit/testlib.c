@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "flash.h"
+#include "layout_parse.h"
 #include "testlib.h"
 
 char *testlib_asprintf(const char *fmt, ...)
