@@ -25,6 +25,7 @@
 #include "record.h"
 #include "slot.h"
 #include "slot_change.h"
+#include "ubi_image.h"
 #include "util.h"
 #include "worker.h"
 
@@ -194,6 +195,17 @@ static bool install_running(const struct manager *m)
 	return m->op.name && !strcmp(m->op.name, "install");
 }
 
+/* A UBI volume whose update never ended holds part of an image, whatever
+ * the env says (flashd boot refuses to mount it). */
+static enum slot_view slot_view_ubi(enum slot_view view, const struct layout_slot *s)
+{
+	if (view != SLOT_VIEW_INSTALLING &&
+	    (ubi_image_target_broken(&s->rootfs, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS) ||
+	     (s->has_kernel && ubi_image_target_broken(&s->kernel, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS))))
+		return SLOT_VIEW_INTERRUPTED;
+	return view;
+}
+
 static struct json_object *slots_json(struct manager *m, const struct slots_view *v)
 {
 	struct json_object *arr = json_object_new_array();
@@ -207,7 +219,7 @@ static struct json_object *slots_json(struct manager *m, const struct slots_view
 		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
 							       s->rootfs.ubi_volume));
 		json_object_object_add(o, "state", json_object_new_string(slot_view_to_string(
-			slot_view_of(&v->st, i, install_running(m)))));
+			slot_view_ubi(slot_view_of(&v->st, i, install_running(m)), s))));
 		json_object_object_add(o, "version", jstr(v->versions[i]));
 		json_object_object_add(o, "health", jstr(v->health[i]));
 		json_object_object_add(o, "tries_left", json_object_new_int(si->left));
