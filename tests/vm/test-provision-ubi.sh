@@ -48,7 +48,7 @@ mkimg() { # VERSION MIB
 ubi_num() {
 	local d
 	for d in /sys/class/ubi/ubi[0-9]*; do
-		[[ ${d##*/} == *_* ]] && continue
+		[[ ${d##*/} == *_* ]] || [ ! -e "$d/mtd_num" ] && continue
 		[ "$(cat "$d/mtd_num")" = "${ubimtd#/dev/mtd}" ] && { echo "${d##*/ubi}"; return; }
 	done
 }
@@ -191,13 +191,16 @@ echo "UBI board: provisioned (bad block, erase counters kept), installed over th
 # The env still says A is good; UBI's update marker alone says it is not.
 vm_log "an interrupted ubiupdatevol of rootfs_a: status and flashd boot see it"
 a=$(vol rootfs_a)
-{ head -c $((1024 * 1024)) /dev/urandom; sleep 60; } | ubiupdatevol -s $((3 * 1024 * 1024)) "$a" - &
+# 1 MiB of a 3 MiB update through a FIFO held open, then SIGKILL
+mkfifo $T/upd.fifo
+ubiupdatevol -s $((3 * 1024 * 1024)) "$a" $T/upd.fifo &
 upid=$!
+exec 3>$T/upd.fifo
+head -c $((1024 * 1024)) /dev/urandom >&3
 for _ in $(seq 500); do [ "$(vattr rootfs_a upd_marker)" = 1 ] && break; sleep 0.02; done
-sleep 1
-pkill -KILL -P $upid 2>/dev/null; kill -KILL $upid 2>/dev/null; wait $upid 2>/dev/null
-for p in $(pgrep -x ubiupdatevol); do kill -KILL "$p"; done
 sleep 0.5
+kill -KILL $upid; wait $upid 2>/dev/null
+exec 3>&-
 vm_expect_eq "$(vattr rootfs_a upd_marker)" 1 "rootfs_a update marker after the kill"
 "$FLASHD" -c $T/flashd.conf 2>>$T/flashd.log &
 daemon=$!
