@@ -38,6 +38,12 @@ emit() {
 }
 
 now() { echo "$EPOCHREALTIME"; }
+# Every measurement is bounded: a hang is a failed measurement with its
+# reason, never a VM that sits until the harness kills it.
+LIMIT=${BENCH_LIMIT:-900}
+bounded() { timeout -k 20 "$LIMIT" "$@"; }
+# why RC: the reason for a failed measurement's exit code
+why() { case "$1" in 124 | 137) echo "hung: no result in $LIMIT s, stopped" ;; *) echo "exited $1" ;; esac; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 # ---- board --------------------------------------------------------------------
@@ -105,48 +111,52 @@ printf '%s 0x0 %s %s\n%s 0x0 %s %s\n' "$DEV_ENV" "$ENV_SIZE" "$ENV_SIZE" "$DEV_E
 	>/etc/fw_env.config
 echo "bench 1.0" >/etc/hwrevision
 
-# ---- erase counting (kprobe on the driver) -------------------------------------
+# ---- erase counting (kprobe on the driver, counted by a hist trigger) -----------
+# The counts live in the kernel's histogram map, not in the trace ring
+# buffer: resetting an 8 MiB ring buffer (`: >trace`) locked the guest up
+# for over 15 minutes under TCG. A hist trigger is cleared by removing it.
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs tracefs $T 2>/dev/null
 [ -d $T/events ] || T=/sys/kernel/debug/tracing
 KPROBE=0
 if [ "$TYPE" = nand ]; then
 	probe='p:bench/erase nand_erase_op blk=%si:u32'
+	HIST='hist:keys=blk:size=16384'
 else
 	probe='p:bench/erase ram_erase addr=+0(%si):u64 len=+8(%si):u64'
+	HIST='hist:keys=addr:vals=len:size=16384'
 fi
-if echo "$probe" >>$T/kprobe_events 2>/dev/null; then
+if echo "$probe" >>$T/kprobe_events 2>/dev/null && [ -e $T/events/bench/erase/hist ]; then
 	KPROBE=1
-	echo 8192 >$T/buffer_size_kb
 else
-	log "kprobe '$probe' could not be set: erase counts will be missing"
+	log "kprobe '$probe' or its hist trigger could not be set: erase counts will be missing"
 fi
 erase_begin() {
 	[ $KPROBE = 1 ] || return 0
-	echo 0 >$T/tracing_on
-	: >$T/trace
-	echo 1 >$T/events/bench/erase/enable
-	echo 1 >$T/tracing_on
+	echo "!$HIST" >>$T/events/bench/erase/trigger 2>/dev/null
+	echo "$HIST" >>$T/events/bench/erase/trigger || log "hist trigger failed: erase counts will be wrong"
 }
 # Sets ER_SLOT (blocks erased in slot B) and ER_TOTAL (all blocks).
 erase_end() {
 	ER_SLOT=-1 ER_TOTAL=-1
 	[ $KPROBE = 1 ] || return 0
-	echo 0 >$T/tracing_on
-	echo 0 >$T/events/bench/erase/enable
+	# one line per key: "{ blk: N } hitcount: H" or "{ addr: A } hitcount: H  len: L"
 	read -r ER_SLOT ER_TOTAL < <(awk -v es="$ES" -v lo="$B_OFF" -v hi="$((B_OFF + B_SIZE))" '
-		/ bench\/erase|erase: \(/ {
-			n = 0; a = -1
+		/^\{ / {
+			a = -1; n = 0
 			for (i = 1; i <= NF; i++) {
-				if ($i ~ /^blk=/) { a = substr($i, 5) * es; n = 1 }
-				if ($i ~ /^addr=/) a = substr($i, 6) + 0
-				if ($i ~ /^len=/) n = int((substr($i, 5) + es - 1) / es)
+				if ($i == "blk:") a = $(i + 1) * es
+				if ($i == "addr:") a = $(i + 1) + 0
+				if ($i == "hitcount:") n = $(i + 1)
+				if ($i == "len:") n = int(($(i + 1) + es - 1) / es)
 			}
 			if (a < 0) next
 			tot += n
 			if (a >= lo && a < hi) slot += n
 		}
-		END { printf "%d %d\n", slot, tot }' $T/trace)
+		/^Dropped: [1-9]/ { lost = 1 }
+		END { if (lost) print -1, -1; else printf "%d %d\n", slot, tot }' $T/events/bench/erase/hist)
+	echo "!$HIST" >>$T/events/bench/erase/trigger 2>/dev/null
 }
 
 # ---- common per-install bookkeeping ---------------------------------------------
@@ -213,10 +223,10 @@ run_floor() {
 			if [ "$TYPE" = nand ]; then
 				# erase exactly the blocks the image needs (no bad blocks
 				# here), then write: the least work any tool can do
-				/usr/bin/time -f %M -o $tmp/rss sh -c 'flash_erase -q "$1" 0 "$3" && nandwrite -q -p "$1" "$2"' \
+				bounded /usr/bin/time -f %M -o $tmp/rss sh -c 'flash_erase -q "$1" 0 "$3" && nandwrite -q -p "$1" "$2"' \
 					sh "$DEV_B" "$img" $(( (size + ES - 1) / ES )) >$tmp/floor.log 2>&1
 			else
-				/usr/bin/time -f %M -o $tmp/rss flashcp "$img" "$DEV_B" >$tmp/floor.log 2>&1
+				bounded /usr/bin/time -f %M -o $tmp/rss flashcp "$img" "$DEV_B" >$tmp/floor.log 2>&1
 			fi
 			rc=$?
 			t1=$(now)
@@ -225,7 +235,7 @@ run_floor() {
 			times="$times $(elapsed "$t0" "$t1")" rss="$rss $(tail -1 $tmp/rss)"
 		done
 		if [ $rc != 0 ]; then
-			emit kind=install contender=floor workload="$w" error="$(tail -c 300 $tmp/floor.log)"
+			emit kind=install contender=floor workload="$w" error="$(why $rc): $(tail -c 300 $tmp/floor.log)"
 			continue
 		fi
 		emit kind=install contender=floor workload="$w" seconds="$(median $times)" runs="${times# }" \
@@ -305,7 +315,7 @@ EOT
 		fi
 		erase_begin
 		t0=$(now)
-		FLASHD_SOCKET=$FD/flashd.sock /usr/bin/time -f %M -o $FD/client.rss \
+		FLASHD_SOCKET=$FD/flashd.sock bounded /usr/bin/time -f %M -o $FD/client.rss \
 			"$FLASHCTL" -q install "$b" >$FD/install.log 2>&1
 		rc=$?
 		t1=$(now)
@@ -321,7 +331,7 @@ EOT
 	done
 		if [ $rc != 0 ]; then
 			emit kind=install contender=flashd workload="$w" \
-				error="flashctl install exited $rc: $(tail -c 300 $FD/install.log) / $(tail -n 3 $FD/flashd.log)"
+				error="flashctl install $(why $rc): $(tail -c 300 $FD/install.log) / $(tail -n 3 $FD/flashd.log)"
 			continue
 		fi
 		rec=$(jq -c '.[0] | {bytes, erases, blocks_skipped, result}' $FD/state/installs.json 2>/dev/null)
@@ -400,7 +410,7 @@ EOT
 		done
 		erase_begin
 		t0=$(now)
-		/usr/bin/time -f %M -o $RD/client.rss rauc -c $RD/system.conf install "$b" >$RD/install.log 2>&1
+		bounded /usr/bin/time -f %M -o $RD/client.rss rauc -c $RD/system.conf install "$b" >$RD/install.log 2>&1
 		rc=$?
 		t1=$(now)
 		erase_end
@@ -408,7 +418,7 @@ EOT
 		wait $spid 2>/dev/null
 		if [ $rc != 0 ]; then
 			emit kind=install contender=rauc workload="$w" \
-				error="rauc install exited $rc: $(grep -v '^installing' $RD/install.log | tail -c 400)"
+				error="rauc install $(why $rc): $(grep -v '^installing' $RD/install.log | tail -c 400)"
 			continue
 		fi
 		emit kind=install contender=rauc workload="$w" seconds="$(elapsed "$t0" "$t1")" \
@@ -433,14 +443,14 @@ run_swupdate() {
 		[ "$w" = full ] && empty_slot_b
 		erase_begin
 		t0=$(now)
-		/usr/bin/time -f %M -o $SD/rss swupdate -B uboot -k "$work/cms.pem" -H bench:1.0 -i $SD/u.swu \
+		bounded /usr/bin/time -f %M -o $SD/rss swupdate -B uboot -k "$work/cms.pem" -H bench:1.0 -i $SD/u.swu \
 			>$SD/install.log 2>&1
 		rc=$?
 		t1=$(now)
 		erase_end
 		if [ $rc != 0 ]; then
 			emit kind=install contender=swupdate workload="$w" \
-				error="swupdate exited $rc: $(grep -E 'ERROR|error' $SD/install.log | tail -n 4)"
+				error="swupdate $(why $rc): $(grep -E 'ERROR|error' $SD/install.log | tail -n 4)"
 			continue
 		fi
 		emit kind=install contender=swupdate workload="$w" seconds="$(elapsed "$t0" "$t1")" \
