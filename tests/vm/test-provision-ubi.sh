@@ -22,18 +22,14 @@
 #    still holds the file written under A
 . "$top_srcdir/nandsim/vm/testlib.sh"
 . "$top_srcdir/tests/vm/boot-lib.sh"
-vm_need_module ubi ubifs squashfs overlay
-vm_run modprobe ubi
-vm_run modprobe ubifs
-[ -e /dev/ubi_ctrl ] || vm_skip "ubi loaded but /dev/ubi_ctrl is missing"
-command -v ubiformat >/dev/null || vm_skip "ubiformat (mtd-utils) missing"
-L=$top_srcdir/layouts/nand-ubi.json
+. "$top_srcdir/tests/vm/ubi-lib.sh"
+ubi_setup
+L=$UBI_LAYOUT
 T=/tmp/pu
-rm -rf $T; mkdir -p $T/keyring $T/state
+rm -rf $T; mkdir -p $T/keyring
 export FLASHD_SOCKET=$T/flashd.sock
-daemon=
-trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null' EXIT
-ubimtd=$(vm_mtd_by_name ubi)
+trap '[ -n "$UBI_DAEMON" ] && kill $UBI_DAEMON 2>/dev/null' EXIT
+ubimtd=$UBI_MTD
 envmtd=$(vm_mtd_by_name u-boot-env)
 
 mkimg() { # VERSION MIB
@@ -45,25 +41,10 @@ mkimg() { # VERSION MIB
 	vm_run "$FLASHCTL" -q bundle create --layout "$L" --version "$1" \
 		--image rootfs=$T/$1.sqfs --image kernel=$T/$1.kernel --key $T/k.key -o $T/$1.bundle
 }
-ubi_num() {
-	local d
-	for d in /sys/class/ubi/ubi[0-9]*; do
-		[[ ${d##*/} == *_* ]] || [ ! -e "$d/mtd_num" ] && continue
-		[ "$(cat "$d/mtd_num")" = "${ubimtd#/dev/mtd}" ] && { echo "${d##*/ubi}"; return; }
-	done
-}
-vol() { # NAME: /dev/ubiN_M
-	local u d; u=$(ubi_num)
-	for d in /sys/class/ubi/ubi$u/ubi${u}_*; do
-		[ "$(cat "$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return; }
-	done
-	vm_fail "no UBI volume $1 on ubi$u"
-}
-vattr() { cat "/sys/class/ubi/$(basename "$(vol "$1")")/$2"; }
 holds() { # VOLUME FILE WHAT
-	vm_expect_eq "$(vattr "$1" upd_marker)" 0 "$3: update marker of $1"
-	vm_expect_eq "$(vattr "$1" data_bytes)" "$(stat -c %s "$2")" "$3: data bytes of $1"
-	cmp "$(vol "$1")" "$2" || vm_fail "$3: volume $1 differs from $2"
+	vm_expect_eq "$(ubi_vattr "$1" upd_marker)" 0 "$3: update marker of $1"
+	vm_expect_eq "$(ubi_vattr "$1" data_bytes)" "$(stat -c %s "$2")" "$3: data bytes of $1"
+	cmp "$(ubi_vol "$1")" "$2" || vm_fail "$3: volume $1 differs from $2"
 	echo "ok: $3: $1 holds $(basename "$2")"
 }
 env_sum() { nanddump -q -f - "$envmtd" 2>/dev/null | sha256sum; }
@@ -110,11 +91,11 @@ u=$(ubi_num)
 [ -n "$u" ] || vm_fail "UBI not attached after provisioning"
 vm_expect_eq "$(cat /sys/class/ubi/ubi$u/volumes_count)" 5 "volumes"
 vm_expect_eq "$(cat /sys/class/ubi/ubi$u/bad_peb_count)" 1 "UBI's bad PEB count (block 100)"
-for v in kernel_a rootfs_a kernel_b rootfs_b; do vm_expect_eq "$(vattr $v type)" static "type of $v"; done
-vm_expect_eq "$(vattr overlay type)" dynamic "type of overlay"
+for v in kernel_a rootfs_a kernel_b rootfs_b; do vm_expect_eq "$(ubi_vattr $v type)" static "type of $v"; done
+vm_expect_eq "$(ubi_vattr overlay type)" dynamic "type of overlay"
 holds rootfs_a $T/1.0.sqfs "provisioned"
 holds kernel_a $T/1.0.kernel "provisioned"
-vm_expect_eq "$(vattr rootfs_b data_bytes)" 0 "rootfs_b empty"
+vm_expect_eq "$(ubi_vattr rootfs_b data_bytes)" 0 "rootfs_b empty"
 ec1=$(cat /sys/class/ubi/ubi$u/max_ec)
 vm_expect_eq "$("$FLASHCTL" slot boot-select --layout "$L" --target system)" flashd.slot=A "boot choice"
 
@@ -138,18 +119,8 @@ sync
 boot_teardown
 
 # ---- install v2 over the socket -------------------------------------------
-cat >$T/flashd.conf <<CONF
-[flashd]
-layout=$L
-target=system
-keyring=$T/keyring
-socket=$FLASHD_SOCKET
-state-dir=$T/state
-cmdline=$T/cmdline
-CONF
-"$FLASHD" -c $T/flashd.conf 2>$T/flashd.log &
-daemon=$!
-for _ in $(seq 100); do "$FLASHCTL" status >/dev/null 2>&1 && break; sleep 0.1; done
+ubi_daemon_conf $T
+ubi_start_daemon $T
 vm_log "the booted slot is refused"
 out=$("$FLASHCTL" install --slot A $T/2.0.bundle 2>&1) && vm_fail "install into the booted slot A: $out"
 grep -q "booted slot" <<<"$out" || vm_fail "refusal of slot A: $out"
@@ -164,7 +135,7 @@ grep -q "Installed version 2.0 into slot B" $T/install.out || vm_fail "install o
 st=$("$FLASHCTL" --json status) || vm_fail "status"
 vm_expect_eq "$(jq -r '.slots[] | select(.name=="B") | .version' <<<"$st")" 2.0 "status: B version"
 vm_expect_eq "$(jq -r '.next' <<<"$st")" B "status: next boot"
-kill $daemon; wait $daemon 2>/dev/null; daemon=
+ubi_stop_daemon
 holds rootfs_b $T/2.0.sqfs "installed"
 holds kernel_b $T/2.0.kernel "installed"
 holds rootfs_a $T/1.0.sqfs "the booted slot after the install"
@@ -190,23 +161,21 @@ echo "UBI board: provisioned (bad block, erase counters kept), installed over th
 # ---- a volume update interrupted behind flashd's back ---------------------------
 # The env still says A is good; UBI's update marker alone says it is not.
 vm_log "an interrupted ubiupdatevol of rootfs_a: status and flashd boot see it"
-a=$(vol rootfs_a)
+a=$(ubi_vol rootfs_a)
 # 1 MiB of a 3 MiB update through a FIFO held open, then SIGKILL
 mkfifo $T/upd.fifo
 ubiupdatevol -s $((3 * 1024 * 1024)) "$a" $T/upd.fifo &
 upid=$!
 exec 3>$T/upd.fifo
 head -c $((1024 * 1024)) /dev/urandom >&3
-for _ in $(seq 500); do [ "$(vattr rootfs_a upd_marker)" = 1 ] && break; sleep 0.02; done
+for _ in $(seq 500); do [ "$(ubi_vattr rootfs_a upd_marker)" = 1 ] && break; sleep 0.02; done
 sleep 0.5
 kill -KILL $upid; wait $upid 2>/dev/null
 exec 3>&-
-vm_expect_eq "$(vattr rootfs_a upd_marker)" 1 "rootfs_a update marker after the kill"
-"$FLASHD" -c $T/flashd.conf 2>>$T/flashd.log &
-daemon=$!
-for _ in $(seq 100); do "$FLASHCTL" status >/dev/null 2>&1 && break; sleep 0.1; done
+vm_expect_eq "$(ubi_vattr rootfs_a upd_marker)" 1 "rootfs_a update marker after the kill"
+ubi_start_daemon $T
 st=$("$FLASHCTL" --json status) || vm_fail "status"
-kill $daemon; wait $daemon 2>/dev/null; daemon=
+ubi_stop_daemon
 vm_expect_eq "$(jq -r '.slots[] | select(.name=="A") | .state' <<<"$st")" interrupted "status: slot A"
 out=$("$FLASHD" boot --slot A --mode initramfs --layout "$L" --stage /tmp/st --state $T/boot.json \
 	--no-exec 2>&1) && vm_fail "flashd boot mounted the interrupted rootfs_a: $out"
