@@ -53,7 +53,10 @@ const char *flash_ubi_volume_broken(const struct flash_ubi_volume *v);
 int flash_ubi_mkvol(int ubi, const char *name, bool is_static, uint64_t bytes,
 		    struct error *err);
 
-/* Start a volume update of exactly bytes (UBI_IOCVOLUP): from this call the
- * volume is marked "update in progress" until bytes were written through
- * the returned fd (O_CLOEXEC). 0 bytes empties the volume at once. */
-int flash_ubi_update_open(const char *dev, uint64_t bytes, int *ret_fd, struct error *err);
+/* The volume open for writing (O_CLOEXEC): nothing changes yet; -EBUSY
+ * when another writer has it. */
+int flash_ubi_volume_open_rw(const char *dev, struct error *err);
+/* Start a volume update of exactly bytes on fd (UBI_IOCVOLUP): from this
+ * call UBI has unmapped the volume's LEBs and marks it "update in
+ * progress" until bytes were written through fd. 0 bytes empties it. */
+int flash_ubi_update_start(int fd, const char *dev, uint64_t bytes, struct error *err);

@@ -178,16 +178,23 @@ static int open_node(const char *dev, int flags)
 	return -ENOENT;
 }
 
-int flash_ubi_update_open(const char *dev, uint64_t bytes, int *ret_fd, struct error *err)
+int flash_ubi_volume_open_rw(const char *dev, struct error *err)
 {
-	_cleanup_close_ int fd = open_node(dev, O_RDWR);
+	int fd = open_node(dev, O_RDWR);
+
+	/* UBI lets one writer at a time open a volume: a busy one says so here */
+	if (fd < 0)
+		return error_set(err, fd, "%s: %s%s", dev, strerror(-fd),
+				 fd == -EBUSY ? " (another writer has the volume open)" : "");
+	return fd;
+}
+
+int flash_ubi_update_start(int fd, const char *dev, uint64_t bytes, struct error *err)
+{
 	int64_t n = (int64_t)bytes;
 
-	if (fd < 0)
-		return error_set(err, fd, "%s: %s", dev, strerror(-fd));
 	if (ioctl(fd, UBI_IOCVOLUP, &n) < 0)
 		return error_set(err, -errno, "starting the update of %s (UBI_IOCVOLUP, %llu bytes): %s",
 				 dev, (unsigned long long)bytes, strerror(errno));
-	*ret_fd = TAKE_FD(fd);
 	return 0;
 }

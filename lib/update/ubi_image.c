@@ -15,7 +15,7 @@
 struct ubi_image {
 	struct flash_ubi_volume vol;
 	int fd;                 /* the volume, open for reading */
-	int upd_fd;             /* the update in progress, -1 before it starts */
+	int upd_fd;             /* open for writing from ubi_image_open, the update's fd */
 	bool started;
 	uint64_t written;
 	char what[192];         /* "UBI volume rootfs_b (/dev/ubi0_3)" */
@@ -37,7 +37,7 @@ static int mtd_num(const char *sysroot, const struct layout_partition *p, unsign
 int ubi_image_open(struct board *b, const struct layout_image_target *t,
 		   struct ubi_image **ret, struct error *err)
 {
-	_cleanup_free_ struct ubi_image *u = NULL;
+	_cleanup_(ubi_image_freep) struct ubi_image *u = NULL;
 	unsigned mtd;
 	int ubi, r;
 
@@ -60,6 +60,11 @@ int ubi_image_open(struct board *b, const struct layout_image_target *t,
 		return error_set(err, r, "ubi%d (partition %s): no volume \"%s\"%s", ubi, t->part->name,
 				 t->ubi_volume, r == -ENOENT ? " (provision the board first)" : "");
 	snprintf(u->what, sizeof(u->what), "UBI volume %s (%s)", u->vol.name, u->vol.dev);
+	/* opened now, before the slot is marked bad: a volume another writer
+	 * holds refuses the install with the env unchanged */
+	u->upd_fd = flash_ubi_volume_open_rw(u->vol.dev, err);
+	if (u->upd_fd < 0)
+		return error_prefix(err, u->upd_fd, "%s", u->what);
 	*ret = TAKE_PTR(u);
 	return 0;
 }
@@ -86,7 +91,7 @@ static int start(struct ubi_image *u, uint64_t total, struct error *err)
 	if (total > flash_ubi_volume_size(&u->vol))
 		return error_set(err, -EFBIG, "%s holds %" PRIu64 " bytes, the image has %" PRIu64,
 				 u->what, flash_ubi_volume_size(&u->vol), total);
-	r = flash_ubi_update_open(u->vol.dev, total, &u->upd_fd, err);
+	r = flash_ubi_update_start(u->upd_fd, u->vol.dev, total, err);
 	if (r < 0)
 		return r;
 	u->started = true;

@@ -125,6 +125,20 @@ vm_log "the booted slot is refused"
 out=$("$FLASHCTL" install --slot A $T/2.0.bundle 2>&1) && vm_fail "install into the booted slot A: $out"
 grep -q "booted slot" <<<"$out" || vm_fail "refusal of slot A: $out"
 holds rootfs_a $T/1.0.sqfs "after the refusal"
+vm_log "a target volume another writer holds refuses the install, env unchanged"
+mkfifo $T/busy.fifo
+ubiupdatevol -s $((1024 * 1024)) "$(ubi_vol rootfs_b)" $T/busy.fifo &
+bpid=$!
+exec 4>$T/busy.fifo
+head -c 4096 /dev/zero >&4
+for _ in $(seq 500); do [ "$(ubi_vattr rootfs_b upd_marker)" = 1 ] && break; sleep 0.02; done
+before=$(env_sum)
+out=$("$FLASHCTL" install $T/2.0.bundle 2>&1) && vm_fail "install into a volume held by ubiupdatevol: $out"
+grep -q "another writer has the volume open" <<<"$out" || vm_fail "busy volume refusal: $out"
+vm_expect_eq "$(env_sum)" "$before" "env partition after the busy-volume refusal"
+kill -KILL $bpid; wait $bpid 2>/dev/null
+exec 4>&-
+echo "ok: a busy target volume is refused before the env changes"
 vm_log "install v2 streamed over the socket"
 t0=$(date +%s%N)
 "$FLASHCTL" install - <$T/2.0.bundle >$T/install.out 2>&1 ||
