@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flashctl.h"
 
 static const struct cli_cmd top_cmds[] = {
 	{ "status", "[--socket PATH]", "board, slots, last install, overlay and flash health",
@@ -132,7 +133,7 @@ static void usage_main(struct cli_ctx *ctx)
 	       "5 refused without --force.\n");
 }
 
-int main(int argc, char **argv)
+int flashctl_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },

@@ -1,11 +1,14 @@
-/* flashd: the daemon (default) and, as "flashd boot", the early-boot
- * union assembly. main() only parses options and hands over. */
+/* flashd: the daemon (default), as "flashd boot" the early-boot union
+ * assembly, and called as flashctl (a link to this program) the command
+ * line tool: one binary links the library once (issue 18). main() only
+ * parses options and hands over. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "boot.h"
 #include "conf.h"
+#include "flashctl.h"
 #include "log.h"
 #include "manager.h"
 
@@ -78,6 +81,12 @@ int main(int argc, char **argv)
 	const char *config = NULL;
 	int c, r;
 
+	const char *name = argc > 0 ? strrchr(argv[0], '/') : NULL;
+
+	/* "flashctl" (any path): the command line tool (cli/) */
+	name = name ? name + 1 : argc > 0 ? argv[0] : "";
+	if (!strcmp(name, "flashctl"))
+		return flashctl_main(argc, argv);
 	/* "flashd boot": the early-boot union assembly (boot/boot.c) */
 	if (argc > 1 && !strcmp(argv[1], "boot"))
 		return boot_main(argc - 1, argv + 1);
