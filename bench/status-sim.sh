@@ -7,8 +7,8 @@
 # Numbers only: nothing here asserts a time (HACKING.md rule 8).
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
 TEST_NAME=status-sim
-# shellcheck source=../tests/daemon/lib.sh
-. "$top_srcdir/tests/daemon/lib.sh"
+# shellcheck source=../tests/lib/sim-board.sh
+. "$top_srcdir/tests/lib/sim-board.sh"
 B=$top_srcdir/bench
 MIB=${1:-32}
 

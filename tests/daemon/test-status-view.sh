@@ -12,7 +12,7 @@
 #   make the daemon read the flash once per call: the bytes it reads stay
 #   within one load per 2 s (the old daemon read both env copies, 256 KiB,
 #   on every call: this part failed on it with ~1000x the bound).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 start_daemon -v
