@@ -16,6 +16,7 @@
 #include "boot_root.h"
 #include "cleanup.h"
 #include "flash.h"
+#include "flash_ubi.h"
 #include "flashio.h"
 #include "squashfs.h"
 #include "util.h"
@@ -172,69 +173,24 @@ static int setup_mtd(const struct layout_image_target *t, const char *dm_name,
 int boot_root_ubi_attach(const struct layout *l, const struct layout_partition *p,
 			 struct error *err)
 {
-	_cleanup_close_ int fd = -1;
-	struct ubi_attach_req req = { .ubi_num = UBI_DEV_NUM_AUTO };
-	struct dirent *de;
-	char mtd[64], path[512];
-	unsigned mtd_num;
-	DIR *d;
+	char mtd[64];
 	int r;
 
+	(void)l;
 	r = boot_root_mtd_dev(p, mtd, sizeof(mtd), err);
 	if (r < 0)
 		return r;
-	mtd_num = (unsigned)strtoul(mtd + strlen("/dev/mtd"), NULL, 10);
-	d = opendir(BOOT_ROOT_UBI_SYSFS);
-	while (d && (de = readdir(d))) {
-		uint64_t v;
-		unsigned ubi;
-
-		if (sscanf(de->d_name, "ubi%u", &ubi) != 1 || strchr(de->d_name, '_'))
-			continue;
-		snprintf(path, sizeof(path), BOOT_ROOT_UBI_SYSFS "/%s/mtd_num", de->d_name);
-		if (util_read_u64(path, &v) >= 0 && v == mtd_num) {
-			closedir(d);
-			return (int)ubi;
-		}
-	}
-	if (d)
-		closedir(d);
-	fd = open("/dev/ubi_ctrl", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return error_set(err, -errno, "/dev/ubi_ctrl: %s (is the ubi driver loaded?)",
-			    strerror(errno));
-	req.mtd_num = (int)mtd_num;
-	if (ioctl(fd, UBI_IOCATT, &req) < 0)
-		return error_set(err, -errno, "attaching UBI to %s (%s): %s", mtd, p->name,
-			    strerror(errno));
-	(void)l;
-	return req.ubi_num;
+	r = flash_ubi_attach(BOOT_ROOT_UBI_SYSFS, (unsigned)strtoul(mtd + strlen("/dev/mtd"), NULL, 10),
+			     err);
+	return r < 0 ? error_prefix(err, r, "partition %s", p->name) : r;
 }
 
 int boot_root_ubi_volume(int ubi_num, const char *name)
 {
-	char path[512], buf[128];
-	struct dirent *de;
-	DIR *d;
-	int id = -ENOENT;
+	struct flash_ubi_volume v;
+	int r = flash_ubi_volume_find(BOOT_ROOT_UBI_SYSFS, ubi_num, name, &v);
 
-	snprintf(path, sizeof(path), BOOT_ROOT_UBI_SYSFS "/ubi%d", ubi_num);
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		int a, b;
-
-		if (sscanf(de->d_name, "ubi%d_%d", &a, &b) != 2)
-			continue;
-		snprintf(path, sizeof(path), BOOT_ROOT_UBI_SYSFS "/ubi%d/%s/name", ubi_num, de->d_name);
-		if (util_read_line(path, buf, sizeof(buf)) >= 0 && !strcmp(buf, name)) {
-			id = b;
-			break;
-		}
-	}
-	closedir(d);
-	return id;
+	return r < 0 ? r : v.id;
 }
 
 static int setup_ubi(const struct layout *l, const struct layout_image_target *t,
@@ -242,6 +198,8 @@ static int setup_ubi(const struct layout *l, const struct layout_image_target *t
 {
 	_cleanup_close_ int fd = -1;
 	struct ubi_blkcreate_req req = { 0 };
+	struct flash_ubi_volume v;
+	const char *why;
 	char vol[64];
 	struct stat st;
 	int ubi, id, r;
@@ -249,10 +207,15 @@ static int setup_ubi(const struct layout *l, const struct layout_image_target *t
 	ubi = boot_root_ubi_attach(l, t->part, err);
 	if (ubi < 0)
 		return ubi;
-	id = boot_root_ubi_volume(ubi, t->ubi_volume);
-	if (id < 0)
-		return error_set(err, id, "ubi%d (%s): no volume named %s", ubi, t->part->name,
+	r = flash_ubi_volume_find(BOOT_ROOT_UBI_SYSFS, ubi, t->ubi_volume, &v);
+	if (r < 0)
+		return error_set(err, r, "ubi%d (%s): no volume named %s", ubi, t->part->name,
 			    t->ubi_volume);
+	/* an interrupted volume update leaves part of an image: never mounted */
+	why = flash_ubi_volume_broken(&v);
+	if (why)
+		return error_set(err, -EBADMSG, "ubi%d:%s: %s: not bootable", ubi, t->ubi_volume, why);
+	id = v.id;
 	snprintf(ret->source, sizeof(ret->source), "ubi%d:%s", ubi, t->ubi_volume);
 	snprintf(vol, sizeof(vol), "/dev/ubi%d_%d", ubi, id);
 	if (wait_node(vol, &st) < 0 || (fd = open(vol, O_RDONLY | O_CLOEXEC)) < 0)

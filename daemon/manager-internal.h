@@ -77,6 +77,7 @@ struct slots_view {
 	struct slot_status status;
 	char *versions[SLOT_MAX];
 	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
+	bool ubi_broken[SLOT_MAX]; /* a UBI volume of the slot has an unfinished update */
 	bool reset_pending;
 };
 

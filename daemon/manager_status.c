@@ -29,6 +29,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "record.h"
+#include "ubi_image.h"
 #include "util.h"
 
 #define jstr manager_jstr
@@ -40,6 +41,19 @@ void manager_status_slots_done(struct slots_view *v)
 		free(v->versions[i]);
 		free(v->health[i]);
 	}
+}
+
+/* A UBI volume whose update never ended holds part of an image, whatever
+ * the env says (flashd boot refuses to mount it). */
+static bool slot_ubi_broken(const struct layout_slot *s)
+{
+	return ubi_image_target_broken(&s->rootfs, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS) ||
+	       (s->has_kernel && ubi_image_target_broken(&s->kernel, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS));
+}
+
+static enum slot_view slot_view_ubi(enum slot_view view, bool broken)
+{
+	return view != SLOT_VIEW_INSTALLING && broken ? SLOT_VIEW_INTERRUPTED : view;
 }
 
 /* Slot state and status from the env and the kernel command line. */
@@ -62,6 +76,7 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct slots_vie
 		v->versions[i] = env_get_dup(e, var);
 		slot_health_var(m->group->slots[i].name, var, sizeof(var));
 		v->health[i] = env_get_dup(e, var);
+		v->ubi_broken[i] = slot_ubi_broken(&m->group->slots[i]);
 	}
 	reset = env_get_dup(e, MANAGER_OVERLAY_RESET_VAR);
 	v->reset_pending = reset && !strcmp(reset, "1");
@@ -82,7 +97,8 @@ static struct json_object *slots_json(struct manager *m, const struct slots_view
 		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
 							       s->rootfs.ubi_volume));
 		json_object_object_add(o, "state", json_object_new_string(slot_view_to_string(
-			slot_view_of(&v->st, i, manager_install_running(m)))));
+			slot_view_ubi(slot_view_of(&v->st, i, manager_install_running(m)),
+				      v->ubi_broken[i]))));
 		json_object_object_add(o, "version", jstr(v->versions[i]));
 		json_object_object_add(o, "health", jstr(v->health[i]));
 		json_object_object_add(o, "tries_left", json_object_new_int(si->left));

@@ -20,9 +20,12 @@ enum provision_action {
 	PROVISION_ENV,         /* erased, initial env written */
 	PROVISION_IMAGE,       /* erased, image written and verified */
 	PROVISION_OVERLAY,     /* erased with JFFS2 cleanmarkers */
-	PROVISION_UNSUPPORTED, /* UBI: not laid out by this version */
+	PROVISION_UNSUPPORTED, /* UBI on a target without the kernel's UBI (sim, image) */
+	PROVISION_UBI,         /* ubiformat (erase counters kept), volumes made, images written */
 	_PROVISION_ACTION_MAX,
 };
+
+#define PROVISION_DETAIL_MAX 512
 
 /* One region, reported as it is handled (and in dry runs). */
 struct provision_region {

@@ -15,6 +15,7 @@
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
+#include "ubi_image.h"
 #include "util.h"
 
 /* How payloads are written: unchanged erase blocks are left alone, blocks
@@ -24,9 +25,29 @@
 struct install_target {
 	const struct bundle_image *img;      /* from the manifest */
 	const struct layout_image_target *lt;
-	struct flash *flash;
+	const struct target_ops *ops;        /* by lt->storage */
+	char where[96];                      /* "partition 'rootfs-b'", "UBI volume 'rootfs_b'" */
+	struct flash *flash;                 /* raw partitions */
 	struct flashio_writer *writer;
+	struct ubi_image *ubi;               /* UBI volumes */
 	int64_t written;
+};
+
+struct install;
+
+/* How an image reaches its storage: raw partitions through the flash
+ * layer (erase blocks, bad blocks, unchanged blocks skipped), UBI volumes
+ * through one volume update. Each op reports through fail(). */
+struct target_ops {
+	int (*open)(struct install *in, struct install_target *t);
+	int (*begin)(struct install *in, struct install_target *t);
+	int (*data)(struct install *in, struct install_target *t, const void *buf, size_t len);
+	int (*end)(struct install *in, struct install_target *t);
+	/* read-back: buffer size, start, next bytes (0 at the end) */
+	size_t (*read_unit)(const struct install_target *t);
+	int (*verify_begin)(struct install *in, struct install_target *t);
+	ssize_t (*read)(struct install *in, struct install_target *t, void *buf, size_t len);
+	void (*close)(struct install_target *t);
 };
 
 struct install {
@@ -46,6 +67,7 @@ struct install {
 	/* verify state */
 	size_t verify_idx;
 	struct flashio_reader *vreader;
+	bool verifying;                      /* verify_begin done for targets[verify_idx] */
 	EVP_MD_CTX *md;
 	uint64_t vleft;
 	uint8_t *vbuf;
@@ -223,15 +245,12 @@ static const struct layout_image_target *member_target(const struct layout_slot 
 	return NULL;
 }
 
-static int open_target(struct install *in, struct install_target *t)
+static int raw_open(struct install *in, struct install_target *t)
 {
 	const struct layout_partition *part = t->lt->part;
 	int r;
 
-	if (t->lt->storage != LAYOUT_STORAGE_NOR && t->lt->storage != LAYOUT_STORAGE_NAND)
-		return fail(in, -EOPNOTSUPP, "image '%s': %s slots are not written by this "
-			    "version of flashd", t->img->slot,
-			    layout_storage_to_string(t->lt->storage));
+	snprintf(t->where, sizeof(t->where), "partition '%s'", part->name);
 	r = board_open_partition(in->p.board, part, &t->flash);
 	if (r < 0)
 		return fail(in, r, "cannot open partition '%s' for image '%s': %s", part->name,
@@ -240,6 +259,36 @@ static int open_target(struct install *in, struct install_target *t)
 		return fail(in, -EROFS, "partition '%s' for image '%s' is read-only", part->name,
 			    t->img->slot);
 	return 0;
+}
+
+static int ubi_open(struct install *in, struct install_target *t)
+{
+	const struct flash_ubi_volume *v;
+	int r;
+
+	snprintf(t->where, sizeof(t->where), "UBI volume '%s'", t->lt->ubi_volume);
+	error_clear(&in->err);
+	r = ubi_image_open(in->p.board, t->lt, &t->ubi, &in->err);
+	if (r < 0)
+		return failed(in, error_prefix(&in->err, r, "image '%s'", t->img->slot));
+	v = ubi_image_volume(t->ubi);
+	if (t->img->size > flash_ubi_volume_size(v))
+		return fail(in, -EFBIG, "image '%s' (%" PRIu64 " bytes) is larger than UBI volume "
+			    "'%s' (%" PRIu64 " bytes)", t->img->slot, t->img->size, v->name,
+			    flash_ubi_volume_size(v));
+	return 0;
+}
+
+static const struct target_ops *const target_ops_table[_LAYOUT_STORAGE_MAX];
+
+static int open_target(struct install *in, struct install_target *t)
+{
+	t->ops = target_ops_table[t->lt->storage];
+	if (!t->ops)
+		return fail(in, -EOPNOTSUPP, "image '%s': %s slots are not written by this "
+			    "version of flashd", t->img->slot,
+			    layout_storage_to_string(t->lt->storage));
+	return t->ops->open(in, t);
 }
 
 /* A writer holds one erase block, and its compare copy for CHANGED_ONLY. */
@@ -276,7 +325,8 @@ static int on_manifest(void *userdata, const struct bundle_manifest *m, struct e
 				 in->group->name, in->group->image_type);
 			goto refuse;
 		}
-		if (t->lt->part && t->img->size > t->lt->part->size) {
+		if (t->lt->storage != LAYOUT_STORAGE_UBI && t->lt->part &&
+		    t->img->size > t->lt->part->size) {
 			r = fail(in, -EFBIG, "image '%s' (%" PRIu64 " bytes) is larger than "
 				 "partition '%s' (%" PRIu64 " bytes)", t->img->slot, t->img->size,
 				 t->lt->part->name, t->lt->part->size);
@@ -331,13 +381,9 @@ static int on_image_begin(void *userdata, const struct bundle_image *img, struct
 			 img->index, img->slot);
 		return r;
 	}
-	r = flashio_writer_new(t->flash, WRITE_FLAGS, &t->writer);
-	if (r < 0) {
-		fail(in, r, "partition '%s' for image '%s': %s", t->lt->part->name, img->slot,
-		     strerror(-r));
+	r = t->ops->begin(in, t);
+	if (r < 0)
 		return r;
-	}
-	in->buf_peak = MAX(in->buf_peak, writer_mem(t));
 	in->current = t;
 	return 0;
 }
@@ -355,6 +401,84 @@ static void sync_writer_stats(struct install *in, const struct install_target *t
 			       st->blocks_marked_bad;
 }
 
+static int raw_begin(struct install *in, struct install_target *t)
+{
+	int r = flashio_writer_new(t->flash, WRITE_FLAGS, &t->writer);
+
+	if (r < 0)
+		return fail(in, r, "partition '%s' for image '%s': %s", t->lt->part->name,
+			    t->img->slot, strerror(-r));
+	in->buf_peak = MAX(in->buf_peak, writer_mem(t));
+	return 0;
+}
+
+static int raw_data(struct install *in, struct install_target *t, const void *buf, size_t len)
+{
+	int r = flashio_writer_write_all(t->writer, buf, len);
+
+	sync_writer_stats(in, t);
+	if (r < 0)
+		return fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
+			    t->img->slot, t->lt->part->name, flashio_writer_offset(t->writer),
+			    r == -ENOSPC ? "no good erase block left (too many bad blocks)" :
+			    strerror(-r));
+	return 0;
+}
+
+static int raw_end(struct install *in, struct install_target *t)
+{
+	t->written = flashio_writer_finish(t->writer);
+	sync_writer_stats(in, t);
+	if (t->written < 0)
+		return fail(in, (int)t->written, "finishing image '%s' on partition '%s': %s",
+			    t->img->slot, t->lt->part->name, strerror((int)-t->written));
+	flashio_writer_free(t->writer);
+	t->writer = NULL;
+	return 0;
+}
+
+/* A volume update is started with the first byte (after the mark-bad
+ * store, like any write) and needs no buffer of ours: UBI collects LEBs. */
+static int ubi_begin(struct install *in, struct install_target *t)
+{
+	(void)in;
+	(void)t;
+	return 0;
+}
+
+/* UBI writes every LEB of the volume: no block is skipped as unchanged. */
+static void ubi_stats(struct install *in, const struct install_target *t, uint64_t bytes)
+{
+	uint32_t leb = ubi_image_volume(t->ubi)->leb_size;
+
+	in->stats.blocks_written = in->closed.blocks_written + (leb ? DIV_ROUND_UP(bytes, leb) : 0);
+}
+
+static int ubi_data(struct install *in, struct install_target *t, const void *buf, size_t len)
+{
+	int r;
+
+	error_clear(&in->err);
+	r = ubi_image_write(t->ubi, t->img->size, buf, len, &in->err);
+	if (r < 0)
+		return failed(in, error_prefix(&in->err, r, "writing image '%s'", t->img->slot));
+	t->written += len;
+	ubi_stats(in, t, t->written);
+	return 0;
+}
+
+static int ubi_end(struct install *in, struct install_target *t)
+{
+	int r;
+
+	error_clear(&in->err);
+	r = ubi_image_finish(t->ubi, t->img->size, &in->err);
+	if (r < 0)
+		return failed(in, error_prefix(&in->err, r, "finishing image '%s'", t->img->slot));
+	ubi_stats(in, t, t->img->size);
+	return 0;
+}
+
 static int on_image_data(void *userdata, const struct bundle_image *img, const void *buf,
 			 size_t len, struct error *err)
 {
@@ -365,14 +489,9 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 	r = mark_bad_once(in, err);
 	if (r < 0)
 		return r;
-	r = flashio_writer_write_all(t->writer, buf, len);
-	sync_writer_stats(in, t);
-	if (r < 0) {
-		fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
-		     img->slot, t->lt->part->name, flashio_writer_offset(t->writer),
-		     r == -ENOSPC ? "no good erase block left (too many bad blocks)" : strerror(-r));
+	r = t->ops->data(in, t, buf, len);
+	if (r < 0)
 		return r;
-	}
 	in->stats.bytes_written += len;
 	progress(in, img->slot);
 	return 0;
@@ -389,16 +508,10 @@ static int on_image_end(void *userdata, const struct bundle_image *img, struct e
 	r = mark_bad_once(in, err);
 	if (r < 0)
 		return r;
-	t->written = flashio_writer_finish(t->writer);
-	sync_writer_stats(in, t);
-	if (t->written < 0) {
-		fail(in, (int)t->written, "finishing image '%s' on partition '%s': %s", img->slot,
-		     t->lt->part->name, strerror((int)-t->written));
-		return (int)t->written;
-	}
+	r = t->ops->end(in, t);
+	if (r < 0)
+		return r;
 	in->closed = in->stats;
-	flashio_writer_free(t->writer);
-	t->writer = NULL;
 	in->current = NULL;
 	return 0;
 }
@@ -442,10 +555,9 @@ void install_free(struct install *in)
 {
 	if (!in)
 		return;
-	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++) {
-		flashio_writer_free(in->targets[i].writer);
-		flash_close(in->targets[i].flash);
-	}
+	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++)
+		if (in->targets[i].ops)
+			in->targets[i].ops->close(&in->targets[i]);
 	flashio_reader_free(in->vreader);
 	EVP_MD_CTX_free(in->md);
 	free(in->vbuf);
@@ -501,20 +613,102 @@ void install_cancel(struct install *in)
 
 /* ---- verify: read every written byte back, one erase block per step ---- */
 
+static size_t raw_read_unit(const struct install_target *t) { return t->flash->info.erasesize; }
+static size_t ubi_read_unit(const struct install_target *t)
+{
+	return ubi_image_volume(t->ubi)->leb_size;
+}
+
+static int raw_verify_begin(struct install *in, struct install_target *t)
+{
+	return flashio_reader_new(t->flash, &in->vreader);
+}
+
+static int ubi_verify_begin(struct install *in, struct install_target *t)
+{
+	(void)in;
+	(void)t;
+	return 0;
+}
+
+static ssize_t raw_read(struct install *in, struct install_target *t, void *buf, size_t len)
+{
+	ssize_t n = flashio_reader_read(in->vreader, buf, len);
+
+	if (n == 0)
+		n = -ENOSPC;
+	if (n < 0)
+		return fail(in, (int)n, "read-back of image '%s' from partition '%s' at 0x%" PRIx64
+			    ": %s; slot %s stays marked bad", t->img->slot, t->lt->part->name,
+			    flashio_reader_offset(in->vreader),
+			    n == -EBADMSG ? "uncorrectable ECC error" : strerror((int)-n),
+			    slot_name(in));
+	return n;
+}
+
+/* Through the volume: UBI has corrected what it could (and scrubs the PEB);
+ * an uncorrectable LEB reads as -EBADMSG. */
+static ssize_t ubi_read(struct install *in, struct install_target *t, void *buf, size_t len)
+{
+	uint64_t off = t->img->size - in->vleft;
+	ssize_t n = ubi_image_read(t->ubi, off, buf, len);
+
+	if (n == 0)
+		n = -ENOSPC;
+	if (n < 0)
+		return fail(in, (int)n, "read-back of image '%s' from UBI volume '%s' at %" PRIu64
+			    ": %s; slot %s stays marked bad", t->img->slot, t->lt->ubi_volume, off,
+			    n == -ENOSPC ? "the volume holds less than the image" : strerror((int)-n),
+			    slot_name(in));
+	return n;
+}
+
+static void raw_close(struct install_target *t)
+{
+	flashio_writer_free(t->writer);
+	t->writer = NULL;
+	flash_close(t->flash);
+	t->flash = NULL;
+}
+
+static void ubi_close(struct install_target *t)
+{
+	ubi_image_free(t->ubi);
+	t->ubi = NULL;
+}
+
+static const struct target_ops raw_ops = {
+	.open = raw_open, .begin = raw_begin, .data = raw_data, .end = raw_end,
+	.read_unit = raw_read_unit, .verify_begin = raw_verify_begin, .read = raw_read,
+	.close = raw_close,
+};
+
+static const struct target_ops ubi_ops = {
+	.open = ubi_open, .begin = ubi_begin, .data = ubi_data, .end = ubi_end,
+	.read_unit = ubi_read_unit, .verify_begin = ubi_verify_begin, .read = ubi_read,
+	.close = ubi_close,
+};
+
+static const struct target_ops *const target_ops_table[_LAYOUT_STORAGE_MAX] = {
+	[LAYOUT_STORAGE_NOR] = &raw_ops,
+	[LAYOUT_STORAGE_NAND] = &raw_ops,
+	[LAYOUT_STORAGE_UBI] = &ubi_ops,
+};
+
 static int verify_begin(struct install *in, struct install_target *t)
 {
-	uint32_t eb = t->flash->info.erasesize;
+	size_t unit = t->ops->read_unit(t);
 	int r;
 
-	if (in->vbuf_size < eb) {
+	if (in->vbuf_size < unit) {
 		free(in->vbuf);
-		in->vbuf = malloc(eb);
+		in->vbuf = malloc(unit);
 		if (!in->vbuf)
 			return -ENOMEM;
-		in->vbuf_size = eb;
+		in->vbuf_size = unit;
 	}
 	in->buf_peak = MAX(in->buf_peak, in->vbuf_size);
-	r = flashio_reader_new(t->flash, &in->vreader);
+	r = t->ops->verify_begin(in, t);
 	if (r < 0)
 		return r;
 	if (!in->md && !(in->md = EVP_MD_CTX_new()))
@@ -522,6 +716,7 @@ static int verify_begin(struct install *in, struct install_target *t)
 	if (EVP_DigestInit_ex(in->md, EVP_sha256(), NULL) != 1)
 		return -EIO;
 	in->vleft = t->img->size;
+	in->verifying = true;
 	return 0;
 }
 
@@ -533,11 +728,12 @@ static int verify_end(struct install *in, struct install_target *t)
 	if (EVP_DigestFinal_ex(in->md, md, &mdlen) != 1 || mdlen != sizeof(md))
 		return fail(in, -EIO, "sha256 failed");
 	if (memcmp(md, t->img->sha256, sizeof(md)))
-		return fail(in, -EBADMSG, "read-back of image '%s' from partition '%s' does not "
+		return fail(in, -EBADMSG, "read-back of image '%s' from %s does not "
 			    "match its sha256: the flash did not keep what was written; slot %s "
-			    "stays marked bad", t->img->slot, t->lt->part->name, slot_name(in));
+			    "stays marked bad", t->img->slot, t->where, slot_name(in));
 	flashio_reader_free(in->vreader);
 	in->vreader = NULL;
+	in->verifying = false;
 	in->verify_idx++;
 	return 0;
 }
@@ -548,19 +744,13 @@ static int verify_step(struct install *in)
 	ssize_t n;
 	int r;
 
-	if (!in->vreader && (r = verify_begin(in, t)) < 0)
+	if (!in->verifying && (r = verify_begin(in, t)) < 0)
 		return fail(in, r, "verify of image '%s': %s", t->img->slot, strerror(-r));
 	if (in->vleft == 0)
 		return verify_end(in, t);
-	n = flashio_reader_read(in->vreader, in->vbuf, MIN(in->vleft, in->vbuf_size));
-	if (n == 0)
-		n = -ENOSPC;
+	n = t->ops->read(in, t, in->vbuf, MIN(in->vleft, in->vbuf_size));
 	if (n < 0)
-		return fail(in, (int)n, "read-back of image '%s' from partition '%s' at 0x%" PRIx64
-			    ": %s; slot %s stays marked bad", t->img->slot, t->lt->part->name,
-			    flashio_reader_offset(in->vreader),
-			    n == -EBADMSG ? "uncorrectable ECC error" : strerror((int)-n),
-			    slot_name(in));
+		return (int)n;
 	EVP_DigestUpdate(in->md, in->vbuf, n);
 	in->vleft -= n;
 	in->stats.bytes_verified += n;

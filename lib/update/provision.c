@@ -20,6 +20,7 @@
 #include "layout_kernel.h"
 #include "nsim.h"
 #include "provision.h"
+#include "provision_ubi.h"
 #include "slot.h"
 #include "slot_boot.h"
 #include "util.h"
@@ -30,6 +31,7 @@ static const char *const provision_action_table[_PROVISION_ACTION_MAX] = {
 	[PROVISION_ENV] = "env",
 	[PROVISION_IMAGE] = "image",
 	[PROVISION_OVERLAY] = "overlay",
+	[PROVISION_UBI] = "ubi",
 	[PROVISION_UNSUPPORTED] = "unsupported",
 };
 DEFINE_STRING_TABLE_TO(provision_action, enum provision_action)
@@ -44,8 +46,18 @@ struct prov {
 	char *image_prefix;           /* image: targets */
 	struct bundle_manifest man;
 	struct provision_region *regions; /* one per partition */
-	char (*details)[160];
+	char (*details)[PROVISION_DETAIL_MAX];
 };
+
+static bool is_system(const struct prov *pv)
+{
+	return !strcmp(pv->p->target, "system");
+}
+
+static const char *mtd_sysfs(const struct prov *pv)
+{
+	return pv->p->sysfs ? pv->p->sysfs : FLASH_MTD_SYSFS;
+}
 
 static bool slot_installed(const struct prov *pv, size_t i)
 {
@@ -62,12 +74,32 @@ static bool manifest_has(const struct prov *pv, const char *member)
 
 /* ---- plan: what happens to each partition ---- */
 
+/* UBI volumes share their partition's region: its detail lists them. */
+static void plan_ubi_member(struct prov *pv, const struct layout_image_target *t, size_t slot,
+			    const char *member)
+{
+	char *d = pv->details[t->part - pv->l->partitions];
+	size_t len = strlen(d);
+
+	if (pv->regions[t->part - pv->l->partitions].action != PROVISION_UBI)
+		return;
+	if (slot_installed(pv, slot) && manifest_has(pv, member))
+		snprintf(d + len, PROVISION_DETAIL_MAX - len, "; %s of slot %s into %s: version %s",
+			 member, pv->g->slots[slot].name, t->ubi_volume, pv->man.version);
+	else
+		snprintf(d + len, PROVISION_DETAIL_MAX - len, "; %s left empty", t->ubi_volume);
+}
+
 static void plan_slot_member(struct prov *pv, const struct layout_image_target *t, size_t slot,
 			     const char *member)
 {
 	struct provision_region *r;
 	size_t idx;
 
+	if (t->part && t->storage == LAYOUT_STORAGE_UBI) {
+		plan_ubi_member(pv, t, slot, member);
+		return;
+	}
 	if (!t->part || (t->storage != LAYOUT_STORAGE_NOR && t->storage != LAYOUT_STORAGE_NAND))
 		return;
 	idx = t->part - pv->l->partitions;
@@ -106,9 +138,16 @@ static void plan(struct prov *pv)
 	}
 	for (size_t u = 0; u < l->n_ubis; u++) {
 		size_t i = l->ubis[u].part - l->partitions;
+		if (is_system(pv)) {
+			pv->regions[i].action = PROVISION_UBI;
+			provision_ubi_describe(&l->ubis[u], pv->details[i], sizeof(pv->details[i]));
+			continue;
+		}
+		/* the simulator has no UBI; ubinize-style factory images: not yet */
 		pv->regions[i].action = PROVISION_UNSUPPORTED;
-		snprintf(pv->details[i], sizeof(pv->details[i]), "UBI (%zu volumes): not laid out "
-			 "by this version, use ubiformat/ubimkvol", l->ubis[u].n_volumes);
+		snprintf(pv->details[i], sizeof(pv->details[i]), "UBI (%zu volumes): laid out only on "
+			 "the running system's UBI (target system), not on %s", l->ubis[u].n_volumes,
+			 !strncmp(pv->p->target, "image:", 6) ? "factory images" : "the simulator");
 	}
 	for (size_t s = 0; s < pv->g->n_slots; s++) {
 		plan_slot_member(pv, &pv->g->slots[s].rootfs, s, "rootfs");
@@ -306,6 +345,10 @@ static int check_target(struct prov *pv)
 		r = layout_kernel_check_system(pv->l, pv->p->sysfs, pv->err);
 		if (r < 0)
 			return error_prefix(pv->err, r, "the running system's flash does not match the layout");
+		for (size_t u = 0; u < pv->l->n_ubis; u++)
+			if ((r = provision_ubi_check_system(&pv->l->ubis[u], mtd_sysfs(pv), "/proc/mounts",
+							    pv->err)) < 0)
+				return r;
 		return check_not_booted(pv);
 	}
 	return error_set(pv->err, -EINVAL, "unknown target '%s' (system, sim:PATH or image:PREFIX)", t);
@@ -326,7 +369,8 @@ static int check_layout(struct prov *pv)
 			continue;
 		for (int k = 0; k < 1 + sl->has_kernel; k++) {
 			const struct layout_image_target *t = k ? &sl->kernel : &sl->rootfs;
-			if (t->storage != LAYOUT_STORAGE_NOR && t->storage != LAYOUT_STORAGE_NAND)
+			if (t->storage != LAYOUT_STORAGE_NOR && t->storage != LAYOUT_STORAGE_NAND &&
+			    t->storage != LAYOUT_STORAGE_UBI)
 				return error_set(pv->err, -EOPNOTSUPP, "slot %s: %s storage is not written by "
 					    "this version", sl->name,
 					    layout_storage_to_string(t->storage));
@@ -334,6 +378,28 @@ static int check_layout(struct prov *pv)
 	}
 	if (pv->p->initial_env && access(pv->p->initial_env, R_OK) < 0)
 		return error_set(pv->err, -errno, "initial env %s: %s", pv->p->initial_env, strerror(errno));
+	return 0;
+}
+
+/* The volume table against the UBI partition's bad blocks. */
+static int check_ubi_room(struct prov *pv, struct board *b)
+{
+	for (size_t u = 0; u < pv->l->n_ubis; u++) {
+		_cleanup_flash_ struct flash *f = NULL;
+		struct provision_ubi_plan plan;
+		int r = board_open_partition(b, pv->l->ubis[u].part, &f);
+
+		if (r < 0)
+			return error_set(pv->err, r, "partition %s: %s", pv->l->ubis[u].part->name,
+				    strerror(-r));
+		r = flash_count_bad(f);
+		if (r < 0)
+			return error_set(pv->err, r, "partition %s: counting bad blocks: %s",
+				    pv->l->ubis[u].part->name, strerror(-r));
+		r = provision_ubi_plan(&pv->l->ubis[u], (uint64_t)r, &plan, pv->err);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -364,6 +430,15 @@ static int check_room(struct prov *pv)
 
 			if (!t || !t->part)
 				continue;
+			if (t->storage == LAYOUT_STORAGE_UBI) {
+				/* the volume's size; UBI keeps bad blocks out of it */
+				if (img->size > layout_target_size(pv->l, t))
+					return error_set(pv->err, -EFBIG, "image \"%s\" (%" PRIu64 " bytes) does "
+						    "not fit in UBI volume %s of slot %s (%" PRIu64 " bytes)",
+						    img->slot, img->size, t->ubi_volume, sl->name,
+						    layout_target_size(pv->l, t));
+				continue;
+			}
 			r = board_open_partition(b, t->part, &f);
 			if (r < 0)
 				return error_set(pv->err, r, "partition %s: %s", t->part->name, strerror(-r));
@@ -376,7 +451,7 @@ static int check_room(struct prov *pv)
 					    img->slot, img->size, t->part->name, sl->name, good);
 		}
 	}
-	return 0;
+	return check_ubi_room(pv, b);
 }
 
 /* ---- target set-up (after every check passed) ---- */
@@ -415,7 +490,8 @@ static int erase_regions(struct prov *pv, struct board *b)
 		_cleanup_flash_ struct flash *f = NULL;
 		int ret;
 
-		if (r->action == PROVISION_KEEP || r->action == PROVISION_UNSUPPORTED)
+		if (r->action == PROVISION_KEEP || r->action == PROVISION_UNSUPPORTED ||
+		    r->action == PROVISION_UBI)
 			continue;
 		ret = board_open_partition(b, r->part, &f);
 		if (ret < 0)
@@ -433,6 +509,40 @@ static int erase_regions(struct prov *pv, struct board *b)
 		}
 		if (ret < 0)
 			return error_set(pv->err, ret, "erasing partition %s: %s", r->part->name, strerror(-ret));
+	}
+	return 0;
+}
+
+/* Before the first erase: a UBI that cannot be detached refuses the run
+ * while the board is still as it was. */
+static int detach_ubis(struct prov *pv)
+{
+	for (size_t u = 0; u < pv->l->n_ubis; u++) {
+		int r = provision_ubi_detach(&pv->l->ubis[u], mtd_sysfs(pv), pv->err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int format_ubis(struct prov *pv, struct board *b)
+{
+	for (size_t u = 0; u < pv->l->n_ubis; u++) {
+		const struct layout_ubi *ubi = &pv->l->ubis[u];
+		struct provision_region *reg = &pv->regions[ubi->part - pv->l->partitions];
+		_cleanup_flash_ struct flash *f = NULL;
+		int r = board_open_partition(b, ubi->part, &f);
+
+		if (r >= 0)
+			r = flash_count_bad(f);
+		if (r < 0)
+			return error_set(pv->err, r, "partition %s: %s", ubi->part->name, strerror(-r));
+		reg->bad = (uint64_t)r;
+		reg->erased = flash_blocks(f) - reg->bad;
+		flash_close(TAKE_PTR(f)); /* ubiformat opens the MTD device itself */
+		r = provision_ubi_format(ubi, mtd_sysfs(pv), pv->err);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -548,6 +658,9 @@ static int check_board(struct prov *pv, struct board *b)
 			return error_set(pv->err, r, "reading back the overlay %s: a block lacks its cleanmarker",
 				    pv->regions[i].part->name);
 	}
+	for (size_t u = 0; u < pv->l->n_ubis; u++)
+		if ((r = provision_ubi_check(&pv->l->ubis[u], mtd_sysfs(pv), pv->err)) < 0)
+			return error_prefix(pv->err, r, "reading back the UBI volumes");
 	return 0;
 }
 
@@ -733,8 +846,13 @@ static int run(struct prov *pv)
 	if (r < 0)
 		return error_set(pv->err, r, "target %s: %s", pv->target, r == -EMEDIUMTYPE ?
 			    "the simulator's geometry does not match the layout" : strerror(-r));
+	r = detach_ubis(pv);
+	if (r < 0)
+		return r;
 	*pv->written = true;
 	r = erase_regions(pv, b);
+	if (r >= 0)
+		r = format_ubis(pv, b);
 	if (r >= 0)
 		r = init_env(pv);
 	/* the last install activates slot A, so A boots first */

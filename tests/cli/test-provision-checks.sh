@@ -86,7 +86,7 @@ refused "sim:/dev/zero" - "/dev/zero is not a regular file" \
 	--layout "$L" --bundle "$T/good.bundle" "${K[@]}" sim:/dev/zero
 refused "sim:FIFO" - "is not a regular file" \
 	--layout "$L" --bundle "$T/good.bundle" "${K[@]}" "sim:$T/fifo"
-refused "UBI layout" - "partition ubi: UBI .*not laid out" \
+refused "UBI layout on the simulator" - "partition ubi: UBI .*only on the running system.s UBI .target system., not on the simulator" \
 	--layout "$top/layouts/nand-ubi.json" --bundle "$T/good.bundle" --allow-unsigned "sim:$T/ubi.sim"
 [ -e "$T/ubi.sim" ] && check_fail "UBI layout: the simulator was created"
 refused "system without MTD" - "no MTD support" \

@@ -1085,6 +1085,32 @@ static void test_refusals(void **state)
 	rig_free(&r);
 }
 
+/* UBI slots need the kernel's UBI: on the simulator the install refuses
+ * at the manifest, before the mark-bad store, and says why. */
+static void test_ubi_on_sim_refused(void **state)
+{
+	struct rig r;
+	struct image rootfs = make_sqfs("ubi-rootfs.sqfs", 200 * 1024, 11);
+	struct rres res;
+	char *bundle;
+	uint64_t programs;
+
+	(void)state;
+	rig_new(&r, "nand-ubi.json", "ubi-refused.sim");
+	bundle = make_bundle("ubi.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
+			     NULL, NULL, key_trusted, NULL, false });
+	programs = sim_info(&r).cnt.programs;
+	assert_int_equal(run_install(&r, bundle, NULL, &res), -EOPNOTSUPP);
+	assert_non_null(strstr(res.err.msg, "UBI volume rootfs_b: the simulator has no UBI"));
+	assert_int_equal(res.phase, INSTALL_PHASE_FAILED);
+	assert_string_equal(res.slot, "B");
+	expect_env(&r, r.base_env, "UBI install refused on the simulator");
+	assert_int_equal(sim_info(&r).cnt.programs, programs);
+	free(bundle);
+	image_free(&rootfs);
+	rig_free(&r);
+}
+
 /* More bad blocks in the target than room for the image: refused while
  * writing, slot stays marked bad, the running slot still boots. */
 static void test_no_good_blocks_left(void **state)
@@ -1842,6 +1868,7 @@ int main(void)
 		cmocka_unit_test(test_nand_install_bad_blocks),
 		cmocka_unit_test(test_nor_install),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_ubi_on_sim_refused),
 		cmocka_unit_test(test_no_good_blocks_left),
 		cmocka_unit_test(test_readback),
 		cmocka_unit_test(test_reinstall),

@@ -1,0 +1,238 @@
+/* UBI partitions for provisioning (see include/provision_ubi.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "flash.h"
+#include "flash_ubi.h"
+#include "provision_ubi.h"
+#include "util.h"
+
+#define UBIFORMAT "ubiformat"
+
+static uint64_t bad_limit(const struct layout_ubi *u)
+{
+	const struct layout_device *d = u->part->dev;
+
+	/* CONFIG_MTD_UBI_BEB_LIMIT (20 per 1024) of the whole chip, NAND only */
+	return d->type == FLASH_NAND ? DIV_ROUND_UP(d->size / d->erasesize * 20, 1024) : 0;
+}
+
+int provision_ubi_plan(const struct layout_ubi *u, uint64_t bad_pebs,
+		       struct provision_ubi_plan *ret, struct error *err)
+{
+	struct provision_ubi_plan p = { .pebs = u->part->size / u->part->dev->erasesize,
+					.bad_pebs = bad_pebs, .bad_limit = bad_limit(u) };
+	uint64_t lebs;
+
+	if (layout_ubi_capacity(u, &p.leb_size, &lebs) < 0)
+		return error_set(err, -EINVAL, "partition %s: erase blocks too small for UBI",
+				 u->part->name);
+	/* the reserve covers bad blocks up to the limit; more eat volume space */
+	p.lebs_avail = bad_pebs > p.bad_limit ?
+		(lebs > bad_pebs - p.bad_limit ? lebs - (bad_pebs - p.bad_limit) : 0) : lebs;
+	for (size_t i = 0; i < u->n_volumes; i++)
+		p.lebs_needed += DIV_ROUND_UP(u->volumes[i].size, p.leb_size);
+	if (p.lebs_needed > p.lebs_avail)
+		return error_set(err, -ENOSPC, "partition %s: the UBI volumes need %" PRIu64 " LEBs "
+				 "of %" PRIu64 " bytes, %" PRIu64 " are left (%" PRIu64 " erase blocks, "
+				 "%" PRIu64 " bad, reserve for %" PRIu64 " bad)", u->part->name,
+				 p.lebs_needed, p.leb_size, p.lebs_avail, p.pebs, bad_pebs, p.bad_limit);
+	*ret = p;
+	return 0;
+}
+
+void provision_ubi_describe(const struct layout_ubi *u, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "UBI: ubiformat (erase counters kept), %zu volumes:",
+				    u->n_volumes);
+
+	for (size_t i = 0; i < u->n_volumes && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s %s %" PRIu64 " KiB %s", i ? "," : "",
+				      u->volumes[i].name, u->volumes[i].size / 1024,
+				      layout_ubi_vol_type_to_string(u->volumes[i].type));
+}
+
+static int mtd_of(const struct layout_ubi *u, const char *mtd_sysfs, char *dev, size_t len,
+		  unsigned *ret, struct error *err)
+{
+	int r = flash_mtd_find_by_name(mtd_sysfs, u->part->name, dev, len);
+
+	if (r < 0)
+		return error_set(err, r, "UBI partition %s: no MTD device of that name (%s)",
+				 u->part->name, strerror(-r));
+	*ret = (unsigned)strtoul(dev + strlen("/dev/mtd"), NULL, 10);
+	return 0;
+}
+
+static bool in_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	for (const char *p = path ? path : "/usr/sbin:/usr/bin:/sbin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, prog);
+		if (access(buf, X_OK) == 0)
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
+}
+
+/* A mount from ubiN: a volume ("ubi0:name", "/dev/ubi0_3") or its ubiblock. */
+static int check_unmounted(int ubi, const char *mounts, struct error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(mounts, "re");
+	char line[1024], a[32], b[32], c[32];
+
+	if (!f)
+		return 0;
+	snprintf(a, sizeof(a), "ubi%d:", ubi);
+	snprintf(b, sizeof(b), "/dev/ubi%d_", ubi);
+	snprintf(c, sizeof(c), "/dev/ubiblock%d_", ubi);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, a, strlen(a)) || !strncmp(line, b, strlen(b)) ||
+		    !strncmp(line, c, strlen(c))) {
+			line[strcspn(line, "\n")] = '\0';
+			return error_set(err, -EBUSY, "ubi%d is in use (%s): provisioning reformats "
+					 "it; unmount it first", ubi, line);
+		}
+	return 0;
+}
+
+int provision_ubi_check_system(const struct layout_ubi *u, const char *mtd_sysfs,
+			       const char *mounts, struct error *err)
+{
+	char dev[64];
+	unsigned mtd;
+	int r, ubi;
+
+	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+		return r;
+	if (access(FLASH_UBI_CTRL, F_OK) < 0)
+		return error_set(err, -errno, "partition %s: %s: %s (the kernel's ubi driver is not "
+				 "loaded)", u->part->name, FLASH_UBI_CTRL, strerror(errno));
+	if (!in_path(UBIFORMAT))
+		return error_set(err, -ENOENT, "partition %s: %s not found in PATH (mtd-utils): it "
+				 "formats UBI keeping the erase counters", u->part->name, UBIFORMAT);
+	ubi = flash_ubi_find(FLASH_UBI_SYSFS, mtd);
+	return ubi >= 0 ? check_unmounted(ubi, mounts, err) : 0;
+}
+
+int provision_ubi_detach(const struct layout_ubi *u, const char *mtd_sysfs, struct error *err)
+{
+	char dev[64];
+	unsigned mtd;
+	int r;
+
+	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+		return r;
+	r = flash_ubi_detach(FLASH_UBI_SYSFS, mtd, err);
+	return r < 0 ? error_prefix(err, r, "partition %s", u->part->name) : 0;
+}
+
+/* ubiformat DEV -y: its output is kept for the error message only. */
+static int run_ubiformat(const char *dev, struct error *err)
+{
+	char out[4096] = "";
+	size_t len = 0;
+	int pfd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return error_set(err, -errno, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return error_set(err, -errno, "fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		dup2(pfd[1], STDOUT_FILENO);
+		dup2(pfd[1], STDERR_FILENO);
+		execlp(UBIFORMAT, UBIFORMAT, dev, "-y", (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while ((n = read(pfd[0], out + len, sizeof(out) - 1 - len)) > 0 ||
+	       (n < 0 && errno == EINTR)) {
+		len += n > 0 ? (size_t)n : 0;
+		if (len == sizeof(out) - 1) /* keep the end: the error is last */
+			memmove(out, out + 2048, len -= 2048);
+	}
+	out[len] = '\0';
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return error_set(err, -errno, "waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return error_set(err, -EIO, "%s %s -y failed (%s %d): %.400s", UBIFORMAT, dev,
+				 WIFEXITED(status) ? "exit" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+				 len > 400 ? out + len - 400 : out);
+	return 0;
+}
+
+int provision_ubi_format(const struct layout_ubi *u, const char *mtd_sysfs, struct error *err)
+{
+	char dev[64];
+	unsigned mtd;
+	int r, ubi;
+
+	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+		return r;
+	if ((r = run_ubiformat(dev, err)) < 0)
+		return error_prefix(err, r, "partition %s", u->part->name);
+	ubi = flash_ubi_attach(FLASH_UBI_SYSFS, mtd, err);
+	if (ubi < 0)
+		return error_prefix(err, ubi, "partition %s", u->part->name);
+	for (size_t i = 0; i < u->n_volumes; i++) {
+		const struct layout_ubi_volume *v = &u->volumes[i];
+		r = flash_ubi_mkvol(ubi, v->name, v->type == LAYOUT_UBI_STATIC, v->size, err);
+		if (r < 0)
+			return error_prefix(err, r, "partition %s", u->part->name);
+	}
+	return ubi;
+}
+
+int provision_ubi_check(const struct layout_ubi *u, const char *mtd_sysfs, struct error *err)
+{
+	char dev[64];
+	unsigned mtd;
+	int r, ubi;
+
+	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+		return r;
+	ubi = flash_ubi_find(FLASH_UBI_SYSFS, mtd);
+	if (ubi < 0)
+		return error_set(err, ubi, "partition %s: UBI not attached", u->part->name);
+	for (size_t i = 0; i < u->n_volumes; i++) {
+		const struct layout_ubi_volume *lv = &u->volumes[i];
+		struct flash_ubi_volume v;
+		const char *why;
+
+		r = flash_ubi_volume_find(FLASH_UBI_SYSFS, ubi, lv->name, &v);
+		if (r < 0)
+			return error_set(err, r, "ubi%d (%s): volume %s missing", ubi, u->part->name,
+					 lv->name);
+		if (v.is_static != (lv->type == LAYOUT_UBI_STATIC) ||
+		    flash_ubi_volume_size(&v) < lv->size)
+			return error_set(err, -EIO, "ubi%d (%s): volume %s is %s of %" PRIu64 " bytes, "
+					 "the layout says %s of %" PRIu64, ubi, u->part->name, lv->name,
+					 v.is_static ? "static" : "dynamic", flash_ubi_volume_size(&v),
+					 layout_ubi_vol_type_to_string(lv->type), lv->size);
+		why = flash_ubi_volume_broken(&v);
+		if (why)
+			return error_set(err, -EIO, "ubi%d (%s): volume %s: %s", ubi, u->part->name,
+					 lv->name, why);
+	}
+	return 0;
+}

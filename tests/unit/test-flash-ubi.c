@@ -1,0 +1,178 @@
+/* UBI through sysfs: devices by MTD number, volumes by name, what UBI
+ * says about a volume's content (update marker, corrupted), the status
+ * view of a slot's volume; on a fake /sys/class/{mtd,ubi} tree. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "flash_ubi.h"
+#include "layout.h"
+#include "ubi_image.h"
+#include "util.h"
+
+struct fx {
+	char dir[64];
+	char mtd[96], ubi[96];
+};
+
+static void put(const char *dir, const char *name, const char *value)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", value);
+	fclose(f);
+}
+
+static void mkd(const char *a, const char *b, char *ret, size_t len)
+{
+	snprintf(ret, len, "%s/%s", a, b);
+	assert_int_equal(util_mkdir_p(ret, 0755), 0);
+}
+
+/* mtd3 "ubi" attached as ubi1 with volumes 0 rootfs_a (static), 1 overlay */
+static void volume(struct fx *f, int id, const char *name, const char *type, const char *upd,
+		   const char *cor)
+{
+	char d[256], n[32];
+
+	snprintf(n, sizeof(n), "ubi1/ubi1_%d", id);
+	mkd(f->ubi, n, d, sizeof(d));
+	put(d, "name", name);
+	put(d, "type", type);
+	put(d, "usable_eb_size", "126976");
+	put(d, "reserved_ebs", "10");
+	put(d, "data_bytes", "1000");
+	put(d, "upd_marker", upd);
+	put(d, "corrupted", cor);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char d[256];
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test-flash-ubi-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->mtd, sizeof(f->mtd), "%s/mtd", f->dir);
+	snprintf(f->ubi, sizeof(f->ubi), "%s/ubi", f->dir);
+	mkd(f->mtd, "mtd3", d, sizeof(d));
+	put(d, "name", "ubi");
+	mkd(f->mtd, "mtd2", d, sizeof(d));
+	put(d, "name", "env");
+	mkd(f->ubi, "ubi0", d, sizeof(d));
+	put(d, "mtd_num", "7");
+	mkd(f->ubi, "ubi1", d, sizeof(d));
+	put(d, "mtd_num", "3");
+	volume(f, 0, "rootfs_a", "static", "0", "0");
+	volume(f, 1, "overlay", "dynamic", "0", "0");
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static void test_find_device(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(flash_ubi_find(f->ubi, 3), 1);
+	assert_int_equal(flash_ubi_find(f->ubi, 7), 0);
+	assert_int_equal(flash_ubi_find(f->ubi, 4), -ENODEV);
+	assert_int_equal(flash_ubi_find("/nonexistent/ubi", 3), -ENODEV);
+}
+
+static void test_volume_by_name(void **state)
+{
+	struct fx *f = *state;
+	struct flash_ubi_volume v;
+
+	assert_int_equal(flash_ubi_volume_find(f->ubi, 1, "overlay", &v), 0);
+	assert_int_equal(v.id, 1);
+	assert_false(v.is_static);
+	assert_int_equal(flash_ubi_volume_find(f->ubi, 1, "rootfs_a", &v), 0);
+	assert_int_equal(v.id, 0);
+	assert_true(v.is_static);
+	assert_int_equal(v.leb_size, 126976);
+	assert_int_equal(flash_ubi_volume_size(&v), 1269760);
+	assert_int_equal(v.data_bytes, 1000);
+	assert_string_equal(v.dev, "/dev/ubi1_0");
+	assert_null(flash_ubi_volume_broken(&v));
+	assert_int_equal(flash_ubi_volume_find(f->ubi, 1, "rootfs_b", &v), -ENOENT);
+	/* a volume of another device is not this device's */
+	assert_int_equal(flash_ubi_volume_find(f->ubi, 0, "rootfs_a", &v), -ENOENT);
+}
+
+static void test_broken(void **state)
+{
+	struct fx *f = *state;
+	struct flash_ubi_volume v;
+	const char *why;
+
+	volume(f, 0, "rootfs_a", "static", "1", "0");
+	assert_int_equal(flash_ubi_volume_find(f->ubi, 1, "rootfs_a", &v), 0);
+	why = flash_ubi_volume_broken(&v);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "update interrupted"));
+	volume(f, 0, "rootfs_a", "static", "0", "1");
+	assert_int_equal(flash_ubi_volume_find(f->ubi, 1, "rootfs_a", &v), 0);
+	why = flash_ubi_volume_broken(&v);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "corrupted"));
+}
+
+/* status: the slot target's volume, found through the MTD name */
+static void test_target_broken(void **state)
+{
+	struct fx *f = *state;
+	struct layout_partition part = { .name = "ubi" }, other = { .name = "env" };
+	struct layout_image_target t = { .storage = LAYOUT_STORAGE_UBI, .part = &part,
+					 .ubi_volume = (char *)"rootfs_a" };
+	const char *why;
+
+	assert_null(ubi_image_target_broken(&t, f->mtd, f->ubi));
+	volume(f, 0, "rootfs_a", "static", "1", "0");
+	why = ubi_image_target_broken(&t, f->mtd, f->ubi);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "update interrupted"));
+	/* not attached (mtd2 has no UBI), or no such volume: nothing known */
+	t.part = &other;
+	assert_null(ubi_image_target_broken(&t, f->mtd, f->ubi));
+	t.part = &part;
+	t.ubi_volume = (char *)"nope";
+	assert_null(ubi_image_target_broken(&t, f->mtd, f->ubi));
+	t.storage = LAYOUT_STORAGE_NAND;
+	t.ubi_volume = (char *)"rootfs_a";
+	assert_null(ubi_image_target_broken(&t, f->mtd, f->ubi));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_find_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_volume_by_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_target_broken, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

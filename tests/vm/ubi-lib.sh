@@ -1,0 +1,64 @@
+# shellcheck shell=bash
+# Helpers for the UBI board's VM tests (layouts/nand-ubi.json on nandsim),
+# sourced after nandsim/vm/testlib.sh.
+FLASHD=${FLASHD:-$top_builddir/flashd}
+UBI_LAYOUT=$top_srcdir/layouts/nand-ubi.json
+UBI_DAEMON=
+
+# ubi_setup: the ubi and ubifs modules, /dev/ubi_ctrl and ubiformat, or skip.
+ubi_setup() {
+	vm_need_module ubi ubifs squashfs overlay
+	vm_run modprobe ubi
+	vm_run modprobe ubifs
+	[ -e /dev/ubi_ctrl ] || vm_skip "ubi loaded but /dev/ubi_ctrl is missing"
+	command -v ubiformat >/dev/null || vm_skip "ubiformat (mtd-utils) missing"
+	UBI_MTD=$(vm_mtd_by_name ubi)
+}
+
+# ubi_num: the UBI device number of the layout's "ubi" partition, "" when not attached.
+ubi_num() {
+	local d
+	for d in /sys/class/ubi/ubi[0-9]*; do
+		[[ ${d##*/} == *_* ]] || [ ! -e "$d/mtd_num" ] && continue
+		[ "$(cat "$d/mtd_num")" = "${UBI_MTD#/dev/mtd}" ] && { echo "${d##*/ubi}"; return; }
+	done
+}
+
+ubi_vol() { # NAME: /dev/ubiN_M
+	local u d; u=$(ubi_num)
+	for d in /sys/class/ubi/ubi$u/ubi${u}_*; do
+		[ "$(cat "$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return; }
+	done
+	vm_fail "no UBI volume $1 on ubi$u"
+}
+
+ubi_vattr() { cat "/sys/class/ubi/$(basename "$(ubi_vol "$1")")/$2"; } # NAME ATTR
+
+# ubi_daemon_conf DIR: DIR/flashd.conf for flashd on the system's UBI board,
+# cmdline DIR/cmdline, socket $FLASHD_SOCKET.
+ubi_daemon_conf() {
+	mkdir -p "$1/state"
+	cat >"$1/flashd.conf" <<CONF
+[flashd]
+layout=$UBI_LAYOUT
+target=system
+keyring=$1/keyring
+socket=$FLASHD_SOCKET
+state-dir=$1/state
+cmdline=$1/cmdline
+CONF
+}
+
+ubi_start_daemon() { # DIR
+	rm -f "$FLASHD_SOCKET"
+	"$FLASHD" -c "$1/flashd.conf" >>"$1/flashd.log" 2>&1 &
+	UBI_DAEMON=$!
+	for _ in $(seq 100); do
+		"$FLASHCTL" status >/dev/null 2>&1 && return 0
+		kill -0 $UBI_DAEMON 2>/dev/null || vm_fail "flashd exited at start: $(tail -n 20 "$1/flashd.log")"
+		sleep 0.1
+	done
+	vm_fail "flashd does not answer: $(tail -n 20 "$1/flashd.log")"
+}
+
+ubi_stop_daemon() { kill $UBI_DAEMON 2>/dev/null; wait $UBI_DAEMON 2>/dev/null; UBI_DAEMON=; }
