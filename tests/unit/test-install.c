@@ -1096,7 +1096,7 @@ static void test_ubi_on_sim_refused(void **state)
 	uint64_t programs;
 
 	(void)state;
-	rig_new(&r, "nand-ubi.json", "ubi-refused.sim");
+	rig_new(&r, "nand-ubi", "ubi-refused.sim");
 	bundle = make_bundle("ubi.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
 			     NULL, NULL, key_trusted, NULL, false });
 	programs = sim_info(&r).cnt.programs;
