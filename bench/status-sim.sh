@@ -6,7 +6,7 @@
 #   bench/status-sim.sh [MIB]        (from the build tree; prints numbers)
 # Numbers only: nothing here asserts a time (HACKING.md rule 8).
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
-TEST_NAME=status-sim
+TEST_NAME=status-sim TEST_LIB=$top_srcdir/tests/lib
 # shellcheck source=../tests/lib/sim-board.sh
 . "$top_srcdir/tests/lib/sim-board.sh"
 B=$top_srcdir/bench

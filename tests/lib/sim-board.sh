@@ -10,7 +10,7 @@
 #   start_daemon           # waits until the socket answers
 #   fctl --json status > $T/st.json; expect_json $T/st.json slots.0.state good
 
-. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/common.sh"
+. "${TEST_LIB:-$(dirname "$0")/../lib}/common.sh"
 . "$TEST_LIB/check.sh"
 . "$TEST_LIB/daemon.sh"
 
