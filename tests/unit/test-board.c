@@ -233,6 +233,32 @@ static void test_wrong_chip_refused(void **state)
 	flash_close(f);
 }
 
+/* A board opened read-only hands out windows that refuse writes and
+ * erases; a simulator file that is not there is -ENOENT at first use. */
+static void test_read_only_and_missing(void **state)
+{
+	struct fx *fx = *state;
+	_cleanup_board_ struct board *b = NULL, *gone = NULL;
+	struct flash *f = NULL;
+	uint8_t buf[16] = { 0 };
+
+	assert_int_equal(board_open(fx->l, fx->target, false, &b), 0);
+	assert_int_equal(board_open_partition_by_name(b, "a", &f), 0);
+	assert_int_equal(flash_read(f, 0, buf, sizeof(buf)), 0);
+	assert_true(flash_write(f, 0, buf, sizeof(buf)) < 0);
+	assert_true(flash_erase_block(f, 0) < 0);
+	flash_close(f);
+	f = NULL;
+
+	/* (one device: a plain path names its file) */
+	fx->l->n_devices = 1;
+	assert_int_equal(board_open(fx->l, "sim:/nonexistent/flashd-test.sim", false, &gone), 0);
+	assert_int_equal(board_open_partition_by_name(gone, "a", &f), -ENOENT);
+	board_close(TAKE_PTR(gone));
+	fx->l->n_devices = 2;
+	assert_null(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +267,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sim_device_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_window_and_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_chip_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_and_missing, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

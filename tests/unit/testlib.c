@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,8 +92,11 @@ struct nsim_geometry testlib_sim_geometry(const struct layout_device *d)
 
 struct layout *testlib_layout_load(const char *name)
 {
-	char *path = testlib_asprintf("%s/layouts/%s.json",
-				      getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR, name);
+	size_t n = strlen(name);
+	bool ext = n > 5 && !strcmp(name + n - 5, ".json"); /* "nand-ubi" or "nand-ubi.json" */
+	char *path = testlib_asprintf("%s/layouts/%s%s",
+				      getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR, name,
+				      ext ? "" : ".json");
 	struct error err = {};
 	struct layout *l = NULL;
 

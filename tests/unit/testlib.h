@@ -20,7 +20,8 @@ char *testlib_sim_new(const char *name, const struct nsim_geometry *g, const uns
 		      size_t n_bad);
 /* The simulator geometry of layout device d */
 struct nsim_geometry testlib_sim_geometry(const struct layout_device *d);
-/* layouts/NAME.json of the source tree, or the layout JSON text */
+/* layouts/NAME.json (NAME with or without .json) of the source tree, or
+ * the layout JSON text */
 struct layout *testlib_layout_load(const char *name);
 struct layout *testlib_layout_parse(const char *json);
 
