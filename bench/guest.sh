@@ -47,42 +47,17 @@ why() { case "$1" in 124 | 137) echo "hung: no result in $LIMIT s, stopped" ;; *
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 # ---- board --------------------------------------------------------------------
-# nandsim's parts= names its partitions "NAND simulator partition N" and
-# this kernel has neither cmdlinepart nor a partitioned master to add
-# named ones, while flashd's target=system finds partitions by MTD name.
-# So the layout's names are bind-mounted over the sysfs name attributes
-# (flashd then opens the real /dev/mtdN); mtdram gets real names.
+# vm-load-board loads every device of the layout (the NOR board keeps its
+# env on a small NAND) and gives nandsim's partitions the layout's names in
+# a view of /sys/class/mtd (flashd finds partitions by MTD name and opens
+# the real /dev/mtdN); mtdram's partitions get real names from mtdpart.
 # shellcheck disable=SC2086  # extra is "P=V P=V"
 vm-load-board "$layout" $extra || die "vm-load-board $layout $extra failed"
-name_partitions() {
-	local name off d
-	while IFS=$'\t' read -r name off; do
-		off=$((off))
-		for d in /sys/class/mtd/mtd*; do
-			case "$d" in *ro) continue ;; esac
-			[ "$(cat "$d/offset" 2>/dev/null)" = "$off" ] || continue
-			[ "$(cat "$d/name")" = "$name" ] && break
-			case "$(cat "$d/name")" in "NAND simulator partition "*) ;; *) continue ;; esac
-			echo "$name" >"$tmp/name-${d##*/}"
-			mount --bind "$tmp/name-${d##*/}" "$d/name" || die "cannot bind-mount a name over $d/name"
-			break
-		done
-	done < <(jq -r '.partitions[] | [.name, .offset] | @tsv' "$layout")
-}
-name_partitions
 
-# The layout's partitions on this kernel, found by offset (nandsim names
-# its partitions "NAND simulator partition N", mtdram has a master mtd0).
-part_dev() { # NAME
-	local off d
-	off=$(jq -r --arg n "$1" '.partitions[] | select(.name == $n) | .offset' "$layout")
-	off=$((off))
+part_dev() { # NAME: the partition's /dev/mtdN
+	local d
 	for d in /sys/class/mtd/mtd*; do
-		case "$d" in *ro) continue ;; esac
-		[ "$(cat "$d/offset" 2>/dev/null)" = "$off" ] || continue
-		[ "$(cat "$d/size")" = "$(cat /sys/class/mtd/mtd0/size)" ] && [ "$off" = 0 ] && continue
-		echo "/dev/${d##*/}"
-		return 0
+		[[ $d =~ /mtd[0-9]+$ ]] && [ "$(cat "$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return 0; }
 	done
 	return 1
 }
@@ -111,37 +86,46 @@ printf '%s 0x0 %s %s\n%s 0x0 %s %s\n' "$DEV_ENV" "$ENV_SIZE" "$ENV_SIZE" "$DEV_E
 	>/etc/fw_env.config
 echo "bench 1.0" >/etc/hwrevision
 
-# ---- erase counting (kprobe on the driver, counted by a hist trigger) -----------
+# ---- erase counting (kprobes on the drivers, counted by hist triggers) ----------
 # The counts live in the kernel's histogram map, not in the trace ring
 # buffer: resetting an 8 MiB ring buffer (`: >trace`) locked the guest up
 # for over 15 minutes under TCG. A hist trigger is cleared by removing it.
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs tracefs $T 2>/dev/null
 [ -d $T/events ] || T=/sys/kernel/debug/tracing
-KPROBE=0
-if [ "$TYPE" = nand ]; then
-	probe='p:bench/erase nand_erase_op blk=%si:u32'
-	HIST='hist:keys=blk:size=16384'
-else
-	probe='p:bench/erase ram_erase addr=+0(%si):u64 len=+8(%si):u64'
-	HIST='hist:keys=addr:vals=len:size=16384'
+# One event per driver that holds a partition of the board: the NOR board
+# keeps its env on a NAND chip (bench/nor-bench-96m.json).
+PROBES=() HISTS=()
+if [ "$TYPE" = nand ] || grep -q '"type": *"nand"' "$layout"; then
+	PROBES+=('p:bench/erase_nand nand_erase_op blk=%si:u32') HISTS+=('hist:keys=blk:size=16384')
 fi
-if echo "$probe" >>$T/kprobe_events 2>/dev/null && [ -e $T/events/bench/erase/hist ]; then
-	KPROBE=1
-else
-	log "kprobe '$probe' or its hist trigger could not be set: erase counts will be missing"
+if [ "$TYPE" != nand ]; then
+	PROBES+=('p:bench/erase_ram ram_erase addr=+0(%si):u64 len=+8(%si):u64')
+	HISTS+=('hist:keys=addr:vals=len:size=16384')
 fi
+KPROBE=1
+for i in "${!PROBES[@]}"; do
+	ev=${PROBES[$i]%% *} ev=${ev#p:}
+	if ! echo "${PROBES[$i]}" >>$T/kprobe_events 2>/dev/null || [ ! -e "$T/events/$ev/hist" ]; then
+		log "kprobe '${PROBES[$i]}' or its hist trigger could not be set: erase counts will be missing"
+		KPROBE=0
+	fi
+done
+EVENTS=()
+for i in "${!PROBES[@]}"; do ev=${PROBES[$i]%% *}; EVENTS+=("${ev#p:}"); done
 erase_begin() {
 	[ $KPROBE = 1 ] || return 0
-	echo "!$HIST" >>$T/events/bench/erase/trigger 2>/dev/null
-	echo "$HIST" >>$T/events/bench/erase/trigger || log "hist trigger failed: erase counts will be wrong"
+	local i
+	for i in "${!EVENTS[@]}"; do
+		echo "!${HISTS[$i]}" >>"$T/events/${EVENTS[$i]}/trigger" 2>/dev/null
+		echo "${HISTS[$i]}" >>"$T/events/${EVENTS[$i]}/trigger" ||
+			log "hist trigger on ${EVENTS[$i]} failed: erase counts will be wrong"
+	done
 }
-# Sets ER_SLOT (blocks erased in slot B) and ER_TOTAL (all blocks).
-erase_end() {
-	ER_SLOT=-1 ER_TOTAL=-1
-	[ $KPROBE = 1 ] || return 0
+# count_hist FILE ERASESIZE LO HI: "SLOT TOTAL" blocks erased (in [LO, HI) and all)
+count_hist() {
 	# one line per key: "{ blk: N } hitcount: H" or "{ addr: A } hitcount: H  len: L"
-	read -r ER_SLOT ER_TOTAL < <(awk -v es="$ES" -v lo="$B_OFF" -v hi="$((B_OFF + B_SIZE))" '
+	awk -v es="$2" -v lo="$3" -v hi="$4" '
 		/^\{ / {
 			a = -1; n = 0
 			for (i = 1; i <= NF; i++) {
@@ -155,8 +139,24 @@ erase_end() {
 			if (a >= lo && a < hi) slot += n
 		}
 		/^Dropped: [1-9]/ { lost = 1 }
-		END { if (lost) print -1, -1; else printf "%d %d\n", slot, tot }' $T/events/bench/erase/hist)
-	echo "!$HIST" >>$T/events/bench/erase/trigger 2>/dev/null
+		END { if (lost) print -1, -1; else printf "%d %d\n", slot, tot }' "$1"
+}
+# Sets ER_SLOT (blocks erased in slot B) and ER_TOTAL (all blocks, every chip).
+erase_end() {
+	ER_SLOT=-1 ER_TOTAL=-1
+	[ $KPROBE = 1 ] || return 0
+	local i s t lo hi es
+	ER_SLOT=0 ER_TOTAL=0
+	for i in "${!EVENTS[@]}"; do
+		lo=$B_OFF hi=$((B_OFF + B_SIZE)) es=$ES
+		# the env NAND of a NOR board: its blocks count in the total only
+		if [ "$TYPE" != nand ] && [ "${EVENTS[$i]}" = bench/erase_nand ]; then lo=-1 hi=-1 es=1; fi
+		read -r s t < <(count_hist "$T/events/${EVENTS[$i]}/hist" "$es" "$lo" "$hi")
+		echo "!${HISTS[$i]}" >>"$T/events/${EVENTS[$i]}/trigger" 2>/dev/null
+		if [ "$s" = -1 ] || [ -z "$s" ]; then ER_SLOT=-1 ER_TOTAL=-1; continue; fi
+		[ "$ER_SLOT" = -1 ] && continue
+		ER_SLOT=$((ER_SLOT + s)) ER_TOTAL=$((ER_TOTAL + t))
+	done
 }
 
 # ---- common per-install bookkeeping ---------------------------------------------
@@ -294,15 +294,18 @@ socket=$FD/flashd.sock
 state-dir=$FD/state
 cmdline=$FD/cmdline
 EOT
-	local times rss crss r n
+	local times rss crss r n idle
 	for w in $workloads ${lat:+latency}; do
-	times="" rss="" crss="" rc=0 n=$REPS
+	times="" rss="" crss="" idle="" rc=0 n=$REPS
 	[ "$w" = latency ] && n=1
 	for r in $(seq $n); do
 		b=$tmp/flashd-$layout_base-v$(image_for "${w/latency/full}").bundle
 		[ "$w" = full ] || [ "$w" = latency ] && empty_slot_b
 		[ "$w" = changed ] && [ "$r" -gt 1 ] && restore_v1
 		fd_start
+		# the idle daemon: started, answered one status call, nothing to do
+		FLASHD_SOCKET=$FD/flashd.sock "$FLASHCTL" status >/dev/null 2>&1
+		idle="$idle $(awk '/^VmRSS:/ {print $2}' /proc/$fd_pid/status 2>/dev/null)"
 		sampler_start "$fd_pid"
 		if [ "$w" = latency ]; then
 			rm -f $tmp/lat.stop
@@ -345,7 +348,7 @@ EOT
 			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" \
 			own_erases="$(jq -r '.erases' <<<"$rec")" own_skipped="$(jq -r '.blocks_skipped' <<<"$rec")" \
 			own_bytes="$(jq -r '.bytes' <<<"$rec")" own_result="$(jq -r '.result' <<<"$rec")" \
-			rss_kib="$(maxof $rss)" rss_detail="$(cat $tmp/sampler.json)" \
+			rss_kib="$(maxof $rss)" rss_detail="$(cat $tmp/sampler.json)" idle_rss_kib="$(maxof $idle)" \
 			client_rss_kib="$(maxof $crss)" verified="$(verified "$tmp/v$(image_for "$w").img")" \
 			how="flashctl install (daemon + worker; changed blocks only, sha256 read-back)"
 	done
@@ -480,6 +483,33 @@ umount_under() {
 		umount "$m" || return 1
 	done
 }
+# First boot of a board whose data partition is erased: flashd boot formats
+# it (erase with cleanmarkers) and assembles; the bare equivalent is
+# `flash_erase -j` + the mount commands. Alternating, 3 runs each.
+first_boot() { # BLKDEV HAVE_FLASHD_BOOT
+	local i t0 t1 rc fb="" bare=""
+	for i in 1 2 3; do
+		flash_erase -q "$DEV_DATA" 0 0 >/dev/null 2>&1 || { emit kind=boot contender=bare-first error="flash_erase $DEV_DATA failed"; return; }
+		t0=$(now)
+		bounded flash_erase -q -j "$DEV_DATA" 0 0 >/dev/null 2>&1 && boot_bare "$1"
+		rc=$? t1=$(now)
+		umount_under $tmp/bare/
+		[ $rc = 0 ] || { emit kind=boot contender=bare-first error="flash_erase -j + mounts $(why $rc) (run $i)"; return; }
+		bare="$bare $(elapsed "$t0" "$t1")"
+		[ "$2" = 1 ] || continue
+		flash_erase -q "$DEV_DATA" 0 0 >/dev/null 2>&1
+		t0=$(now); boot_flashd; rc=$?; t1=$(now)
+		umount_under $tmp/st/
+		[ $rc = 0 ] || { emit kind=boot contender=flashd-first error="flashd boot on an erased overlay failed (run $i): $(tail -c 300 $tmp/boot.err)"; return; }
+		jq -e '.overlays[0].formatted == true or .overlay.formatted == true' $tmp/st.json >/dev/null 2>&1 ||
+			log "first boot run $i: state file does not say the overlay was formatted"
+		fb="$fb $(elapsed "$t0" "$t1")"
+	done
+	emit kind=boot contender=bare-first runs="${bare# }" \
+		how="flash_erase -j (erase + cleanmarkers) + the bare mounts, on an erased data partition"
+	[ -n "$fb" ] && emit kind=boot contender=flashd-first runs="${fb# }" \
+		how="flashd boot --no-exec on an erased data partition (classify, format with cleanmarkers, union)"
+}
 run_boot() {
 	local n=7 i t0 t1 rc blk bare="" fb="" have_fb=0
 	mkdir -p $tmp/bare/rom $tmp/bare/data $tmp/bare/root $tmp/st
@@ -510,6 +540,7 @@ run_boot() {
 		fi
 		fb="$fb $(elapsed "$t0" "$t1")"
 	done
+	first_boot "$blk" "$have_fb"
 	emit kind=boot contender=bare runs="${bare# }" \
 		how="mount squashfs (mtdblock) + mount jffs2 + mkdir upper/work + mount overlay"
 	if [ $have_fb = 1 ]; then

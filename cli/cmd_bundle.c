@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "bundle.h"
+#include "bundle_create.h"
+#include "bundle_reader.h"
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "cli.h"
@@ -308,7 +310,7 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	for (size_t i = 0; i < p.n_images; i++)
 		imgs[i].compression = gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE;
 	for (size_t i = 0; i < n_keys; i++) {
-		r = bundle_key_load(key_paths[i], &keys[i], &err);
+		r = bundle_create_key_load(key_paths[i], &keys[i], &err);
 		if (r < 0) {
 			cli_error(ctx, "%s", err.msg);
 			ret = CLI_EXIT_INVALID;
@@ -355,7 +357,7 @@ out:
 		ret = CLI_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < n_keys; i++)
-		bundle_key_free(keys[i]);
+		bundle_create_key_free(keys[i]);
 	return ret;
 }
 
@@ -585,7 +587,7 @@ static int cmd_keygen(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (asprintf(&priv, "%s.key", base) < 0 || asprintf(&pub, "%s.pub", base) < 0)
 		return CLI_EXIT_FAIL;
-	r = bundle_keygen(priv, pub, id, &err);
+	r = bundle_create_keygen(priv, pub, id, &err);
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
 		return CLI_EXIT_FAIL;

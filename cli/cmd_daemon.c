@@ -260,10 +260,13 @@ static void print_status(struct json_object *st)
 	}
 }
 
-static int status_cmd(struct cli_ctx *ctx, int argc, char **argv)
+/* A call without parameters: [--socket PATH], then the answer as JSON or
+ * through print. what names the call in an error. */
+static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *method,
+		       const char *what, void (*print)(struct json_object *))
 {
 	_cleanup_(client_freep) struct client *c = NULL;
-	_cleanup_json_ struct json_object *st = NULL;
+	_cleanup_json_ struct json_object *res = NULL;
 	const char *sock = NULL;
 	int r, i = parse_sock(ctx, argc, argv, &sock);
 
@@ -272,14 +275,19 @@ static int status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	r = connect_daemon(ctx, cli_socket_path(sock), &c);
 	if (r < 0)
 		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
-	r = client_call_simple(c, "io.flashd.GetStatus", NULL, &st);
+	r = client_call_simple(c, method, NULL, &res);
 	if (r < 0)
-		return cli_call_failed(ctx, c, r, "status");
+		return cli_call_failed(ctx, c, r, what);
 	if (ctx->json)
-		cli_print_json(json_object_get(st));
+		cli_print_json(json_object_get(res));
 	else
-		print_status(st);
+		print(res);
 	return CLI_EXIT_OK;
+}
+
+static int status_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return simple_call(ctx, argc, argv, "io.flashd.GetStatus", "status", print_status);
 }
 
 /* ---- install ---- */
@@ -470,29 +478,6 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
-static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *method,
-		       void (*print)(struct json_object *))
-{
-	_cleanup_(client_freep) struct client *c = NULL;
-	_cleanup_json_ struct json_object *res = NULL;
-	const char *sock = NULL;
-	int r, i = parse_sock(ctx, argc, argv, &sock);
-
-	if (i < 0 || i != argc)
-		return CLI_EXIT_USAGE;
-	r = connect_daemon(ctx, cli_socket_path(sock), &c);
-	if (r < 0)
-		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
-	r = client_call_simple(c, method, NULL, &res);
-	if (r < 0)
-		return cli_call_failed(ctx, c, r, method + strlen("io.flashd."));
-	if (ctx->json)
-		cli_print_json(json_object_get(res));
-	else
-		print(res);
-	return CLI_EXIT_OK;
-}
-
 static void print_cancel(struct json_object *res)
 {
 	printf(jb(res, "cancelled") ? "Install cancelled.\n" : "Nothing to cancel.\n");
@@ -514,17 +499,17 @@ static void print_overlay(struct json_object *res)
 
 static int cancel_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return simple_call(ctx, argc, argv, "io.flashd.Cancel", print_cancel);
+	return simple_call(ctx, argc, argv, "io.flashd.Cancel", "Cancel", print_cancel);
 }
 
 static int overlay_status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return simple_call(ctx, argc, argv, "io.flashd.OverlayStatus", print_overlay);
+	return simple_call(ctx, argc, argv, "io.flashd.OverlayStatus", "OverlayStatus", print_overlay);
 }
 
 static int overlay_reset_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return simple_call(ctx, argc, argv, "io.flashd.OverlayReset", print_overlay);
+	return simple_call(ctx, argc, argv, "io.flashd.OverlayReset", "OverlayReset", print_overlay);
 }
 
 int cli_status(struct cli_ctx *ctx, int argc, char **argv)

@@ -14,9 +14,6 @@
 #include "conf.h"
 #include "slot.h"
 
-/* layout.c is another area's module: reference it weakly so flashctl links
- * before it lands (then --layout reports that layouts are unsupported). */
-
 bool cli_env_option(struct cli_env_args *a, int c, const char *arg)
 {
 	switch (c) {
@@ -32,26 +29,54 @@ bool cli_env_option(struct cli_env_args *a, int c, const char *arg)
 	return false;
 }
 
+void cli_env_args_done(struct cli_env_args *a)
+{
+	conf_free(a->conf);
+	a->conf = NULL;
+}
+
+/* a->conf, loaded on the first call: the --config file (it must exist)
+ * or the default one (may be missing). Returns the load's result; a->conf
+ * has the defaults when it failed. */
+static int env_conf(struct cli_env_args *a)
+{
+	int r;
+
+	if (a->conf)
+		return a->conf_r;
+	r = conf_new(&a->conf);
+	if (r < 0)
+		return r;
+	a->conf_r = conf_load(a->conf, a->config ? a->config : CONF_DEFAULT_PATH, !a->config,
+			      &a->conf_err);
+	if (a->conf_r < 0) {
+		/* the users that go on without it take the defaults */
+		conf_free(a->conf);
+		a->conf = NULL;
+		r = conf_new(&a->conf);
+		if (r < 0)
+			return r;
+	}
+	return a->conf_r;
+}
+
 int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bool need_layout,
 		 struct env **ret_env, struct layout **ret_layout)
 {
-	_cleanup_conf_ struct conf *conf = NULL;
 	_cleanup_layout_ struct layout *l = NULL;
-	struct error cerr = {};
 	struct error eerr = {};
 	const char *layout, *target;
 	int r;
 
-	r = conf_new(&conf);
-	if (r < 0)
-		return CLI_EXIT_FAIL;
-	r = conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, !a->config, &cerr);
+	r = env_conf(a);
 	if (r < 0) {
-		cli_error(ctx, "%s", cerr.msg);
+		if (!a->conf)
+			return CLI_EXIT_FAIL;
+		cli_error(ctx, "%s", a->conf_err.msg);
 		return CLI_EXIT_INVALID;
 	}
-	layout = a->layout ? a->layout : conf->layout;
-	target = a->target ? a->target : conf->target;
+	layout = a->layout ? a->layout : a->conf->layout;
+	target = a->target ? a->target : a->conf->target;
 	/* env commands need a layout only to find the env: not with
 	 * --env-config, and a configured default that is absent means
 	 * /etc/fw_env.config */
@@ -88,18 +113,17 @@ bool cli_env_names_board(const struct cli_env_args *a)
 	return a->offline || a->layout || a->target || a->env_config || a->sysfs || a->cmdline;
 }
 
-int cli_env_daemon(const struct cli_env_args *a, struct client **ret)
+int cli_env_daemon(struct cli_env_args *a, struct client **ret)
 {
-	_cleanup_conf_ struct conf *conf = NULL;
 	const char *env = getenv("FLASHD_SOCKET");
 
 	if (cli_env_names_board(a))
 		return 0;
-	if (conf_new(&conf) < 0)
-		return 0;
 	/* a broken flashd.conf is reported by cli_env_open() offline */
-	(void) conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, true, NULL);
-	return client_connect(env && *env ? env : conf->socket, ret) < 0 ? 0 : 1;
+	env_conf(a);
+	if (!a->conf)
+		return 0;
+	return client_connect(env && *env ? env : a->conf->socket, ret) < 0 ? 0 : 1;
 }
 
 int cli_env_daemon_call(struct cli_ctx *ctx, struct client *c, const char *method,
@@ -118,13 +142,11 @@ int cli_env_daemon_call(struct cli_ctx *ctx, struct client *c, const char *metho
 static int lock_target(struct cli_env_args *a, const char *what, struct oplock **ret,
 		       struct oplock_holder *h, char **ret_target)
 {
-	_cleanup_conf_ struct conf *conf = NULL;
-
-	if (conf_new(&conf) < 0)
-		return -ENOMEM;
 	/* a broken flashd.conf is reported by cli_env_open() */
-	(void) conf_load(conf, a->config ? a->config : CONF_DEFAULT_PATH, true, NULL);
-	*ret_target = strdup(a->target ? a->target : conf->target);
+	env_conf(a);
+	if (!a->conf)
+		return -ENOMEM;
+	*ret_target = strdup(a->target ? a->target : a->conf->target);
 	if (!*ret_target)
 		return -ENOMEM;
 	return oplock_acquire(*ret_target, what, ret, h);
@@ -189,7 +211,7 @@ static int parse(struct cli_ctx *ctx, int argc, char **argv, struct cli_env_args
 
 static int env_get_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	struct cli_env_args a = {};
+	_cleanup_cli_env_args_ struct cli_env_args a = {};
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *j = NULL;
 	int r = parse(ctx, argc, argv, &a), ret = CLI_EXIT_OK;
@@ -223,7 +245,7 @@ static int env_get_cmd(struct cli_ctx *ctx, int argc, char **argv)
 
 static int env_list_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	struct cli_env_args a = {};
+	_cleanup_cli_env_args_ struct cli_env_args a = {};
 	_cleanup_env_ struct env *e = NULL;
 	struct json_object *j, *vars;
 	const char *name, *value;
@@ -296,7 +318,7 @@ static int env_set_daemon(struct cli_ctx *ctx, struct client *c, const struct cl
 /* set NAME=VALUE... | set NAME VALUE; NAME= deletes. One store for all. */
 static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	struct cli_env_args a = {};
+	_cleanup_cli_env_args_ struct cli_env_args a = {};
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
@@ -378,7 +400,7 @@ static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = { CLI_ENV_OPTIONS,
 		{ "defaults", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 } };
-	struct cli_env_args a = {};
+	_cleanup_cli_env_args_ struct cli_env_args a = {};
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	struct error err = {};

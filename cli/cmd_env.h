@@ -3,6 +3,7 @@
 #pragma once
 #include <getopt.h>
 #include "cli.h"
+#include "conf.h"
 #include "env.h"
 #include "layout.h"
 #include "oplock.h"
@@ -16,7 +17,16 @@ struct cli_env_args {
 	const char *cmdline;     /* --cmdline (slot): instead of /proc/cmdline */
 	bool force;
 	bool offline;            /* --offline: the env directly, even when flashd runs */
+	/* flashd.conf, read once by whichever of cli_env_open, cli_env_daemon and
+	 * cli_env_lock needs it first; conf_r < 0 when it could not be read
+	 * (conf holds the defaults then, conf_err says why) */
+	struct conf *conf;
+	int conf_r;
+	struct error conf_err;
 };
+
+void cli_env_args_done(struct cli_env_args *a);
+#define _cleanup_cli_env_args_ __attribute__((cleanup(cli_env_args_done)))
 
 /* Long options every env/slot command takes; values 0x100.. */
 #define CLI_ENV_OPTIONS \
@@ -41,7 +51,7 @@ bool cli_env_option(struct cli_env_args *a, int c, const char *arg);
  * from outside). The socket: $FLASHD_SOCKET, else flashd.conf's socket=.
  * 1 and the client when a daemon answers there, 0 when the change is made
  * offline (the env directly, under the board's lock). */
-int cli_env_daemon(const struct cli_env_args *a, struct client **ret);
+int cli_env_daemon(struct cli_env_args *a, struct client **ret);
 /* --offline, or a board or env named on the command line (see above). */
 bool cli_env_names_board(const struct cli_env_args *a);
 /* One io.flashd call through it; params borrowed. On failure the error is

@@ -17,6 +17,7 @@
 #include "flashio.h"
 #include "jffs2.h"
 #include "nsim.h"
+#include "nsim_spec.h"
 #include "util.h"
 
 struct dev_opts {
@@ -33,12 +34,6 @@ enum {
 	OPT_NO_VERIFY,
 	OPT_JFFS2,
 	OPT_LENGTH,
-	OPT_TYPE,
-	OPT_ERASE_BLOCK,
-	OPT_PAGE,
-	OPT_OOB,
-	OPT_BAD_BLOCKS,
-	OPT_FORCE,
 };
 
 #define DEV_OPTIONS \
@@ -419,36 +414,10 @@ static int hex_digest(EVP_MD_CTX *c, char out[65])
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned n;
 
-	if (!EVP_DigestFinal_ex(c, md, &n))
+	if (!EVP_DigestFinal_ex(c, md, &n) || n != 32)
 		return -EIO;
-	for (unsigned i = 0; i < n && i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	util_hex(md, n, out);
 	return 0;
-}
-
-/* Read back len bytes of the logical stream and hash them. */
-static int readback_digest(struct flash *f, uint64_t len, char out[65], uint64_t *ret_at)
-{
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
-	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
-	_cleanup_free_ uint8_t *buf = malloc(f->info.erasesize);
-	int r;
-
-	if (!c || !buf || !EVP_DigestInit_ex(c, EVP_sha256(), NULL))
-		return -ENOMEM;
-	r = flashio_reader_new(f, &rd);
-	if (r < 0)
-		return r;
-	while (len) {
-		ssize_t n = flashio_reader_read(rd, buf, MIN(len, (uint64_t)f->info.erasesize));
-		if (n <= 0) {
-			*ret_at = flashio_reader_offset(rd);
-			return n < 0 ? n : -ENOSPC;
-		}
-		EVP_DigestUpdate(c, buf, n);
-		len -= n;
-	}
-	return hex_digest(c, out);
 }
 
 static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
@@ -541,7 +510,11 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 	if (verify) {
 		uint64_t at = 0;
 
-		r = readback_digest(f, total, got, &at);
+		uint8_t sha[32];
+
+		r = flashio_read_sha256(f, total, sha, &at);
+		if (r >= 0)
+			util_hex(sha, sizeof(sha), got);
 		if (r < 0) {
 			cli_error(ctx, "%s: read-back of %s failed at offset %#" PRIx64 ": %s", spec,
 				  img, at, strerror(-r));
@@ -698,72 +671,20 @@ static int cmd_markbad(struct cli_ctx *ctx, int argc, char **argv)
 
 static int cmd_sim_create(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "type", required_argument, NULL, OPT_TYPE },
-		{ "size", required_argument, NULL, OPT_SIZE },
-		{ "erase-block", required_argument, NULL, OPT_ERASE_BLOCK },
-		{ "page", required_argument, NULL, OPT_PAGE },
-		{ "oob", required_argument, NULL, OPT_OOB },
-		{ "bad-blocks", required_argument, NULL, OPT_BAD_BLOCKS },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct nsim_geometry g = { .type = _NSIM_TYPE_MAX };
-	uint64_t page = 0, oob = 0, es = 0;
+	struct nsim_spec spec;
+	struct nsim_geometry g;
 	struct error err = {};
-	const char *bad = NULL;
-	unsigned flags = 0;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
-		switch (c) {
-		case OPT_TYPE:
-			r = nsim_type_from_string(optarg);
-			if (r < 0)
-				return usage_error(ctx, "sim-create", "--type must be nand or nor");
-			g.type = r;
-			break;
-		case OPT_SIZE:
-			if (parse_size_opt(ctx, "--size", optarg, &g.size) < 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case OPT_ERASE_BLOCK:
-			if (parse_size_opt(ctx, "--erase-block", optarg, &es) < 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case OPT_PAGE:
-			if (parse_size_opt(ctx, "--page", optarg, &page) < 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case OPT_OOB:
-			if (parse_size_opt(ctx, "--oob", optarg, &oob) < 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case OPT_BAD_BLOCKS:
-			bad = optarg;
-			break;
-		case OPT_FORCE:
-			flags |= NSIM_CREATE_FORCE;
-			break;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 1)
-		return usage_error(ctx, "sim-create", "expected one FILE");
-	if (g.type == _NSIM_TYPE_MAX || !g.size || !es)
-		return usage_error(ctx, "sim-create", "--type, --size and --erase-block are required");
-	if (es > UINT32_MAX || page > UINT32_MAX || oob > UINT32_MAX)
-		return usage_error(ctx, "sim-create", "sizes too large");
-	g.erasesize = es;
-	g.writesize = page;
-	g.oobsize = oob;
-	r = nsim_create_spec(argv[optind], &g, flags, bad, &err);
+	if (nsim_spec_parse(argc, argv, &spec, &err) < 0)
+		return usage_error(ctx, "sim-create", err.msg);
+	r = nsim_spec_create(&spec, &err);
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
 		return r == -EEXIST ? CLI_EXIT_FORCE : r == -EINVAL ? CLI_EXIT_USAGE :
 		       r == -EMEDIUMTYPE ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
 	}
+	g = spec.geo;
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();
 		json_object_object_add(j, "path", json_object_new_string(argv[optind]));

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "cleanup_json.h"
 #include "layout.h"
+#include "layout_kernel.h"
 #include "util.h"
 
 struct layout_args {
@@ -263,7 +264,7 @@ static int cmd_check(struct cli_ctx *ctx, int argc, char **argv)
 		return r;
 	root = a.sysfs ? a.sysfs : "/sys/class/mtd";
 	if (a.system) {
-		r = layout_check_system(l, root, &err);
+		r = layout_kernel_check_system(l, root, &err);
 		if (r < 0) {
 			if (ctx->json) {
 				struct json_object *j = json_object_new_object();
@@ -326,9 +327,9 @@ static int cmd_mtdparts(struct cli_ctx *ctx, int argc, char **argv)
 			cli_error(ctx, "%s: no device named \"%s\"", a.file, a.device);
 			return CLI_EXIT_USAGE;
 		}
-		r = layout_mtdparts_device(l, d, &s);
+		r = layout_kernel_mtdparts_device(l, d, &s);
 	} else {
-		r = layout_mtdparts(l, &s);
+		r = layout_kernel_mtdparts(l, &s);
 	}
 	if (r < 0) {
 		cli_error(ctx, "%s: cannot build mtdparts: %s", a.file, strerror(-r));
@@ -361,7 +362,7 @@ static int cmd_nandsim(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "%s: no device named \"%s\"", a.file, a.device);
 		return CLI_EXIT_USAGE;
 	}
-	r = layout_nandsim(l, d, &module, &params);
+	r = layout_kernel_nandsim(l, d, &module, &params);
 	if (r == -E2BIG) {
 		cli_error(ctx, "%s: device \"%s\" needs more than 32 nandsim partitions "
 			  "(CONFIG_NANDSIM_MAX_PARTS); use mtdparts= instead", a.file, d->name);
@@ -376,7 +377,7 @@ static int cmd_nandsim(struct cli_ctx *ctx, int argc, char **argv)
 			  strerror(-r));
 		return CLI_EXIT_FAIL;
 	}
-	r = layout_mtdparts_device(l, d, &mtdparts);
+	r = layout_kernel_mtdparts_device(l, d, &mtdparts);
 	if (r < 0) {
 		cli_error(ctx, "%s: cannot build mtdparts: %s", a.file, strerror(-r));
 		return CLI_EXIT_FAIL;

@@ -11,6 +11,7 @@
 #include "client.h"
 #include "cmd_env.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "slot_change.h"
 
 
@@ -30,6 +31,7 @@ static void slot_ctx_done(struct slot_ctx *s)
 {
 	env_close(s->env);
 	oplock_release(s->lock);
+	cli_env_args_done(&s->a);
 	if (s->layout)
 		layout_free(s->layout);
 }
@@ -384,7 +386,7 @@ static int bootscript_json(const struct layout *l)
 
 static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	struct cli_env_args a = {};
+	_cleanup_cli_env_args_ struct cli_env_args a = {};
 	_cleanup_layout_ struct layout *l = NULL;
 	struct error err = {};
 	int c, r;

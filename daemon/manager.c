@@ -24,6 +24,7 @@
 #include "proto_flashd.h"
 #include "record.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "slot_change.h"
 #include "ubi_image.h"
 #include "util.h"

@@ -10,6 +10,19 @@
 
 struct board;
 
+/* The target string, parsed in one place: NULL, "" or "system" = the
+ * running system's MTD devices; "sim:PATH" (PATH not empty) = simulator
+ * files. Returns the kind, *ret_sim_path (may be NULL) = PATH, pointing
+ * into target (NULL for system); -EINVAL for anything else. */
+enum board_target {
+	BOARD_TARGET_SYSTEM,
+	BOARD_TARGET_SIM,
+	_BOARD_TARGET_MAX,
+};
+#define BOARD_TARGET_SYSTEM_NAME "system"
+#define BOARD_TARGET_SIM_PREFIX "sim:"
+int board_target_parse(const char *target, const char **ret_sim_path);
+
 int board_open(const struct layout *l, const char *target, bool writable, struct board **ret);
 void board_close(struct board *b);
 static inline void board_closep(struct board **b) { if (*b) board_close(*b); }

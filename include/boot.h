@@ -17,6 +17,9 @@
  * Only syscalls and ioctls are used: it works with the kernel, flashd and
  * its shared libraries alone. */
 #pragma once
+#include <stdbool.h>
+#include <time.h>
+
 #include "layout.h"
 
 #define BOOT_STATE_PATH "/run/flashd/boot.json"
@@ -26,3 +29,17 @@
 /* The "flashd boot" command: argv[0] = "boot". Returns the exit status
  * (0 ok, 1 failed, 2 usage); does not return when it execs the init. */
 int boot_main(int argc, char **argv);
+
+struct boot;
+
+/* The logger of flashd boot: stderr, and the kernel log for warnings and
+ * errors (the console may be gone). The first error is kept for the state. */
+void boot_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define boot_log_err(...) boot_log(3, __VA_ARGS__)
+#define boot_log_warn(...) boot_log(4, __VA_ARGS__)
+#define boot_log_info(...) boot_log(6, __VA_ARGS__)
+const char *boot_log_first_error(void);
+/* A warning: logged and recorded in the state's "warnings". */
+void boot_warn(struct boot *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double boot_ms_since(const struct timespec *t0);
+bool boot_is_mountpoint(const char *path);

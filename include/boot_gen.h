@@ -50,25 +50,16 @@ bool boot_gen_name_valid(const char *name);
  * absolute and free of "." and ".." components: -EINVAL with *ret_line
  * set to the first offending line number (the valid lines are added). */
 int boot_gen_keep_parse(const char *text, struct boot_gen_list *l, unsigned *ret_line);
+/* Add a copy of s to l. */
+int boot_gen_list_add(struct boot_gen_list *l, const char *s);
+/* Sort l by name (strcmp order). */
+void boot_gen_list_sort(struct boot_gen_list *l);
 /* Every regular file in each directory (missing ones are fine), in name
  * order, each parsed; duplicates dropped. Invalid lines are skipped:
  * returns how many (err names the first one's file and line), or -errno
  * when a file cannot be read. */
 int boot_gen_keep_load(const char *const *dirs, size_t n_dirs, struct boot_gen_list *ret,
 		       struct error *err);
-
-/* Copy the keep paths (globs allowed) from old_upper to new_upper: files,
- * symlinks, directories (recursively) and whiteouts, with owner, mode,
- * times and xattrs of any size (overlayfs' own trusted.overlay.* except
- * opaque are left behind: they point into the old image). Missing paths
- * are skipped (unchanged from the image). The walk opens one name at a
- * time below a directory fd with O_NOFOLLOW: a glob never matches "." or
- * "..", a symlink in the old upper is copied as a symlink but never
- * followed (not as a parent either), nothing outside the two uppers is
- * read or written, and a copy whose source and destination are one inode
- * fails with -ELOOP. Returns the number of entries copied. */
-int boot_gen_migrate(const char *old_upper, const char *new_upper,
-		     const struct boot_gen_list *keep, struct error *err);
 
 struct boot_gen_result {
 	char name[BOOT_GEN_NAME_MAX];        /* the generation in use */

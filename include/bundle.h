@@ -1,5 +1,6 @@
 /* Signed update bundles: format (docs/bundle-format.md), streaming reader
- * with bounded memory, and the host-side writer.
+ * with bounded memory (bundle_reader.h), and the host-side writer
+ * (bundle_create.h).
  *
  * A bundle is: a 32-byte header, the manifest (canonical JSON, the exact
  * bytes that are signed), 0..4 Ed25519 signatures, then each image's
@@ -109,62 +110,6 @@ struct bundle_slot_limit {
 	const char *image_type;              /* the layout's type for it ("squashfs"); NULL: any */
 };
 
-/* Pointers must stay valid for the reader's lifetime. */
-struct bundle_policy {
-	const struct keyring *keyring;       /* trusted keys (NULL = none) */
-	bool allow_unsigned;                 /* accept unsigned / unknown-key bundles */
-	bool skip_signatures;                /* inspection only (bundle info): trust UNCHECKED */
-	const char *compatible;              /* NULL: caller checks (bundle_manifest_check) */
-	const struct bundle_slot_limit *slots; /* NULL/0: caller checks */
-	size_t n_slots;
-};
-
-/* Callbacks return 0 to go on, -errno to refuse (optionally filling err;
- * otherwise the reader writes a generic message). manifest may return
- * BUNDLE_STOP to end reading after the manifest (bundle info). Any of
- * them may be NULL. image_data gets the image's uncompressed bytes in
- * order; the image is trustworthy only once image_end is called (its
- * sha256 matched). The reader holds back the first 96 bytes of every
- * image (all of a smaller one) until they passed the checks: a CramFS
- * image is refused by name, a squashfs superblock must be sound. */
-#define BUNDLE_STOP 1
-struct bundle_reader_ops {
-	int (*manifest)(void *userdata, const struct bundle_manifest *m, struct error *err);
-	int (*image_begin)(void *userdata, const struct bundle_image *img, struct error *err);
-	int (*image_data)(void *userdata, const struct bundle_image *img, const void *buf,
-			  size_t len, struct error *err);
-	int (*image_end)(void *userdata, const struct bundle_image *img, struct error *err);
-};
-
-struct bundle_reader;
-
-int bundle_reader_new(const struct bundle_policy *policy, const struct bundle_reader_ops *ops,
-		      void *userdata, struct bundle_reader **ret);
-void bundle_reader_free(struct bundle_reader *r);
-static inline void bundle_reader_freep(struct bundle_reader **r) { if (*r) bundle_reader_free(*r); }
-#define _cleanup_bundle_reader_ __attribute__((cleanup(bundle_reader_freep)))
-
-/* Feed the next len bytes. Returns 0 (more wanted), BUNDLE_STOP (the
- * manifest callback stopped reading; further input is ignored), or
- * -errno. Errors are sticky: later calls return the same code and message. */
-int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
-		       struct error *err);
-/* End of stream: 0 when the bundle was complete (or stopped), -ENODATA
- * naming where it was cut off otherwise. */
-int bundle_reader_finish(struct bundle_reader *r, struct error *err);
-/* Read fd to EOF in BUNDLE_INFLATE_CHUNK pieces, feed, finish. */
-int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct error *err);
-
-/* NULL until the manifest was verified and parsed. */
-const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader *r);
-bool bundle_reader_done(const struct bundle_reader *r);
-uint64_t bundle_reader_offset(const struct bundle_reader *r);  /* bytes consumed */
-/* Heap bytes the reader holds now / held at most (its own buffers and
- * zlib's state; OpenSSL's digest context, a few hundred bytes, is not
- * counted). Bounded by the manifest size plus the inflate window. */
-size_t bundle_reader_mem_current(const struct bundle_reader *r);
-size_t bundle_reader_mem_peak(const struct bundle_reader *r);
-
 /* The checks the reader applies from its policy, for callers that left
  * policy.compatible / policy.slots empty and check in the manifest
  * callback: compatible (NULL = skip) and slot room (n_slots 0 = skip). */
@@ -193,44 +138,9 @@ const char *bundle_trust_to_string(enum bundle_trust t);
 /* True for a valid slot member name: [a-z0-9_-]{1,32}. */
 bool bundle_slot_name_valid(const char *s);
 
-/* Host side. */
-struct bundle_create_image {
-	const char *slot;
-	const char *path;
-	enum bundle_image_type type;
-	enum bundle_compression compression;
-};
-
-struct bundle_create_params {
-	const char *compatible;
-	const char *version;
-	const char *build_date;              /* NULL: $SOURCE_DATE_EPOCH, else now (UTC) */
-	const char *description;             /* NULL: none */
-	const struct bundle_create_image *images;
-	size_t n_images;
-	void *const *keys;                   /* EVP_PKEY * Ed25519 private keys; none = unsigned */
-	size_t n_keys;
-	int gzip_level;                      /* 0: Z_DEFAULT_COMPRESSION */
-};
-
-struct bundle_create_result {
-	struct bundle_manifest manifest;     /* as a reader would see it (trust: UNCHECKED) */
-	bool has_squashfs[BUNDLE_MAX_IMAGES];
-	struct squashfs_info squashfs[BUNDLE_MAX_IMAGES];
-};
-
-/* Write a bundle to out_fd (may be a pipe: nothing is seeked). Images are
- * read twice: once to hash (and compress, to learn the stored size), once
- * to write; a file changing in between is an error. */
-int bundle_create(const struct bundle_create_params *p, int out_fd,
-		  struct bundle_create_result *ret, struct error *err);
-
-/* Ed25519 key pair as PEM: private_path (mode 0600, PKCS#8) and
- * public_path (SubjectPublicKeyInfo, for the keyring). Refuses to
- * overwrite existing files (-EEXIST). ret_id may be NULL. */
-int bundle_keygen(const char *private_path, const char *public_path,
-		  uint8_t ret_id[KEYRING_ID_SIZE], struct error *err);
-/* Load an Ed25519 private key (PEM) for bundle_create; free with
- * bundle_key_free. */
-int bundle_key_load(const char *path, void **ret, struct error *err);
-void bundle_key_free(void *key);
+/* The 32-byte header (docs/bundle-format.md): build one, or check one and
+ * return its fields. */
+void bundle_header_build(uint8_t h[BUNDLE_HEADER_SIZE], uint32_t manifest_size, unsigned n_sigs);
+int bundle_header_parse(const uint8_t h[BUNDLE_HEADER_SIZE], unsigned *ret_major,
+			unsigned *ret_minor, uint32_t *ret_manifest_size, unsigned *ret_sigs,
+			struct error *err);

@@ -70,12 +70,12 @@ void flashio_reader_free(struct flashio_reader *r);
 static inline void flashio_reader_freep(struct flashio_reader **r) { flashio_reader_free(*r); }
 #define _cleanup_flashio_reader_ __attribute__((cleanup(flashio_reader_freep)))
 
-/* Compare the first len bytes of the logical stream of f with buf / with
- * the next len bytes read from fd. 0 = identical; -EILSEQ = they differ
- * (*ret_mismatch = first differing logical offset, if not NULL); -ENOSPC =
- * the good blocks hold fewer than len bytes; other -errno from I/O. */
-int flashio_verify_buf(struct flash *f, const void *buf, size_t len, uint64_t *ret_mismatch);
-int flashio_verify_fd(struct flash *f, int fd, uint64_t len, uint64_t *ret_mismatch);
+/* Read back the first len bytes of the logical stream of f (bad blocks
+ * skipped, as written) and hash them: the read-back check of a write whose
+ * source cannot be read twice. -ENOSPC = the good blocks hold fewer than
+ * len bytes; -EBADMSG (uncorrectable) and other -errno = read error at
+ * *ret_at (physical offset in f), if not NULL. */
+int flashio_read_sha256(struct flash *f, uint64_t len, uint8_t ret_sha256[32], uint64_t *ret_at);
 
 /* Erase one block unless it is bad: 0 erased, 1 skipped (bad, or marked bad
  * now under FLASHIO_MARK_BAD after -EIO), -errno. Updates st if not NULL. */

@@ -140,7 +140,6 @@ struct layout {
 };
 
 int layout_load(const char *path, struct layout **ret, struct error *err);
-int layout_parse(const char *json, const char *name, struct layout **ret, struct error *err);
 void layout_free(struct layout *l);
 static inline void layout_freep(struct layout **l) { if (*l) layout_free(*l); }
 #define _cleanup_layout_ __attribute__((cleanup(layout_freep)))
@@ -155,20 +154,13 @@ int layout_partition_index(const struct layout *l, const struct layout_partition
 const char *layout_storage_to_string(enum layout_storage s);
 const char *layout_overlay_type_to_string(enum layout_overlay_type t);
 
-/* Kernel "mtdparts=" argument reproducing the partitions (malloc'd). */
-int layout_mtdparts(const struct layout *l, char **ret);
-/* nandsim (NAND) or mtdram (NOR) module name and parameters reproducing
- * device dev (NULL = first device), e.g. "nandsim" +
- * "id_bytes=0x20,0xaa,0x00,0x15 parts=8,4,..." (malloc'd). */
-int layout_nandsim(const struct layout *l, const struct layout_device *dev,
-		   const char **ret_module, char **ret_params);
+/* Names the parser accepts, indexed by the enums. */
+extern const char *const layout_storage_table[_LAYOUT_STORAGE_MAX];
+extern const char *const layout_overlay_type_table[_LAYOUT_OVERLAY_MAX];
+extern const char *const layout_ubi_vol_type_table[_LAYOUT_UBI_MAX];
 
-/* Compare with the running kernel's MTD table (sysfs root configurable for
- * tests, normally "/sys/class/mtd"). On mismatch: -ENODEV/-EINVAL and err
- * names the partition and the differing field. */
-int layout_check_system(const struct layout *l, const char *sysfs_root, struct error *err);
-
-/* --- additions (layout module) --- */
+struct layout_ubi *layout_find_ubi(const struct layout *l, const char *name);
+struct layout_ubi_volume *layout_find_ubi_volume(const struct layout_ubi *u, const char *name);
 
 const char *layout_ubi_vol_type_to_string(enum layout_ubi_vol_type t);
 
@@ -176,10 +168,6 @@ const char *layout_ubi_vol_type_to_string(enum layout_ubi_vol_type t);
  * NAND with nandsim_id the kernel's chip name ("NAND 128MiB 3,3V 8-bit");
  * else d->name. */
 const char *layout_device_mtd_id(const struct layout_device *d);
-
-/* "mtdparts=<mtd-id>:<size>@<offset>(<name>)[ro],..." for one device only
- * (the part vm-load-board and cmdlinepart.mtdparts= take). */
-int layout_mtdparts_device(const struct layout *l, const struct layout_device *dev, char **ret);
 
 /* Roles of a partition, comma separated, e.g. "slot rootfs.A rootfs",
  * "env", "bootloader", "ubi", "overlay /etc", "lower NAME"; "" when unused.
@@ -192,6 +180,8 @@ int layout_partition_roles(const struct layout *l, const struct layout_partition
  * on NOR) and the LEBs available to volumes (PEBs minus 2 for the layout
  * volume, 4 reserved for wear-levelling/atomic change/fastmap, and on
  * NAND the kernel's default bad-block reserve of 20 per 1024 PEBs). */
+#define LAYOUT_UBI_LAYOUT_PEBS 2
+#define LAYOUT_UBI_RESERVED_PEBS 4
 int layout_ubi_capacity(const struct layout_ubi *u, uint64_t *ret_leb_size, uint64_t *ret_lebs);
 
 /* Size of the storage behind an image target (partition or UBI volume);

@@ -248,17 +248,6 @@ int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op
 void slot_status_compute(const struct slot_state *st, int booted, const char *booted_by,
 			 struct slot_status *ret);
 
-/* Which slot of g the kernel booted: flashd.slot=X, else rauc.slot=X, else
- * root= matching a slot's rootfs (/dev/mtdblockN, mtd:NAME, ubiX:VOL,
- * /dev/ubiblockX_Y). Returns the index, -ENOENT when nothing names a slot,
- * -EBADMSG when flashd.slot/rauc.slot names a slot that does not exist. */
-int slot_booted_from_cmdline(const char *cmdline, const struct layout *l,
-			     const struct layout_slot_group *g, const char **ret_by,
-			     struct error *err);
-/* Same, reading path (NULL = /proc/cmdline). */
-int slot_booted(const char *path, const struct layout *l, const struct layout_slot_group *g,
-		const char **ret_by, struct error *err);
-
 /* The boot script's choice at power-on, exactly (the script is the
  * reference): unset or empty BOOT_ORDER / BOOT_<x>_LEFT take the defaults
  * (saved with the decrement); the first slot in BOOT_ORDER with tries left
@@ -270,12 +259,8 @@ int slot_booted(const char *path, const struct layout *l, const struct layout_sl
 int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
 		     struct slot_changes *ret_changes);
 
+/* A slot member name: [A-Za-z0-9_]{1,SLOT_NAME_MAX-1}. */
+bool slot_name_valid(const char *s);
+
 /* Write c with one env transaction (an empty value deletes the variable). */
 int slot_apply(struct env *e, const struct slot_changes *c, struct error *err);
-
-/* The U-Boot hush boot script for layout l's first slot group (see
- * docs/boot-contract.md): picks the first slot in BOOT_ORDER with tries
- * left, decrements, saveenv, sets flashd_slot/flashd_root and bootargs
- * (flashd.slot=X) and runs flashd_boot_cmd; with none left it restores
- * the counters and resets. */
-int slot_bootscript(const struct layout *l, FILE *out);

@@ -27,5 +27,14 @@ ssize_t util_write_full(int fd, const void *buf, size_t len);
 /* mkdir -p: path and every missing parent (existing ones are fine). */
 int util_mkdir_p(const char *path, mode_t mode);
 
+/* snprintf for messages and paths where truncation is acceptable. */
+int util_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* log2 of v when v is a power of two, else -1. */
+int util_log2_exact(uint64_t v);
+
+/* Lower-case hex of n bytes into out (2n + 1 bytes). */
+void util_hex(const uint8_t *p, size_t n, char *out);
+
 /* True when every byte of buf equals c. */
 bool util_mem_is(const void *buf, int c, size_t len);

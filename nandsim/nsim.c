@@ -15,77 +15,10 @@
 
 #include "cleanup.h"
 #include "nsim.h"
+#include "nsim_format.h"
 #include "util.h"
 
-#define NSIM_MAGIC "FLSHSIM\n"
-#define NSIM_VERSION 1u
 #define NSIM_CHUNK (64u * 1024u) /* bounded scratch for NOR programs and erases */
-
-/* header flags */
-enum {
-	HDR_TEAR = 1u << 0,
-	HDR_CUT = 1u << 1,
-};
-
-/* block meta flags */
-enum {
-	BLK_BAD = 1u << 0,
-	BLK_FACTORY_BAD = 1u << 1,
-};
-
-/* page state bits (NAND) */
-enum {
-	PAGE_DATA = 1u << 0,
-	PAGE_OOB = 1u << 1,
-};
-
-enum {
-	CNT_ERASES,
-	CNT_PROGRAMS,
-	CNT_OOB_PROGRAMS,
-	CNT_PAGE_READS,
-	CNT_CORRECTED,
-	CNT_FAILED,
-	CNT_MUTATIONS,
-	_CNT_MAX,
-};
-
-/* On-disk header, little-endian, naturally aligned (no padding). */
-struct nsim_hdr {
-	char magic[8];
-	uint32_t version;
-	uint32_t type;
-	uint64_t size;
-	uint32_t erasesize;
-	uint32_t writesize;
-	uint32_t oobsize;
-	uint32_t oobfree_off;
-	uint32_t oobfree_len;
-	uint32_t flags;
-	uint64_t oob_offset;
-	uint64_t meta_offset;
-	uint64_t pages_offset;
-	int64_t powercut_left;
-	uint32_t flip_ppm;
-	uint32_t fail_ppm;
-	uint64_t seed;
-	uint64_t read_seq;
-	uint64_t cnt[_CNT_MAX];
-};
-_Static_assert(sizeof(struct nsim_hdr) == 104 + 8 * _CNT_MAX, "nsim header has padding");
-_Static_assert(sizeof(struct nsim_hdr) <= NSIM_HEADER_SIZE, "nsim header too big");
-
-/* On-disk per-block metadata, 16 bytes. */
-struct nsim_meta {
-	uint8_t flags;
-	uint8_t faults;
-	uint8_t flip;
-	uint8_t reserved0;
-	uint32_t erase_count;
-	uint32_t next_page;
-	uint32_t reserved1;
-};
-_Static_assert(sizeof(struct nsim_meta) == 16, "nsim meta size");
 
 struct nsim {
 	int fd;
@@ -96,36 +29,6 @@ struct nsim {
 	uint8_t *scratch;         /* NSIM_CHUNK bytes */
 	uint8_t *ff;              /* NSIM_CHUNK bytes of 0xFF */
 };
-
-static void hdr_swap(struct nsim_hdr *h)
-{
-	/* le<->host is its own inverse: one function for both directions */
-	h->version = le32toh(h->version);
-	h->type = le32toh(h->type);
-	h->size = le64toh(h->size);
-	h->erasesize = le32toh(h->erasesize);
-	h->writesize = le32toh(h->writesize);
-	h->oobsize = le32toh(h->oobsize);
-	h->oobfree_off = le32toh(h->oobfree_off);
-	h->oobfree_len = le32toh(h->oobfree_len);
-	h->flags = le32toh(h->flags);
-	h->oob_offset = le64toh(h->oob_offset);
-	h->meta_offset = le64toh(h->meta_offset);
-	h->pages_offset = le64toh(h->pages_offset);
-	h->powercut_left = (int64_t)le64toh((uint64_t)h->powercut_left);
-	h->flip_ppm = le32toh(h->flip_ppm);
-	h->fail_ppm = le32toh(h->fail_ppm);
-	h->seed = le64toh(h->seed);
-	h->read_seq = le64toh(h->read_seq);
-	for (unsigned i = 0; i < _CNT_MAX; i++)
-		h->cnt[i] = le64toh(h->cnt[i]);
-}
-
-static void meta_swap(struct nsim_meta *m)
-{
-	m->erase_count = le32toh(m->erase_count);
-	m->next_page = le32toh(m->next_page);
-}
 
 uint64_t nsim_data_offset(void)
 {
@@ -145,102 +48,6 @@ static const char *const nsim_flip_table[_NSIM_FLIP_MAX] = {
 };
 DEFINE_STRING_TABLE(nsim_flip, enum nsim_flip)
 
-/* ---- geometry ---------------------------------------------------------- */
-
-static bool is_pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
-}
-
-static int geometry_check(const struct nsim_geometry *g)
-{
-	if ((unsigned)g->type >= _NSIM_TYPE_MAX)
-		return -EINVAL;
-	if (!g->size || !g->erasesize || g->size % g->erasesize)
-		return -EINVAL;
-	if (g->erasesize > 16u * 1024 * 1024 || g->erasesize < 512)
-		return -EINVAL;
-	if (g->type == NSIM_NOR)
-		return g->writesize == 1 && g->oobsize == 0 ? 0 : -EINVAL;
-	if (!is_pow2(g->writesize) || g->writesize < 256 || g->erasesize % g->writesize)
-		return -EINVAL;
-	if (g->oobsize < 16 || g->oobsize > g->writesize)
-		return -EINVAL;
-	return 0;
-}
-
-/* AUTO OOB layout like the kernel's small/large page layouts: bytes 0-1
- * hold the bad-block marker, the ECC sits at the end. */
-static void oob_layout(const struct nsim_geometry *g, uint32_t *off, uint32_t *len)
-{
-	uint32_t ecc;
-
-	if (g->oobsize <= 16) {
-		*off = 8;
-		*len = g->oobsize - 8;
-		return;
-	}
-	ecc = 3 * (g->writesize / 256);
-	*off = 2;
-	*len = g->oobsize - 2 > ecc + 8 ? g->oobsize - 2 - ecc : g->oobsize - 2;
-}
-
-static void hdr_init(struct nsim_hdr *h, const struct nsim_geometry *g)
-{
-	uint64_t pages = g->type == NSIM_NAND ? g->size / g->writesize : 0;
-	uint64_t blocks = g->size / g->erasesize;
-
-	memset(h, 0, sizeof(*h));
-	memcpy(h->magic, NSIM_MAGIC, sizeof(h->magic));
-	h->version = NSIM_VERSION;
-	h->type = g->type;
-	h->size = g->size;
-	h->erasesize = g->erasesize;
-	h->writesize = g->writesize;
-	h->oobsize = g->oobsize;
-	if (g->type == NSIM_NAND)
-		oob_layout(g, &h->oobfree_off, &h->oobfree_len);
-	h->oob_offset = NSIM_HEADER_SIZE + g->size;
-	h->meta_offset = h->oob_offset + pages * g->oobsize;
-	h->pages_offset = h->meta_offset + blocks * sizeof(struct nsim_meta);
-	h->powercut_left = -1;
-}
-
-static uint64_t hdr_file_size(const struct nsim_hdr *h)
-{
-	uint64_t pages = h->type == NSIM_NAND ? h->size / h->writesize : 0;
-
-	return h->pages_offset + pages;
-}
-
-static int hdr_write(int fd, const struct nsim_hdr *h)
-{
-	struct nsim_hdr d = *h;
-	ssize_t n;
-
-	hdr_swap(&d);
-	n = util_pwrite_full(fd, &d, sizeof(d), 0);
-	return n < 0 ? (int)n : 0;
-}
-
-static int fill_ff(int fd, uint64_t off, uint64_t len)
-{
-	_cleanup_free_ uint8_t *buf = malloc(1024 * 1024);
-
-	if (!buf)
-		return -ENOMEM;
-	memset(buf, 0xff, 1024 * 1024);
-	while (len) {
-		size_t n = MIN(len, (uint64_t)1024 * 1024);
-		ssize_t r = util_pwrite_full(fd, buf, n, off);
-		if (r < 0)
-			return r;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
 int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flags)
 {
 	_cleanup_close_ int fd = -1;
@@ -249,7 +56,7 @@ int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flag
 	struct stat st;
 	int r;
 
-	r = geometry_check(geo);
+	r = nsim_format_geometry_check(geo);
 	if (r < 0)
 		return r;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
@@ -263,7 +70,7 @@ int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flag
 		return -EMEDIUMTYPE;
 	if (fcntl(fd, F_SETFL, 0) < 0)
 		return -errno;
-	hdr_init(&h, geo);
+	nsim_format_hdr_init(&h, geo);
 	if (ftruncate(fd, 0) < 0) {
 		r = -errno;
 		goto fail;
@@ -272,14 +79,14 @@ int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flag
 	if (r < 0)
 		goto fail;
 	/* data and OOB start erased; metadata and page states are zeroes */
-	r = fill_ff(fd, NSIM_HEADER_SIZE, h.meta_offset - NSIM_HEADER_SIZE);
+	r = nsim_format_fill_ff(fd, NSIM_HEADER_SIZE, h.meta_offset - NSIM_HEADER_SIZE);
 	if (r < 0)
 		goto fail;
-	if (ftruncate(fd, hdr_file_size(&h)) < 0) {
+	if (ftruncate(fd, nsim_format_file_size(&h)) < 0) {
 		r = -errno;
 		goto fail;
 	}
-	r = hdr_write(fd, &h);
+	r = nsim_format_hdr_write(fd, &h);
 	if (r < 0)
 		goto fail;
 	return 0;
@@ -359,20 +166,20 @@ int nsim_open(const char *path, bool writable, struct nsim **ret)
 		return n;
 	if ((size_t)n < sizeof(s->h) || memcmp(s->h.magic, NSIM_MAGIC, sizeof(s->h.magic)))
 		return -EMEDIUMTYPE;
-	hdr_swap(&s->h);
+	nsim_format_hdr_swap(&s->h);
 	if (s->h.version != NSIM_VERSION)
 		return -EPROTONOSUPPORT;
 	g = (struct nsim_geometry){ s->h.type, s->h.size, s->h.erasesize, s->h.writesize,
 				    s->h.oobsize };
-	if (geometry_check(&g) < 0)
+	if (nsim_format_geometry_check(&g) < 0)
 		return -EMEDIUMTYPE;
-	hdr_init(&expect, &g);
+	nsim_format_hdr_init(&expect, &g);
 	if (expect.oob_offset != s->h.oob_offset || expect.meta_offset != s->h.meta_offset ||
 	    expect.pages_offset != s->h.pages_offset)
 		return -EMEDIUMTYPE;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if ((uint64_t)st.st_size < hdr_file_size(&s->h))
+	if ((uint64_t)st.st_size < nsim_format_file_size(&s->h))
 		return -ENODATA; /* truncated */
 	s->scratch = malloc(NSIM_CHUNK);
 	s->ff = malloc(NSIM_CHUNK);
@@ -416,7 +223,7 @@ static int op_begin(struct nsim *s, bool mutating)
 		flock(s->fd, LOCK_UN);
 		return n < 0 ? (int)n : -EIO;
 	}
-	hdr_swap(&s->h);
+	nsim_format_hdr_swap(&s->h);
 	if (mutating && (s->h.flags & HDR_CUT)) {
 		flock(s->fd, LOCK_UN);
 		return -ESHUTDOWN;
@@ -427,7 +234,7 @@ static int op_begin(struct nsim *s, bool mutating)
 static int op_end(struct nsim *s, int r)
 {
 	if (s->writable) {
-		int q = hdr_write(s->fd, &s->h);
+		int q = nsim_format_hdr_write(s->fd, &s->h);
 		if (q < 0 && r >= 0)
 			r = q;
 	}
@@ -442,13 +249,31 @@ static int op_end_ro(struct nsim *s, int r)
 	return r;
 }
 
+/* op_begin for a data op on [off, off + len): -EINVAL (op ended) outside
+ * the chip. */
+static int op_begin_range(struct nsim *s, bool mutating, uint64_t off, uint64_t len)
+{
+	int r = op_begin(s, mutating);
+
+	if (r < 0)
+		return r;
+	return off <= s->h.size && len <= s->h.size - off ? 0 : op_end(s, -EINVAL);
+}
+
+/* op_begin for a fault setting: it changes the header only, so it is
+ * allowed after a power cut (mutating = false), but not read-only. */
+static int op_begin_setting(struct nsim *s)
+{
+	return s->writable ? op_begin(s, false) : -EROFS;
+}
+
 static int meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
 	ssize_t n = util_pread_full(s->fd, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
 
 	if (n != (ssize_t)sizeof(*m))
 		return n < 0 ? (int)n : -EIO;
-	meta_swap(m);
+	nsim_format_meta_swap(m);
 	return 0;
 }
 
@@ -457,9 +282,18 @@ static int meta_store(struct nsim *s, uint64_t b, const struct nsim_meta *m)
 	struct nsim_meta d = *m;
 	ssize_t n;
 
-	meta_swap(&d);
+	nsim_format_meta_swap(&d);
 	n = util_pwrite_full(s->fd, &d, sizeof(d), s->h.meta_offset + b * sizeof(d));
 	return n < 0 ? (int)n : 0;
+}
+
+/* The metadata of the block holding off: -EINVAL past the end of the chip
+ * (or, aligned, not at the start of a block). */
+static int block_at(struct nsim *s, uint64_t off, bool aligned, struct nsim_meta *m)
+{
+	if (off >= s->h.size || (aligned && off % s->h.erasesize))
+		return -EINVAL;
+	return meta_load(s, off / s->h.erasesize, m);
 }
 
 static int page_state(struct nsim *s, uint64_t page, uint8_t *ret)
@@ -487,11 +321,6 @@ static int powercut_tick(struct nsim *s)
 	}
 	s->h.powercut_left--;
 	return 0;
-}
-
-static bool range_ok(const struct nsim *s, uint64_t off, uint64_t len)
-{
-	return off <= s->h.size && len <= s->h.size - off;
 }
 
 static uint64_t splitmix64(uint64_t x)
@@ -581,14 +410,9 @@ static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
 
 int nsim_read(struct nsim *s, uint64_t off, void *buf, size_t len)
 {
-	int r;
+	int r = op_begin_range(s, false, off, len);
 
-	r = op_begin(s, false);
-	if (r < 0)
-		return r;
-	if (!range_ok(s, off, len))
-		return op_end(s, -EINVAL);
-	return op_end(s, do_read(s, off, buf, len));
+	return r < 0 ? r : op_end(s, do_read(s, off, buf, len));
 }
 
 /* A program may only clear bits. */
@@ -699,14 +523,9 @@ static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len
 
 int nsim_write(struct nsim *s, uint64_t off, const void *buf, size_t len)
 {
-	int r;
+	int r = op_begin_range(s, true, off, len);
 
-	r = op_begin(s, true);
-	if (r < 0)
-		return r;
-	if (!range_ok(s, off, len))
-		return op_end(s, -EINVAL);
-	return op_end(s, do_write(s, off, buf, len));
+	return r < 0 ? r : op_end(s, do_write(s, off, buf, len));
 }
 
 static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
@@ -748,11 +567,8 @@ static int do_erase(struct nsim *s, uint64_t off)
 	uint64_t b = off / s->h.erasesize;
 	struct nsim_meta m;
 	bool cut;
-	int r;
+	int r = block_at(s, off, true, &m);
 
-	if (off % s->h.erasesize || off >= s->h.size)
-		return -EINVAL;
-	r = meta_load(s, b, &m);
 	if (r < 0)
 		return r;
 	if (m.flags & BLK_BAD)
@@ -796,9 +612,7 @@ int nsim_block_isbad(struct nsim *s, uint64_t off)
 
 	if (r < 0)
 		return r;
-	if (off >= s->h.size)
-		return op_end(s, -EINVAL);
-	r = meta_load(s, off / s->h.erasesize, &m);
+	r = block_at(s, off, false, &m);
 	return op_end_ro(s, r < 0 ? r : !!(m.flags & BLK_BAD));
 }
 
@@ -829,11 +643,8 @@ static int do_markbad(struct nsim *s, uint64_t off)
 {
 	uint64_t b = off / s->h.erasesize;
 	struct nsim_meta m;
-	int r;
+	int r = block_at(s, off, false, &m);
 
-	if (off >= s->h.size)
-		return -EINVAL;
-	r = meta_load(s, b, &m);
 	if (r < 0)
 		return r;
 	if (m.flags & BLK_BAD)
@@ -1028,9 +839,7 @@ static int meta_update(struct nsim *s, uint64_t block, int (*fn)(struct nsim *s,
 	struct nsim_meta m;
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	if (block >= s->blocks)
@@ -1075,9 +884,7 @@ int nsim_set_factory_bad(struct nsim *s, uint64_t block)
 {
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	if (block >= s->blocks)
@@ -1109,9 +916,7 @@ int nsim_set_powercut(struct nsim *s, int64_t ops, bool tear)
 {
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	s->h.powercut_left = ops < 0 ? -1 : ops;
@@ -1126,9 +931,7 @@ int nsim_power_on(struct nsim *s)
 {
 	int r;
 
-	if (!s->writable)
-		return -EROFS;
-	r = op_begin(s, false);
+	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
 	s->h.flags &= ~(uint32_t)HDR_CUT;

@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "nsim.h"
+#include "nsim_spec.h"
 #include "util.h"
 
 enum { EXIT_USAGE = 2 };
@@ -57,66 +58,16 @@ static int parse_u64(const char *what, const char *s, uint64_t *ret)
 
 static int cmd_create(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "type", required_argument, NULL, 't' },
-		{ "size", required_argument, NULL, 's' },
-		{ "erase-block", required_argument, NULL, 'e' },
-		{ "page", required_argument, NULL, 'p' },
-		{ "oob", required_argument, NULL, 'o' },
-		{ "bad-blocks", required_argument, NULL, 'b' },
-		{ "force", no_argument, NULL, 'f' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct nsim_geometry g = { .type = _NSIM_TYPE_MAX };
-	uint64_t es = 0, page = 0, oob = 0;
+	struct nsim_spec spec;
 	struct error err = {};
-	const char *bad = NULL;
-	unsigned flags = 0;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "t:s:e:p:o:b:f", opts, NULL)) >= 0) {
-		switch (c) {
-		case 't':
-			r = nsim_type_from_string(optarg);
-			if (r < 0)
-				return fail("--type must be nand or nor"), EXIT_USAGE;
-			g.type = r;
-			break;
-		case 's':
-			if (parse_u64("--size", optarg, &g.size) < 0)
-				return EXIT_USAGE;
-			break;
-		case 'e':
-			if (parse_u64("--erase-block", optarg, &es) < 0 || es > UINT32_MAX)
-				return EXIT_USAGE;
-			break;
-		case 'p':
-			if (parse_u64("--page", optarg, &page) < 0 || page > UINT32_MAX)
-				return EXIT_USAGE;
-			break;
-		case 'o':
-			if (parse_u64("--oob", optarg, &oob) < 0 || oob > UINT32_MAX)
-				return EXIT_USAGE;
-			break;
-		case 'b':
-			bad = optarg;
-			break;
-		case 'f':
-			flags |= NSIM_CREATE_FORCE;
-			break;
-		default:
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 1 || g.type == _NSIM_TYPE_MAX || !g.size || !es)
-		return fail("usage: nsimctl create FILE --type nand|nor --size S --erase-block S"),
-		       EXIT_USAGE;
-	g.erasesize = es;
-	g.writesize = page;
-	g.oobsize = oob;
-	r = nsim_create_spec(argv[optind], &g, flags, bad, &err);
+	if (nsim_spec_parse(argc, argv, &spec, &err) < 0)
+		return fail("create: %s (usage: nsimctl create FILE --type nand|nor --size S "
+			    "--erase-block S)", err.msg), EXIT_USAGE;
+	r = nsim_spec_create(&spec, &err);
 	if (r < 0)
-		return fail("%s", err.msg), r == -EINVAL && bad ? EXIT_USAGE : EXIT_FAILURE;
+		return fail("%s", err.msg), r == -EINVAL && spec.bad_blocks ? EXIT_USAGE : EXIT_FAILURE;
 	return EXIT_SUCCESS;
 }
 

@@ -123,74 +123,55 @@ int util_read_u64(const char *path, uint64_t *ret)
 	return util_parse_size(line, ret);
 }
 
-ssize_t util_pread_full(int fd, void *buf, size_t len, off_t off)
+/* The loop behind the four below: retries EINTR and short transfers; a
+ * read stops at end of file (the count so far), a write that moves no byte
+ * is -EIO. off < 0: the file position (read/write), else pread/pwrite. */
+static ssize_t io_full(int fd, void *buf, size_t len, off_t off, bool wr)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, off + done);
+		char *p = (char *)buf + done;
+		size_t n_left = len - done;
+		ssize_t n;
+
+		if (wr)
+			n = off < 0 ? write(fd, p, n_left) : pwrite(fd, p, n_left, off + done);
+		else
+			n = off < 0 ? read(fd, p, n_left) : pread(fd, p, n_left, off + done);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (n == 0)
+		if (n == 0) {
+			if (wr)
+				return -EIO;
 			break;
+		}
 		done += n;
 	}
 	return done;
+}
+
+ssize_t util_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	return off < 0 ? -EINVAL : io_full(fd, buf, len, off, false);
 }
 
 ssize_t util_pwrite_full(int fd, const void *buf, size_t len, off_t off)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + done);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		done += n;
-	}
-	return done;
+	return off < 0 ? -EINVAL : io_full(fd, (void *)buf, len, off, true);
 }
 
 ssize_t util_read_full(int fd, void *buf, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = read(fd, (char *)buf + done, len - done);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += n;
-	}
-	return done;
+	return io_full(fd, buf, len, -1, false);
 }
 
 ssize_t util_write_full(int fd, const void *buf, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		done += n;
-	}
-	return done;
+	return io_full(fd, (void *)buf, len, -1, true);
 }
 
 bool util_mem_is(const void *buf, int c, size_t len)
@@ -217,7 +198,49 @@ int util_mkdir_p(const char *path, mode_t mode)
 			return -errno;
 		*s = '/';
 	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
+	if (mkdir(p, mode) < 0) {
+		struct stat st;
+
+		if (errno != EEXIST)
+			return -errno;
+		/* existing is fine only as a directory (or a link to one) */
+		if (stat(p, &st) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
 	return 0;
+}
+
+int util_snprintf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int util_log2_exact(uint64_t v)
+{
+	int s = 0;
+
+	if (!v || (v & (v - 1)))
+		return -1;
+	while (v >>= 1)
+		s++;
+	return s;
+}
+
+void util_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
 }

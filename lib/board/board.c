@@ -18,7 +18,20 @@ struct board {
 	struct flash **devs;   /* sim: one root device per layout device, opened lazily */
 };
 
-static const char SIM_PREFIX[] = "sim:";
+int board_target_parse(const char *target, const char **ret_sim_path)
+{
+	const size_t n = strlen(BOARD_TARGET_SIM_PREFIX);
+
+	if (ret_sim_path)
+		*ret_sim_path = NULL;
+	if (!target || !*target || !strcmp(target, BOARD_TARGET_SYSTEM_NAME))
+		return BOARD_TARGET_SYSTEM;
+	if (strncmp(target, BOARD_TARGET_SIM_PREFIX, n) || !target[n])
+		return -EINVAL;
+	if (ret_sim_path)
+		*ret_sim_path = target + n;
+	return BOARD_TARGET_SIM;
+}
 
 bool board_is_sim(const struct board *b) { return b->sim; }
 const struct layout *board_layout(const struct board *b) { return b->layout; }
@@ -27,13 +40,15 @@ int board_open(const struct layout *l, const char *target, bool writable, struct
 {
 	_cleanup_(board_closep) struct board *b = calloc(1, sizeof(*b));
 
+	int kind = board_target_parse(target, NULL);
+
 	if (!b)
 		return -ENOMEM;
+	if (kind < 0)
+		return kind;
 	if (!target || !*target)
-		target = "system";
-	b->sim = !strncmp(target, SIM_PREFIX, strlen(SIM_PREFIX));
-	if (!b->sim && strcmp(target, "system"))
-		return -EINVAL;
+		target = BOARD_TARGET_SYSTEM_NAME;
+	b->sim = kind == BOARD_TARGET_SIM;
 	b->layout = l;
 	b->writable = writable;
 	b->target = strdup(target);
@@ -58,11 +73,11 @@ void board_close(struct board *b)
 int board_sim_device_path(const char *target, const struct layout *l,
 			  const struct layout_device *d, char **ret)
 {
-	const char *path = target + strlen(SIM_PREFIX);
+	const char *path;
 	struct stat st;
 	char *p;
 
-	if (strncmp(target, SIM_PREFIX, strlen(SIM_PREFIX)))
+	if (board_target_parse(target, &path) != BOARD_TARGET_SIM)
 		return -EINVAL;
 	/* a directory holds one file per device; a plain path is the only device */
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "board.h"
 #include "oplock.h"
 #include "util.h"
 
@@ -21,17 +22,17 @@ int oplock_path(const char *target, char **ret)
 	const char *sim;
 	struct stat st;
 	char *p;
+	int kind = board_target_parse(target, &sim);
 
-	if (!target || !strcmp(target, "system")) {
+	if (kind < 0)
+		return kind;
+	if (kind == BOARD_TARGET_SYSTEM) {
 		p = strdup(OPLOCK_SYSTEM_FILE);
 		if (!p)
 			return -ENOMEM;
 		*ret = p;
 		return 0;
 	}
-	if (strncmp(target, "sim:", 4) || !target[4])
-		return -EINVAL;
-	sim = target + 4;
 	if (asprintf(&p, "%s%s", sim, stat(sim, &st) == 0 && S_ISDIR(st.st_mode) ?
 		     "/flashd.oplock" : ".oplock") < 0)
 		return -ENOMEM;

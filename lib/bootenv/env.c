@@ -1,7 +1,8 @@
-/* U-Boot environment access (see env.h), through one of two backends
+/* U-Boot environment access (see env.h): the common part (open, lock,
+ * transactions, defaults) and one of two backends (env_backend.h),
  * chosen from a table:
  *
- *  - libubootenv (real MTD devices, fw_env.config files, explicit device
+ *  - env_uboot.c: libubootenv (real MTD devices, fw_env.config files, explicit device
  *    lists). Version 0.3.2 (Debian 12) shapes that part:
  *     - libuboot_configure() cannot describe a single copy (it always reads
  *       two entries and crashes on an empty second one), so every env is
@@ -15,7 +16,7 @@
  *       not -errno;
  *     - libuboot_open() takes its lock with a blocking flock() on a fixed
  *       path and cannot be told not to (see env_lock_take()).
- *  - flash ("sim:" targets): U-Boot's env format implemented here over
+ *  - env_flash.c: flash ("sim:" targets): U-Boot's env format implemented over
  *    struct flash, so that every env store is an erase and page programs
  *    on the simulated chip, cut, torn and counted like any other flash
  *    operation. The bytes and the copy selection are those of U-Boot and
@@ -42,66 +43,10 @@
 #include "board.h"
 #include "cleanup.h"
 #include "env.h"
+#include "env_backend.h"
 #include "util.h"
 
-#define ENV_MAX_COPIES 2
 #define ENV_LOCK_POLL_MS 10
-
-struct env;
-
-/* What a backend does; the common code (transactions, defaults, checks)
- * works through these only. */
-struct env_backend {
-	const char *name;
-	/* (Re)load the variables from storage: 0, -ENODATA when no copy is
-	 * valid (the env is then empty), -errno. */
-	int (*load)(struct env *e);
-	void (*close)(struct env *e);
-	char *(*get)(struct env *e, const char *name);
-	void *(*next)(struct env *e, void *it, const char **ret_name, const char **ret_value);
-	int (*set)(struct env *e, const char *name, const char *value);
-	/* fw_setenv's "name=value" script format; an empty value deletes */
-	int (*import)(struct env *e, const char *path);
-	/* Write the variables in memory with one store. */
-	int (*store)(struct env *e);
-};
-
-/* One copy on flash (flash backend). */
-struct env_copy {
-	char *part_name;      /* the partition, on the chip ... */
-	uint64_t part_offset, part_size;
-	struct flash_info chip; /* ... the layout describes (type, size, erasesize) */
-	struct flash *dev;    /* the simulated chip */
-	struct flash *f;      /* the partition's window */
-	uint64_t offset;      /* of the copy in the window */
-	uint64_t span;        /* bytes reserved for the copy (erase units) */
-	enum env_copy_state state;
-	int error;            /* read error, -errno, when state is ENV_COPY_UNREADABLE */
-	uint8_t flags;        /* redundant envs: the serial U-Boot compares */
-};
-
-struct env_pair {
-	char *name, *value;
-};
-
-struct env {
-	const struct env_backend *be;
-	struct env_device devs[ENV_MAX_COPIES];
-	char *paths[ENV_MAX_COPIES];
-	size_t n_devs;
-	bool blank;
-	int lock_fd;
-	char desc[600];
-	/* libubootenv */
-	struct uboot_ctx *ctx;
-	bool opened;          /* libuboot_open() done: lock held, vars loaded */
-	/* flash */
-	bool writable;        /* board opened for writing (only to store) */
-	struct env_copy copies[ENV_MAX_COPIES];
-	size_t current;       /* copy the variables came from */
-	struct env_pair *vars; /* sorted by name */
-	size_t n_vars;
-};
 
 struct env_txn {
 	struct env *env;
@@ -109,7 +54,6 @@ struct env_txn {
 	size_t n;
 };
 
-static const char SIM_PREFIX[] = "sim:";
 static const char *env_lock_path = ENV_LOCK_FILE;
 static unsigned env_lock_timeout_ms = ENV_LOCK_TIMEOUT_MS;
 /* The lock is this process's while any env of it is open: an env opened
@@ -190,7 +134,7 @@ static uint64_t env_now_ms(void)
  * stalling the caller (the daemon's event loop). Without the rights to
  * open the lock file (a user reading the env) go on unlocked, as
  * libubootenv does: a read is checked by the CRCs anyway. */
-static int env_lock_take(int *ret_fd, struct error *err)
+int env_lock_take(int *ret_fd, struct error *err)
 {
 	_cleanup_close_ int fd = -1;
 	uint64_t deadline = env_now_ms() + env_lock_timeout_ms;
@@ -221,7 +165,7 @@ static int env_lock_take(int *ret_fd, struct error *err)
 	return 0;
 }
 
-static void env_lock_release(int *fd)
+void env_lock_release(int *fd)
 {
 	if (*fd < 0)
 		return;
@@ -333,6 +277,11 @@ static int env_load(struct env *e, unsigned flags, struct error *err)
 	return 0;
 }
 
+size_t env_header_size(const struct env *e)
+{
+	return env_is_redundant(e) ? 5 : 4; /* crc32 [+ flags] */
+}
+
 /* Lock, load, hand out. */
 static int env_open_finish(struct env **ep, unsigned flags, struct env **ret,
 			   struct error *err)
@@ -350,562 +299,10 @@ static int env_open_finish(struct env **ep, unsigned flags, struct env **ret,
 	return 0;
 }
 
-/* ---- libubootenv backend ---- */
-
-static uint32_t env_crc(const uint8_t *data, size_t len);
-static void env_copy_classify(struct env *e, size_t i, const uint8_t *buf);
-
-/* libubootenv does not say which copy failed: read them for status. */
-static void env_uboot_inspect(struct env *e)
-{
-	size_t size = e->devs[0].size;
-	_cleanup_free_ uint8_t *buf = malloc(size);
-
-	for (size_t i = 0; buf && i < e->n_devs; i++) {
-		_cleanup_close_ int fd = open(e->devs[i].path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd < 0 ? -errno : util_pread_full(fd, buf, size, e->devs[i].offset);
-
-		e->copies[i].error = n < 0 ? (int)n : 0;
-		if (n != (ssize_t)size)
-			e->copies[i].state = ENV_COPY_UNREADABLE;
-		else
-			env_copy_classify(e, i, buf);
-		if (n >= 0 && n != (ssize_t)size)
-			e->copies[i].error = -EIO;
-	}
-}
-
-static int env_uboot_load(struct env *e)
-{
-	if (e->opened) {
-		libuboot_close(e->ctx);
-		e->opened = false;
-	}
-	/* libuboot_open() takes the fw_printenv lock with a blocking flock():
-	 * env_lock_take() has just shown within a bounded wait that nobody
-	 * holds it, and released it (holding it here would make libubootenv
-	 * wait for us). Only root can take it in between (the lock file is
-	 * root's own, see env_lock_open_root()). */
-	int r = e->lock_fd < 0 ? env_lock_take(&e->lock_fd, NULL) : 0;
-
-	if (r < 0)
-		return r;
-	env_lock_release(&e->lock_fd);
-	r = libuboot_open(e->ctx);
-	e->opened = true; /* even on failure: close releases the lock */
-	if (r < 0) /* only then is it worth reading the copies a second time */
-		env_uboot_inspect(e);
-	return r;
-}
-
-static void env_uboot_close(struct env *e)
-{
-	if (!e->ctx)
-		return;
-	if (e->opened)
-		libuboot_close(e->ctx);
-	libuboot_exit(e->ctx);
-}
-
-static char *env_uboot_get(struct env *e, const char *name)
-{
-	return libuboot_get_env(e->ctx, name);
-}
-
-static void *env_uboot_next(struct env *e, void *it, const char **ret_name,
-			    const char **ret_value)
-{
-	void *next = libuboot_iterator(e->ctx, it);
-
-	if (next) {
-		*ret_name = libuboot_getname(next);
-		*ret_value = libuboot_getvalue(next);
-	}
-	return next;
-}
-
-static int env_uboot_set(struct env *e, const char *name, const char *value)
-{
-	return libuboot_set_env(e->ctx, name, value);
-}
-
-static int env_uboot_import(struct env *e, const char *path)
-{
-	return libuboot_load_file(e->ctx, path);
-}
-
-/* libubootenv's store result as -errno. */
-static int env_store_result(int r)
-{
-	if (r == 0)
-		return 0;
-	if (r > 0 || r == -1) /* short write count, or write() == -1 passed through */
-		return -EIO;
-	return r;
-}
-
-static int env_uboot_store(struct env *e)
-{
-	return env_store_result(libuboot_env_store(e->ctx));
-}
-
-static const struct env_backend env_backend_uboot = {
-	.name = "libubootenv",
-	.load = env_uboot_load,
-	.close = env_uboot_close,
-	.get = env_uboot_get,
-	.next = env_uboot_next,
-	.set = env_uboot_set,
-	.import = env_uboot_import,
-	.store = env_uboot_store,
-};
-
-/* ---- flash backend: U-Boot's env format over struct flash ---- */
-
-static void env_flash_drop(struct env *e)
-{
-	for (size_t i = 0; i < e->n_vars; i++) {
-		free(e->vars[i].name);
-		free(e->vars[i].value);
-	}
-	free(e->vars);
-	e->vars = NULL;
-	e->n_vars = 0;
-}
-
-static void env_flash_detach(struct env *e);
-static int env_flash_attach(struct env *e, bool writable, struct error *err);
-
-static void env_flash_close(struct env *e)
-{
-	env_flash_drop(e);
-	env_flash_detach(e);
-	for (size_t i = 0; i < ENV_MAX_COPIES; i++)
-		free(e->copies[i].part_name);
-}
-
-/* Index of name in the sorted variables, or where it would go (found false). */
-static size_t env_flash_find(const struct env *e, const char *name, bool *found)
-{
-	size_t lo = 0, hi = e->n_vars;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(e->vars[mid].name, name);
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
-}
-
-static char *env_flash_get(struct env *e, const char *name)
-{
-	bool found;
-	size_t i = env_flash_find(e, name, &found);
-
-	return found ? strdup(e->vars[i].value) : NULL;
-}
-
-static void *env_flash_next(struct env *e, void *it, const char **ret_name,
-			    const char **ret_value)
-{
-	struct env_pair *p = it ? (struct env_pair *)it + 1 : e->vars;
-
-	if (!e->vars || p >= e->vars + e->n_vars)
-		return NULL;
-	*ret_name = p->name;
-	*ret_value = p->value;
-	return p;
-}
-
-/* Like libubootenv: names without '=', NULL deletes. */
-static int env_flash_set(struct env *e, const char *name, const char *value)
-{
-	bool found;
-	size_t i;
-	char *v, *n;
-
-	if (!*name || strchr(name, '='))
-		return -EINVAL;
-	i = env_flash_find(e, name, &found);
-	if (!value) {
-		if (found) {
-			free(e->vars[i].name);
-			free(e->vars[i].value);
-			memmove(e->vars + i, e->vars + i + 1, (e->n_vars - i - 1) * sizeof(*e->vars));
-			e->n_vars--;
-		}
-		return 0;
-	}
-	v = strdup(value);
-	if (!v)
-		return -ENOMEM;
-	if (found) {
-		free(e->vars[i].value);
-		e->vars[i].value = v;
-		return 0;
-	}
-	struct env_pair *nv = realloc(e->vars, (e->n_vars + 1) * sizeof(*nv));
-	n = strdup(name);
-	if (!nv || !n) {
-		if (nv)
-			e->vars = nv;
-		free(v);
-		free(n);
-		return -ENOMEM;
-	}
-	e->vars = nv;
-	memmove(e->vars + i + 1, e->vars + i, (e->n_vars - i) * sizeof(*e->vars));
-	e->vars[i] = (struct env_pair){ n, v };
-	e->n_vars++;
-	return 0;
-}
-
-static int env_flash_import(struct env *e, const char *path)
-{
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-
-	if (!f)
-		return -errno;
-	while ((len = getline(&line, &cap, f)) >= 0) {
-		char *value;
-		int r;
-
-		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-			line[--len] = '\0';
-		if (!len || line[0] == '#' || !(value = strchr(line, '=')))
-			continue;
-		*value++ = '\0';
-		r = env_flash_set(e, line, *value ? value : NULL);
-		if (r < 0 && r != -EINVAL)
-			return r;
-	}
-	return 0;
-}
-
-static size_t env_header_size(const struct env *e)
-{
-	return env_is_redundant(e) ? 5 : 4; /* crc32 [+ flags] */
-}
-
-/* The copy's erase units, bad ones skipped (like U-Boot's env on NAND):
- * calls fn for each good block with the block's offset and the part of
- * the env it holds. */
-static int env_flash_blocks(struct env_copy *c, size_t size,
-			    int (*fn)(struct env_copy *c, uint64_t off, size_t pos, size_t len,
-				      void *userdata),
-			    void *userdata)
-{
-	uint64_t eb = c->f->info.erasesize;
-	size_t pos = 0;
-
-	for (uint64_t off = c->offset; pos < size && off < c->offset + c->span; off += eb) {
-		int r = flash_block_isbad(c->f, off);
-		if (r < 0)
-			return r;
-		if (r > 0)
-			continue;
-		r = fn(c, off, pos, MIN(eb, size - pos), userdata);
-		if (r < 0)
-			return r;
-		pos += MIN(eb, size - pos);
-	}
-	return pos == size ? 0 : -ENOSPC;
-}
-
-static int env_flash_read_block(struct env_copy *c, uint64_t off, size_t pos, size_t len,
-				void *buf)
-{
-	int r = flash_read(c->f, off, (uint8_t *)buf + pos, len);
-
-	return r == -EUCLEAN ? 0 : r;
-}
-
-/* Erase, then program the block's part of the image (padded with 0xff to
- * whole pages: NAND programs pages). */
-static int env_flash_write_block(struct env_copy *c, uint64_t off, size_t pos, size_t len,
-				 void *image)
-{
-	size_t ws = MAX(c->f->info.writesize, 1u), full = DIV_ROUND_UP(len, ws) * ws;
-	_cleanup_free_ uint8_t *pad = NULL;
-	const uint8_t *src = (const uint8_t *)image + pos;
-	int r;
-
-	r = flash_erase_block(c->f, off);
-	if (r < 0)
-		return r;
-	if (full != len) {
-		pad = malloc(full);
-		if (!pad)
-			return -ENOMEM;
-		memset(pad, 0xff, full);
-		memcpy(pad, src, len);
-		src = pad;
-	}
-	return flash_write(c->f, off, src, full);
-}
-
-static uint32_t env_crc(const uint8_t *data, size_t len)
-{
-	return (uint32_t)crc32(0, data, (uInt)len);
-}
-
-/* Copy i's state from its bytes. */
-static void env_copy_classify(struct env *e, size_t i, const uint8_t *buf)
-{
-	struct env_copy *c = &e->copies[i];
-	size_t size = e->devs[i].size, hdr = env_header_size(e);
-	uint32_t crc;
-
-	memcpy(&crc, buf, 4);
-	c->flags = hdr == 5 ? buf[4] : 0;
-	if (le32toh(crc) == env_crc(buf + hdr, size - hdr))
-		c->state = ENV_COPY_VALID;
-	else
-		c->state = util_mem_is(buf, 0xff, size) ? ENV_COPY_ERASED : ENV_COPY_BAD_CRC;
-}
-
-/* Read copy i and check its CRC; fills the copy's state. */
-static int env_flash_read_copy(struct env *e, size_t i, uint8_t *buf)
-{
-	struct env_copy *c = &e->copies[i];
-	int r;
-
-	r = env_flash_blocks(c, e->devs[i].size, env_flash_read_block, buf);
-	if (r < 0) {
-		c->state = ENV_COPY_UNREADABLE;
-		c->error = r;
-		return r;
-	}
-	c->error = 0;
-	env_copy_classify(e, i, buf);
-	return 0;
-}
-
-/* U-Boot's choice between two valid copies (env_import_redund(), and
- * libubootenv's for NAND and files): the higher serial wins, and 0
- * follows 0xff (wrap-around). */
-static size_t env_pick_redundant(uint8_t f0, uint8_t f1)
-{
-	if (f0 == 0xff && f1 == 0)
-		return 1;
-	if (f0 == 0 && f1 == 0xff)
-		return 0;
-	return f1 > f0 ? 1 : 0;
-}
-
-/* "name=value\0...\0" into the variables; U-Boot skips lines without '='. */
-static int env_flash_parse(struct env *e, const char *data, size_t len)
-{
-	const char *p = data, *end = data + len;
-
-	while (p < end && *p) {
-		const char *nul = memchr(p, '\0', end - p), *eq;
-		_cleanup_free_ char *name = NULL;
-		int r;
-
-		if (!nul)
-			break; /* runs off the end: what follows is not the env */
-		eq = memchr(p, '=', nul - p);
-		if (eq && eq > p) {
-			name = strndup(p, eq - p);
-			if (!name)
-				return -ENOMEM;
-			r = env_flash_set(e, name, eq + 1);
-			if (r < 0)
-				return r;
-		}
-		p = nul + 1;
-	}
-	return 0;
-}
-
-static int env_flash_load(struct env *e)
-{
-	size_t size = e->devs[0].size, hdr = env_header_size(e);
-	_cleanup_free_ uint8_t *buf = malloc(size * e->n_devs);
-	bool valid[ENV_MAX_COPIES] = { false, false };
-
-	if (!buf)
-		return -ENOMEM;
-	env_flash_drop(e);
-	for (size_t i = 0; i < e->n_devs; i++) {
-		int q = env_flash_read_copy(e, i, buf + i * size);
-		valid[i] = q >= 0 && e->copies[i].state == ENV_COPY_VALID;
-	}
-	if (e->n_devs == 2 && valid[0] && valid[1])
-		e->current = env_pick_redundant(e->copies[0].flags, e->copies[1].flags);
-	else
-		e->current = e->n_devs == 2 && valid[1] ? 1 : 0;
-	if (!valid[e->current])
-		/* no valid copy: U-Boot would use its default env; the copies'
-		 * states say why (env_copy_state()) */
-		return -ENODATA;
-	return env_flash_parse(e, (const char *)buf + e->current * size + hdr, size - hdr);
-}
-
-/* The image of a copy: crc32 (little endian), the serial on a redundant
- * env, the variables, zero-filled. */
-static int env_flash_image(struct env *e, uint8_t serial, uint8_t **ret)
-{
-	size_t size = e->devs[0].size, hdr = env_header_size(e), pos = hdr;
-	uint8_t *img = calloc(1, size);
-	uint32_t crc;
-
-	if (!img)
-		return -ENOMEM;
-	for (size_t i = 0; i < e->n_vars; i++) {
-		size_t nl = strlen(e->vars[i].name), vl = strlen(e->vars[i].value);
-		if (pos + nl + vl + 2 >= size) { /* keeps the closing empty string */
-			free(img);
-			return -ENOSPC;
-		}
-		memcpy(img + pos, e->vars[i].name, nl);
-		img[pos + nl] = '=';
-		memcpy(img + pos + nl + 1, e->vars[i].value, vl);
-		pos += nl + vl + 2;
-	}
-	if (hdr == 5)
-		img[4] = serial;
-	crc = htole32(env_crc(img + hdr, size - hdr));
-	memcpy(img, &crc, 4);
-	*ret = img;
-	return 0;
-}
-
-/* One store: the copy not in use (the only one on a single env) is erased
- * and programmed with the next serial. A cut leaves that copy invalid and
- * the other one as it was. */
-static int env_flash_store(struct env *e)
-{
-	size_t target = env_is_redundant(e) ? !e->current : 0;
-	uint8_t serial = (uint8_t)(e->copies[e->current].flags + 1);
-	_cleanup_free_ uint8_t *img = NULL;
-	int r;
-
-	r = env_flash_image(e, serial, &img);
-	if (r < 0)
-		return r;
-	if (!e->writable) {
-		r = env_flash_attach(e, true, NULL);
-		if (r < 0)
-			return r;
-	}
-	e->copies[target].state = ENV_COPY_BAD_CRC; /* until the last page is in */
-	r = env_flash_blocks(&e->copies[target], e->devs[target].size, env_flash_write_block, img);
-	if (r < 0)
-		return r;
-	e->copies[target].state = ENV_COPY_VALID;
-	e->copies[target].flags = serial;
-	e->current = target;
-	return 0;
-}
-
-static const struct env_backend env_backend_flash = {
-	.name = "flash",
-	.load = env_flash_load,
-	.close = env_flash_close,
-	.get = env_flash_get,
-	.next = env_flash_next,
-	.set = env_flash_set,
-	.import = env_flash_import,
-	.store = env_flash_store,
-};
-
-/* Refuse what libubootenv would mishandle silently. */
-static int env_check_device(const struct env_device *d, struct error *err)
-{
-	struct stat st;
-
-	if (!d->path || !*d->path || strpbrk(d->path, " \t\n"))
-		return error_set(err, -EINVAL, "env device '%s': empty or contains whitespace",
-				d->path ? d->path : "");
-	if (!d->size)
-		return error_set(err, -EINVAL, "env device %s: env size is 0", d->path);
-	if (!strncmp(d->path, "/dev/mtdblock", strlen("/dev/mtdblock")))
-		return error_set(err, -EINVAL,
-				"env device %s: use the MTD character device (/dev/mtdN); "
-				"libubootenv does not write through mtdblock", d->path);
-	if (stat(d->path, &st) < 0)
-		return error_set(err, -errno, "env device %s: %s", d->path, strerror(errno));
-	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < d->offset + d->size)
-		return error_set(err, -ENOSPC,
-				"env device %s: env at 0x%" PRIx64 "+0x%" PRIx64
-				" ends beyond the file's %" PRIu64 " bytes", d->path, d->offset,
-				d->size, (uint64_t)st.st_size);
-	if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-		return error_set(err, -EINVAL, "env device %s: not a file or device", d->path);
-	return 0;
-}
-
-/* fw_env.config text for libuboot_read_config(), every number 0x-prefixed. */
-static int env_config_text(const struct env *e, char **ret)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	_cleanup_fclose_ FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return -ENOMEM;
-	for (size_t i = 0; i < e->n_devs; i++) {
-		const struct env_device *d = &e->devs[i];
-		uint64_t sector = d->sector_size ? d->sector_size : d->size;
-		uint64_t sectors = d->sectors ? d->sectors : MAX(DIV_ROUND_UP(d->size, sector), 1);
-
-		fprintf(f, "%s 0x%" PRIx64 " 0x%" PRIx64 " 0x%" PRIx64 " 0x%" PRIx64 "\n", d->path,
-			d->offset, d->size, sector, sectors);
-	}
-	if (fclose(TAKE_PTR(f)) != 0) {
-		free(buf);
-		return -ENOMEM;
-	}
-	*ret = buf;
-	return 0;
-}
-
-static int env_read_config_text(struct uboot_ctx *ctx, const char *text)
-{
-	char path[64];
-	_cleanup_close_ int fd = memfd_create("flashd-fw_env.config", MFD_CLOEXEC);
-	int r;
-
-	if (fd >= 0) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		if (util_write_full(fd, text, strlen(text)) < 0)
-			return -EIO;
-		if (access(path, R_OK) == 0)
-			return libuboot_read_config(ctx, path);
-	}
-	/* no memfd or no /proc (early boot): a private temporary file */
-	const char *dir = getenv("TMPDIR");
-	_cleanup_free_ char *tmp = NULL;
-	_cleanup_close_ int tfd = -1;
-
-	if (asprintf(&tmp, "%s/flashd-fw_env-XXXXXX", dir && *dir ? dir : "/tmp") < 0)
-		return -ENOMEM;
-	tfd = mkostemp(tmp, O_CLOEXEC);
-	if (tfd < 0)
-		return -errno;
-	r = util_write_full(tfd, text, strlen(text)) < 0 ? -EIO : libuboot_read_config(ctx, tmp);
-	unlink(tmp);
-	return r;
-}
-
 int env_open_devices(const struct env_device *devs, size_t n_devs, unsigned flags,
 		     struct env **ret, struct error *err)
 {
 	_cleanup_(env_closep) struct env *e = NULL;
-	_cleanup_free_ char *cfg = NULL;
 	int r;
 
 	if (n_devs < 1 || n_devs > ENV_MAX_COPIES)
@@ -913,27 +310,15 @@ int env_open_devices(const struct env_device *devs, size_t n_devs, unsigned flag
 	if (n_devs == 2 && devs[0].size != devs[1].size)
 		return error_set(err, -EINVAL, "U-Boot env: the two copies differ in size (0x%" PRIx64
 				" and 0x%" PRIx64 ")", devs[0].size, devs[1].size);
-	for (size_t i = 0; i < n_devs; i++) {
-		r = env_check_device(&devs[i], err);
-		if (r < 0)
-			return r;
-	}
-	e = env_new(&env_backend_uboot);
+	e = env_new(&env_uboot_backend);
 	if (!e)
 		return -ENOMEM;
 	r = env_set_devices(e, devs, n_devs);
 	if (r < 0)
 		return r;
-	r = env_config_text(e, &cfg);
+	r = env_uboot_configure(e, err);
 	if (r < 0)
 		return r;
-	r = libuboot_initialize(&e->ctx, NULL);
-	if (r < 0)
-		return error_set(err, r, "libubootenv: cannot initialise: %s", strerror(-r));
-	r = env_read_config_text(e->ctx, cfg);
-	if (r < 0)
-		return error_set(err, r, "libubootenv rejected the env config for %s: %s", e->desc,
-				strerror(-r));
 	return env_open_finish(&e, flags, ret, err);
 }
 
@@ -1016,90 +401,16 @@ int env_open_config(const char *path, unsigned flags, struct env **ret, struct e
 	return r;
 }
 
-static void env_flash_detach(struct env *e)
-{
-	for (size_t i = 0; i < ENV_MAX_COPIES; i++) {
-		flash_close(e->copies[i].f);
-		flash_close(e->copies[i].dev);
-		e->copies[i].f = e->copies[i].dev = NULL;
-	}
-}
-
-/* Open the copies' partitions on the simulator, read-only (reads leave the
- * chip file as it is: no counters change) or writable (for a store). The
- * env keeps no pointer into the layout: callers may free it once opened. */
-static int env_flash_attach(struct env *e, bool writable, struct error *err)
-{
-	env_flash_detach(e);
-	for (size_t i = 0; i < e->n_devs; i++) {
-		struct env_copy *c = &e->copies[i];
-		_cleanup_free_ char *spec = NULL;
-		int r;
-
-		if (asprintf(&spec, "%s%s", SIM_PREFIX, e->paths[i]) < 0)
-			return -ENOMEM;
-		r = flash_open(spec, writable, &c->dev);
-		if (r >= 0 && (c->dev->info.size != c->chip.size ||
-			       c->dev->info.erasesize != c->chip.erasesize ||
-			       c->dev->info.type != c->chip.type))
-			r = -EMEDIUMTYPE;
-		if (r >= 0)
-			r = flash_open_window(c->dev, c->part_name, c->part_offset, c->part_size,
-					      &c->f);
-		if (r < 0)
-			return error_set(err, r, "env partition %s: simulator %s: %s", c->part_name,
-					e->paths[i], r == -EMEDIUMTYPE ?
-					"not the chip the layout describes" : strerror(-r));
-	}
-	e->writable = writable;
-	return 0;
-}
-
-/* Where copy i of the layout's env is: devs[i], and what env_flash_attach()
- * needs (copied: the layout may go away). */
-static int env_flash_copy_locate(struct env *e, const struct layout *l, const char *target,
-				 size_t i, struct error *err)
-{
-	const struct layout_env_copy *lc = &l->env.copies[i];
-	const struct layout_partition *p = lc->part;
-	struct env_copy *c = &e->copies[i];
-	uint64_t span = lc->sector_size ? lc->sector_size : p->dev->erasesize;
-	char *path = NULL;
-	int r;
-
-	r = board_sim_device_path(target, l, p->dev, &path);
-	if (r < 0)
-		return error_set(err, r, "env partition %s: no simulator file for device %s in %s: %s",
-				p->name, p->dev->name, target, strerror(-r));
-	e->paths[i] = path;
-	e->n_devs = i + 1;
-	e->devs[i] = (struct env_device){ .path = path, .offset = p->offset + lc->offset,
-					  .size = lc->size, .sector_size = span, .sectors = 1 };
-	c->part_name = strdup(p->name);
-	if (!c->part_name)
-		return -ENOMEM;
-	c->part_offset = p->offset;
-	c->part_size = p->size;
-	c->chip = (struct flash_info){ .type = p->dev->type, .size = p->dev->size,
-				       .erasesize = p->dev->erasesize };
-	c->offset = lc->offset;
-	c->span = span;
-	return 0;
-}
-
 /* A layout's env on simulator files: the flash backend. */
 static int env_open_flash(const struct layout *l, const char *target, unsigned flags,
 			  struct env **ret, struct error *err)
 {
-	_cleanup_(env_closep) struct env *e = env_new(&env_backend_flash);
-	int r = 0;
+	_cleanup_(env_closep) struct env *e = env_new(&env_flash_backend);
+	int r;
 
 	if (!e)
 		return -ENOMEM;
-	for (size_t i = 0; r >= 0 && i < l->env.n_copies; i++)
-		r = env_flash_copy_locate(e, l, target, i, err);
-	if (r >= 0)
-		r = env_flash_attach(e, false, err);
+	r = env_flash_locate(e, l, target, err);
 	if (r < 0)
 		return r;
 	env_make_desc(e);
@@ -1111,7 +422,7 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 {
 	struct env_device devs[ENV_MAX_COPIES] = {};
 	char *paths[ENV_MAX_COPIES] = { NULL, NULL };
-	bool sim = target && !strncmp(target, SIM_PREFIX, strlen(SIM_PREFIX));
+	int kind = board_target_parse(target, NULL);
 	size_t n = l->env.n_copies;
 	int r = 0;
 
@@ -1120,7 +431,7 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 				"them there or use " ENV_DEFAULT_CONFIG, l->path ? l->path : "");
 	if (n > ENV_MAX_COPIES)
 		return error_set(err, -EINVAL, "layout %s: %zu env copies", l->path, n);
-	if (target && !sim && strcmp(target, "system"))
+	if (kind < 0)
 		return error_set(err, -EINVAL, "target '%s': expected 'system' or 'sim:PATH'", target);
 	for (size_t i = 0; i < n; i++) {
 		const struct layout_env_copy *c = &l->env.copies[i];
@@ -1129,7 +440,7 @@ int env_open_layout(const struct layout *l, const char *target, const char *sysf
 					") does not fit partition %s (0x%" PRIx64 " bytes)", i,
 					c->offset, c->size, c->part->name, c->part->size);
 	}
-	if (sim)
+	if (kind == BOARD_TARGET_SIM)
 		return env_open_flash(l, target, flags, ret, err);
 	if (!sysfs_root)
 		sysfs_root = ENV_DEFAULT_SYSFS;

@@ -3,7 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "cleanup.h"
+#include "cleanup_crypto.h"
 #include "flashio.h"
 #include "util.h"
 
@@ -119,6 +122,26 @@ static int retire_block(struct flashio_writer *w, uint64_t off)
 	return 0;
 }
 
+/* Erase (unless skipped) and program the block at w->pos: 0 written; 1
+ * it failed with -EIO and was marked bad (FLASHIO_MARK_BAD); -errno. */
+static int erase_program(struct flashio_writer *w, bool erase)
+{
+	int r = 0;
+
+	if (erase) {
+		r = flash_erase_block(w->f, w->pos);
+		if (r >= 0)
+			w->st.erases++;
+	}
+	if (r >= 0)
+		r = program_block(w, w->pos);
+	if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
+		r = retire_block(w, w->pos);
+		return r < 0 ? r : 1;
+	}
+	return r;
+}
+
 /* Put w->buf (a full block, padded with 0xFF) on the next good block. */
 /* NAND, FLASHIO_CHANGED_ONLY: is the block at w->pos already w->buf?
  * Compared a page at a time and stopped at the first difference, so
@@ -188,27 +211,11 @@ static int flush_block(struct flashio_writer *w)
 				w->st.erases_skipped++;
 			}
 		}
-		if (erase) {
-			r = flash_erase_block(f, w->pos);
-			if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
-				r = retire_block(w, w->pos);
-				if (r < 0)
-					return r;
-				continue;
-			}
-			if (r < 0)
-				return r;
-			w->st.erases++;
-		}
-		r = program_block(w, w->pos);
-		if (r == -EIO && (w->flags & FLASHIO_MARK_BAD)) {
-			r = retire_block(w, w->pos);
-			if (r < 0)
-				return r;
-			continue;
-		}
+		r = erase_program(w, erase);
 		if (r < 0)
 			return r;
+		if (r > 0)
+			continue; /* retired: the next good block */
 		w->st.blocks_written++;
 		w->pos += es;
 		return 0;
@@ -338,78 +345,35 @@ ssize_t flashio_reader_read(struct flashio_reader *r, void *buf, size_t len)
 
 /* ---- verification ------------------------------------------------------------ */
 
-typedef int (*verify_next_fn)(void *ctx, uint8_t *buf, size_t len);
-
-static int verify(struct flash *f, uint64_t len, verify_next_fn next, void *ctx,
-		  uint64_t *ret_mismatch)
+int flashio_read_sha256(struct flash *f, uint64_t len, uint8_t ret_sha256[32], uint64_t *ret_at)
 {
-	_cleanup_free_ uint8_t *got = malloc(f->info.erasesize);
-	_cleanup_free_ uint8_t *want = malloc(f->info.erasesize);
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
 	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
-	uint64_t done = 0;
+	_cleanup_free_ uint8_t *buf = malloc(f->info.erasesize);
+	unsigned mdlen = 0;
 	int r;
 
-	if (!got || !want)
+	if (!md || !buf)
 		return -ENOMEM;
+	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+		return -EIO;
 	r = flashio_reader_new(f, &rd);
 	if (r < 0)
 		return r;
-	while (done < len) {
-		size_t want_n = MIN(len - done, (uint64_t)f->info.erasesize);
-		ssize_t n = flashio_reader_read(rd, got, want_n);
+	while (len) {
+		ssize_t n = flashio_reader_read(rd, buf, MIN(len, (uint64_t)f->info.erasesize));
 
-		if (n < 0)
-			return n;
-		if (n == 0)
-			return -ENOSPC;
-		r = next(ctx, want, n);
-		if (r < 0)
-			return r;
-		if (memcmp(got, want, n)) {
-			size_t i = 0;
-			while (got[i] == want[i])
-				i++;
-			if (ret_mismatch)
-				*ret_mismatch = done + i;
-			return -EILSEQ;
+		if (n <= 0) {
+			if (ret_at)
+				*ret_at = flashio_reader_offset(rd);
+			return n < 0 ? (int)n : -ENOSPC;
 		}
-		done += n;
+		EVP_DigestUpdate(md, buf, n);
+		len -= n;
 	}
+	if (EVP_DigestFinal_ex(md, ret_sha256, &mdlen) != 1 || mdlen != 32)
+		return -EIO;
 	return 0;
-}
-
-struct buf_src {
-	const uint8_t *p;
-};
-
-static int buf_next(void *ctx, uint8_t *out, size_t len)
-{
-	struct buf_src *s = ctx;
-
-	memcpy(out, s->p, len);
-	s->p += len;
-	return 0;
-}
-
-static int fd_next(void *ctx, uint8_t *out, size_t len)
-{
-	ssize_t n = util_read_full(*(int *)ctx, out, len);
-
-	if (n < 0)
-		return n;
-	return (size_t)n == len ? 0 : -ENODATA; /* the file is shorter than promised */
-}
-
-int flashio_verify_buf(struct flash *f, const void *buf, size_t len, uint64_t *ret_mismatch)
-{
-	struct buf_src s = { buf };
-
-	return verify(f, len, buf_next, &s, ret_mismatch);
-}
-
-int flashio_verify_fd(struct flash *f, int fd, uint64_t len, uint64_t *ret_mismatch)
-{
-	return verify(f, len, fd_next, &fd, ret_mismatch);
 }
 
 /* ---- erasing ------------------------------------------------------------------ */

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <openssl/evp.h>
 
+#include "bundle_reader.h"
 #include "cleanup.h"
 #include "env.h"
 #include "flashio.h"
 #include "install.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "slot_change.h"
 #include "ubi_image.h"
 #include "util.h"

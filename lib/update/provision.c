@@ -11,15 +11,18 @@
 
 #include "board.h"
 #include "bundle.h"
+#include "bundle_reader.h"
 #include "cleanup_json.h"
 #include "env.h"
 #include "flashio.h"
 #include "install.h"
 #include "jffs2.h"
+#include "layout_kernel.h"
 #include "nsim.h"
 #include "provision.h"
 #include "provision_ubi.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "util.h"
 
 static const char *const provision_action_table[_PROVISION_ACTION_MAX] = {
@@ -48,7 +51,7 @@ struct prov {
 
 static bool is_system(const struct prov *pv)
 {
-	return !strcmp(pv->p->target, "system");
+	return board_target_parse(pv->p->target, NULL) == BOARD_TARGET_SYSTEM;
 }
 
 static const char *mtd_sysfs(const struct prov *pv)
@@ -291,6 +294,15 @@ static int check_sim_target(struct prov *pv, const char *path)
 	return check_dir_of(pv, path, "simulator");
 }
 
+/* The simulator file of a sim: target (pv->target after check_target). */
+static const char *sim_file(const struct prov *pv)
+{
+	const char *path = NULL;
+
+	board_target_parse(pv->target, &path);
+	return path ? path : "";
+}
+
 /* Provisioning erases every slot: never from a system running on one. */
 static int check_not_booted(struct prov *pv)
 {
@@ -311,26 +323,26 @@ static int check_not_booted(struct prov *pv)
 
 static int check_target(struct prov *pv)
 {
-	const char *t = pv->p->target;
-	int r;
+	const char *t = pv->p->target, *sim;
+	int r, kind = board_target_parse(t, &sim);
 
-	if (!strncmp(t, "sim:", 4)) {
+	if (kind == BOARD_TARGET_SIM) {
 		snprintf(pv->target, sizeof(pv->target), "%s", t);
-		return check_sim_target(pv, t + 4);
+		return check_sim_target(pv, sim);
 	}
 	if (!strncmp(t, "image:", 6)) {
 		pv->image_prefix = strdup(t + 6);
 		if (!pv->image_prefix)
 			return -ENOMEM;
-		snprintf(pv->target, sizeof(pv->target), "sim:%s.sim.tmp", t + 6);
+		snprintf(pv->target, sizeof(pv->target), BOARD_TARGET_SIM_PREFIX "%s.sim.tmp", t + 6);
 		if (pv->l->n_devices != 1)
 			return error_set(pv->err, -EOPNOTSUPP, "factory images take one-device layouts; %s "
 				    "has %zu", pv->l->path, pv->l->n_devices);
 		return check_dir_of(pv, pv->image_prefix, "factory image");
 	}
-	if (!strcmp(t, "system")) {
-		snprintf(pv->target, sizeof(pv->target), "system");
-		r = layout_check_system(pv->l, pv->p->sysfs, pv->err);
+	if (kind == BOARD_TARGET_SYSTEM) {
+		snprintf(pv->target, sizeof(pv->target), BOARD_TARGET_SYSTEM_NAME);
+		r = layout_kernel_check_system(pv->l, pv->p->sysfs, pv->err);
 		if (r < 0)
 			return error_prefix(pv->err, r, "the running system's flash does not match the layout");
 		for (size_t u = 0; u < pv->l->n_ubis; u++)
@@ -396,9 +408,11 @@ static int check_ubi_room(struct prov *pv, struct board *b)
 static int check_room(struct prov *pv)
 {
 	_cleanup_board_ struct board *b = NULL;
+	const char *sim;
 	int r;
 
-	if (pv->image_prefix || (!strncmp(pv->target, "sim:", 4) && access(pv->target + 4, F_OK)))
+	if (pv->image_prefix || (board_target_parse(pv->target, &sim) == BOARD_TARGET_SIM &&
+				 access(sim, F_OK)))
 		return 0; /* created blank */
 	r = board_open(pv->l, pv->target, false, &b);
 	if (r < 0)
@@ -452,10 +466,10 @@ static int prepare_target(struct prov *pv)
 		.writesize = d->type == FLASH_NAND ? d->writesize : 1,
 		.oobsize = d->type == FLASH_NAND ? d->oobsize : 0,
 	};
-	const char *path = pv->target + 4;
+	const char *path;
 	int r;
 
-	if (strncmp(pv->target, "sim:", 4))
+	if (board_target_parse(pv->target, &path) != BOARD_TARGET_SIM)
 		return 0;
 	if (pv->image_prefix)
 		unlink(path);
@@ -705,9 +719,9 @@ static int export_image(struct prov *pv)
 	bool nand;
 	int r;
 
-	r = nsim_open(pv->target + 4, false, &x.s);
+	r = nsim_open(sim_file(pv), false, &x.s);
 	if (r < 0)
-		return error_set(pv->err, r, "reopening %s: %s", pv->target + 4, strerror(-r));
+		return error_set(pv->err, r, "reopening %s: %s", sim_file(pv), strerror(-r));
 	nsim_get_info(x.s, &x.info);
 	nand = x.info.geo.type == NSIM_NAND;
 	buf = malloc(x.info.geo.erasesize);
@@ -876,7 +890,7 @@ int provision_run(const struct provision_params *p, bool *ret_written, struct er
 	*pv.written = false;
 	r = run(&pv);
 	if (pv.image_prefix && !p->dry_run)
-		unlink(pv.target + 4);
+		unlink(sim_file(&pv));
 out:
 	free(pv.image_prefix);
 	free(pv.regions);

@@ -965,6 +965,13 @@ bool proto_conn_is_dead(const struct proto_conn *c)
 
 /* ---- socket I/O on sd-event ---- */
 
+/* After a non-blocking recvmsg()/send() failed: 1 = again (EINTR),
+ * 0 = it would block (EAGAIN), else -errno. */
+static int io_again(void)
+{
+	return errno == EINTR ? 1 : errno == EAGAIN ? 0 : -errno;
+}
+
 static int conn_read(struct proto_conn *c)
 {
 	union {
@@ -996,11 +1003,10 @@ static int conn_read(struct proto_conn *c)
 		iov.iov_len = MIN(space, c->in_alloc - c->in_len);
 		n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0) {
-			if (errno == EINTR)
+			r = io_again();
+			if (r > 0)
 				continue;
-			if (errno == EAGAIN)
-				return 0;
-			return -errno;
+			return r;
 		}
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
@@ -1034,16 +1040,17 @@ static int conn_read(struct proto_conn *c)
 
 static int conn_write(struct proto_conn *c)
 {
+	int r;
+
 	while (c->out_len > c->out_start) {
 		ssize_t n = send(c->fd, c->out + c->out_start, c->out_len - c->out_start,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0) {
-			if (errno == EINTR)
+			r = io_again();
+			if (r > 0)
 				continue;
-			if (errno == EAGAIN)
-				return 0;
-			return -errno;
+			return r;
 		}
 		c->out_start += n;
 	}

@@ -55,6 +55,7 @@
 #include "board.h"
 #include "cleanup.h"
 #include "bundle.h"
+#include "bundle_create.h"
 #include "env.h"
 #include "install.h"
 #include "layout.h"

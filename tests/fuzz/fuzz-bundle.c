@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bundle.h"
+#include "bundle_reader.h"
 #include "keyring.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

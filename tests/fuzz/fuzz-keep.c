@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "boot_gen.h"
+#include "boot_gen_migrate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "layout.h"
+#include "layout_parse.h"
+#include "layout_kernel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,14 +18,14 @@ static void walk(struct layout *l)
 	char *s = NULL;
 	const char *module;
 
-	if (layout_mtdparts(l, &s) >= 0)
+	if (layout_kernel_mtdparts(l, &s) >= 0)
 		free(s);
 	for (size_t i = 0; i < l->n_devices; i++) {
 		s = NULL;
-		if (layout_nandsim(l, &l->devices[i], &module, &s) >= 0)
+		if (layout_kernel_nandsim(l, &l->devices[i], &module, &s) >= 0)
 			free(s);
 		s = NULL;
-		if (layout_mtdparts_device(l, &l->devices[i], &s) >= 0)
+		if (layout_kernel_mtdparts_device(l, &l->devices[i], &s) >= 0)
 			free(s);
 		(void) layout_device_mtd_id(&l->devices[i]);
 		(void) layout_find_device(l, l->devices[i].name);

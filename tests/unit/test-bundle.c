@@ -11,6 +11,8 @@
 
 #include "bundle-test-helpers.h"
 #include "bundle.h"
+#include "bundle_create.h"
+#include "bundle_reader.h"
 #include "cleanup.h"
 #include "cleanup_json.h"
 
@@ -47,10 +49,10 @@ static int setup(void **state)
 	untrusted_key = th_path("untrusted.key");
 	pub = th_path("ring/trusted.pub");
 	assert_int_equal(mkdir(ring_dir, 0755), 0);
-	assert_int_equal(bundle_keygen(trusted_key, pub, NULL, &err), 0);
+	assert_int_equal(bundle_create_keygen(trusted_key, pub, NULL, &err), 0);
 	assert_int_equal(th_sh("openssl genpkey -algorithm ed25519 -out %s", untrusted_key), 0);
-	assert_int_equal(bundle_key_load(trusted_key, &trusted, &err), 0);
-	assert_int_equal(bundle_key_load(untrusted_key, &untrusted, &err), 0);
+	assert_int_equal(bundle_create_key_load(trusted_key, &trusted, &err), 0);
+	assert_int_equal(bundle_create_key_load(untrusted_key, &untrusted, &err), 0);
 	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
 	free(pub);
 
@@ -70,8 +72,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	bundle_key_free(trusted);
-	bundle_key_free(untrusted);
+	bundle_create_key_free(trusted);
+	bundle_create_key_free(untrusted);
 	keyring_free(ring);
 	free(ring_dir);
 	free(trusted_key);
@@ -1049,16 +1051,16 @@ static void test_keygen(void **state)
 	struct stat st;
 	void *key;
 
-	assert_int_equal(bundle_keygen(priv, pub, id, &err), 0);
+	assert_int_equal(bundle_create_keygen(priv, pub, id, &err), 0);
 	assert_int_equal(stat(priv, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(bundle_keygen(priv, pub, NULL, &err), -EEXIST);
+	assert_int_equal(bundle_create_keygen(priv, pub, NULL, &err), -EEXIST);
 	assert_int_equal(keyring_new(&k), 0);
 	assert_int_equal(keyring_add_file(k, pub, &kerr), 0);
 	assert_memory_equal(keyring_get(k, 0)->id, id, KEYRING_ID_SIZE);
-	assert_int_equal(bundle_key_load(pub, &key, &err), -EINVAL); /* public, not private */
-	assert_int_equal(bundle_key_load(priv, &key, &err), 0);
-	bundle_key_free(key);
+	assert_int_equal(bundle_create_key_load(pub, &key, &err), -EINVAL); /* public, not private */
+	assert_int_equal(bundle_create_key_load(priv, &key, &err), 0);
+	bundle_create_key_free(key);
 	free(priv);
 	free(pub);
 }

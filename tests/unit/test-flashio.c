@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <openssl/evp.h>
 
 #include "cleanup.h"
 #include "flash.h"
@@ -98,6 +99,37 @@ static void write_image(struct flash *f, unsigned flags, const uint8_t *img, siz
 	*ret = *flashio_writer_stats(w);
 }
 
+/* What is on f: the first len bytes of its logical stream (bad blocks
+ * skipped) compared with buf. 0 = identical; -EILSEQ = different
+ * (*ret_at = first differing logical offset); -ENOSPC = the good blocks
+ * hold fewer bytes; read errors as -errno. */
+static int verify_buf(struct flash *f, const uint8_t *buf, size_t len, uint64_t *ret_at)
+{
+	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
+	_cleanup_free_ uint8_t *got = malloc(f->info.erasesize);
+	size_t done = 0;
+	int r;
+
+	assert_non_null(got);
+	r = flashio_reader_new(f, &rd);
+	if (r < 0)
+		return r;
+	while (done < len) {
+		ssize_t n = flashio_reader_read(rd, got, MIN(len - done, (size_t)f->info.erasesize));
+
+		if (n <= 0)
+			return n < 0 ? (int)n : -ENOSPC;
+		for (ssize_t i = 0; i < n; i++)
+			if (got[i] != buf[done + i]) {
+				if (ret_at)
+					*ret_at = done + i;
+				return -EILSEQ;
+			}
+		done += n;
+	}
+	return 0;
+}
+
 static uint32_t erase_count(struct fx *fx, unsigned b)
 {
 	struct nsim_block blk;
@@ -139,7 +171,7 @@ static void test_write_read_across_bad_blocks(void **state)
 	/* the padding of the last page and the rest of the block read erased */
 	assert_true(util_mem_is(back + len, 0xff, 11 * ES - len));
 	assert_int_equal(flashio_reader_stats(r)->blocks_bad_skipped, 2);
-	assert_int_equal(flashio_verify_buf(fx->f, img, len, NULL), 0);
+	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
 }
 
 static void test_skipped_ff_pages_are_not_programmed(void **state)
@@ -156,7 +188,7 @@ static void test_skipped_ff_pages_are_not_programmed(void **state)
 	write_image(fx->f, 0, img, 2 * ES, &st);
 	assert_int_equal(nsim_get_info(fx->s, &after), 0);
 	assert_int_equal(after.cnt.programs - before.cnt.programs, 2);
-	assert_int_equal(flashio_verify_buf(fx->f, img, 2 * ES, NULL), 0);
+	assert_int_equal(verify_buf(fx->f, img, 2 * ES, NULL), 0);
 }
 
 static void test_out_of_good_blocks(void **state)
@@ -186,10 +218,10 @@ static void test_out_of_good_blocks(void **state)
 	assert_int_equal(flashio_writer_offset(wr), 4 * ES);
 	assert_int_equal(erase_count(fx, 5), 0); /* never left the window */
 	/* and the verify of a longer stream than fits says so */
-	assert_int_equal(flashio_verify_buf(w, img, 3 * ES, NULL), 0);
+	assert_int_equal(verify_buf(w, img, 3 * ES, NULL), 0);
 	{
 		_cleanup_free_ uint8_t *big = image(3 * ES + 1, 2);
-		assert_int_equal(flashio_verify_buf(w, big, 3 * ES + 1, NULL), -ENOSPC);
+		assert_int_equal(verify_buf(w, big, 3 * ES + 1, NULL), -ENOSPC);
 	}
 }
 
@@ -214,7 +246,7 @@ static void test_changed_only_skips_identical_blocks(void **state)
 		after[b] = erase_count(fx, b);
 		assert_int_equal(after[b], before[b] + (b == 6));
 	}
-	assert_int_equal(flashio_verify_buf(fx->f, img, len, NULL), 0);
+	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
 	/* the same image again: nothing at all is erased or written */
 	write_image(fx->f, FLASHIO_CHANGED_ONLY, img, len, &st);
 	assert_int_equal(st.blocks_identical, 8);
@@ -250,7 +282,7 @@ static void test_nor_changed_only_skips_erase_of_erased(void **state)
 	assert_int_equal(st.erases_skipped, 3);
 	assert_int_equal(nsim_get_block(fx->s, 0, &b), 0);
 	assert_int_equal(b.erase_count, 0);
-	assert_int_equal(flashio_verify_buf(fx->f, img, 3 * 64 * 1024, NULL), 0);
+	assert_int_equal(verify_buf(fx->f, img, 3 * 64 * 1024, NULL), 0);
 	/* without the flag the writer always erases */
 	write_image(fx->f, 0, img, 3 * 64 * 1024, &st);
 	assert_int_equal(st.erases, 3);
@@ -277,13 +309,13 @@ static void test_mark_bad_moves_data_on(void **state)
 	assert_int_equal(st.blocks_written, 4);
 	assert_int_equal(flash_block_isbad(fx->f, ES), 1);
 	/* blocks 0, 3, 4, 6 hold the image now */
-	assert_int_equal(flashio_verify_buf(fx->f, img, len, NULL), 0);
+	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
 
 	/* an erase failure is handled the same way */
 	assert_int_equal(nsim_set_block_faults(fx->s, 0, NSIM_FAULT_ERASE), 0);
 	write_image(fx->f, FLASHIO_MARK_BAD, img, len, &st);
 	assert_int_equal(st.blocks_marked_bad, 1);
-	assert_int_equal(flashio_verify_buf(fx->f, img, len, NULL), 0);
+	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
 	assert_int_equal(flash_count_bad(fx->f), 4);
 }
 
@@ -317,23 +349,41 @@ static void test_verify_reports_mismatch(void **state)
 	struct fx *fx = *state;
 	size_t len = 3 * ES + 17;
 	_cleanup_free_ uint8_t *img = image(len, 8);
-	char path[] = "/tmp/test-flashio-img-XXXXXX";
-	_cleanup_close_ int fd = mkstemp(path);
 	struct flashio_stats st;
 	uint64_t at = 0;
 
 	write_image(fx->f, 0, img, len, &st);
-	assert_int_equal(util_write_full(fd, img, len), (ssize_t)len);
-	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	assert_int_equal(flashio_verify_fd(fx->f, fd, len, &at), 0);
-
+	assert_int_equal(verify_buf(fx->f, img, len, &at), 0);
 	img[2 * ES + 77] ^= 1;
-	assert_int_equal(flashio_verify_buf(fx->f, img, len, &at), -EILSEQ);
+	assert_int_equal(verify_buf(fx->f, img, len, &at), -EILSEQ);
 	assert_int_equal(at, 2 * ES + 77);
-	/* a file shorter than the length promised */
-	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	assert_int_equal(flashio_verify_fd(fx->f, fd, len + 1, &at), -ENODATA);
-	unlink(path);
+}
+
+/* The read-back hash of a write: the bytes written (bad blocks skipped),
+ * not the bytes at the same offsets; a changed byte changes it; more than
+ * the good blocks hold is -ENOSPC. */
+static void test_read_sha256(void **state)
+{
+	struct fx *fx = *state;
+	size_t len = 3 * ES + 17;
+	_cleanup_free_ uint8_t *img = image(len, 10);
+	uint8_t want[32], got[32];
+	struct flashio_stats st;
+	uint64_t at = 0;
+
+	write_image(fx->f, 0, img, len, &st); /* block 2 is bad (setup_nand) */
+	assert_int_equal(st.blocks_bad_skipped, 1);
+	assert_non_null(EVP_Digest(img, len, want, NULL, EVP_sha256(), NULL));
+	assert_int_equal(flashio_read_sha256(fx->f, len, got, &at), 0);
+	assert_memory_equal(got, want, sizeof(want));
+	img[ES + 5] ^= 1;
+	assert_non_null(EVP_Digest(img, len, want, NULL, EVP_sha256(), NULL));
+	assert_int_equal(flashio_read_sha256(fx->f, len, got, &at), 0);
+	assert_memory_not_equal(got, want, sizeof(want));
+	assert_int_equal(flashio_read_sha256(fx->f, fx->f->info.size, got, &at), -ENOSPC);
+	assert_int_equal(nsim_set_block_flip(fx->s, 3, NSIM_FLIP_UNCORRECTABLE), 0);
+	assert_int_equal(flashio_read_sha256(fx->f, len, got, &at), -EBADMSG);
+	assert_int_equal(at, 3 * ES);
 }
 
 static void test_reader_uncorrectable(void **state)
@@ -350,7 +400,7 @@ static void test_reader_uncorrectable(void **state)
 	assert_int_equal(flashio_reader_read(r, buf, ES), ES);
 	assert_int_equal(flashio_reader_read(r, buf, ES), -EBADMSG);
 	assert_int_equal(flashio_reader_offset(r), ES);
-	assert_int_equal(flashio_verify_buf(fx->f, img, 2 * ES, NULL), -EBADMSG);
+	assert_int_equal(verify_buf(fx->f, img, 2 * ES, NULL), -EBADMSG);
 }
 
 static void test_erase_all_skips_bad(void **state)
@@ -398,6 +448,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mark_bad_moves_data_on, setup_nand, teardown),
 		cmocka_unit_test_setup_teardown(test_incremental_bounded, setup_nand, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_reports_mismatch, setup_nand, teardown),
+		cmocka_unit_test_setup_teardown(test_read_sha256, setup_nand, teardown),
 		cmocka_unit_test_setup_teardown(test_reader_uncorrectable, setup_nand, teardown),
 		cmocka_unit_test_setup_teardown(test_erase_all_skips_bad, setup_nand, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_refuses_readonly, setup_nand, teardown),

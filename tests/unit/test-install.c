@@ -19,6 +19,7 @@
 #include "bundle-test-helpers.h"
 #include "board.h"
 #include "bundle.h"
+#include "bundle_create.h"
 #include "cleanup.h"
 #include "env.h"
 #include "flashio.h"
@@ -75,10 +76,10 @@ static int group_setup(void **state)
 	assert_int_equal(mkdir(other, 0755), 0);
 	char *priv = th_path("release.key"), *pub = th_path("ring/release.pub");
 	char *upriv = th_path("stranger.key"), *upub = th_path("other/stranger.pub");
-	assert_int_equal(bundle_keygen(priv, pub, NULL, &err), 0);
-	assert_int_equal(bundle_keygen(upriv, upub, NULL, &err), 0);
-	assert_int_equal(bundle_key_load(priv, &key_trusted, &err), 0);
-	assert_int_equal(bundle_key_load(upriv, &key_untrusted, &err), 0);
+	assert_int_equal(bundle_create_keygen(priv, pub, NULL, &err), 0);
+	assert_int_equal(bundle_create_keygen(upriv, upub, NULL, &err), 0);
+	assert_int_equal(bundle_create_key_load(priv, &key_trusted, &err), 0);
+	assert_int_equal(bundle_create_key_load(upriv, &key_untrusted, &err), 0);
 	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
 	assert_int_equal(keyring_count(ring), 1);
 	cmdline_a = th_path("cmdline-a");
@@ -101,8 +102,8 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	free(lock);
-	bundle_key_free(key_trusted);
-	bundle_key_free(key_untrusted);
+	bundle_create_key_free(key_trusted);
+	bundle_create_key_free(key_untrusted);
 	keyring_free(ring);
 	free(cmdline_a);
 	free(cmdline_factory);

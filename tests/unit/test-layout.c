@@ -17,6 +17,8 @@
 
 #include "cleanup.h"
 #include "layout.h"
+#include "layout_parse.h"
+#include "layout_kernel.h"
 
 static const char *srcdir(void)
 {
@@ -80,7 +82,7 @@ static void test_shipped_layouts_valid(void **state)
 		for (size_t i = 0; i < l->n_devices; i++) {
 			const char *mod;
 			_cleanup_free_ char *params = NULL;
-			assert_int_equal(layout_nandsim(l, &l->devices[i], &mod, &params), 0);
+			assert_int_equal(layout_kernel_nandsim(l, &l->devices[i], &mod, &params), 0);
 		}
 		layout_free(l);
 		n++;
@@ -332,16 +334,16 @@ static void test_mtdparts(void **state)
 	_cleanup_free_ char *s = NULL, *s2 = NULL, *s3 = NULL;
 
 	(void)state;
-	assert_int_equal(layout_mtdparts(l, &s), 0);
+	assert_int_equal(layout_kernel_mtdparts(l, &s), 0);
 	assert_string_equal(s, "mtdparts=NAND 128MiB 3,3V 8-bit:1m@0(u-boot)ro,128k@1m(u-boot-env),"
 			    "128k@1152k(u-boot-env-redund),4m@1280k(kernel-a),40m@5376k(rootfs-a),"
 			    "4m@46336k(kernel-b),40m@50432k(rootfs-b),39680k@91392k(rootfs_data)");
-	assert_int_equal(layout_mtdparts_device(l, &l->devices[0], &s2), 0);
+	assert_int_equal(layout_kernel_mtdparts_device(l, &l->devices[0], &s2), 0);
 	assert_string_equal(s, s2);
 	layout_free(l);
 
 	l = load_ok("layouts/nor-router-16m.json");
-	assert_int_equal(layout_mtdparts(l, &s3), 0);
+	assert_int_equal(layout_kernel_mtdparts(l, &s3), 0);
 	assert_string_equal(s3, "mtdparts=mtdram test device:256k@0(u-boot)ro,64k@256k(u-boot-env),"
 			    "64k@320k(u-boot-env-redund),2m@384k(kernel-a),5m@2432k(rootfs-a),"
 			    "2m@7552k(kernel-b),5m@9600k(rootfs-b),1664k@14720k(rootfs_data)");
@@ -354,7 +356,7 @@ static void check_nandsim(const char *rel, const char *module, const char *param
 	_cleanup_free_ char *p = NULL;
 	const char *m = NULL;
 
-	assert_int_equal(layout_nandsim(l, NULL, &m, &p), 0);
+	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p), 0);
 	assert_string_equal(m, module);
 	assert_string_equal(p, params);
 	layout_free(l);
@@ -398,7 +400,7 @@ static void test_nandsim_synthesized(void **state)
 	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"64MiB\", \"erase_block\": \"128KiB\", "
 		 "\"page\": 2048, \"oob\": 64}",
 		 "{\"name\": \"a\", \"size\": \"16MiB\"}, {\"name\": \"b\", \"offset\": \"32MiB\", \"size\": \"16MiB\"}");
-	assert_int_equal(layout_nandsim(l, NULL, &m, &p1), 0);
+	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p1), 0);
 	assert_string_equal(p1, "id_bytes=0x20,0xa2,0x00,0x15 parts=128,128,128");
 	layout_free(l);
 
@@ -406,7 +408,7 @@ static void test_nandsim_synthesized(void **state)
 	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"32MiB\", \"erase_block\": \"256KiB\", "
 		 "\"page\": 4096, \"oob\": 128}",
 		 "{\"name\": \"a\", \"size\": \"8MiB\"}, {\"name\": \"b\", \"size\": \"8MiB\"}");
-	assert_int_equal(layout_nandsim(l, NULL, &m, &p2), 0);
+	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p2), 0);
 	assert_string_equal(p2, "id_bytes=0x20,0xf1,0x00,0x26 overridesize=7 parts=32,32");
 	layout_free(l);
 
@@ -417,14 +419,14 @@ static void test_nandsim_synthesized(void **state)
 		o += snprintf(parts + o, sizeof(parts) - o, ", {\"name\": \"p%d\", \"size\": \"128KiB\"}", i);
 	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"64MiB\", \"erase_block\": \"128KiB\", "
 		 "\"page\": 2048, \"oob\": 64}", parts);
-	assert_int_equal(layout_nandsim(l, NULL, &m, &p3), -E2BIG);
+	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p3), -E2BIG);
 	layout_free(l);
 
 	/* 1 KiB pages: nandsim cannot */
 	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"64MiB\", \"erase_block\": \"64KiB\", "
 		 "\"page\": 1024, \"oob\": 32}",
 		 "{\"name\": \"a\", \"size\": \"8MiB\"}, {\"name\": \"b\", \"size\": \"8MiB\"}");
-	assert_int_equal(layout_nandsim(l, NULL, &m, &p3), -EOPNOTSUPP);
+	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p3), -EOPNOTSUPP);
 	layout_free(l);
 }
 
@@ -494,12 +496,12 @@ static void test_check_system(void **state)
 
 	(void)state;
 	fake_sysfs(root, l, "nand");
-	assert_int_equal(layout_check_system(l, root, &err), 0);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), 0);
 
 	/* size differs */
 	snprintf(dir, sizeof(dir), "%s/mtd%d", root, idx);
 	put(dir, "size", "%u", 20u << 20);
-	assert_int_equal(layout_check_system(l, root, &err), -EINVAL);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "partition \"rootfs-a\""));
 	assert_non_null(strstr(err.msg, "partitions[4]"));
 	assert_non_null(strstr(err.msg, "size 0x2800000 in the layout, 0x1400000 in"));
@@ -507,33 +509,33 @@ static void test_check_system(void **state)
 
 	/* erase size differs */
 	put(dir, "erasesize", "%u", 16384);
-	assert_int_equal(layout_check_system(l, root, &err), -EINVAL);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "erase size 0x20000 in the layout, 0x4000 in"));
 	put(dir, "erasesize", "%u", 128 * 1024);
 
 	/* offset differs */
 	put(dir, "offset", "%u", 0x500000);
-	assert_int_equal(layout_check_system(l, root, &err), -EINVAL);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "offset 0x540000 in the layout, 0x500000 in"));
 	put(dir, "offset", "%u", 0x540000);
 
 	/* type differs */
 	put(dir, "type", "nor");
-	assert_int_equal(layout_check_system(l, root, &err), -EINVAL);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "is of type \"nor\", the layout says nand"));
 	put(dir, "type", "nand");
 
 	/* name missing (e.g. nandsim's default partition names) */
 	put(dir, "name", "NAND simulator partition 4");
-	assert_int_equal(layout_check_system(l, root, &err), -ENODEV);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), -ENODEV);
 	assert_non_null(strstr(err.msg, "partition \"rootfs-a\""));
 	assert_non_null(strstr(err.msg, "no MTD device of that name"));
 	put(dir, "name", "rootfs-a");
-	assert_int_equal(layout_check_system(l, root, &err), 0);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), 0);
 	rmroot(root);
 
 	/* no MTD at all */
-	assert_int_equal(layout_check_system(l, "/nonexistent/mtd", &err), -ENODEV);
+	assert_int_equal(layout_kernel_check_system(l, "/nonexistent/mtd", &err), -ENODEV);
 	assert_non_null(strstr(err.msg, "/nonexistent/mtd: cannot open"));
 	layout_free(l);
 
@@ -541,7 +543,7 @@ static void test_check_system(void **state)
 	l = load_ok("layouts/nor-router-16m.json");
 	root = mkroot();
 	fake_sysfs(root, l, "ram");
-	assert_int_equal(layout_check_system(l, root, &err), 0);
+	assert_int_equal(layout_kernel_check_system(l, root, &err), 0);
 	rmroot(root);
 	layout_free(l);
 }

@@ -10,9 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <getopt.h>
 
 #include "cleanup.h"
 #include "nsim.h"
+#include "nsim_spec.h"
 #include "util.h"
 
 #define NAND_ES (16u * 1024)
@@ -519,6 +521,56 @@ static void test_strings(void **state)
 	assert_int_equal(nsim_flip_from_string("corrected"), NSIM_FLIP_CORRECTED);
 }
 
+static int spec_parse(struct nsim_spec *s, struct error *err, ...)
+{
+	char *argv[16] = { "create" };
+	int argc = 1;
+	va_list ap;
+
+	va_start(ap, err);
+	while (argc < 15 && (argv[argc] = va_arg(ap, char *)))
+		argc++;
+	va_end(ap);
+	optind = 0;
+	return nsim_spec_parse(argc, argv, s, err);
+}
+
+/* The one parser of flashctl flash sim-create and nsimctl create. */
+static void test_spec_parse(void **state)
+{
+	struct nsim_spec s;
+	struct error err = {};
+
+	(void)state;
+	assert_int_equal(spec_parse(&s, &err, "/x.sim", "--type", "nand", "--size", "64MiB",
+				    "--erase-block", "128KiB", "--bad-blocks", "3,17", "--force", NULL), 0);
+	assert_string_equal(s.path, "/x.sim");
+	assert_int_equal(s.geo.type, NSIM_NAND);
+	assert_int_equal(s.geo.size, 64u << 20);
+	assert_int_equal(s.geo.erasesize, 128u << 10);
+	assert_int_equal(s.geo.writesize, 0); /* nsim_create_spec's default */
+	assert_string_equal(s.bad_blocks, "3,17");
+	assert_int_equal(s.flags, NSIM_CREATE_FORCE);
+	assert_int_equal(spec_parse(&s, &err, "/x.sim", "-t", "nor", "-s", "0x100000", "-e", "65536",
+				    NULL), 0);
+	assert_int_equal(s.geo.type, NSIM_NOR);
+	assert_int_equal(s.geo.size, 1u << 20);
+
+	assert_int_equal(spec_parse(&s, &err, "/x.sim", "--type", "emmc", NULL), -EINVAL);
+	assert_string_equal(err.msg, "--type must be nand or nor");
+	assert_int_equal(spec_parse(&s, &err, "/x.sim", "--type", "nor", "--size", "1MiB", NULL),
+			 -EINVAL);
+	assert_string_equal(err.msg, "--type, --size and --erase-block are required");
+	assert_int_equal(spec_parse(&s, &err, "--type", "nor", "--size", "1MiB", "--erase-block",
+				    "64KiB", NULL), -EINVAL);
+	assert_string_equal(err.msg, "expected one FILE");
+	assert_int_equal(spec_parse(&s, &err, "/x.sim", "--type", "nor", "--size", "1MiB",
+				    "--erase-block", "8GiB", NULL), -EINVAL);
+	assert_string_equal(err.msg, "--erase-block 8GiB is too large");
+	assert_int_equal(spec_parse(&s, &err, "/x.sim", "--size", "lots", NULL), -EINVAL);
+	assert_non_null(strstr(err.msg, "invalid --size 'lots'"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +598,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_data_area_is_plain_file, setup_nor, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_refuses_mutation, setup_nand, teardown),
 		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_spec_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "slot.h"
+#include "slot_boot.h"
 #include "slot_change.h"
 
 /* ---- count stores: fsyncs of the env file (libubootenv: one per store) ---- */

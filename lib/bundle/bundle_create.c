@@ -1,0 +1,363 @@
+/* Update bundles: the host-side writer (bundle_create.h) and the Ed25519
+ * signing keys it uses. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <zlib.h>
+
+#include "bundle.h"
+#include "bundle_create.h"
+#include "cleanup.h"
+#include "cleanup_crypto.h"
+#include "cleanup_json.h"
+#include "util.h"
+
+struct pass {
+	EVP_MD_CTX *sha;
+	z_stream z;
+	bool gzip;
+	uint64_t in, out;
+	int out_fd;                      /* -1: count only */
+	uint8_t buf[BUNDLE_INFLATE_CHUNK];
+};
+
+static int pass_write(struct pass *ps, const void *p, size_t n)
+{
+	ps->out += n;
+	if (ps->out_fd < 0 || n == 0)
+		return 0;
+	ssize_t w = util_write_full(ps->out_fd, p, n);
+	return w < 0 ? (int)w : 0;
+}
+
+static int pass_deflate(struct pass *ps, const void *p, size_t n, int flush)
+{
+	int zr, r;
+
+	ps->z.next_in = (Bytef *)p;
+	ps->z.avail_in = n;
+	do {
+		ps->z.next_out = ps->buf;
+		ps->z.avail_out = sizeof(ps->buf);
+		zr = deflate(&ps->z, flush);
+		if (zr == Z_STREAM_ERROR)
+			return -EIO;
+		r = pass_write(ps, ps->buf, sizeof(ps->buf) - ps->z.avail_out);
+		if (r < 0)
+			return r;
+	} while (ps->z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+	return 0;
+}
+
+/* One pass over an image file: hash, optionally compress, count or write. */
+static int image_pass(const struct bundle_create_image *ci, int level, int out_fd,
+		      uint8_t sha[32], uint64_t *ret_size, uint64_t *ret_stored,
+		      uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE], struct error *err)
+{
+	_cleanup_close_ int fd = open(ci->path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ struct pass *ps = calloc(1, sizeof(*ps));
+	_cleanup_free_ uint8_t *in = malloc(BUNDLE_INFLATE_CHUNK);
+	unsigned mdlen = 0;
+	int r = 0;
+
+	if (fd < 0)
+		return error_set(err, -errno, "%s: %s", ci->path, strerror(errno));
+	if (!ps || !in)
+		return -ENOMEM;
+	ps->out_fd = out_fd;
+	ps->gzip = ci->compression == BUNDLE_COMPRESSION_GZIP;
+	ps->sha = EVP_MD_CTX_new();
+	if (!ps->sha || EVP_DigestInit_ex(ps->sha, EVP_sha256(), NULL) != 1) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* default gzip header (mtime 0): the same input gives the same bundle */
+	if (ps->gzip && deflateInit2(&ps->z, level ? level : Z_DEFAULT_COMPRESSION, Z_DEFLATED,
+				     15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		EVP_MD_CTX_free(ps->sha);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n = util_read_full(fd, in, BUNDLE_INFLATE_CHUNK);
+		if (n < 0) {
+			r = error_set(err, (int)n, "%s: %s", ci->path, strerror((int)-n));
+			goto out;
+		}
+		if (ps->in < SQUASHFS_SUPERBLOCK_SIZE && sb)
+			memcpy(sb + ps->in, in, MIN((uint64_t)n, SQUASHFS_SUPERBLOCK_SIZE - ps->in));
+		ps->in += n;
+		if (ps->in > BUNDLE_MAX_IMAGE_SIZE) {
+			r = error_set(err, -EFBIG, "%s: larger than the format's 1 TiB limit", ci->path);
+			goto out;
+		}
+		if (EVP_DigestUpdate(ps->sha, in, n) != 1) {
+			r = -EIO;
+			goto out;
+		}
+		r = ps->gzip ? pass_deflate(ps, in, n, n ? Z_NO_FLUSH : Z_FINISH) :
+			pass_write(ps, in, n);
+		if (r < 0) {
+			r = error_set(err, r, "writing the bundle: %s", strerror(-r));
+			goto out;
+		}
+		if (n == 0)
+			break;
+	}
+	if (EVP_DigestFinal_ex(ps->sha, sha, &mdlen) != 1)
+		r = -EIO;
+	*ret_size = ps->in;
+	*ret_stored = ps->out;
+out:
+	if (ps->gzip)
+		deflateEnd(&ps->z);
+	EVP_MD_CTX_free(ps->sha);
+	return r;
+}
+
+static int build_date_now(char buf[BUNDLE_BUILD_DATE_LEN + 1], struct error *err)
+{
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (sde && *sde) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(sde, &end, 10);
+		if (errno || *end || v < 0)
+			return error_set(err, -EINVAL, "SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds",
+				    sde);
+		t = (time_t)v;
+	}
+	if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 > 9999)
+		return error_set(err, -EINVAL, "build date out of range");
+	strftime(buf, BUNDLE_BUILD_DATE_LEN + 1, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return 0;
+}
+
+static int sign_manifest(EVP_PKEY *key, const void *msg, size_t len,
+			 uint8_t entry[BUNDLE_SIG_ENTRY_SIZE], struct error *err)
+{
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t siglen = KEYRING_SIG_SIZE;
+
+	if (!ctx)
+		return -ENOMEM;
+	if (keyring_key_id_pkey(key, entry) < 0)
+		return error_set(err, -EINVAL, "signing key is not an Ed25519 key");
+	if (EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) != 1 ||
+	    EVP_DigestSign(ctx, entry + KEYRING_ID_SIZE, &siglen, msg, len) != 1 ||
+	    siglen != KEYRING_SIG_SIZE) {
+		ERR_clear_error();
+		return error_set(err, -EINVAL, "Ed25519 signing failed (is it a private key?)");
+	}
+	return 0;
+}
+
+int bundle_create(const struct bundle_create_params *p, int out_fd,
+		  struct bundle_create_result *ret, struct error *err)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	_cleanup_free_ struct bundle_create_result *res = calloc(1, sizeof(*res));
+	struct json_object *imgs = json_object_new_array();
+	uint8_t sha[BUNDLE_MAX_IMAGES][32];
+	uint64_t size[BUNDLE_MAX_IMAGES], stored[BUNDLE_MAX_IMAGES];
+	uint8_t hdr[BUNDLE_HEADER_SIZE], sigs[BUNDLE_MAX_SIGNATURES * BUNDLE_SIG_ENTRY_SIZE];
+	char date[BUNDLE_BUILD_DATE_LEN + 1], shahex[65];
+	const char *manifest;
+	size_t mlen;
+	int r;
+
+	if (!o || !imgs || !res) {
+		json_object_put(imgs);
+		return -ENOMEM;
+	}
+	json_object_object_add(o, "format_major", json_object_new_int(BUNDLE_FORMAT_MAJOR));
+	json_object_object_add(o, "format_minor", json_object_new_int(BUNDLE_FORMAT_MINOR));
+	json_object_object_add(o, "compatible", json_object_new_string(p->compatible ? p->compatible : ""));
+	json_object_object_add(o, "version", json_object_new_string(p->version ? p->version : ""));
+	if (p->build_date)
+		snprintf(date, sizeof(date), "%s", p->build_date);
+	else if ((r = build_date_now(date, err)) < 0) {
+		json_object_put(imgs);
+		return r;
+	}
+	json_object_object_add(o, "build_date", json_object_new_string(date));
+	if (p->description)
+		json_object_object_add(o, "description", json_object_new_string(p->description));
+	json_object_object_add(o, "images", imgs);
+	if (p->n_images < 1 || p->n_images > BUNDLE_MAX_IMAGES)
+		return error_set(err, -EINVAL, "%zu images, a bundle holds 1..%d", p->n_images,
+			    BUNDLE_MAX_IMAGES);
+	if (p->n_keys > BUNDLE_MAX_SIGNATURES)
+		return error_set(err, -EINVAL, "%zu signing keys, at most %d", p->n_keys,
+			    BUNDLE_MAX_SIGNATURES);
+
+	/* pass 1: hash, learn sizes, check squashfs superblocks */
+	for (size_t i = 0; i < p->n_images; i++) {
+		const struct bundle_create_image *ci = &p->images[i];
+		uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE] = { 0 };
+		struct json_object *j;
+
+		if (!bundle_slot_name_valid(ci->slot))
+			return error_set(err, -EINVAL, "\"%s\" is not a slot member name ([a-z0-9_-]{1,32})",
+				    ci->slot ? ci->slot : "");
+		r = image_pass(ci, p->gzip_level, -1, sha[i], &size[i], &stored[i], sb, err);
+		if (r < 0)
+			return r;
+		if (size[i] == 0)
+			return error_set(err, -EINVAL, "%s: empty image", ci->path);
+		if (bundle_is_cramfs(sb, MIN(size[i], sizeof(sb))))
+			return error_set(err, -EMEDIUMTYPE, "%s: %s", ci->path, BUNDLE_CRAMFS_REFUSED);
+		if (ci->type == BUNDLE_IMAGE_SQUASHFS) {
+			r = squashfs_check_superblock(sb, MIN(size[i], sizeof(sb)), size[i],
+						      &res->squashfs[i], err);
+			if (r < 0)
+				return error_prefix(err, r, "%s", ci->path);
+			res->has_squashfs[i] = true;
+		}
+		j = json_object_new_object();
+		if (!j)
+			return -ENOMEM;
+		util_hex(sha[i], 32, shahex);
+		json_object_object_add(j, "slot", json_object_new_string(ci->slot));
+		json_object_object_add(j, "type", json_object_new_string(
+					       bundle_image_type_to_string(ci->type)));
+		json_object_object_add(j, "size", json_object_new_int64(size[i]));
+		json_object_object_add(j, "sha256", json_object_new_string(shahex));
+		json_object_object_add(j, "compression", json_object_new_string(
+					       bundle_compression_to_string(ci->compression)));
+		json_object_object_add(j, "stored_size", json_object_new_int64(stored[i]));
+		json_object_array_add(imgs, j);
+	}
+	manifest = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &mlen);
+	if (!manifest)
+		return -ENOMEM;
+	/* self-check: what we write must be what a reader accepts */
+	r = bundle_manifest_parse(manifest, mlen, &res->manifest, err);
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < p->n_keys; k++) {
+		r = sign_manifest(p->keys[k], manifest, mlen, sigs + k * BUNDLE_SIG_ENTRY_SIZE, err);
+		if (r < 0)
+			return r;
+		for (size_t j = 0; j < k; j++)
+			if (!memcmp(sigs + j * BUNDLE_SIG_ENTRY_SIZE, sigs + k * BUNDLE_SIG_ENTRY_SIZE,
+				    KEYRING_ID_SIZE))
+				return error_set(err, -EINVAL, "signing key %zu given twice", k + 1);
+	}
+	bundle_header_build(hdr, mlen, p->n_keys);
+	if ((r = (int)util_write_full(out_fd, hdr, sizeof(hdr))) < 0 ||
+	    (r = (int)util_write_full(out_fd, manifest, mlen)) < 0 ||
+	    (r = (int)util_write_full(out_fd, sigs, p->n_keys * BUNDLE_SIG_ENTRY_SIZE)) < 0)
+		return error_set(err, r, "writing the bundle: %s", strerror(-r));
+
+	/* pass 2: write payloads; the files must not have changed */
+	res->manifest.n_signatures = p->n_keys;
+	res->manifest.trust = BUNDLE_TRUST_UNCHECKED;
+	res->manifest.payload_offset = BUNDLE_HEADER_SIZE + mlen + p->n_keys * BUNDLE_SIG_ENTRY_SIZE;
+	res->manifest.total_size = res->manifest.payload_offset;
+	for (size_t i = 0; i < p->n_images; i++) {
+		uint8_t sha2[32];
+		uint64_t s2, st2;
+
+		res->manifest.images[i].offset = res->manifest.total_size;
+		res->manifest.total_size += stored[i];
+		r = image_pass(&p->images[i], p->gzip_level, out_fd, sha2, &s2, &st2, NULL, err);
+		if (r < 0)
+			return r;
+		if (s2 != size[i] || st2 != stored[i] || memcmp(sha2, sha[i], 32))
+			return error_set(err, -ESTALE, "%s changed while the bundle was being written",
+				    p->images[i].path);
+	}
+	if (ret)
+		*ret = *res;
+	return 0;
+}
+
+int bundle_create_key_load(const char *path, void **ret, struct error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	EVP_PKEY *key;
+
+	if (!f)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	if (!key) {
+		ERR_clear_error();
+		return error_set(err, -EINVAL, "%s: not a PEM private key", path);
+	}
+	if (EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) {
+		error_set(err, -EINVAL, "%s: %s key, bundles are signed with Ed25519 only", path,
+		     EVP_PKEY_get0_type_name(key) ? EVP_PKEY_get0_type_name(key) : "unknown");
+		EVP_PKEY_free(key);
+		return -EINVAL;
+	}
+	*ret = key;
+	return 0;
+}
+
+void bundle_create_key_free(void *key)
+{
+	EVP_PKEY_free(key);
+}
+
+static int write_pem(const char *path, mode_t mode, EVP_PKEY *key, bool private,
+		     struct error *err)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	_cleanup_fclose_ FILE *f = NULL;
+	int ok;
+
+	if (fd < 0)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	f = fdopen(fd, "we");
+	if (!f)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	TAKE_FD(fd);
+	ok = private ? PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) :
+		PEM_write_PUBKEY(f, key);
+	if (!ok || fflush(f) != 0 || fsync(fileno(f)) < 0) {
+		int r = errno ? -errno : -EIO;
+		unlink(path);
+		return error_set(err, r, "%s: writing the key failed", path);
+	}
+	return 0;
+}
+
+int bundle_create_keygen(const char *private_path, const char *public_path,
+			 uint8_t ret_id[KEYRING_ID_SIZE], struct error *err)
+{
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	uint8_t id[KEYRING_ID_SIZE];
+	int r;
+
+	if (!key)
+		return error_set(err, -EIO, "Ed25519 key generation failed");
+	r = write_pem(private_path, 0600, key, true, err);
+	if (r < 0)
+		return r;
+	r = write_pem(public_path, 0644, key, false, err);
+	if (r < 0) {
+		unlink(private_path);
+		return r;
+	}
+	if (keyring_key_id_pkey(key, id) < 0)
+		return -EIO;
+	if (ret_id)
+		memcpy(ret_id, id, sizeof(id));
+	return 0;
+}

@@ -1,0 +1,288 @@
+/* lib/base/util.c: size parsing and formatting, whole-file reads, the
+ * full-transfer loops, mkdir -p, small helpers. The edges a shell test
+ * never reaches: overflow, EOF in the middle of a read, EPIPE, a file in
+ * the place of a directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "util.h"
+
+static void test_parse_size(void **state)
+{
+	static const struct {
+		const char *s;
+		int r;
+		uint64_t v;
+	} cases[] = {
+		{ "4096", 0, 4096 },
+		{ "0x1000", 0, 4096 },
+		{ "64KiB", 0, 64 << 10 },
+		{ "64k", 0, 64 << 10 },
+		{ "16M", 0, 16 << 20 },
+		{ "1 GiB", 0, 1 << 30 },
+		{ "1GB", 0, 1 << 30 },
+		{ "7B", 0, 7 },
+		{ "18446744073709551615", 0, UINT64_MAX },
+		{ "18446744073709551616", -ERANGE, 0 },
+		{ "17179869184G", -ERANGE, 0 },   /* 2^34 GiB = 2^64 */
+		{ "17179869183G", 0, UINT64_MAX - ((1ull << 30) - 1) },
+		{ "", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },
+		{ " 1", -EINVAL, 0 },
+		{ "KiB", -EINVAL, 0 },
+		{ "12X", -EINVAL, 0 },
+		{ "1TiB", -EINVAL, 0 },
+		{ "1 KiB ", -EINVAL, 0 },
+	};
+
+	(void)state;
+	assert_int_equal(util_parse_size(NULL, &(uint64_t){ 0 }), -EINVAL);
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		uint64_t v = 0xdead;
+		int r = util_parse_size(cases[i].s, &v);
+
+		if (r != cases[i].r)
+			fail_msg("'%s': %d, expected %d", cases[i].s, r, cases[i].r);
+		/* the output is untouched on failure */
+		assert_true(r < 0 ? v == 0xdead : v == cases[i].v);
+	}
+}
+
+static void test_format_size(void **state)
+{
+	char b[32];
+
+	(void)state;
+	assert_string_equal(util_format_size(0, b, sizeof(b)), "0 B");
+	assert_string_equal(util_format_size(1536, b, sizeof(b)), "1536 B");
+	assert_string_equal(util_format_size(16u << 20, b, sizeof(b)), "16 MiB");
+	assert_string_equal(util_format_size((16u << 20) + 1024, b, sizeof(b)), "16385 KiB");
+	assert_string_equal(util_format_size(1ull << 40, b, sizeof(b)), "1 TiB");
+	assert_string_equal(util_format_size(1ull << 50, b, sizeof(b)), "1024 TiB");
+	/* parse(format(v)) == v for the units parse knows */
+	for (uint64_t v = 1; v < (1ull << 40); v = v * 3 + 1024) {
+		uint64_t back;
+
+		util_format_size(v, b, sizeof(b));
+		if (strstr(b, "TiB"))
+			continue;
+		assert_int_equal(util_parse_size(b, &back), 0);
+		assert_int_equal(back, v);
+	}
+}
+
+struct tmp {
+	char dir[64];
+	char path[96];
+};
+
+static int setup(void **state)
+{
+	struct tmp *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	snprintf(t->dir, sizeof(t->dir), "/tmp/test-util-XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	snprintf(t->path, sizeof(t->path), "%s/f", t->dir);
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tmp *t = *state;
+	char p[160];
+
+	snprintf(p, sizeof(p), "rm -rf '%s'", t->dir);
+	assert_int_equal(system(p), 0);
+	free(t);
+	return 0;
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(util_write_full(fd, buf, len), (ssize_t)len);
+}
+
+/* max is the largest size read; the buffer grows past its first 4 KiB;
+ * the text is NUL-terminated with the length beside it. */
+static void test_read_file(void **state)
+{
+	struct tmp *t = *state;
+	_cleanup_free_ char *big = malloc(10000);
+	char *buf = NULL;
+	size_t len = 0;
+
+	assert_non_null(big);
+	memset(big, 'x', 10000);
+	write_file(t->path, big, 10000);
+	assert_int_equal(util_read_file(t->path, 10000, &buf, &len), 0);
+	assert_int_equal(len, 10000);
+	assert_int_equal(buf[10000], '\0');
+	assert_memory_equal(buf, big, 10000);
+	free(buf);
+	buf = NULL;
+	assert_int_equal(util_read_file(t->path, 9999, &buf, &len), -EFBIG);
+	assert_null(buf);
+	write_file(t->path, "", 0);
+	assert_int_equal(util_read_file(t->path, 0, &buf, &len), 0);
+	assert_int_equal(len, 0);
+	assert_string_equal(buf, "");
+	free(buf);
+	buf = NULL;
+	assert_int_equal(util_read_file("/nonexistent/x", 10, &buf, NULL), -ENOENT);
+	assert_null(buf);
+}
+
+static void test_read_line_u64(void **state)
+{
+	struct tmp *t = *state;
+	char line[8];
+	uint64_t v = 0;
+
+	write_file(t->path, "0x20000\nsecond\n", 15);
+	assert_int_equal(util_read_line(t->path, line, sizeof(line)), 0);
+	assert_string_equal(line, "0x20000");
+	assert_int_equal(util_read_u64(t->path, &v), 0);
+	assert_int_equal(v, 0x20000);
+	write_file(t->path, "", 0);
+	assert_int_equal(util_read_line(t->path, line, sizeof(line)), -ENODATA);
+	write_file(t->path, "12 apples\n", 10);
+	assert_int_equal(util_read_u64(t->path, &v), -EINVAL);
+}
+
+/* A pipe delivers in pieces and ends early: read_full gathers the pieces
+ * and returns what there was; a write to a closed pipe is -EPIPE. */
+static void test_full_loops_on_pipes(void **state)
+{
+	int p[2];
+	char buf[16];
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		for (int i = 0; i < 3; i++) {
+			(void)!write(p[1], "abc", 3);
+			usleep(20000);
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(util_read_full(p[0], buf, sizeof(buf)), 9);
+	assert_memory_equal(buf, "abcabcabc", 9);
+	assert_int_equal(util_read_full(p[0], buf, sizeof(buf)), 0);
+	close(p[0]);
+
+	assert_int_equal(pipe(p), 0);
+	close(p[0]);
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(util_write_full(p[1], "x", 1), -EPIPE);
+	close(p[1]);
+	assert_int_equal(util_read_full(-1, buf, 1), -EBADF);
+}
+
+static void test_positional(void **state)
+{
+	struct tmp *t = *state;
+	_cleanup_close_ int fd = -1;
+	char buf[8];
+
+	write_file(t->path, "0123456789", 10);
+	fd = open(t->path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(util_pwrite_full(fd, "AB", 2, 4), 2);
+	assert_int_equal(util_pread_full(fd, buf, 4, 3), 4);
+	assert_memory_equal(buf, "3AB6", 4);
+	/* short at the end of the file, nothing past it */
+	assert_int_equal(util_pread_full(fd, buf, 8, 7), 3);
+	assert_int_equal(util_pread_full(fd, buf, 8, 100), 0);
+	/* the file position is not used nor moved */
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 0);
+	assert_int_equal(util_pread_full(fd, buf, 1, -1), -EINVAL);
+	assert_int_equal(util_pwrite_full(fd, buf, 1, -1), -EINVAL);
+}
+
+static void test_mkdir_p(void **state)
+{
+	struct tmp *t = *state;
+	char p[160];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/a/b/c", t->dir);
+	assert_int_equal(util_mkdir_p(p, 0700), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(util_mkdir_p(p, 0700), 0); /* existing: fine */
+	write_file(t->path, "", 0);
+	/* a file where a directory should be is not "existing" */
+	assert_int_equal(util_mkdir_p(t->path, 0755), -ENOTDIR);
+	snprintf(p, sizeof(p), "%s/g", t->path);
+	assert_int_equal(util_mkdir_p(p, 0755), -ENOTDIR);
+}
+
+static void test_small_helpers(void **state)
+{
+	static const uint8_t bytes[] = { 0x00, 0x7f, 0xa5, 0xff };
+	uint8_t ff[64];
+	char hex[9], b[4];
+
+	(void)state;
+	util_hex(bytes, sizeof(bytes), hex);
+	assert_string_equal(hex, "007fa5ff");
+	util_hex(bytes, 0, hex);
+	assert_string_equal(hex, "");
+
+	assert_int_equal(util_log2_exact(1), 0);
+	assert_int_equal(util_log2_exact(4096), 12);
+	assert_int_equal(util_log2_exact(1ull << 63), 63);
+	assert_int_equal(util_log2_exact(0), -1);
+	assert_int_equal(util_log2_exact(3 << 10), -1);
+
+	memset(ff, 0xff, sizeof(ff));
+	assert_true(util_mem_is(ff, 0xff, sizeof(ff)));
+	assert_true(util_mem_is(ff, 0, 0));
+	assert_false(util_mem_is(ff, 0, sizeof(ff)));
+	ff[63] = 0xfe;
+	assert_false(util_mem_is(ff, 0xff, sizeof(ff)));
+	assert_true(util_mem_is(ff, 0xff, 63));
+
+	/* truncation is allowed and reported like snprintf */
+	assert_int_equal(util_snprintf(b, sizeof(b), "%s", "abcdef"), 6);
+	assert_string_equal(b, "abc");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_format_size),
+		cmocka_unit_test_setup_teardown(test_read_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_line_u64, setup, teardown),
+		cmocka_unit_test(test_full_loops_on_pipes),
+		cmocka_unit_test_setup_teardown(test_positional, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
+		cmocka_unit_test(test_small_helpers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
