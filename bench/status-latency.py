@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Latency of io.flashd.GetStatus on flashd's control socket.
 
-  status-latency.py SOCKET OUT.json STOP-FILE [idle [METHOD]]
+  status-latency.py SOCKET OUT.json STOP-FILE [idle [METHOD [N]]]
 
 One connection, one call after the other (what a status applet polling
-the daemon does), until STOP-FILE exists; with "idle", 50 calls (METHOD
-instead of GetStatus: org.varlink.service.GetInfo is the round trip
-without flashd's own work). Writes
+the daemon does), until STOP-FILE exists; with "idle", N calls (default
+1000; METHOD instead of GetStatus: org.varlink.service.GetInfo is the
+round trip without flashd's own work). Writes
 {"n", "p50_ms", "p99_ms", "max_ms", "errors", "during_install"} where
 during_install counts the replies that showed a running operation.
 """
@@ -24,10 +24,11 @@ s.settimeout(30)
 s.connect(path)
 buf = b""
 lat, errors, busy = [], 0, 0
-method = sys.argv[5] if len(sys.argv) > 5 else "io.flashd.GetStatus"
+method = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else "io.flashd.GetStatus"
+count = int(sys.argv[6]) if len(sys.argv) > 6 else 1000
 req = json.dumps({"method": method}).encode() + b"\0"
 while True:
-    if idle and len(lat) >= 50:
+    if idle and len(lat) >= count:
         break
     if not idle and os.path.exists(stop):
         break
@@ -56,3 +57,5 @@ with open(out, "w") as f:
     json.dump({"n": len(lat), "p50_ms": pct(50), "p99_ms": pct(99),
                "max_ms": round(lat[-1], 3) if lat else None,
                "errors": errors, "during_install": busy}, f)
+print(f"{method}: n={len(lat)} p50={pct(50)} ms p99={pct(99)} ms max={round(lat[-1], 3) if lat else None} ms"
+      f" errors={errors} during_install={busy}")

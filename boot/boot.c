@@ -288,7 +288,8 @@ int boot_main(int argc, char **argv)
 	} else {
 		r = boot_assemble_booted_slot(&b, &serr);
 		if (r < 0) {
-			boot_log_err("which slot booted: %s", r == -ENOENT ?
+			/* -ENOENT with a message: the command line file itself is missing */
+			boot_log_err("which slot booted: %s", r == -ENOENT && !serr.msg[0] ?
 				"the kernel command line has no flashd.slot=, rauc.slot= or root= naming a slot" :
 				serr.msg);
 			goto fail;

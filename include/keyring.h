@@ -29,6 +29,9 @@ int keyring_new(struct keyring **ret);
  * file) for a file that is not an Ed25519 public key, including a
  * private key put there by mistake. */
 int keyring_load_dir(const char *dir, struct keyring **ret, struct error *err);
+/* How many files keyring_load_dir() would read from dir, without reading
+ * them (and without libcrypto); -errno when dir cannot be read. */
+int keyring_dir_count(const char *dir);
 /* Add one PEM public key; name is used in messages and keyring_key.name.
  * A key already present is not added twice (returns 0). */
 int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *name,

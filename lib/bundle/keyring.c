@@ -186,6 +186,19 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+int keyring_dir_count(const char *dir)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		n += has_key_suffix(de->d_name);
+	return n;
+}
+
 int keyring_load_dir(const char *dir, struct keyring **ret, struct error *err)
 {
 	_cleanup_closedir_ DIR *d = opendir(dir);

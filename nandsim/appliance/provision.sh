@@ -3,7 +3,7 @@
 # LAYOUT --flash CHIP): provision the blank board from a bundle with
 # `flashctl provision` (erase, initial env, slot A, overlay, read back).
 #   provision.sh LAYOUT BUNDLE
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 [ $# = 2 ] || vm_fail "usage: provision.sh LAYOUT BUNDLE"
 vm_run "$FLASHCTL" provision --layout "$1" --bundle "$2" --allow-unsigned system
 vm_run "$FLASHCTL" env get BOOT_ORDER BOOT_A_LEFT BOOT_B_LEFT --layout "$1"

@@ -6,24 +6,18 @@
 # union stays writable, the state says degraded and why), every overlay
 # layer in the state (14.6). Needs root, unshare, mksquashfs, jq, and the
 # squashfs, overlay and loop drivers; exits 77 without them.
-set -u
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-FLASHD=$top_builddir/flashd
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/../lib/common.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (mounts in a private namespace)"
-for t in unshare mksquashfs jq; do command -v $t >/dev/null || skip "$t missing"; done
+need unshare mksquashfs jq
 grep -qw squashfs /proc/filesystems || modprobe squashfs 2>/dev/null || skip "no squashfs"
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || skip "no overlayfs"
 [ -e /dev/loop-control ] || skip "no loop driver"
 
 T=$(mktemp -d /tmp/test-boot-state.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 expect() { # DESC ACTUAL EXPECTED
-	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1: got '$2', expected '$3'"; fi
+	if [ "$2" = "$3" ]; then ok "$1"; else check_fail "$1: got '$2', expected '$3'"; fi
 }
 
 for s in A B; do
@@ -81,7 +75,7 @@ for cl in "quiet root=/dev/ram0" "flashd.slot=C" "flashd.slot="; do
 	expect "[$cl] state result" "$(state .result)" failed
 	expect "[$cl] stale state replaced" "$(state .stale)" null
 	[ "$(state .error)" != null ] && ok "[$cl] error recorded: $(state .error)" ||
-		fail "[$cl] no error in the state"
+		check_fail "[$cl] no error in the state"
 done
 echo '{"result": "ok", "stale": true}' >"$T/state.json"
 run "$T/missing.json" "flashd.slot=A"
@@ -105,10 +99,10 @@ expect "overlay full: layer fallback" "$(state .overlay.fallback)" true
 expect "overlay full: not persistent" "$(state .overlay.persistent)" false
 expect "overlay full: writable" "$(state .overlay.writable)" true
 state '.overlay.generation_error' | grep -q "No space left" ||
-	fail "overlay full: generation_error: $(state .overlay.generation_error)"
-state '.warnings[]' | grep -q "NOT PERSISTENT" || fail "overlay full: no warning: $(state .warnings)"
-grep -q "DEGRADED" "$T/err" || fail "overlay full: no DEGRADED on stderr"
-! ls -d "$T"/st/overlay/*.tmp 2>/dev/null || fail "overlay full: a .tmp is left"
+	check_fail "overlay full: generation_error: $(state .overlay.generation_error)"
+state '.warnings[]' | grep -q "NOT PERSISTENT" || check_fail "overlay full: no warning: $(state .warnings)"
+grep -q "DEGRADED" "$T/err" || check_fail "overlay full: no DEGRADED on stderr"
+! ls -d "$T"/st/overlay/*.tmp 2>/dev/null || check_fail "overlay full: a .tmp is left"
 
 # ---- 14.6: every layer, and "overlay" is the layout's first
 run "$T/split.json" "flashd.slot=A" 'echo e >'"$T"'/st/root/etc/x && echo v >'"$T"'/st/root/var/y && echo ok'
@@ -124,5 +118,5 @@ expect "healthy: image" "$(cat "$T/check")" "image B"
 expect "healthy: result" "$(state .result)" ok
 expect "healthy: degraded" "$(state .degraded)" false
 
-[ $fails = 0 ] || { echo "$fails check(s) failed"; exit 1; }
+check_done
 echo "all checks passed"

@@ -10,7 +10,7 @@ if [ -z "${BOOT_STATUS_NS:-}" ]; then
 	BOOT_STATUS_NS=1 exec unshare -m --propagation private "$0" "$@"
 fi
 mkdir -p /run/flashd && mount -t tmpfs -o mode=0755 flashd-test /run/flashd || exit 1
-. "$(dirname "$0")/../daemon/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 cat >/run/flashd/boot.json <<'EOT'

@@ -6,11 +6,8 @@
 #   bundle found bad while streaming), 4 permission denied / busy, 5 refused
 #   where --force would pass.
 # Uses the daemon test helpers (simulated board, own socket).
-. "$(dirname "$0")/../daemon/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
-errors=0
-bad() { say "FAIL: $*"; errors=$((errors + 1)); }
-ok() { say "ok: $*"; }
 E=(--layout "$LAYOUT" --target "$TARGET")
 
 # code WANT WHAT CMD...: run flashctl (60 s at most), check its exit code
@@ -20,12 +17,12 @@ code() {
 	timeout 60 "$FLASHCTL" "$@" >"$T/out" 2>"$T/err" </dev/null
 	rc=$?
 	if [ $rc = "$want" ]; then ok "$what: exit $rc"
-	else bad "$what: exit $rc, expected $want: $(head -c 300 "$T/err")"; fi
+	else check_fail "$what: exit $rc, expected $want: $(head -c 300 "$T/err")"; fi
 }
 # msg REGEX WHAT: the last command's stderr says it
-msg() { grep -qE "$1" "$T/err" && ok "$2: message" || bad "$2: stderr does not match '$1': $(cat "$T/err")"; }
+msg() { grep -qE "$1" "$T/err" && ok "$2: message" || check_fail "$2: stderr does not match '$1': $(cat "$T/err")"; }
 same_env() { env_dump >"$T/env-now"; cmp -s "$T/env-before" "$T/env-now" && ok "$1: env unchanged" ||
-	bad "$1: env changed: $(diff "$T/env-before" "$T/env-now" | head -5)"; }
+	check_fail "$1: env changed: $(diff "$T/env-before" "$T/env-now" | head -5)"; }
 
 setup_board
 make_bundle good 2.0 2
@@ -54,9 +51,9 @@ for b in payload truncated trailing; do
 	code 3 "install, $b found while streaming" install "$T/$b.bundle"
 	msg "InvalidBundle" "$b"
 	[ "$(env_var BOOT_ORDER)" = A ] && [ "$(env_var BOOT_A_LEFT)" = 3 ] &&
-		ok "$b: slot A untouched" || bad "$b: BOOT_ORDER '$(env_var BOOT_ORDER)'"
+		ok "$b: slot A untouched" || check_fail "$b: BOOT_ORDER '$(env_var BOOT_ORDER)'"
 done
-grep -qi "trailing" "$T/err" || bad "trailing: reason: $(cat "$T/err")"
+grep -qi "trailing" "$T/err" || check_fail "trailing: reason: $(cat "$T/err")"
 code 3 "invalid layout" layout check "$top_srcdir/tests/layouts/overlap.json"
 
 # ---- 3: a rootfs of another type than the layout's (item 8), env untouched ----
@@ -64,12 +61,12 @@ env_dump >"$T/env-before"; cp "$SIM" "$T/sim-before"
 code 3 "install rootfs:raw into a squashfs slot" install "$T/raw.bundle"
 msg "rootfs.*type raw.*squashfs.*InvalidBundle" "raw rootfs"
 same_env "raw rootfs"
-cmp -s "$SIM" "$T/sim-before" && ok "raw rootfs: flash unchanged" || bad "raw rootfs: flash changed"
+cmp -s "$SIM" "$T/sim-before" && ok "raw rootfs: flash unchanged" || check_fail "raw rootfs: flash changed"
 
 # ---- non-regular files: refused up front, messages true, no hang (item 11) ----
 code 3 "install a directory" install /tmp
 msg "not a regular file \(a directory\).*env is unchanged" "install a directory"
-grep -q "marked bad" "$T/err" && bad "install a directory: claims a slot is marked bad"
+grep -q "marked bad" "$T/err" && check_fail "install a directory: claims a slot is marked bad"
 same_env "install a directory"
 mkfifo "$T/fifo"
 code 3 "install a FIFO" install "$T/fifo"
@@ -77,7 +74,7 @@ code 1 "flash info sim:FIFO" flash info "sim:$T/fifo"
 msg "not a flash simulator" "flash info sim:FIFO"
 timeout 20 "$top_builddir/nsimctl" info "$T/fifo" >/dev/null 2>"$T/err"
 rc=$?
-[ $rc = 1 ] && ok "nsimctl info FIFO: exit 1" || bad "nsimctl info FIFO: exit $rc"
+[ $rc = 1 ] && ok "nsimctl info FIFO: exit 1" || check_fail "nsimctl info FIFO: exit $rc"
 
 # ---- 5: refusals --force overrides (were 4) ----
 code 5 "env set BOOT_ORDER without --force" env set BOOT_ORDER=B "${E[@]}"
@@ -89,12 +86,12 @@ same_env "the --force refusals"
 code 3 "mark-bad of the last slot in BOOT_ORDER" slot mark-bad A "${E[@]}"
 # B back in the order but its install failed: A is the only verified slot,
 # --force would take it out (5)
-"$FLASHCTL" -q env set --force "BOOT_ORDER=A B" "${E[@]}" || bad "env set --force BOOT_ORDER"
+"$FLASHCTL" -q env set --force "BOOT_ORDER=A B" "${E[@]}" || check_fail "env set --force BOOT_ORDER"
 env_dump >"$T/env-before"
 code 5 "mark-bad of the only verified slot" slot mark-bad A "${E[@]}"
 msg "force overrides" "mark-bad of the only verified slot"
 same_env "mark-bad refused"
-"$FLASHCTL" -q env set --force BOOT_ORDER=A "${E[@]}" || bad "env set --force BOOT_ORDER=A"
+"$FLASHCTL" -q env set --force BOOT_ORDER=A "${E[@]}" || check_fail "env set --force BOOT_ORDER=A"
 
 # ---- 4: permission denied ----
 if command -v setpriv >/dev/null; then
@@ -102,17 +99,17 @@ if command -v setpriv >/dev/null; then
 	timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups "$FLASHCTL" install \
 		"$T/good.bundle" >/dev/null 2>"$T/err" </dev/null
 	rc=$?
-	[ $rc = 4 ] && ok "install as nobody: exit 4" || bad "install as nobody: exit $rc: $(cat "$T/err")"
+	[ $rc = 4 ] && ok "install as nobody: exit 4" || check_fail "install as nobody: exit $rc: $(cat "$T/err")"
 	chmod 700 "$T"
 fi
 
 # ---- -q silences install and provision ----
 env_dump >"$T/env-before"
 "$FLASHCTL" -q install "$T/good.bundle" >"$T/out" 2>&1 && [ ! -s "$T/out" ] &&
-	ok "install -q: silent" || bad "install -q printed: $(cat "$T/out")"
+	ok "install -q: silent" || check_fail "install -q printed: $(cat "$T/out")"
 "$FLASHCTL" -q provision --layout "$LAYOUT" --bundle "$T/good.bundle" --keyring "$T/keyring" \
 	"sim:$T/prov.sim" >"$T/out" 2>&1 && [ ! -s "$T/out" ] &&
-	ok "provision -q: silent" || bad "provision -q printed: $(cat "$T/out")"
+	ok "provision -q: silent" || check_fail "provision -q printed: $(cat "$T/out")"
 
 # ---- --json: valid JSON on every command ----
 isjson() { "$PY" -c 'import json,sys; json.load(sys.stdin)' <"$T/out" 2>/dev/null; }
@@ -121,7 +118,7 @@ j() { # WHAT CMD...: succeeds and prints one JSON document
 	timeout 60 "$FLASHCTL" --json "$@" >"$T/out" 2>"$T/err" </dev/null
 	local rc=$?
 	if [ $rc = 0 ] && isjson; then ok "--json $what"
-	else bad "--json $what: exit $rc, stdout: $(head -c 200 "$T/out") stderr: $(head -c 200 "$T/err")"; fi
+	else check_fail "--json $what: exit $rc, stdout: $(head -c 200 "$T/out") stderr: $(head -c 200 "$T/err")"; fi
 }
 "$FLASHCTL" -q flash sim-create "$T/x.sim" --type nor --size 1MiB --erase-block 64KiB
 head -c 1000 /dev/urandom >"$T/data"
@@ -157,7 +154,7 @@ j "overlay reset" overlay reset
 # install: JSON lines, one per progress step, the result last
 "$FLASHCTL" --json install "$T/v3.bundle" >"$T/out" 2>"$T/err"
 rc=$?
-"$PY" - "$T/out" <<'EOF' && [ $rc = 0 ] && ok "--json install: JSON lines" || bad "--json install: exit $rc: $(head -c 300 "$T/out")"
+"$PY" - "$T/out" <<'EOF' && [ $rc = 0 ] && ok "--json install: JSON lines" || check_fail "--json install: exit $rc: $(head -c 300 "$T/out")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert lines and lines[-1]["step"] == "done" and lines[-1]["version"] == "3", lines[-1:]
@@ -165,8 +162,8 @@ EOF
 # a failure with --json: nothing but JSON (or nothing) on stdout
 "$FLASHCTL" --json install "$T/payload.bundle" >"$T/out" 2>"$T/err"
 "$PY" -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip()]' "$T/out" &&
-	ok "--json failed install: stdout is JSON lines" || bad "--json failed install: $(head -c 300 "$T/out")"
+	ok "--json failed install: stdout is JSON lines" || check_fail "--json failed install: $(head -c 300 "$T/out")"
 
 expect_daemon_ok end
-[ $errors = 0 ] || fail "$errors check(s) failed"
+check_done
 say PASS

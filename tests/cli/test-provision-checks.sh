@@ -5,15 +5,11 @@
 # good blocks, an image of the wrong type, CramFS) is given by the real run
 # and by --dry-run alike, with the same exit code (3) and message, and the
 # target is byte-identical afterwards.
-set -u
-top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-bld=${top_builddir:-$top}
-fc=$bld/flashctl
-command -v mksquashfs >/dev/null || { echo "SKIP: mksquashfs missing"; exit 77; }
+. "$(dirname "$0")/../lib/common.sh"
+top=$top_srcdir
+fc=$FLASHCTL
+need mksquashfs
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 L=$top/layouts/nandsim-128m.json
 NAND=(--type nand --size 128MiB --erase-block 128KiB --page 2048 --oob 64)
 
@@ -26,7 +22,7 @@ C=flashd,nandsim-128m
 mk() { # NAME IMAGE-ARGS...: a bundle made with --compatible (no layout checks at create)
 	local n=$1; shift
 	$fc -q bundle create --compatible $C --version 1.0 "$@" --key "$T/k.key" -o "$T/$n.bundle" ||
-		bad "bundle create $n"
+		check_fail "bundle create $n"
 }
 mk good --image rootfs="$T/root.sqfs"
 head -c 6M /dev/urandom >"$T/big.bin"
@@ -65,11 +61,11 @@ refused() {
 		rc=$?
 		after=$( [ "$file" != - ] && [ -f "$file" ] && sha256sum <"$file")
 		if [ $rc != 3 ]; then
-			bad "$what ${dry:-(real run)}: exit $rc, expected 3: $(tail -n 3 "$T/out")"
+			check_fail "$what ${dry:-(real run)}: exit $rc, expected 3: $(tail -n 3 "$T/out")"
 		elif ! grep -qE "$msg" "$T/out"; then
-			bad "$what ${dry:-(real run)}: message does not match '$msg': $(cat "$T/out")"
+			check_fail "$what ${dry:-(real run)}: message does not match '$msg': $(cat "$T/out")"
 		elif [ "$before" != "$after" ]; then
-			bad "$what ${dry:-(real run)}: $file changed"
+			check_fail "$what ${dry:-(real run)}: $file changed"
 		else
 			ok "$what ${dry:-(real run)}: exit 3, nothing written"
 		fi
@@ -92,7 +88,7 @@ refused "sim:FIFO" - "is not a regular file" \
 	--layout "$L" --bundle "$T/good.bundle" "${K[@]}" "sim:$T/fifo"
 refused "UBI layout on the simulator" - "partition ubi: UBI .*only on the running system.s UBI .target system., not on the simulator" \
 	--layout "$top/layouts/nand-ubi.json" --bundle "$T/good.bundle" --allow-unsigned "sim:$T/ubi.sim"
-[ -e "$T/ubi.sim" ] && bad "UBI layout: the simulator was created"
+[ -e "$T/ubi.sim" ] && check_fail "UBI layout: the simulator was created"
 refused "system without MTD" - "no MTD support" \
 	--layout "$L" --bundle "$T/good.bundle" "${K[@]}" --sysfs "$T/no-such-sysfs" system
 refused "system booted from slot A" - "running system booted slot A \(flashd.slot\).*erases every slot" \
@@ -114,13 +110,13 @@ $fc bundle create --compatible $C --version 1.0 --image kernel="$T/root.cramfs" 
 rc=$?
 [ $rc = 3 ] && grep -q "CramFS image (magic 0x28cd3d45): the reference kernel has no cramfs" "$T/out" &&
 	[ ! -e "$T/cramfs.bundle" ] && ok "bundle create refuses CramFS by name" ||
-	bad "bundle create CramFS: exit $rc: $(cat "$T/out")"
+	check_fail "bundle create CramFS: exit $rc: $(cat "$T/out")"
 
 # and a good provision still works after all that, on the refused sims
 $fc -q provision --layout "$L" --bundle "$T/good.bundle" "${K[@]}" "sim:$T/good.sim" &&
-	ok "good bundle provisions" || bad "good bundle does not provision"
+	ok "good bundle provisions" || check_fail "good bundle does not provision"
 [ "$($fc slot boot-select --layout "$L" --target "sim:$T/good.sim")" = flashd.slot=A ] &&
-	ok "boots A" || bad "boot selection after provisioning"
+	ok "boots A" || check_fail "boot selection after provisioning"
 
-[ $fails = 0 ] && echo "all provisioning checks passed" || echo "$fails check(s) failed"
-exit $((fails > 0))
+check_done
+say "all provisioning refusals checked"

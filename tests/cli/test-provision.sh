@@ -3,17 +3,11 @@
 # the slot, env and overlay partitions, and NOR; the boot selection picks
 # slot A, fw_printenv reads the env, the overlay carries cleanmarkers, the
 # bootloader is untouched, dry runs write nothing, bad targets are refused.
-set -u
-top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-bld=${top_builddir:-$top}
-fc=$bld/flashctl
-command -v mksquashfs >/dev/null || { echo "SKIP: mksquashfs missing"; exit 77; }
-command -v fw_printenv >/dev/null || { echo "SKIP: fw_printenv (libubootenv-tool) missing"; exit 77; }
+. "$(dirname "$0")/../lib/common.sh"
+top=$top_srcdir
+fc=$FLASHCTL
+need mksquashfs fw_printenv
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 
 mkdir -p "$T/root/etc" "$T/keyring"
 echo "VERSION_ID=1.0" >"$T/root/etc/os-release"
@@ -26,7 +20,7 @@ for board in nandsim-128m nor-router-16m; do
 	B=$T/$board.bundle
 	S=$T/$board.sim
 	$fc bundle create --layout "$L" --version 1.0 --image rootfs="$T/root.sqfs" \
-		--key "$T/k.key" -o "$B" >/dev/null || { bad "$board: bundle create"; continue; }
+		--key "$T/k.key" -o "$B" >/dev/null || { check_fail "$board: bundle create"; continue; }
 	eb=$($fc --json layout show "$L" | python3 -c 'import json,sys; print(json.load(sys.stdin)["devices"][0]["erase_block"])')
 	off() { $fc --json layout show "$L" | python3 -c "import json,sys; print([p['offset'] for p in json.load(sys.stdin)['partitions'] if p['name']=='$1'][0])"; }
 	if [ "$board" = nandsim-128m ]; then
@@ -106,5 +100,5 @@ check "NAND report lists blocks that must be good" python3 -c "
 import json; r=json.load(open('$T/nand.json')); assert len(r['must_be_good']) > 10, r['must_be_good']"
 check "no temporary simulator left" bash -c "! ls '$T'/*.sim.tmp 2>/dev/null"
 
-[ $fails = 0 ] && echo "all provisioning checks passed" || echo "$fails check(s) failed"
-exit $((fails > 0))
+check_done
+say "all provisioning checks passed"

@@ -4,7 +4,7 @@
 # refused with org.varlink.service.PermissionDenied, changes nothing, and
 # the daemon logs each refusal naming the peer. With socket-group= set, a
 # member of that group may change state.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root to run a client as another uid"
 need setpriv

@@ -6,7 +6,7 @@
 # writing: io.flashd.InvalidBundle too, exit 3 (flashctl(1): a bundle
 # refused for its hash or truncation), the target slot marked bad, the
 # booted slot untouched. Each failure is in the install record.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 make_bundle good 1.0 3

@@ -7,7 +7,7 @@
 # The bundle reaches flashd through a pipe that stops after 3 MiB until the
 # test lets it go on (gated_cat), so the install is caught in its write
 # step on any machine, without timing assumptions.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 make_bundle v1 1.0 8

@@ -4,7 +4,7 @@
 # get io.flashd.Busy naming the running operation; 50 status clients
 # polling at the same time are all answered, see the install's progress
 # move, and the install completes.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 make_bundle v1 1.0 8

@@ -4,7 +4,7 @@
 # slot states unknown and says what U-Boot does then (its built-in default
 # env); flashctl status prints it; the documented recovery (flashctl env
 # init, flashctl slot init) brings a readable env back.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 need dd
 setup_board

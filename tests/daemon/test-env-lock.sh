@@ -7,7 +7,7 @@
 # file root's own (0600) and waits for the lock a bounded time only: status
 # and SetEnv answer at once, nobody cannot lock the new file, SIGTERM stops
 # the daemon.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root to run a lock holder as another uid"
 need setpriv

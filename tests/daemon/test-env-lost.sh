@@ -7,7 +7,7 @@
 # check keeps the booted slot (degraded), and Activate of the unknown slot
 # is refused. Old code: BOOT_ORDER stayed "A B" and B (never written) was
 # the script's next choice once A's tries ran out.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 HEALTH_COMMAND="exit \$(cat $T/health-rc)"
 setup_board

@@ -4,7 +4,7 @@
 # slot on trial and runs [health] command=. Passing marks the slot good
 # (tries back to the maximum); failing (reboot-on-failure=no) marks it bad,
 # and the next boot falls back to the other slot.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 HEALTH_COMMAND="echo \"\$(cat $T/cmdline)\" >> $T/health.log; exit \$(cat $T/health-rc)"
 setup_board

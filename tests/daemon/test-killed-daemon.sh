@@ -10,7 +10,7 @@
 #   over B;
 # - slot B holds exactly v3 (its bytes are v3's squashfs), status says
 #   3.0, and the install records say so.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 make_bundle v2 2.0 8

@@ -13,7 +13,7 @@
 # - nobody keeps at most the per-user limit of connections;
 # - idle connections are closed after idle-timeout=, and so are the sinks
 #   once they stalled that long; the readers are not.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root to run clients as other uids"
 need setpriv

@@ -4,7 +4,7 @@
 # too many fds, a client that stops mid-message and stays connected. Each
 # gets the documented Varlink error (or a clean close) and after each the
 # daemon is alive and answers GetStatus on a new connection.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 start_daemon

@@ -10,7 +10,7 @@
 # once the install ended the lock is free again: the same writes work.
 # The worker also keeps no copy of the daemon's client connections: one
 # the daemon closes (idle-timeout) ends for its client during the install.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 make_bundle v2 2.0 8

@@ -6,7 +6,7 @@
 # by it ("via": "daemon"); with no daemon the same command writes the env
 # directly ("via": "offline"), and --offline forces that path (under the
 # board's lock: refused while a worker holds it).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 make_bundle v2 2.0 8

@@ -4,7 +4,7 @@
 # flash methods -- every --json answer checked field by field, through
 # flashctl and through an independent Varlink client (varlink-call.py,
 # which also passes the bundle fd with SCM_RIGHTS).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 setup_board
 make_bundle v1 1.0 6

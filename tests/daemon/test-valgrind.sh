@@ -4,7 +4,7 @@
 # calls, protocol garbage, a health check after a reboot, and SIGTERM.
 # Any memory error or definite/indirect leak, in the daemon or in its
 # forked install worker, fails the test.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/sim-board.sh"
 
 need valgrind
 # valgrind cannot run a binary built with AddressSanitizer (the sanitizer
@@ -14,7 +14,7 @@ grep -q "^SAN_CFLAGS=.*address" "$top_builddir/config.log" 2>/dev/null &&
 setup_board
 make_bundle v1 1.0 2
 make_bundle v2 2.0 2
-write_conf "true"
+flashd_conf "true"
 VG_LOGS=$T/vg
 mkdir -p "$VG_LOGS"
 DAEMON_WRAPPER="valgrind --quiet --suppressions=$top_srcdir/tests/daemon/valgrind.supp --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --track-fds=no --log-file=$VG_LOGS/vg.%p.log"

@@ -72,26 +72,23 @@
 
 enum inv { I1, I2, I3, I4, I5, _I_MAX };
 
-static const char *const inv_names[_I_MAX] = {
-	[I1] = "I1 never boots an unverified slot",
-	[I2] = "I2 a verified bootable slot is reached within 2*max_tries+2 boots",
-	[I3] = "I3 the booted slot is never written",
-	[I4] = "I4 every event is at most one env store",
-	[I5] = "I5 status's next boot is what the next boot does",
-};
-
-/* An invariant listed here is known to fail (docs/boot-contract.md, "Known
- * gap"); it is reported loudly as XFAIL, and an unexpected pass fails the
- * test so the entry gets removed. */
-static const char *const inv_xfail[_I_MAX] = {
-	[I1] = "both env copies corrupt, then a power cut on every boot before flashd "
-	       "adopts the booted slot: the default env's 'A B' reaches B, never written "
-	       "(docs/boot-contract.md, 'Remaining window')",
-	[I2] = "same window: the default env boots B, holding an unverified install, and "
-	       "the daemon adopts it",
-	[I3] = NULL,
-	[I4] = NULL,
-	[I5] = NULL,
+/* Each invariant, and why it is known to fail when it is (docs/boot-contract.md,
+ * "Known gap"): a known failure is reported loudly as XFAIL, and an
+ * unexpected pass fails the test so the reason gets removed. */
+static const struct {
+	const char *name;
+	const char *xfail;
+} invariants[_I_MAX] = {
+	[I1] = { "I1 never boots an unverified slot",
+		 "both env copies corrupt, then a power cut on every boot before flashd "
+		 "adopts the booted slot: the default env's 'A B' reaches B, never written "
+		 "(docs/boot-contract.md, 'Remaining window')" },
+	[I2] = { "I2 a verified bootable slot is reached within 2*max_tries+2 boots",
+		 "same window: the default env boots B, holding an unverified install, and "
+		 "the daemon adopts it" },
+	[I3] = { "I3 the booted slot is never written", NULL },
+	[I4] = { "I4 every event is at most one env store", NULL },
+	[I5] = { "I5 status's next boot is what the next boot does", NULL },
 };
 
 /* ---- content labels: what a slot holds ---- */
@@ -1018,7 +1015,7 @@ static void violation(enum inv i, size_t from, const char *label, const char *fm
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	t = trace_of(from, label);
-	if (asprintf(&all, "%s\n%s    => %s\n", inv_names[i], t, what) < 0)
+	if (asprintf(&all, "%s\n%s    => %s\n", invariants[i].name, t, what) < 0)
 		die("oom");
 	free(t);
 	violation_trace[i] = all;
@@ -1324,20 +1321,21 @@ int main(void)
 	}
 	for (int i = 0; i < _I_MAX; i++) {
 		if (!violated[i]) {
-			if (inv_xfail[i]) {
+			if (invariants[i].xfail) {
 				printf("XPASS %s: listed as known to fail (%s) but holds: remove "
-				       "it from inv_xfail\n", inv_names[i], inv_xfail[i]);
+				       "its reason from invariants[]\n", invariants[i].name,
+				       invariants[i].xfail);
 				failed = 1;
 			} else {
-				printf("PASS  %s\n", inv_names[i]);
+				printf("PASS  %s\n", invariants[i].name);
 			}
 			continue;
 		}
 		printf("%s %s: %zu violating transitions; shortest trace:\n%s",
-		       inv_xfail[i] ? "XFAIL" : "FAIL ", inv_names[i], violations[i],
+		       invariants[i].xfail ? "XFAIL" : "FAIL ", invariants[i].name, violations[i],
 		       violation_trace[i]);
-		if (inv_xfail[i])
-			printf("      !!! known failure, not yet fixed: %s\n", inv_xfail[i]);
+		if (invariants[i].xfail)
+			printf("      !!! known failure, not yet fixed: %s\n", invariants[i].xfail);
 		else
 			failed = 1;
 	}

@@ -16,12 +16,7 @@
 # $top_builddir/build/fuzz. A crash leaves its input in
 # build/fuzz/crashes/; copy it into tests/fuzz/corpus/TARGET/ as a
 # regression input once it is fixed (every run replays the corpus first).
-set -u
-
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_srcdir=$(cd "$top_srcdir" && pwd)
-top_builddir=${top_builddir:-$top_srcdir}
-top_builddir=$(cd "$top_builddir" && pwd)
+. "$(dirname "$0")/../lib/common.sh"
 CC=${FUZZ_CC:-clang}
 TIME=${FUZZ_TIME:-20}
 CI=0
@@ -41,9 +36,6 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(layout proto bundle squashfs env keep)
-
-say() { printf 'run-fuzz: %s\n' "$*"; }
-skip() { say "SKIP: $*"; exit 77; }
 
 # Sources (beyond the target itself) and pkg-config modules per target.
 declare -A SRCS=(

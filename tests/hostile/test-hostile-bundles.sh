@@ -16,86 +16,26 @@
 #       out of BOOT_ORDER with 0 tries, and the booted slot A untouched.
 # At the end the same daemon still answers status and installs the good
 # bundle. Exit 77 when a tool is missing.
-set -u
-: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
-: "${top_builddir:=$top_srcdir}"
-top_srcdir=$(cd "$top_srcdir" && pwd)
-top_builddir=$(cd "$top_builddir" && pwd)
-FLASHD=$top_builddir/flashd
-FLASHCTL=$top_builddir/flashctl
-LAYOUT=$top_srcdir/layouts/nandsim-128m.json
+. "$(dirname "$0")/../lib/sim-board.sh"
 GEN=$top_srcdir/tests/hostile/make-hostile.py
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
-
-say() { printf 'test-hostile-bundles: %s\n' "$*" >&2; }
-skip() { say "SKIP: $*"; exit 77; }
-FAILS=0
-fail() { say "FAIL: $*"; FAILS=$((FAILS + 1)); }
-die() { say "FAIL: $*"; [ -f "${T:-}/flashd.log" ] && tail -n 30 "$T/flashd.log" >&2; exit 1; }
-for c in mksquashfs openssl "$PY"; do
-	command -v "$c" >/dev/null 2>&1 || skip "'$c' is not installed"
-done
-[ -x "$FLASHD" ] && [ -x "$FLASHCTL" ] || die "flashd/flashctl not built in $top_builddir"
-
-T=$(mktemp -d "${TMPDIR:-/tmp}/flashd-hostile.XXXXXX") || exit 1
-SIM=$T/board.sim
-TARGET=sim:$SIM
-export FLASHD_SOCKET=$T/flashd.sock
-DAEMON_PID=
-cleanup() {
-	rc=$?
-	if [ -n "$DAEMON_PID" ]; then
-		kill -TERM "$DAEMON_PID" 2>/dev/null
-		wait "$DAEMON_PID" 2>/dev/null
-	fi
-	if [ "${KEEP_TMP:-0}" = 1 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${KEEP_TMP_ON_FAIL:-}" ]; }; then
-		say "kept $T"
-	else
-		rm -rf "$T"
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fctl() { "$FLASHCTL" "$@"; }
+need openssl
 env_json() { fctl --json env list --layout "$LAYOUT" --target "$TARGET"; }
 
 # ---- board, keys, the good bundles ----
-fctl -q bundle keygen --out "$T/rel" >/dev/null || die "bundle keygen"
-fctl -q bundle keygen --out "$T/other" >/dev/null || die "bundle keygen (other)"
-mkdir -p "$T/keyring" "$T/state" "$T/root/etc"
-cp "$T/rel.pub" "$T/keyring/"
-fctl -q flash sim-create "$SIM" --type nand --size 128MiB --erase-block 128KiB \
-	--page 2048 --oob 64 >/dev/null || die "flash sim-create"
-fctl -q env init --layout "$LAYOUT" --target "$TARGET" >/dev/null || die "env init"
-fctl -q slot init --layout "$LAYOUT" --target "$TARGET" >/dev/null || die "slot init"
-echo "flashd.slot=A" > "$T/cmdline"
-cat > "$T/flashd.conf" <<CONF
-[flashd]
-layout=$LAYOUT
-target=$TARGET
-keyring=$T/keyring
-socket=$FLASHD_SOCKET
-state-dir=$T/state
-cmdline=$T/cmdline
-[health]
-timeout=20
-reboot-on-failure=no
-CONF
-
+setup_board
+fctl -q bundle keygen --out "$T/other" >/dev/null || fail "bundle keygen (other)"
+mkdir -p "$T/root/etc"
 echo "VERSION=2.0" > "$T/root/etc/os-release"
 head -c 65536 /dev/urandom > "$T/root/data"
-mksquashfs "$T/root" "$T/root.sqfs" -noappend -quiet -no-progress >/dev/null || die "mksquashfs"
+mksquashfs "$T/root" "$T/root.sqfs" -noappend -quiet -no-progress >/dev/null || fail "mksquashfs"
 fctl -q bundle create --layout "$LAYOUT" --version 2.0 --image "rootfs=$T/root.sqfs" \
-	--key "$T/rel.key" -o "$T/good.fbd" >/dev/null || die "bundle create"
+	--key "$T/rel.key" -o "$T/good.fbd" >/dev/null || fail "bundle create"
 fctl -q bundle create --layout "$LAYOUT" --version 2.0 --gzip --image "rootfs=$T/root.sqfs" \
-	--key "$T/rel.key" -o "$T/good-gzip.fbd" >/dev/null || die "bundle create --gzip"
+	--key "$T/rel.key" -o "$T/good-gzip.fbd" >/dev/null || fail "bundle create --gzip"
 # the refusals below mean something only if the originals are accepted
 for g in good good-gzip; do
 	fctl bundle verify --keyring "$T/keyring" --layout "$LAYOUT" "$T/$g.fbd" >/dev/null 2>&1 ||
-		die "the unmodified $g.fbd does not verify"
+		fail "the unmodified $g.fbd does not verify"
 done
 
 slot_size=$("$PY" -c 'import json,sys
@@ -103,11 +43,11 @@ l=json.load(open(sys.argv[1]))
 p={x["name"]:x for x in l["partitions"]}
 s=p["rootfs-b"]["size"]
 m={"KiB":1<<10,"MiB":1<<20,"GiB":1<<30}
-print(int(s[:-3])*m[s[-3:]] if s[-3:] in m else int(s,0))' "$LAYOUT") || die "slot size"
+print(int(s[:-3])*m[s[-3:]] if s[-3:] in m else int(s,0))' "$LAYOUT") || fail "slot size"
 "$PY" "$GEN" "$T/good.fbd" "$T/good-gzip.fbd" "$T/rel.key" "$T/other.key" "$slot_size" \
-	"$T/hostile" >&2 || die "make-hostile.py failed"
+	"$T/hostile" >&2 || fail "make-hostile.py failed"
 N=$(wc -l < "$T/hostile/index.tsv")
-[ "$N" -ge 200 ] || die "only $N corrupted bundles generated, want >= 200"
+[ "$N" -ge 200 ] || fail "only $N corrupted bundles generated, want >= 200"
 
 # ---- (a) offline ----
 off_ok=0
@@ -116,9 +56,9 @@ while IFS=$'\t' read -r name cat stage; do
 	fctl bundle verify --keyring "$T/keyring" --layout "$LAYOUT" "$f" > "$T/out" 2> "$T/err"
 	rc=$?
 	if [ $rc -ne 3 ]; then
-		fail "verify $name: exit $rc, expected 3 (refused): $(head -c 300 "$T/err")"
+		check_fail "verify $name: exit $rc, expected 3 (refused): $(head -c 300 "$T/err")"
 	elif ! grep -q "^flashctl: .*$name: refused: ..*" "$T/err"; then
-		fail "verify $name: no 'FILE: refused: REASON' message: $(head -c 300 "$T/err")"
+		check_fail "verify $name: no 'FILE: refused: REASON' message: $(head -c 300 "$T/err")"
 	else
 		off_ok=$((off_ok + 1))
 	fi
@@ -126,27 +66,20 @@ done < "$T/hostile/index.tsv"
 say "offline: $off_ok of $N corrupted bundles refused by 'flashctl bundle verify' (exit 3, reason given)"
 
 # ---- (b) through the daemon ----
-"$FLASHD" -c "$T/flashd.conf" >> "$T/flashd.log" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 100); do
-	fctl status >/dev/null 2>&1 && break
-	kill -0 "$DAEMON_PID" 2>/dev/null || die "flashd exited during startup"
-	sleep 0.1
-done
-fctl status >/dev/null 2>&1 || die "flashd does not answer"
+start_daemon
 
-env_json > "$T/env.0" || die "env list"
+env_json > "$T/env.0" || fail "env list"
 i=0
 while IFS=$'\t' read -r name cat stage; do
 	i=$((i + 1))
 	timeout 120 "$FLASHCTL" install "$T/hostile/$name" > "$T/inst.$i.out" 2> "$T/inst.$i.err" < /dev/null
 	echo "$name	$stage	$?" >> "$T/results.tsv"
-	kill -0 "$DAEMON_PID" 2>/dev/null || die "flashd died on $name"
-	env_json > "$T/env.$i" || die "env list after $name"
+	kill -0 "$DAEMON_PID" 2>/dev/null || fail "flashd died on $name"
+	env_json > "$T/env.$i" || fail "env list after $name"
 done < "$T/hostile/index.tsv"
 
 # One pass over the results: exit codes, messages, env differences.
-"$PY" - "$T" <<'PY' || FAILS=$((FAILS + 1))
+"$PY" - "$T" <<'PY' || CHECK_FAILS=$((CHECK_FAILS + 1))
 import json, os, sys
 T = sys.argv[1]
 rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(T, "results.tsv"))]
@@ -195,16 +128,16 @@ for k in 1 40 75 120 160 200; do
 done
 
 # ---- the daemon still serves: status, then the good bundle installs ----
-fctl --json status > "$T/status.json" || die "flashctl status after the corpus: exit $?"
+fctl --json status > "$T/status.json" || fail "flashctl status after the corpus: exit $?"
 "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["operation"] is None, d["operation"]; assert d["booted"] == "A"' \
-	"$T/status.json" || die "status after the corpus: not idle or not booted from A"
+	"$T/status.json" || fail "status after the corpus: not idle or not booted from A"
 fctl install "$T/good.fbd" > "$T/good.out" 2>&1 < /dev/null ||
-	die "the good bundle does not install after the corpus: $(tail -n 3 "$T/good.out")"
+	fail "the good bundle does not install after the corpus: $(tail -n 3 "$T/good.out")"
 env_json > "$T/env.good"
 "$PY" -c 'import json,sys; v=json.load(open(sys.argv[1]))["variables"]; assert v["BOOT_ORDER"].split()[0] == "B", v' \
-	"$T/env.good" || die "after the good install B is not first in BOOT_ORDER"
-kill -0 "$DAEMON_PID" 2>/dev/null || die "flashd is gone at the end"
+	"$T/env.good" || fail "after the good install B is not first in BOOT_ORDER"
+kill -0 "$DAEMON_PID" 2>/dev/null || fail "flashd is gone at the end"
 say "daemon still serving: status answered, the good bundle installed and B activated"
 
-[ "$FAILS" -eq 0 ] || die "$FAILS failure(s) (above)"
+check_done
 say "PASS: $N corrupted bundles, all refused offline and through flashd"

@@ -13,19 +13,14 @@
 # left ends in the script's 'reset' (qemu exits), so each such state is the
 # last case of its own boot.
 # Exit 77 (skip) only when the packages cannot be installed.
-set -u
-
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-FLASHCTL="$top_builddir/flashctl"
+. "$(dirname "$0")/../lib/common.sh"
+. "$TEST_LIB/uboot.sh"
 EXPLORE="$top_builddir/tests/explore/test-abstate"
 LAYOUT="$top_srcdir/tests/explore/tiny-ab.json"
-. "$top_srcdir/tests/uboot/uboot-lib.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3) || { echo "SKIP: python3 missing"; exit 77; }
+[ -n "$PY" ] || skip "python3 missing"
 command -v qemu-system-aarch64 >/dev/null && command -v mkimage >/dev/null && [ -f "$UBOOT" ] ||
-	{ echo "SKIP: u-boot-qemu/qemu-system-arm/u-boot-tools missing (tests/uboot/test-uboot.sh installs them)"; exit 77; }
-[ -x "$FLASHCTL" ] || { echo "FAIL: $FLASHCTL not built"; exit 1; }
+	skip "u-boot-qemu/qemu-system-arm/u-boot-tools missing (tests/uboot/test-uboot.sh installs them)"
+[ -x "$FLASHCTL" ] || fail "$FLASHCTL not built"
 
 w=$(mktemp -d /tmp/flashd-test-uboot-agree-XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$w"' EXIT
@@ -35,7 +30,7 @@ MAX=2 # tiny-ab.json's max_tries
 if [ -x "$EXPLORE" ]; then
 	FLASHD_EXPLORE_SAMPLES="$w/samples" "$EXPLORE" >/dev/null 2>&1
 fi
-[ -s "$w/samples" ] || { echo "FAIL: test-abstate wrote no env samples"; exit 1; }
+[ -s "$w/samples" ] || fail "test-abstate wrote no env samples"
 "$PY" - "$w/samples" "$MAX" > "$w/states" <<'EOF'
 import re, sys
 states = []
@@ -83,11 +78,11 @@ while read -r st; do
 	echo "c$n|$st|$c|${a:-$MAX},${b:-$MAX}" >> "$w/mirror"
 	n=$((n + 1))
 done < "$w/states"
-[ "$n" -ge 100 ] || { echo "FAIL: only $n env states to compare (need >= 100)"; exit 1; }
+[ "$n" -ge 100 ] || fail "only $n env states to compare (need >= 100)"
 
 # ---- real U-Boot: the shipped script from flash, cases chained ----
 "$FLASHCTL" slot bootscript --layout "$LAYOUT" > "$w/boot.txt" || exit 1
-uboot_flash0 "$w/boot.txt" "$w/flash0.bin" || { echo "FAIL: mkimage rejected the boot script"; exit 1; }
+uboot_flash0 "$w/boot.txt" "$w/flash0.bin" || fail "mkimage rejected the boot script"
 uboot_env_config "$w/env.bin" "$w/fw_env.config"
 
 # boot LIST-FILE: one U-Boot run over the cases in the file (mirror lines)
@@ -111,7 +106,7 @@ for i, (name, st, _, _) in enumerate(cases):
 EOF
 	rm -f "$w/env.bin"; truncate -s 64M "$w/env.bin"
 	"$FLASHCTL" -q env init --force --env-config "$w/fw_env.config" --defaults "$w/defaults" ||
-		{ echo "FAIL: flashctl env init of the case env"; return 1; }
+		fail "flashctl env init of the case env"
 	uboot_run "$w/flash0.bin" "$w/env.bin" 120 >> "$w/serial"
 }
 

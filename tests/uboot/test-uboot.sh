@@ -9,22 +9,17 @@
 # so the decremented counter is asserted from the script's own view (the
 # value it would have saved), not read back from flash.
 # Exit 77 (skip) only when the packages cannot be installed.
-set -u
-
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-FLASHCTL="$top_builddir/flashctl"
-fail=0
-. "$top_srcdir/tests/uboot/uboot-lib.sh"
-uboot_available || { echo "SKIP: u-boot-qemu/qemu-system-arm/u-boot-tools unavailable"; exit 77; }
-[ -x "$FLASHCTL" ] || { echo "FAIL: $FLASHCTL not built"; exit 1; }
+. "$(dirname "$0")/../lib/common.sh"
+. "$TEST_LIB/uboot.sh"
+uboot_available || skip "u-boot-qemu/qemu-system-arm/u-boot-tools unavailable"
+[ -x "$FLASHCTL" ] || fail "$FLASHCTL not built"
 
 work=$(mktemp -d /tmp/flashd-test-uboot-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # flash0: U-Boot at 0, the boot script image at 48 MiB (memory-mapped NOR)
 mkflash0() {
-	uboot_flash0 "$1" "$work/flash0.bin" || { echo "FAIL: mkimage rejected $1"; exit 1; }
+	uboot_flash0 "$1" "$work/flash0.bin" || fail "mkimage rejected $1"
 }
 
 # flash1 holds the env: CONFIG_ENV_ADDR 0x4000000 = its start, 0x40000, one copy
@@ -47,18 +42,15 @@ run_case() {
 	IFS=$oldifs
 	if ! "$FLASHCTL" -q env init --env-config "$work/fw_env.config" \
 		--defaults "$work/defaults" "$@"; then
-		echo "FAIL [$name]: flashctl env init"; fail=1; return
+		check_fail "[$name]: flashctl env init"; return
 	fi
 	uboot_run "$work/flash0.bin" "$work/env.bin" >"$work/serial.txt"
 	if ! grep -q "Loading Environment from Flash... OK" "$work/serial.txt"; then
-		echo "FAIL [$name]: U-Boot did not accept the env flashctl wrote"
-		fail=1
+		check_fail "[$name]: U-Boot did not accept the env flashctl wrote"
 	elif ! grep -Eq "$expect" "$work/serial.txt"; then
-		echo "FAIL [$name]: serial output lacks /$expect/"
-		fail=1
+		check_fail "[$name]: serial output lacks /$expect/"
 	elif [ -n "$forbid" ] && grep -Eq "$forbid" "$work/serial.txt"; then
-		echo "FAIL [$name]: serial output has /$forbid/"
-		fail=1
+		check_fail "[$name]: serial output has /$forbid/"
 	else
 		echo "ok   [$name]: $(grep -E "$expect" "$work/serial.txt" | head -1)"
 		return
@@ -76,9 +68,8 @@ for scr in "$top_srcdir"/layouts/*.bootscr; do
 	if [ -f "$json" ] && "$FLASHCTL" slot bootscript --layout "$json" > "$work/gen.txt" 2>/dev/null
 	then
 		if ! cmp -s "$work/gen.txt" "$scr"; then
-			echo "FAIL: $scr differs from 'flashctl slot bootscript --layout $json'"
+			check_fail "$scr differs from 'flashctl slot bootscript --layout $json'"
 			diff -u "$scr" "$work/gen.txt" | head -20
-			fail=1
 		fi
 	else
 		echo "note: cannot regenerate $scr from $json (layout support missing?)"
@@ -97,7 +88,7 @@ for scr in "$top_srcdir"/layouts/*.bootscr; do
 	run_case "none left: counters reset, reset" "BOOT_ORDER=A B;BOOT_A_LEFT=0;BOOT_B_LEFT=0" \
 		"flashd: no slot with tries left: resetting the counters of BOOT_ORDER" "FLASHD-BOOT"
 	grep -q "resetting \.\.\." "$work/serial.txt" ||
-		{ echo "FAIL [none left]: U-Boot did not reset"; fail=1; }
+		check_fail "[none left]: U-Boot did not reset"
 	# an interrupted install left A out of the order: only B gets tries back
 	run_case "none left, A marked bad: only BOOT_ORDER's slots reset" \
 		"BOOT_ORDER=B;BOOT_A_LEFT=0;BOOT_B_LEFT=0" \
@@ -118,5 +109,5 @@ for scr in "$top_srcdir"/layouts/*.bootscr; do
 		"BOOT_ORDER=A;BOOT_A_LEFT=1;BOOT_B_LEFT=0;FLASHD_A_STATE=bad" \
 		"FLASHD-BOOT slot=A left=0,0 "
 done
-[ "$n" -gt 0 ] || { echo "FAIL: no layouts/*.bootscr"; exit 1; }
-exit $fail
+[ "$n" -gt 0 ] || fail "no layouts/*.bootscr"
+check_done

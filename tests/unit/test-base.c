@@ -1,5 +1,5 @@
 /* lib/base: the one error type (error_set / error_prefix), the enum<->string
- * table macro and util_mkdir_p. */
+ * table macro (util: test-util). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,26 +95,6 @@ static void test_string_table(void **state)
 	assert_int_equal(color_from_string(NULL), -EINVAL);
 }
 
-static void test_mkdir_p(void **state)
-{
-	char dir[] = "/tmp/test-base-XXXXXX", path[128];
-	struct stat st;
-
-	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/a/b/c", dir);
-	assert_int_equal(util_mkdir_p(path, 0755), 0);
-	assert_int_equal(stat(path, &st), 0);
-	assert_true(S_ISDIR(st.st_mode));
-	assert_int_equal(util_mkdir_p(path, 0755), 0); /* existing: fine */
-	snprintf(path, sizeof(path), "%s/a/b/c/f", dir);
-	assert_int_equal(close(creat(path, 0644)), 0);
-	snprintf(path, sizeof(path), "%s/a/b/c/f/g", dir);
-	assert_int_equal(util_mkdir_p(path, 0755), -ENOTDIR);
-	snprintf(path, sizeof(path), "rm -rf %s", dir);
-	assert_int_equal(system(path), 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,7 +102,6 @@ int main(void)
 		cmocka_unit_test(test_prefix_without_message),
 		cmocka_unit_test(test_prefix_truncates_inside),
 		cmocka_unit_test(test_string_table),
-		cmocka_unit_test(test_mkdir_p),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

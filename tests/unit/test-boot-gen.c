@@ -50,6 +50,15 @@ static void put(const char *rel, const char *text)
 	fclose(f);
 }
 
+/* mkdir BASE/REL (its parent exists) */
+static void mkdir_in(const char *rel)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", base, rel);
+	assert_int_equal(mkdir(path, 0755), 0);
+}
+
 static char *get(const char *rel)
 {
 	char path[512];
@@ -180,7 +189,7 @@ static void test_keep_dotdot_glob_no_self_copy(void **state)
 	uint64_t before;
 	_cleanup_free_ char *t = NULL;
 
-	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	mkdir_in("ov");
 	put("rom/etc/flashd/keep.d/evil", "/.[.]/.[.]\n/etc/.[.]/.[.]/.[.]\n/etc/.?/etc/a\n"
 					  "/etc/keep\n");
 	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
@@ -212,7 +221,7 @@ static void test_keep_symlinks_not_followed(void **state)
 	_cleanup_free_ char *t = NULL;
 	struct stat st;
 
-	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	mkdir_in("ov");
 	put("outside/secret", "outside\n");
 	put("rom/etc/flashd/keep.d/x", "/etc/config\n/etc/config/*\n/etc/out\n/etc/out/*\n"
 				       "/etc/out/secret\n/etc/out/new/file\n");
@@ -249,7 +258,7 @@ static void test_keep_star_never_dot_or_dotdot(void **state)
 	struct error err = {};
 	_cleanup_free_ char *t = NULL;
 
-	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	mkdir_in("ov");
 	put("rom/etc/flashd/keep.d/x", "/root/.*\n/etc/config/*\n/*/nothing\n");
 	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/root/.profile", "profile\n");
@@ -325,7 +334,7 @@ static void test_last_validated(void **state)
 	struct boot_gen_result res;
 	struct error err = {};
 
-	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	mkdir_in("ov");
 	put("rom/etc/flashd/keep.d/x", "/secret\n");
 	put("elsewhere/upper/secret", "not yours\n");
 	put("ov/.flashd-last", "../elsewhere\n");
@@ -349,7 +358,7 @@ static void test_big_xattr(void **state)
 		skip();
 		return;
 	}
-	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	mkdir_in("ov");
 	put("rom/etc/flashd/keep.d/x", "/etc/x\n");
 	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/etc/x", "x\n");
@@ -439,7 +448,7 @@ static void test_hostile_keep_corpus(void **state)
 	uint64_t old_hash, sentinel_hash;
 	FILE *f;
 
-	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	mkdir_in("ov");
 	put("rom/etc/flashd/keep.d/hostile", keep);
 	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	hostile_tree();
@@ -478,7 +487,7 @@ static void test_relative_line_skipped(void **state)
 	struct error err = {};
 	_cleanup_free_ char *t = NULL;
 
-	assert_int_equal(mkdir(strcat(strcpy((char[512]){0}, base), "/ov"), 0755), 0);
+	mkdir_in("ov");
 	put("rom/etc/flashd/keep.d/10-x", "etc/relative\n/etc/keep\n");
 	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
 	put("ov/gen-A-1/upper/etc/keep", "kept\n");

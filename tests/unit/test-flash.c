@@ -15,13 +15,14 @@
 #include "cleanup.h"
 #include "flash.h"
 #include "nsim.h"
+#include "testlib.h"
 #include "util.h"
 
 #define ES (16u * 1024)
 #define PS 512u
 
 struct fx {
-	char path[64];
+	char *path;
 	char spec[80];
 };
 
@@ -29,17 +30,9 @@ static int setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
 	struct nsim_geometry g = { NSIM_NAND, 32 * ES, ES, PS, 16 };
-	struct nsim *s;
-	int fd;
+	static const unsigned bad[] = { 6 };
 
-	snprintf(fx->path, sizeof(fx->path), "/tmp/test-flash-XXXXXX");
-	fd = mkstemp(fx->path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(nsim_create(fx->path, &g, NSIM_CREATE_FORCE), 0);
-	assert_int_equal(nsim_open(fx->path, true, &s), 0);
-	assert_int_equal(nsim_set_factory_bad(s, 6), 0);
-	nsim_close(s);
+	fx->path = testlib_sim_new("flash", &g, bad, ELEMENTSOF(bad));
 	snprintf(fx->spec, sizeof(fx->spec), "sim:%s", fx->path);
 	*state = fx;
 	return 0;
@@ -49,7 +42,7 @@ static int teardown(void **state)
 {
 	struct fx *fx = *state;
 
-	unlink(fx->path);
+	testlib_unlinkp(&fx->path);
 	free(fx);
 	return 0;
 }
@@ -253,13 +246,11 @@ static void test_stats_per_handle(void **state)
 static void test_nor_sim(void **state)
 {
 	struct nsim_geometry g = { NSIM_NOR, 4 * 64 * 1024, 64 * 1024, 1, 0 };
-	char path[] = "/tmp/test-flash-nor-XXXXXX", spec[64];
+	_cleanup_unlink_ char *path = testlib_sim_new("flash-nor", &g, NULL, 0);
 	_cleanup_flash_ struct flash *f = NULL;
 	uint8_t b[3] = { 1, 2, 3 };
-	int fd = mkstemp(path);
+	char spec[64];
 
-	close(fd);
-	assert_int_equal(nsim_create(path, &g, NSIM_CREATE_FORCE), 0);
 	snprintf(spec, sizeof(spec), "sim:%s", path);
 	assert_int_equal(flash_open(spec, true, &f), 0);
 	assert_int_equal(f->info.type, FLASH_NOR);
@@ -268,7 +259,6 @@ static void test_nor_sim(void **state)
 	assert_int_equal(flash_write(f, 7, b, 3), 0);   /* any byte on NOR */
 	assert_int_equal(flash_write_oob(f, 0, b, 3), -ENOTSUP);
 	assert_int_equal(flash_count_bad(f), 0);
-	unlink(path);
 }
 
 static void test_type_strings(void **state)

@@ -17,6 +17,7 @@
 #include "flash.h"
 #include "flashio.h"
 #include "nsim.h"
+#include "testlib.h"
 #include "util.h"
 
 #define ES (16u * 1024)
@@ -24,7 +25,7 @@
 #define NBLOCKS 32u
 
 struct fx {
-	char path[64];
+	char *path;
 	struct flash *f;
 	struct nsim *s; /* borrowed from f */
 };
@@ -32,19 +33,9 @@ struct fx {
 static int setup_geo(void **state, const struct nsim_geometry *g, const unsigned *bad, size_t n)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
-	struct nsim *s;
 	char spec[96];
-	int fd;
 
-	snprintf(fx->path, sizeof(fx->path), "/tmp/test-flashio-XXXXXX");
-	fd = mkstemp(fx->path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(nsim_create(fx->path, g, NSIM_CREATE_FORCE), 0);
-	assert_int_equal(nsim_open(fx->path, true, &s), 0);
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(nsim_set_factory_bad(s, bad[i]), 0);
-	nsim_close(s);
+	fx->path = testlib_sim_new("flashio", g, bad, n);
 	snprintf(spec, sizeof(spec), "sim:%s", fx->path);
 	assert_int_equal(flash_open(spec, true, &fx->f), 0);
 	fx->s = flash_sim_nsim(fx->f);
@@ -72,7 +63,7 @@ static int teardown(void **state)
 	struct fx *fx = *state;
 
 	flash_close(fx->f);
-	unlink(fx->path);
+	testlib_unlinkp(&fx->path);
 	free(fx);
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include "layout.h"
 #include "nsim.h"
 #include "slot.h"
+#include "testlib.h"
 #include "util.h"
 
 /* ---- fixture: keys, keyring, the booted-slot cmdline ---- */
@@ -45,20 +46,6 @@ static void sha256(const void *p, size_t n, uint8_t out[32])
 	assert_int_equal(EVP_Digest(p, n, out, &len, EVP_sha256(), NULL), 1);
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		abort();
-	return s;
-}
 
 static char *lock;
 
@@ -165,13 +152,13 @@ static struct image make_raw(const char *name, size_t len, uint64_t seed)
 static struct image make_sqfs_data(const char *name, const uint8_t *data, size_t len)
 {
 	struct image im = { th_path(name), 0, { 0 } };
-	char *src = xasprintf("%s.d", im.path), *f;
+	char *src = testlib_asprintf("%s.d", im.path), *f;
 
 	assert_int_equal(th_sh("rm -rf '%s' && mkdir -p '%s/etc'", src, src), 0);
-	f = xasprintf("%s/payload", src);
+	f = testlib_asprintf("%s/payload", src);
 	th_write(f, data, len);
 	free(f);
-	f = xasprintf("%s/etc/os-release", src);
+	f = testlib_asprintf("%s/etc/os-release", src);
 	th_write(f, "NAME=flashd-test\n", 17);
 	free(f);
 	assert_int_equal(th_sh("env -u SOURCE_DATE_EPOCH mksquashfs '%s' '%s' -noappend -quiet -no-progress -comp gzip "
@@ -339,29 +326,18 @@ static char *env_dump(struct rig *r);
 
 static void rig_new(struct rig *r, const char *layout, const char *simname)
 {
-	const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR;
-	char *path = xasprintf("%s/layouts/%s", top, layout);
-	struct error lerr = {};
 	struct error eerr = {};
 	struct env *e = NULL;
 	const struct layout_device *d;
 
 	*r = (struct rig){ 0 };
-	if (layout_load(path, &r->l, &lerr) < 0)
-		fail_msg("layout %s: %s", path, lerr.msg);
-	free(path);
+	r->l = testlib_layout_load(layout);
 	r->g = &r->l->groups[0];
 	d = &r->l->devices[0];
 	r->eb = d->erasesize;
 	r->sim = th_path(simname);
-	r->target = xasprintf("sim:%s", r->sim);
-	struct nsim_geometry geo = {
-		.type = d->type == FLASH_NAND ? NSIM_NAND : NSIM_NOR,
-		.size = d->size,
-		.erasesize = d->erasesize,
-		.writesize = d->type == FLASH_NAND ? d->writesize : 1,
-		.oobsize = d->type == FLASH_NAND ? d->oobsize : 0,
-	};
+	r->target = testlib_asprintf("sim:%s", r->sim);
+	struct nsim_geometry geo = testlib_sim_geometry(d);
 	assert_int_equal(nsim_create(r->sim, &geo, NSIM_CREATE_FORCE), 0);
 	if (env_open_layout(r->l, r->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &eerr) < 0 ||
 	    env_init_default(e, NULL, base_vars, ELEMENTSOF(base_vars), false, &eerr) < 0)
@@ -477,7 +453,7 @@ static char *env_canon(const char *dump, va_list ap)
 		}
 		if (value) {
 			assert_true(n < ELEMENTSOF(lines));
-			lines[n++] = xasprintf("%s=%s", name, value);
+			lines[n++] = testlib_asprintf("%s=%s", name, value);
 		}
 	}
 	qsort(lines, n, sizeof(lines[0]), cmp_str);
@@ -794,7 +770,7 @@ static void test_nand_install_bad_blocks(void **state)
 	uint64_t bad[3];
 	char *bundle;
 
-	rig_new(&r, "nandsim-128m.json", "nand-good.sim");
+	rig_new(&r, "nandsim-128m", "nand-good.sim");
 	bundle = make_bundle("nand-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
 			     &kernel, NULL, key_trusted, NULL, true });
 	rb = member_part(&r, 1, "rootfs");
@@ -866,7 +842,7 @@ static void test_nor_install(void **state)
 	struct image rootfs2 = make_sqfs("nor-rootfs2.sqfs", 280 * 1024, 5);
 	char *bundle, *bundle2;
 
-	rig_new(&r, "nor-router-16m.json", "nor-good.sim");
+	rig_new(&r, "nor-router-16m", "nor-good.sim");
 	bundle = make_bundle("nor-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
 			     &kernel, NULL, key_trusted, NULL, false });
 	install_ok(&r, bundle, NULL, &res);
@@ -920,7 +896,7 @@ static void test_refusals(void **state)
 	char manifest[1024], hex[65];
 	uint8_t junk[8192], junk_sha[32];
 
-	rig_new(&r, "nandsim-128m.json", "nand-refusals.sim");
+	rig_new(&r, "nandsim-128m", "nand-refusals.sim");
 	th_write(nocmd, "console=ttyS0 root=/dev/nfs\n", 28);
 	good = make_bundle("ref-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
 			   &kernel, NULL, key_trusted, NULL, false });
@@ -1120,7 +1096,7 @@ static void test_ubi_on_sim_refused(void **state)
 	uint64_t programs;
 
 	(void)state;
-	rig_new(&r, "nand-ubi.json", "ubi-refused.sim");
+	rig_new(&r, "nand-ubi", "ubi-refused.sim");
 	bundle = make_bundle("ubi.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
 			     NULL, NULL, key_trusted, NULL, false });
 	programs = sim_info(&r).cnt.programs;
@@ -1148,7 +1124,7 @@ static void test_no_good_blocks_left(void **state)
 	char *bundle, *want;
 	int k;
 
-	rig_new(&r, "nandsim-128m.json", "nand-nospc.sim");
+	rig_new(&r, "nandsim-128m", "nand-nospc.sim");
 	kb = member_part(&r, 1, "kernel");
 	assert_int_equal(kb->size / r.eb, 32);
 	s = sim_open(&r);
@@ -1185,7 +1161,7 @@ static void test_readback(void **state)
 	char *bundle, *want;
 	int k;
 
-	rig_new(&r, "nandsim-128m.json", "nand-readback.sim");
+	rig_new(&r, "nandsim-128m", "nand-readback.sim");
 	rb = member_part(&r, 1, "rootfs");
 	bundle = make_bundle("rb.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs, NULL,
 			     NULL, key_trusted, NULL, true });
@@ -1449,30 +1425,30 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 	char *old_a_b, *old_b_b, *p;
 
 	rig_new(r, layout, name);
-	p = xasprintf("%s-old-b.sqfs", name);
+	p = testlib_asprintf("%s-old-b.sqfs", name);
 	x->old_b = make_sqfs(p, rootfs_len + 3 * r->eb / 2, 20);
 	free(p);
-	p = xasprintf("%s-old-a.sqfs", name);
+	p = testlib_asprintf("%s-old-a.sqfs", name);
 	x->old_a = make_sqfs(p, rootfs_len, 21);
 	free(p);
-	p = xasprintf("%s-new.sqfs", name);
+	p = testlib_asprintf("%s-new.sqfs", name);
 	x->rootfs = make_sqfs(p, rootfs_len, 22);
 	free(p);
-	p = xasprintf("%s-kernel.bin", name);
+	p = testlib_asprintf("%s-kernel.bin", name);
 	x->kernel = make_raw(p, kernel_len, 23);
 	free(p);
-	p = xasprintf("%s-old-kernel.bin", name);
+	p = testlib_asprintf("%s-old-kernel.bin", name);
 	x->old_kernel = make_raw(p, kernel_len + 5000, 25);
 	free(p);
-	p = xasprintf("%s-old-b.fbd", name);
+	p = testlib_asprintf("%s-old-b.fbd", name);
 	old_b_b = make_bundle(p, r->l->compatible, &(struct bspec){ "0.9", &x->old_b, &x->old_kernel,
 			      NULL, key_trusted, NULL, false });
 	free(p);
-	p = xasprintf("%s-old-a.fbd", name);
+	p = testlib_asprintf("%s-old-a.fbd", name);
 	old_a_b = make_bundle(p, r->l->compatible, &(struct bspec){ "1.0", &x->old_a, &x->old_kernel,
 			      NULL, key_trusted, NULL, false });
 	free(p);
-	p = xasprintf("%s-new.fbd", name);
+	p = testlib_asprintf("%s-new.fbd", name);
 	x->bundle = make_bundle(p, r->l->compatible, &(struct bspec){ "2.0", &x->rootfs,
 				&x->kernel, NULL, key_trusted, NULL, true });
 	free(p);
@@ -1588,12 +1564,12 @@ static void powercut_matrix(const char *layout, const char *name, size_t rootfs_
 static void test_powercut_nand(void **state)
 {
 	/* ~3 erase blocks of rootfs + ~1.2 of kernel, 65 ops per NAND block */
-	powercut_matrix("nandsim-128m.json", "pc-nand", 3 * 128 * 1024 - 20000, 150 * 1024);
+	powercut_matrix("nandsim-128m", "pc-nand", 3 * 128 * 1024 - 20000, 150 * 1024);
 }
 
 static void test_powercut_nor(void **state)
 {
-	powercut_matrix("nor-router-16m.json", "pc-nor", 6 * 64 * 1024, 100 * 1024);
+	powercut_matrix("nor-router-16m", "pc-nor", 6 * 64 * 1024, 100 * 1024);
 }
 
 /* ---- re-install: unchanged blocks cost nothing ---- */
@@ -1624,7 +1600,7 @@ static void test_reinstall(void **state)
 	char *b1, *b2;
 	unsigned changed, blocks;
 
-	rig_new(&r, "nandsim-128m.json", "nand-reinstall.sim");
+	rig_new(&r, "nandsim-128m", "nand-reinstall.sim");
 	rnd_fill(data, len, 30);
 	v1 = make_sqfs_data("re-v1.sqfs", data, len);
 	/* two erase blocks' worth of the file change, in place */
@@ -1717,7 +1693,7 @@ static void test_cancel(void **state)
 	char *bundle, *marked_bad;
 	int k;
 
-	rig_new(&r, "nandsim-128m.json", "nand-cancel.sim");
+	rig_new(&r, "nandsim-128m", "nand-cancel.sim");
 	bundle = make_bundle("cancel.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
 			     &kernel, NULL, key_trusted, NULL, false });
 	bundle_bytes = th_read(bundle, &blen);
@@ -1813,7 +1789,7 @@ static void test_readback_silent(void **state)
 	uint64_t off;
 	int fd, k;
 
-	rig_new(&r, "nor-router-16m.json", "nor-readback.sim");
+	rig_new(&r, "nor-router-16m", "nor-readback.sim");
 	bundle = make_bundle("rbs.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs, NULL,
 			     NULL, key_trusted, NULL, false });
 	bytes = th_read(bundle, &blen);
@@ -1853,9 +1829,9 @@ static void test_readback_silent(void **state)
 static size_t mem_for(struct rig *r, size_t mib)
 {
 	struct rres res;
-	char *name = xasprintf("mem-%zu.sqfs", mib);
+	char *name = testlib_asprintf("mem-%zu.sqfs", mib);
 	struct image im = make_sqfs(name, mib * 1024 * 1024, 50 + mib);
-	char *bname = xasprintf("mem-%zu.fbd", mib);
+	char *bname = testlib_asprintf("mem-%zu.fbd", mib);
 	char *bundle = make_bundle(bname, r->l->compatible, &(struct bspec){ "4.0", &im, NULL,
 				   NULL, key_trusted, NULL, true });
 
@@ -1874,7 +1850,7 @@ static void test_bounded_memory(void **state)
 	struct rig r;
 	size_t m1, m16;
 
-	rig_new(&r, "nandsim-128m.json", "nand-mem.sim");
+	rig_new(&r, "nandsim-128m", "nand-mem.sim");
 	m1 = mem_for(&r, 1);
 	m16 = mem_for(&r, 16);
 	printf("install memory peak: %zu bytes for a 1 MiB image, %zu for 16 MiB "

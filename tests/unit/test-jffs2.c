@@ -14,31 +14,8 @@
 #include "flash.h"
 #include "jffs2.h"
 #include "nsim.h"
+#include "testlib.h"
 #include "util.h"
-
-static void unlink_freep(char **p)
-{
-	if (*p) {
-		unlink(*p);
-		free(*p);
-	}
-}
-
-static char *make_sim(const struct nsim_geometry *g, const unsigned *bad, size_t nbad)
-{
-	char *path = strdup("/tmp/test-jffs2-XXXXXX");
-	struct nsim *s;
-	int fd = mkstemp(path);
-
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(nsim_create(path, g, NSIM_CREATE_FORCE), 0);
-	assert_int_equal(nsim_open(path, true, &s), 0);
-	for (size_t i = 0; i < nbad; i++)
-		assert_int_equal(nsim_set_factory_bad(s, bad[i]), 0);
-	nsim_close(s);
-	return path;
-}
 
 static struct flash *open_sim(const char *path)
 {
@@ -95,7 +72,7 @@ static void test_cleanmarker_nand_bytes(void **state)
 static void test_erase_partition_nor(void **state)
 {
 	struct nsim_geometry g = { NSIM_NOR, 8 * 64 * 1024, 64 * 1024, 1, 0 };
-	_cleanup_(unlink_freep) char *path = make_sim(&g, NULL, 0);
+	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
 	_cleanup_flash_ struct flash *f = open_sim(path);
 	_cleanup_free_ uint8_t *blk = malloc(g.erasesize);
 	uint8_t marker[12];
@@ -123,7 +100,7 @@ static void test_erase_partition_nand_oob(void **state)
 {
 	static const unsigned bad[] = { 3 };
 	struct nsim_geometry g = { NSIM_NAND, 16 * 128 * 1024, 128 * 1024, 2048, 64 };
-	_cleanup_(unlink_freep) char *path = make_sim(&g, bad, 1);
+	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, bad, 1);
 	_cleanup_flash_ struct flash *f = open_sim(path);
 	_cleanup_free_ uint8_t *page = malloc(2048);
 	struct jffs2_erase_stats st;
@@ -163,7 +140,7 @@ static void test_erase_partition_nand_oob(void **state)
 static void test_erase_failure_marks_bad(void **state)
 {
 	struct nsim_geometry g = { NSIM_NAND, 8 * 16 * 1024, 16 * 1024, 512, 16 };
-	_cleanup_(unlink_freep) char *path = make_sim(&g, NULL, 0);
+	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
 	_cleanup_flash_ struct flash *f = open_sim(path);
 	struct jffs2_erase_stats st;
 
@@ -183,7 +160,7 @@ static void test_erase_failure_marks_bad(void **state)
 static void test_erase_window_only(void **state)
 {
 	struct nsim_geometry g = { NSIM_NOR, 8 * 64 * 1024, 64 * 1024, 1, 0 };
-	_cleanup_(unlink_freep) char *path = make_sim(&g, NULL, 0);
+	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
 	_cleanup_flash_ struct flash *f = open_sim(path);
 	_cleanup_flash_ struct flash *w = NULL;
 	struct jffs2_erase_stats st;

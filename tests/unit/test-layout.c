@@ -17,26 +17,13 @@
 
 #include "cleanup.h"
 #include "layout.h"
-#include "layout_parse.h"
 #include "layout_kernel.h"
-
-static const char *srcdir(void)
-{
-	const char *s = getenv("top_srcdir");
-	return s ? s : TOP_SRCDIR;
-}
-
-static char *src_path(const char *rel)
-{
-	char *p;
-
-	assert_true(asprintf(&p, "%s/%s", srcdir(), rel) > 0);
-	return p;
-}
+#include "layout_parse.h"
+#include "testlib.h"
 
 static struct layout *load_ok(const char *rel)
 {
-	_cleanup_free_ char *path = src_path(rel);
+	_cleanup_free_ char *path = testlib_src_path(rel);
 	struct error err = {};
 	struct layout *l = NULL;
 	int r = layout_load(path, &l, &err);
@@ -60,7 +47,7 @@ static int parse_err(const char *json, struct error *err)
 
 static void test_shipped_layouts_valid(void **state)
 {
-	_cleanup_free_ char *dir = src_path("layouts");
+	_cleanup_free_ char *dir = testlib_src_path("layouts");
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	int n = 0;
@@ -236,7 +223,7 @@ static const struct bad bad_layouts[] = {
 
 static void test_invalid_layouts(void **state)
 {
-	_cleanup_free_ char *dir = src_path("tests/layouts");
+	_cleanup_free_ char *dir = testlib_src_path("tests/layouts");
 	DIR *d;
 	struct dirent *de;
 	size_t files = 0;
@@ -244,12 +231,12 @@ static void test_invalid_layouts(void **state)
 	(void)state;
 	for (size_t i = 0; i < ELEMENTSOF(bad_layouts); i++) {
 		const struct bad *b = &bad_layouts[i];
-		_cleanup_free_ char *path = NULL, *prefix = NULL;
+		_cleanup_free_ char *rel = testlib_asprintf("tests/layouts/%s.json", b->file);
+		_cleanup_free_ char *path = testlib_src_path(rel), *prefix = NULL;
 		struct error err = {};
 		struct layout *l = NULL;
 		int r;
 
-		assert_true(asprintf(&path, "%s/tests/layouts/%s.json", srcdir(), b->file) > 0);
 		r = layout_load(path, &l, &err);
 		if (r != -EINVAL)
 			fail_msg("%s: expected -EINVAL, got %d (%s)", b->file, r, err.msg);
@@ -388,29 +375,47 @@ static struct layout *mini(const char *dev, const char *parts)
 
 static void test_nandsim_synthesized(void **state)
 {
+	static const struct {
+		const char *why, *device, *parts;
+		int r;
+		const char *params;
+	} cases[] = {
+		{ "no nandsim_id: a 64 MiB large-page chip from the id table; a gap before "
+		  "\"b\" becomes a filler partition",
+		  "\"size\": \"64MiB\", \"erase_block\": \"128KiB\", \"page\": 2048, \"oob\": 64",
+		  "{\"name\": \"a\", \"size\": \"16MiB\"}, "
+		  "{\"name\": \"b\", \"offset\": \"32MiB\", \"size\": \"16MiB\"}",
+		  0, "id_bytes=0x20,0xa2,0x00,0x15 parts=128,128,128" },
+		{ "no chip of 32 MiB with 4 KiB pages and 256 KiB blocks: overridesize",
+		  "\"size\": \"32MiB\", \"erase_block\": \"256KiB\", \"page\": 4096, \"oob\": 128",
+		  "{\"name\": \"a\", \"size\": \"8MiB\"}, {\"name\": \"b\", \"size\": \"8MiB\"}",
+		  0, "id_bytes=0x20,0xf1,0x00,0x26 overridesize=7 parts=32,32" },
+		{ "1 KiB pages: nandsim cannot",
+		  "\"size\": \"64MiB\", \"erase_block\": \"64KiB\", \"page\": 1024, \"oob\": 32",
+		  "{\"name\": \"a\", \"size\": \"8MiB\"}, {\"name\": \"b\", \"size\": \"8MiB\"}",
+		  -EOPNOTSUPP, NULL },
+	};
 	struct layout *l;
-	_cleanup_free_ char *p1 = NULL, *p2 = NULL, *p3 = NULL;
+	_cleanup_free_ char *p3 = NULL;
 	const char *m;
 	char parts[4096];
 	size_t o = 0;
 
 	(void)state;
-	/* no nandsim_id: a 64 MiB large-page chip from the id table; a gap
-	 * before "b" becomes a filler partition */
-	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"64MiB\", \"erase_block\": \"128KiB\", "
-		 "\"page\": 2048, \"oob\": 64}",
-		 "{\"name\": \"a\", \"size\": \"16MiB\"}, {\"name\": \"b\", \"offset\": \"32MiB\", \"size\": \"16MiB\"}");
-	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p1), 0);
-	assert_string_equal(p1, "id_bytes=0x20,0xa2,0x00,0x15 parts=128,128,128");
-	layout_free(l);
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_free_ char *dev = testlib_asprintf("{\"name\": \"n\", \"type\": \"nand\", %s}",
+							    cases[i].device);
+		_cleanup_free_ char *params = NULL;
+		int r;
 
-	/* no chip of 32 MiB with 4 KiB pages and 256 KiB blocks: overridesize */
-	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"32MiB\", \"erase_block\": \"256KiB\", "
-		 "\"page\": 4096, \"oob\": 128}",
-		 "{\"name\": \"a\", \"size\": \"8MiB\"}, {\"name\": \"b\", \"size\": \"8MiB\"}");
-	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p2), 0);
-	assert_string_equal(p2, "id_bytes=0x20,0xf1,0x00,0x26 overridesize=7 parts=32,32");
-	layout_free(l);
+		l = mini(dev, cases[i].parts);
+		r = layout_kernel_nandsim(l, NULL, &m, &params);
+		if (r != cases[i].r)
+			fail_msg("%s: %d, expected %d", cases[i].why, r, cases[i].r);
+		if (r == 0)
+			assert_string_equal(params, cases[i].params);
+		layout_free(l);
+	}
 
 	/* nandsim takes at most 32 partitions (CONFIG_NANDSIM_MAX_PARTS) */
 	o = snprintf(parts, sizeof(parts), "{\"name\": \"a\", \"size\": \"128KiB\"}, "
@@ -420,13 +425,6 @@ static void test_nandsim_synthesized(void **state)
 	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"64MiB\", \"erase_block\": \"128KiB\", "
 		 "\"page\": 2048, \"oob\": 64}", parts);
 	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p3), -E2BIG);
-	layout_free(l);
-
-	/* 1 KiB pages: nandsim cannot */
-	l = mini("{\"name\": \"n\", \"type\": \"nand\", \"size\": \"64MiB\", \"erase_block\": \"64KiB\", "
-		 "\"page\": 1024, \"oob\": 32}",
-		 "{\"name\": \"a\", \"size\": \"8MiB\"}, {\"name\": \"b\", \"size\": \"8MiB\"}");
-	assert_int_equal(layout_kernel_nandsim(l, NULL, &m, &p3), -EOPNOTSUPP);
 	layout_free(l);
 }
 

@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "nsim.h"
+#include "testlib.h"
 #include "nsim_spec.h"
 #include "util.h"
 
@@ -22,7 +23,7 @@
 #define NOR_ES (64u * 1024)
 
 struct fx {
-	char path[64];
+	char *path;
 	struct nsim *s;
 };
 
@@ -32,13 +33,8 @@ static int setup_type(void **state, enum nsim_type t)
 	struct nsim_geometry g = t == NSIM_NAND ?
 		(struct nsim_geometry){ NSIM_NAND, 64 * NAND_ES, NAND_ES, NAND_PS, 16 } :
 		(struct nsim_geometry){ NSIM_NOR, 16 * NOR_ES, NOR_ES, 1, 0 };
-	int fd;
 
-	snprintf(fx->path, sizeof(fx->path), "/tmp/test-nsim-XXXXXX");
-	fd = mkstemp(fx->path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(nsim_create(fx->path, &g, NSIM_CREATE_FORCE), 0);
+	fx->path = testlib_sim_new("nsim", &g, NULL, 0);
 	assert_int_equal(nsim_open(fx->path, true, &fx->s), 0);
 	*state = fx;
 	return 0;
@@ -52,7 +48,7 @@ static int teardown(void **state)
 	struct fx *fx = *state;
 
 	nsim_close(fx->s);
-	unlink(fx->path);
+	testlib_unlinkp(&fx->path);
 	free(fx);
 	return 0;
 }
@@ -521,6 +517,9 @@ static void test_strings(void **state)
 	assert_int_equal(nsim_flip_from_string("corrected"), NSIM_FLIP_CORRECTED);
 }
 
+/* a test on a fresh simulated chip of each kind */
+#define ON_NAND(t) cmocka_unit_test_setup_teardown(t, setup_nand, teardown)
+#define ON_NOR(t) cmocka_unit_test_setup_teardown(t, setup_nor, teardown)
 static int spec_parse(struct nsim_spec *s, struct error *err, ...)
 {
 	char *argv[16] = { "create" };
@@ -574,29 +573,26 @@ static void test_spec_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create_geometry, setup_nand, teardown),
+		ON_NAND(test_create_geometry),
 		cmocka_unit_test(test_create_rejects_bad_geometry),
 		cmocka_unit_test(test_create_spec),
 		cmocka_unit_test(test_open_rejects_non_sim),
-		cmocka_unit_test_setup_teardown(test_nor_program_zero_to_one_fails, setup_nor, teardown),
-		cmocka_unit_test_setup_teardown(test_nor_write_across_blocks_validated_first, setup_nor,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_nand_double_program_fails, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_nand_page_order_and_alignment, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_erase_restores_ff_and_counts, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_blocks_refuse_io, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_powercut_after_n_ops, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_powercut_multi_page_write_counts_pages, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_powercut_tearing, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_program_erase_faults, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_bitflips_per_block, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_bitflips_global_rate_reproducible, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_oob_program_once, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_nor_has_no_oob_or_ecc, setup_nor, teardown),
-		cmocka_unit_test_setup_teardown(test_data_area_is_plain_file, setup_nor, teardown),
-		cmocka_unit_test_setup_teardown(test_readonly_refuses_mutation, setup_nand, teardown),
+		ON_NOR(test_nor_program_zero_to_one_fails),
+		ON_NOR(test_nor_write_across_blocks_validated_first),
+		ON_NAND(test_nand_double_program_fails),
+		ON_NAND(test_nand_page_order_and_alignment),
+		ON_NAND(test_erase_restores_ff_and_counts),
+		ON_NAND(test_bad_blocks_refuse_io),
+		ON_NAND(test_powercut_after_n_ops),
+		ON_NAND(test_powercut_multi_page_write_counts_pages),
+		ON_NAND(test_powercut_tearing),
+		ON_NAND(test_program_erase_faults),
+		ON_NAND(test_bitflips_per_block),
+		ON_NAND(test_bitflips_global_rate_reproducible),
+		ON_NAND(test_oob_program_once),
+		ON_NOR(test_nor_has_no_oob_or_ecc),
+		ON_NOR(test_data_area_is_plain_file),
+		ON_NAND(test_readonly_refuses_mutation),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_spec_parse),
 	};

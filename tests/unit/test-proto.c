@@ -400,32 +400,40 @@ static void test_envelope_types(void **state)
 	(void) state;
 }
 
+/* A call and the error it is answered with (key = value among its parameters). */
+struct error_case {
+	const char *msg, *error, *key, *value;
+};
+
+static void expect_errors(struct fx *f, const struct error_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_json_ struct json_object *rep = NULL;
+
+		assert_int_equal(feed(f, c[i].msg), 0);
+		rep = one_reply(f);
+		assert_error(rep, c[i].error, c[i].key, c[i].value);
+	}
+}
+
 static void test_unknown_method(void **state)
 {
+	static const struct error_case cases[] = {
+		{ "{\"method\":\"io.flashd.Explode\"}",
+		  PROTO_ERROR_METHOD_NOT_FOUND, "method", "io.flashd.Explode" },
+		/* in the table, without a handler in this server: known, not implemented */
+		{ "{\"method\":\"io.flashd.FlashInfo\"}",
+		  PROTO_ERROR_METHOD_NOT_IMPLEMENTED, "method", "io.flashd.FlashInfo" },
+		{ "{\"method\":\"com.example.thing.Explode\"}",
+		  PROTO_ERROR_INTERFACE_NOT_FOUND, "interface", "com.example.thing" },
+		/* the service interface's unknown methods too */
+		{ "{\"method\":\"org.varlink.service.Reboot\"}",
+		  PROTO_ERROR_METHOD_NOT_FOUND, "method", "org.varlink.service.Reboot" },
+	};
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL;
 
-	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Explode\"}"), 0);
-	rep = one_reply(f);
-	assert_error(rep, PROTO_ERROR_METHOD_NOT_FOUND, "method", "io.flashd.Explode");
-	json_object_put(rep);
-
-	/* in the table, without a handler in this server: known, not implemented */
-	assert_int_equal(feed(f, "{\"method\":\"io.flashd.FlashInfo\"}"), 0);
-	rep = one_reply(f);
-	assert_error(rep, PROTO_ERROR_METHOD_NOT_IMPLEMENTED, "method", "io.flashd.FlashInfo");
-	json_object_put(rep);
-
-	assert_int_equal(feed(f, "{\"method\":\"com.example.thing.Explode\"}"), 0);
-	rep = one_reply(f);
-	assert_error(rep, PROTO_ERROR_INTERFACE_NOT_FOUND, "interface", "com.example.thing");
-	json_object_put(rep);
-
-	/* the service interface's unknown methods too */
-	assert_int_equal(feed(f, "{\"method\":\"org.varlink.service.Reboot\"}"), 0);
-	rep = one_reply(f);
-	assert_error(rep, PROTO_ERROR_METHOD_NOT_FOUND, "method", "org.varlink.service.Reboot");
-	json_object_put(rep);
+	expect_errors(f, cases, ELEMENTSOF(cases));
 
 	/* the connection goes on */
 	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\"}"), 0);
@@ -638,22 +646,13 @@ static void test_disconnect_handler(void **state)
 
 static void test_handler_failures(void **state)
 {
-	struct fx *f = *state;
-	_cleanup_json_ struct json_object *rep = NULL;
+	static const struct error_case cases[] = {
+		{ "{\"method\":\"io.flashd.Cancel\"}", PROTO_ERROR_INTERNAL, "errno_name", "EBUSY" },
+		{ "{\"method\":\"io.flashd.MarkGood\"}", PROTO_ERROR_INTERNAL, "errno_name", "ENOMSG" },
+		{ "{\"method\":\"io.flashd.OverlayReset\"}", PROTO_ERROR_PERMISSION_DENIED, NULL, NULL },
+	};
 
-	assert_int_equal(feed(f, "{\"method\":\"io.flashd.Cancel\"}"), 0);
-	rep = one_reply(f);
-	assert_error(rep, PROTO_ERROR_INTERNAL, "errno_name", "EBUSY");
-	json_object_put(rep);
-
-	assert_int_equal(feed(f, "{\"method\":\"io.flashd.MarkGood\"}"), 0);
-	rep = one_reply(f);
-	assert_error(rep, PROTO_ERROR_INTERNAL, "errno_name", "ENOMSG");
-	json_object_put(rep);
-
-	assert_int_equal(feed(f, "{\"method\":\"io.flashd.OverlayReset\"}"), 0);
-	rep = one_reply(f);
-	assert_error(rep, PROTO_ERROR_PERMISSION_DENIED, NULL, NULL);
+	expect_errors(*state, cases, ELEMENTSOF(cases));
 }
 
 static void test_more(void **state)

@@ -45,6 +45,9 @@ static void test_parse_size(void **state)
 		{ "12X", -EINVAL, 0 },
 		{ "1TiB", -EINVAL, 0 },
 		{ "1 KiB ", -EINVAL, 0 },
+		{ "1.5MiB", -EINVAL, 0 },
+		{ "0x", -EINVAL, 0 },
+		{ "18014398509481984KiB", -ERANGE, 0 },  /* 2^54 KiB = 2^64 */
 	};
 
 	(void)state;

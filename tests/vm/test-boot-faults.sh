@@ -15,13 +15,9 @@
 #  3. flashd boot killed (SIGKILL) at growing delays during a migration
 #     of 400 kept files: after each kill the old generation is unchanged;
 #     the next complete boot has every kept file (the .tmp is redone)
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
-vm_need_module mtdblock squashfs jffs2 overlay dm-mod
-vm_run modprobe mtdblock
-vm_run modprobe dm-mod
-L=$top_srcdir/layouts/nandsim-128m.json
-rootfs=$(vm_mtd_by_name rootfs-a) data=$(vm_mtd_by_name rootfs_data)
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
+boot_nand_board
 env1=$(vm_mtd_by_name u-boot-env) env2=$(vm_mtd_by_name u-boot-env-redund)
 
 boot_image /tmp/img

@@ -20,16 +20,16 @@
 #  5. activate B; boot B: gen-B-2.0 made again from gen-A-1.0, gen-A-1.0
 #     kept (first boot of the generation); mark-good; boot B: gen-A-1.0
 #     removed, only gen-B-2.0 left, the user's kept file still there
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
 vm_need_module mtdblock squashfs jffs2 overlay
 vm_run modprobe mtdblock
 L=$top_srcdir/layouts/nandsim-128m.json
 T=/tmp/gen
 rm -rf $T; mkdir -p $T/keyring $T/state
 export FLASHD_SOCKET=$T/flashd.sock
-daemon=
-trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null' EXIT
+FLASHD_DIR=$T
+trap stop_daemon EXIT
 
 mkimg() { # VERSION
 	local d=$T/img-$1
@@ -84,23 +84,13 @@ boot_teardown
 
 # ---- 2. install v2 into B through the daemon, boot B ---------------------
 vm_log "2. flashd installs v2 into B; boot B"
-cat >$T/flashd.conf <<CONF
-[flashd]
-layout=$L
-target=system
-keyring=$T/keyring
-socket=$FLASHD_SOCKET
-state-dir=$T/state
-cmdline=$T/cmdline
-CONF
-"$FLASHD" -c $T/flashd.conf 2>$T/flashd.log &
-daemon=$!
-for _ in $(seq 100); do [ -S "$FLASHD_SOCKET" ] && break; sleep 0.1; done
-[ -S "$FLASHD_SOCKET" ] || vm_fail "flashd did not create $FLASHD_SOCKET: $(cat $T/flashd.log)"
+LAYOUT=$L TARGET=system
+flashd_conf
+start_daemon
 "$FLASHCTL" install $T/2.0.bundle >$T/install.out 2>&1 ||
 	vm_fail "flashctl install failed: $(cat $T/install.out) $(cat $T/flashd.log)"
 grep -q "Installed version 2.0 into slot B" $T/install.out || vm_fail "install output: $(cat $T/install.out)"
-kill $daemon; wait $daemon 2>/dev/null; daemon=
+stop_daemon
 
 boot B
 vm_expect_eq "$(boot_json "$st" .version)" 2.0 "version of B"

@@ -19,13 +19,9 @@
 #    namespace) whose /init runs flashd boot; after switch_root the image's
 #    /sbin/init sees the union, /rom, /overlay, the state in /run, and the
 #    initramfs deleted; its write lands on JFFS2
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
-vm_need_module mtdblock squashfs jffs2 overlay dm-mod
-vm_run modprobe mtdblock
-vm_run modprobe dm-mod
-L=$top_srcdir/layouts/nandsim-128m.json
-rootfs=$(vm_mtd_by_name rootfs-a) data=$(vm_mtd_by_name rootfs_data)
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
+boot_nand_board
 vm_expect_eq "$(vm_sysfs "${rootfs#/dev/}" bad_blocks)" 1 "bad blocks in rootfs-a (nandsim badblocks=45)"
 
 # ---- the image ------------------------------------------------------------
@@ -87,10 +83,7 @@ boot_teardown
 
 # ---- factory reset -------------------------------------------------------
 vm_log "factory reset"
-vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
-st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
-vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" true "reset done"
-vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "reset flag cleared"
+boot_factory_reset --mode initramfs --layout "$L" --cmdline /tmp/cmdline
 vm_expect_eq "$(cat /tmp/st/root/etc/config)" original "config after reset (image version)"
 vm_expect_eq "$(cat /tmp/st/root/etc/issue)" "image A" "deleted image file back after reset"
 [ -e /tmp/st/root/etc/new-file ] && vm_fail "user file survived the factory reset"

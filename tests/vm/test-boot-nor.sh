@@ -13,8 +13,8 @@
 # read-only cases are not exercised here (see test-boot-nand.sh).
 # The layout is written by the test (the image with flashd's libraries
 # needs more than nor-router-16m's 5 MiB slots).
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
 vm_need_module mtdblock squashfs jffs2 overlay
 vm_run modprobe mtdblock
 L=/tmp/nor32.json

@@ -18,8 +18,8 @@
 #    mount -t ubifs) and survives teardown + re-assembly, as do the renames
 #  - factory reset on UBIFS (0-byte volume update): user changes gone, the
 #    image's files back, the image and the kernel_a volume untouched
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
 vm_need_module ubi ubifs squashfs overlay
 vm_run modprobe ubi
 vm_run modprobe ubifs
@@ -152,10 +152,7 @@ boot_teardown
 
 # ---- factory reset on UBIFS: a 0-byte volume update, UBIFS formats at mount
 vm_log "factory reset (FLASHD_OVERLAY_RESET=1) on the UBIFS volume"
-vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
-st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
-vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" true "reset done"
-vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "reset flag cleared"
+boot_factory_reset --mode initramfs --layout "$L" --cmdline /tmp/cmdline
 vm_expect_eq "$(boot_json "$st" .overlay.fstype)" ubifs "overlay fstype after the reset"
 vm_expect_eq "$(boot_json "$st" .overlay.fallback)" false "no fallback after the reset"
 vm_expect_eq "$(boot_json "$st" .overlay.generation.created)" true "generation made again on the empty volume"

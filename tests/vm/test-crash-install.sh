@@ -16,9 +16,9 @@
 #  - flashd starts again and answers, with no install left running.
 # The next install (v1 and v2 alternate) goes to whatever slot is then
 # inactive.
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 export FW_V1_MIB=4 FW_V2_MIB=8
-. "$top_srcdir/tests/faults/lib.sh"
+. "$top_srcdir/tests/lib/vm-board.sh"
 vm_need_module nandsim jffs2
 POINTS=${CRASH_POINTS:-32}
 SEED=${CRASH_SEED:-$(( $(date +%s) % 100000 ))}
@@ -91,12 +91,12 @@ check_booted_slot() { # WHAT
 # Two: v2 into B, reboot into B, v1 into A; the second one (warm caches,
 # as in the loop) sets the time window the kills are spread over.
 for v in 2 1; do
-	fw_start_daemon
+	start_daemon
 	t0=$(date +%s%N)
 	timeout 300 "$FLASHCTL" install "$FW/v$v.bundle" >/tmp/fw-inst.log 2>&1 </dev/null ||
 		vm_fail "undisturbed install of v$v failed: $(cat /tmp/fw-inst.log)"
 	DUR_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
-	fw_stop_daemon
+	stop_daemon
 	echo "one install of v$v (${LEN[$v.0]} bytes) takes $DUR_MS ms"
 	reboot_board
 	check_booted_slot "after the undisturbed install of v$v"
@@ -116,7 +116,7 @@ for n in $(seq 1 "$POINTS"); do
 	# alternate the versions, so that each install really rewrites the
 	# inactive slot (an unchanged block is not rewritten)
 	ver=$(( (n + 1) % 2 + 1 ))
-	fw_start_daemon
+	start_daemon
 	"$FLASHCTL" install "$FW/v$ver.bundle" >/tmp/fw-inst.log 2>&1 </dev/null &
 	client=$!
 	sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
@@ -138,8 +138,8 @@ for n in $(seq 1 "$POINTS"); do
 done
 
 # flashd comes back once more and is idle
-fw_start_daemon
+start_daemon
 "$FLASHCTL" --json status >/tmp/fw-st.json || vm_fail "status after the last kill"
 vm_expect_eq "$(jq -r .operation /tmp/fw-st.json)" null "operation after restart"
-fw_stop_daemon
+stop_daemon
 echo "crash points: $POINTS tried (seed $SEED): $killed_in_flight killed during the install ($with_worker with the worker running), $finished after it finished; booted A $on_a times, B $on_b times, $RESETS counter resets by the boot script; every time a verified image and an unchanged overlay"

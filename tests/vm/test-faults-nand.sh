@@ -16,8 +16,8 @@
 #  - gravepages=: uncorrectable reads of rootfs-b during verification:
 #    the install fails, B stays out of BOOT_ORDER with 0 tries, the rest
 #    of the env is untouched and A still boots and verifies
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/faults/lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-board.sh"
 vm_need_module nandsim
 for c in provision install; do "$FLASHCTL" --help 2>&1 | grep -q "$c" || vm_fail "flashctl has no $c"; done
 
@@ -41,9 +41,9 @@ vm_log "badblocks=50,400,401,720 (rootfs-a, rootfs-b x2, rootfs_data)"
 fw_load_board badblocks=50,400,401,720
 FAULTS=$((FAULTS + 4))
 fw_provision
-fw_start_daemon
+start_daemon
 install_v2 || vm_fail "install with bad blocks in rootfs-b failed: $(cat /tmp/fw-inst.log)"
-fw_stop_daemon
+stop_daemon
 expect_slots_verify "bad blocks"
 fw_info_vars a rootfs-a; fw_info_vars b rootfs-b; fw_info_vars d rootfs_data
 vm_expect_eq "$a_bad" "8" "bad blocks of rootfs-a (chip block 50)"
@@ -83,9 +83,9 @@ vm_log "bitflips=1"
 fw_load_board bitflips=1
 FAULTS=$((FAULTS + 1))
 fw_provision
-fw_start_daemon
+start_daemon
 install_v2 || vm_fail "install with bitflips=1 failed: $(cat /tmp/fw-inst.log)"
-fw_stop_daemon
+stop_daemon
 corr=0
 for round in 1 2 3 4 5 6; do
 	expect_slots_verify "bitflips=1 (read $round)"
@@ -106,9 +106,9 @@ FAULTS=$((FAULTS + 2))
 fw_provision
 fw_info_vars b rootfs-b
 vm_expect_eq "$b_bad" "" "rootfs-b bad blocks before the install"
-fw_start_daemon
+start_daemon
 install_v2 || vm_fail "install with erase failures in rootfs-b failed: $(cat /tmp/fw-inst.log)"
-fw_stop_daemon
+stop_daemon
 fw_info_vars b rootfs-b
 vm_expect_eq "$b_bad" "2 3" "rootfs-b blocks marked bad after their erase failed"
 expect_slots_verify "weakblocks"
@@ -122,13 +122,13 @@ fw_load_board gravepages=25216:0,25300:0
 FAULTS=$((FAULTS + 2))
 fw_provision
 env_before=$(fw_env)
-fw_start_daemon
+start_daemon
 if install_v2; then
 	vm_fail "install succeeded although rootfs-b cannot be read back: $(cat /tmp/fw-inst.log)"
 fi
 echo "install refused: $(tail -n 1 /tmp/fw-inst.log)"
 "$FLASHCTL" status >/dev/null 2>&1 || vm_fail "flashd stopped serving after the failed install"
-fw_stop_daemon
+stop_daemon
 env_after=$(fw_env)
 vm_expect_eq "$(jq -r .BOOT_ORDER <<<"$env_after")" "A" "BOOT_ORDER after a failed verification"
 vm_expect_eq "$(jq -r .BOOT_B_LEFT <<<"$env_after")" "0" "BOOT_B_LEFT after a failed verification"

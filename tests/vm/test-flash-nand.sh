@@ -10,22 +10,13 @@
 #  - `flashctl flash markbad` is seen by the kernel (sysfs, MEMGETBADBLOCK)
 #  - after `flashctl flash erase --jffs2` the kernel mounts JFFS2 without
 #    re-erasing anything, also on the partition with bad blocks
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 for c in info write markbad erase; do vm_need_flashctl flash "$c"; done
 
 # ---- info vs mtdinfo --------------------------------------------------
 for dev in /dev/mtd0 /dev/mtd1 /dev/mtd2; do
-	j=$("$FLASHCTL" --json flash info "$dev") || vm_fail "flashctl flash info $dev failed: $j"
-	vm_json_vars f "$j"
-	vm_mtdinfo_vars m "$dev"
+	vm_expect_flash_info "$dev" nand
 	sys=/sys/class/mtd/${dev#/dev/}
-	vm_expect_eq "$f_type" nand "$dev: flashctl type (mtdinfo: $m_type)"
-	vm_expect_eq "$f_size" "$(<"$sys/size")" "$dev: flashctl size vs sysfs"
-	vm_expect_eq "$f_erasesize" "$m_erasesize" "$dev: flashctl erasesize vs mtdinfo"
-	vm_expect_eq "$f_writesize" "$m_writesize" "$dev: flashctl writesize vs mtdinfo"
-	vm_expect_eq "$f_oobsize" "${m_oobsize:-0}" "$dev: flashctl oobsize vs mtdinfo"
-	vm_expect_eq "$f_blocks" "$m_blocks" "$dev: flashctl blocks vs mtdinfo"
-	vm_expect_eq "$f_name" "$m_name" "$dev: flashctl name vs mtdinfo"
 	kbad=$(vm_kernel_bad_blocks "$dev" | tr '\n' ' ')
 	vm_expect_eq "$f_bad_blocks" "${kbad% }" "$dev: flashctl bad blocks vs the kernel's"
 	set -- $f_bad_blocks
@@ -67,11 +58,6 @@ vm_expect_eq "$(jq -r '.bad_blocks | map(tostring) | join(" ")' <<<"$("$FLASHCTL
 for dev in /dev/mtd2 /dev/mtd1; do
 	vm_flashctl flash erase --jffs2 "$dev"
 	vm_jffs2_mount_leaves_flash_alone "$dev" "mtd${dev#/dev/mtd}"
-	vm_run mount -t jffs2 "mtd${dev#/dev/mtd}" /tmp/m
-	seq 1 50000 >/tmp/m/numbers
-	vm_run umount /tmp/m
-	vm_run mount -t jffs2 "mtd${dev#/dev/mtd}" /tmp/m
-	seq 1 50000 | cmp - /tmp/m/numbers || vm_fail "JFFS2 file on $dev differs after remount"
-	vm_run umount /tmp/m
+	vm_jffs2_keeps_file "mtd${dev#/dev/mtd}" "mtd${dev#/dev/mtd}" "$dev"
 done
 echo "flashctl on kernel nandsim: info, write over bad blocks, markbad, erase --jffs2 ok"

@@ -9,7 +9,7 @@
 #  - `flashctl flash erase --jffs2` writes the in-band cleanmarker
 #    (0x1985/0x2003/12) at every block start; the kernel mounts JFFS2 on
 #    it through mtdblock and directly without re-erasing anything
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 for c in info write erase; do vm_need_flashctl flash "$c"; done
 vm_need_module mtdblock squashfs jffs2
 vm_run modprobe mtdblock
@@ -18,18 +18,8 @@ env=$(vm_mtd_by_name env) rootfs=$(vm_mtd_by_name rootfs) data=$(vm_mtd_by_name 
 
 # ---- info vs mtdinfo --------------------------------------------------
 for dev in "$env" "$rootfs" "$data"; do
-	j=$("$FLASHCTL" --json flash info "$dev") || vm_fail "flashctl flash info $dev failed: $j"
-	vm_json_vars f "$j"
-	vm_mtdinfo_vars m "$dev"
-	sys=/sys/class/mtd/${dev#/dev/}
 	# mtdram registers as MTD_RAM ("ram"); flashd treats it as NOR.
-	vm_expect_eq "$f_type" nor "$dev: flashctl type (mtdinfo: $m_type)"
-	vm_expect_eq "$f_size" "$(<"$sys/size")" "$dev: flashctl size vs sysfs"
-	vm_expect_eq "$f_erasesize" "$m_erasesize" "$dev: flashctl erasesize vs mtdinfo"
-	vm_expect_eq "$f_writesize" "$m_writesize" "$dev: flashctl writesize vs mtdinfo"
-	vm_expect_eq "$f_oobsize" "${m_oobsize:-0}" "$dev: flashctl oobsize vs mtdinfo"
-	vm_expect_eq "$f_blocks" "$m_blocks" "$dev: flashctl blocks vs mtdinfo"
-	vm_expect_eq "$f_name" "$m_name" "$dev: flashctl name vs mtdinfo"
+	vm_expect_flash_info "$dev" nor
 	vm_expect_eq "$f_bad_blocks" "" "$dev: bad blocks on NOR"
 done
 vm_expect_eq "$(vm_json_get "$("$FLASHCTL" --json flash info "mtd:rootfs")" .size)" $((8 * 1024 * 1024)) \
@@ -72,10 +62,5 @@ fi
 datablk=/dev/mtdblock${data#/dev/mtd}
 vm_jffs2_mount_leaves_flash_alone "$data" "$datablk"
 vm_jffs2_mount_leaves_flash_alone "$data" "mtd${data#/dev/mtd}"
-vm_run mount -t jffs2 "$datablk" /tmp/m
-seq 1 50000 >/tmp/m/numbers
-vm_run umount /tmp/m
-vm_run mount -t jffs2 "mtd${data#/dev/mtd}" /tmp/m
-seq 1 50000 | cmp - /tmp/m/numbers || vm_fail "JFFS2 file on $data differs after remount"
-vm_run umount /tmp/m
+vm_jffs2_keeps_file "$datablk" "mtd${data#/dev/mtd}" "$data"
 echo "flashctl on kernel mtdram: info, squashfs write + mtdblock mount, erase --jffs2 ok"

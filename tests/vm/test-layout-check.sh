@@ -7,7 +7,7 @@
 # (mtdram + mtdpart, layouts/nor-router-16m.json) and NAND (nandsim
 # parts=, layouts/nandsim-128m.json). The board is loaded here, not by a
 # header, because the test switches boards.
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 vm_need_flashctl layout check
 vm_need_flashctl layout nandsim
 nor=layouts/nor-router-16m.json nand=layouts/nandsim-128m.json

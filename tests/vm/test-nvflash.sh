@@ -14,7 +14,7 @@
 #  boot 2: a fresh nandsim (RAM, erased), restored by the harness before
 #          the test: the raw dumps and bad block lists are equal, the file
 #          reads back from JFFS2, and nvflash's timings are in the log.
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 vm_need_flashctl flash markbad
 
 # dumps: raw (data + OOB, bad blocks included) of what the test wrote

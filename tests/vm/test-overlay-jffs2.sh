@@ -8,7 +8,7 @@
 # EINVAL. The lower is a squashfs on NOR read through mtdblock, the upper
 # JFFS2 on NOR, as on a flashd board. If a kernel ever supports the rename,
 # this test fails on purpose: the limit is gone and the docs must change.
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 vm_need_module mtdblock squashfs jffs2 overlay
 vm_run modprobe mtdblock
 

@@ -16,14 +16,15 @@
 #     cleanly, flashd boot assembles the union from it
 #  NAND factory image: data+OOB written with nandwrite -o to the whole
 #   chip (nandsim without parts=); the slot and the cleanmarkers read back.
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$TEST_LIB/daemon.sh"
 vm_need_module nandsim mtdram squashfs jffs2 overlay
 FLASHD=$top_builddir/flashd
 T=/tmp/pi
 rm -rf $T; mkdir -p $T/keyring $T/state
 export FLASHD_SOCKET=$T/flashd.sock
-daemon=
-trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null' EXIT
+FLASHD_DIR=$T
+trap stop_daemon EXIT
 
 mkimg() { # NAME MIB
 	mkdir -p $T/$1/etc
@@ -64,18 +65,9 @@ printf '%s 0x0 0x20000\n%s 0x0 0x20000\n' "$(vm_mtd_by_name u-boot-env)" \
 vm_expect_eq "$(fw_printenv -c $T/fw_env.config -n BOOT_ORDER)" A "fw_printenv BOOT_ORDER"
 
 echo flashd.slot=A >$T/cmdline
-cat >$T/flashd.conf <<CONF
-[flashd]
-layout=$NL
-target=system
-keyring=$T/keyring
-socket=$FLASHD_SOCKET
-state-dir=$T/state
-cmdline=$T/cmdline
-CONF
-"$FLASHD" -c $T/flashd.conf 2>$T/flashd.log &
-daemon=$!
-for _ in $(seq 100); do [ -S "$FLASHD_SOCKET" ] && break; sleep 0.1; done
+LAYOUT=$NL TARGET=system
+flashd_conf
+start_daemon
 vm_log "install streamed through flashctl install -"
 cat $T/2.0-nandsim-128m.bundle | "$FLASHCTL" install - >$T/install.out 2>&1 ||
 	vm_fail "flashctl install - failed: $(cat $T/install.out) $(cat $T/flashd.log)"
@@ -85,7 +77,7 @@ vm_expect_eq "$(jq -r '.slots[] | select(.name=="B") | .version' <<<"$st")" 2.0 
 vm_expect_eq "$(jq -r '.next' <<<"$st")" B "status: next boot"
 vm_expect_eq "$(jq -r '.flash[] | select(.name=="rootfs-b") | .bad_blocks' <<<"$st")" 1 \
 	"status: the kernel's bad block in rootfs-b"
-kill $daemon; wait $daemon 2>/dev/null; daemon=
+stop_daemon
 same_as_image "$(vm_mtd_by_name rootfs-b)" $T/2.0.sqfs "installed slot B over its bad block (nanddump)"
 vm_expect_eq "$("$FLASHCTL" slot boot-select --layout "$NL" --target system)" flashd.slot=B \
 	"boot script's choice after the install"

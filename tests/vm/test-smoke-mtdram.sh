@@ -6,7 +6,7 @@
 # with mtdpart (BLKPG on the master). Checks the partition table, a
 # squashfs written with flashcp mounted through mtdblock, and JFFS2 on
 # mtdblock after flash_erase -j without cleanmarker complaints.
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 
 env=$(vm_mtd_by_name env) rootfs=$(vm_mtd_by_name rootfs) data=$(vm_mtd_by_name data)
 vm_expect_eq "$(vm_sysfs "${rootfs#/dev/}" size)" $((6 * 1024 * 1024)) "rootfs partition size"

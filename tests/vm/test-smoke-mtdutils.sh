@@ -5,7 +5,7 @@
 # The harness itself, with mtd-utils only: a 128 MiB nandsim (128 KiB
 # blocks, 2 KiB pages) with two partitions and block 3 bad; erase, write,
 # read back, JFFS2 mount with cleanmarkers.
-. "$top_srcdir/nandsim/vm/testlib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
 
 vm_expect_eq "$(vm_sysfs mtd0 type)" nand "mtd0 type"
 vm_expect_eq "$(vm_sysfs mtd0 erasesize)" 131072 "mtd0 erasesize"

@@ -1,0 +1,185 @@
+/* What the parts of the daemon share (daemon/manager*.c): the manager
+ * itself, the running operation, and each part's entry points. Private to
+ * daemon/, not a module of its own: include/manager.h is the daemon's
+ * interface to main(). One part per concern:
+ *   manager.c          life cycle, control socket, the io.flashd handler table
+ *   manager_status.c   GetStatus, OverlayStatus, FlashInfo: the board's state
+ *   manager_install.c  Install, Cancel: the install worker and its record
+ *   manager_slot.c     MarkGood, MarkBad, Activate, Rollback: one env store each
+ *   manager_env.c      GetEnv, SetEnv, ListEnv, OverlayReset
+ *   manager_health.c   the health check of a slot on trial */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <systemd/sd-event.h>
+#include <json-c/json.h>
+
+#include "bundle.h"
+#include "conf.h"
+#include "env.h"
+#include "error.h"
+#include "install.h"
+#include "layout.h"
+#include "manager.h"
+#include "oplock.h"
+#include "proto.h"
+#include "proto_flashd.h"
+#include "slot.h"
+#include "slot_boot.h"
+#include "slot_change.h"
+#include "worker.h"
+
+#define MANAGER_OVERLAY_RESET_VAR SLOT_OVERLAY_RESET_VAR
+#define MANAGER_BOOT_STATE_FILE "/run/flashd/boot.json"
+
+/* What the install worker tells the daemon: a record of fixed size on the
+ * report pipe (worker.h), progress or, once, the end. Strings are
+ * NUL-terminated ("" = none). */
+struct install_report {
+	bool final;
+	enum install_phase phase;
+	unsigned percent;
+	uint64_t done, total;
+	char image[64];
+	char slot[64];
+	char version[BUNDLE_VERSION_MAX + 1];
+	/* final only */
+	int error;                     /* 0 or -errno; -ECANCELED: cancelled */
+	bool invalid_bundle;           /* the bundle is what failed (flashctl exits 3) */
+	char message[ERROR_MSG_MAX];
+	char compatible[BUNDLE_COMPATIBLE_MAX + 1];
+	char signer[256];
+	struct install_stats stats;
+};
+_Static_assert(sizeof(struct install_report) <= WORKER_MSG_MAX, "one atomic pipe write");
+
+struct operation {
+	const char *name;              /* "install", "health-check"; NULL = idle */
+	struct worker *worker;
+	struct proto_call *call;
+	int bundle_fd;
+	char *slot;                    /* requested target */
+	struct oplock *lock;           /* the board's lock, until the worker has it */
+	bool activate;
+	bool cancelled;
+	int health_slot;               /* the booted slot the health check runs for */
+	struct install_report final;   /* the worker's end report (final: true once it came) */
+	struct install_report last;    /* the last progress report */
+	bool has_progress;             /* last is set */
+	sd_event_source *timeout;
+	time_t started;
+};
+
+/* The slot state as the env records it and the booted slot. */
+struct slots_view {
+	struct slot_state st;
+	struct slot_status status;
+	char *versions[SLOT_MAX];
+	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
+	bool ubi_broken[SLOT_MAX]; /* a UBI volume of the slot has an unfinished update */
+	bool reset_pending;
+};
+
+/* The board's state as GetStatus shows it, kept between calls
+ * (manager_status.c): loaded from flash when the daemon changed it (its
+ * own env stores, install events), when inotify says someone else wrote
+ * the env or the files status reads, or when a client asks and it is
+ * older than STATUS_MAX_AGE_USEC. Two parts, each with its own age: what
+ * the env says (slots, env copies) and the rest (flash counters, the last
+ * install record, flashd boot's record). */
+struct manager_status {
+	bool env_valid, board_valid;
+	uint64_t env_loaded, board_loaded;   /* CLOCK_MONOTONIC usec of the last load */
+	struct slots_view v;
+	bool blank;                          /* no valid env copy */
+	struct json_object *env;             /* GetStatus "env" */
+	struct json_object *flash;           /* the partitions and their counters */
+	struct json_object *last_install;
+	struct json_object *boot;            /* flashd boot's record (boot.json), or NULL */
+	int inotify_fd;
+	unsigned loads;                      /* loads from flash so far (debug log) */
+};
+
+struct manager {
+	struct conf *conf;
+	struct layout *layout;
+	const struct layout_slot_group *group;
+	sd_event *event;
+	struct proto_server *server;
+	struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 1]; /* io.flashd, bound here */
+	struct operation op;
+	bool socket_owned;             /* bound by us (not systemd): unlink at exit */
+	bool stopping;                 /* SIGTERM came during an install */
+	sd_event_source *stop_timer;   /* gives up waiting for that install */
+	struct manager_status status;
+};
+
+/* ---- manager.c: helpers every part uses ---- */
+struct json_object *manager_jstr(const char *s);
+const char *manager_param_str(struct json_object *params, const char *k);
+/* The board's operation lock for a change (oplock.h): taken without
+ * waiting, the event loop never blocks on it. -EBUSY: err names the holder. */
+int manager_lock_board(struct manager *m, const char *what, struct oplock **ret,
+		       struct error *err);
+/* Busy naming the holder, or InternalError. */
+int manager_reply_lock_error(struct proto_call *call, int r, const struct error *err);
+/* Busy (the env lock stayed taken past its bounded wait), or InternalError. */
+int manager_reply_env_error(struct proto_call *call, int r, const struct error *err);
+int manager_reply_busy(struct manager *m, struct proto_call *call);
+int manager_open_env(struct manager *m, struct env **ret, struct error *err);
+/* Ends the running operation: worker, client call, bundle, lock, timeout. */
+void manager_op_clear(struct manager *m);
+
+/* ---- manager_status.c ---- */
+enum {
+	MANAGER_STATUS_ENV = 1 << 0,    /* slots, env copies */
+	MANAGER_STATUS_BOARD = 1 << 1,  /* flash counters, install record, boot record */
+	MANAGER_STATUS_ALL = MANAGER_STATUS_ENV | MANAGER_STATUS_BOARD,
+};
+int manager_status_init(struct manager *m);
+void manager_status_done(struct manager *m);
+/* What changed through the daemon: loaded again before the next answer. */
+void manager_status_invalidate(struct manager *m, unsigned what);
+int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
+			      struct error *err);
+void manager_status_slots_done(struct slots_view *v);
+struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pending);
+int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_status_overlay(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_status_flash_info(struct proto_call *call, struct json_object *params,
+			      void *userdata);
+
+/* ---- manager_install.c ---- */
+bool manager_install_running(const struct manager *m);
+/* The io.flashd Progress object of a report (GetStatus, Install's replies). */
+struct json_object *manager_install_progress_json(const struct install_report *p);
+int manager_install_method(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_install_cancel(struct proto_call *call, struct json_object *params, void *userdata);
+/* SIGTERM during an install: cancel it, answer its client, then exit. */
+int manager_install_stop(struct manager *m);
+
+/* ---- manager_slot.c ---- */
+/* op on slot name (NULL = booted) in one env store, under the board's
+ * lock; 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). On
+ * failure *ret_kind and err say what went wrong. extra: one more variable
+ * {name, value} for the same store, or NULL. */
+int manager_slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
+			const char *const extra[2], int *ret_idx, enum slot_change_fail *ret_kind,
+			struct error *err);
+int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_slot_activate(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_slot_rollback(struct proto_call *call, struct json_object *params, void *userdata);
+
+/* ---- manager_env.c ---- */
+int manager_env_get(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_env_set(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_env_list(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_env_overlay_reset(struct proto_call *call, struct json_object *params,
+			      void *userdata);
+
+/* ---- manager_health.c ---- */
+/* Records a fallback the boot script made, then starts the health check
+ * when the booted slot is on trial. */
+int manager_health_start(struct manager *m);

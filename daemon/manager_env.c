@@ -1,0 +1,151 @@
+/* GetEnv, SetEnv, ListEnv and OverlayReset: the U-Boot env for operators;
+ * the variables flashd manages are refused unless forced. */
+#include <errno.h>
+#include <string.h>
+
+#include "cleanup_json.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "util.h"
+
+#define jstr manager_jstr
+
+int manager_env_get(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	_cleanup_free_ char *value = NULL;
+	struct error eerr = {};
+	const char *name = manager_param_str(params, "name");
+	int r;
+
+	/* no such variable can exist: the caller's mistake, not the env's */
+	if (!env_name_valid(name))
+		return proto_error_invalid_parameter(call, "name");
+	r = manager_open_env(m, &e, &eerr);
+	if (r < 0)
+		return manager_reply_env_error(call, r, &eerr);
+	r = env_get(e, name, &value);
+	if (r < 0 && r != -ENOENT)
+		return proto_error_errno(call, r, "reading the U-Boot env");
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "value", jstr(value));
+	return proto_reply(call, o);
+}
+
+static bool env_protected(const char *name)
+{
+	return slot_is_state_var(name) || !strncmp(name, "FLASHD_", 7);
+}
+
+/* EnvRefused {name, reason}; proto_error() borrows the parameters. */
+static int env_refused(struct proto_call *call, const char *name, const char *reason)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "reason", json_object_new_string(reason));
+	return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
+}
+
+int manager_env_set(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	struct error eerr = {};
+	struct error serr = {};
+	const char *name = manager_param_str(params, "name"), *value = manager_param_str(params, "value");
+	struct json_object *v;
+	bool force = json_object_object_get_ex(params, "force", &v) && v &&
+		     json_object_get_boolean(v);
+	int r;
+	const char *nv = value && *value ? value : NULL; /* "" deletes */
+
+	if (m->op.name)
+		return manager_reply_busy(m, call);
+	if (!env_name_valid(name))
+		return env_refused(call, name, "not a valid U-Boot variable name (empty, too long, "
+				   "or contains '=' or a control character)");
+	if (env_protected(name) && !force)
+		return env_refused(call, name, "managed by flashd (boot selection / install "
+				   "state): use mark-good, activate, rollback, or force");
+	/* even forced, a slot variable must read as the boot script reads it */
+	if (slot_var_check(m->group, name, nv, &serr) < 0)
+		return env_refused(call, name, serr.msg);
+	r = manager_lock_board(m, "flashd SetEnv", &lock, &eerr);
+	if (r < 0)
+		return manager_reply_lock_error(call, r, &eerr);
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
+	r = manager_open_env(m, &e, &eerr);
+	if (r >= 0)
+		r = env_txn_new(e, &t);
+	if (r >= 0)
+		r = env_txn_set(t, name, nv);
+	if (r >= 0)
+		r = env_txn_commit(t, &eerr);
+	if (r < 0)
+		return env_refused(call, name, eerr.msg[0] ? eerr.msg : strerror(-r));
+	log_notice("env %s %s by uid %u%s", value ? "set" : "delete", name,
+		   proto_call_peer(call)->uid, force ? " (forced)" : "");
+	return proto_reply(call, NULL);
+}
+
+int manager_env_list(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct json_object *vars = json_object_new_object();
+	struct error eerr = {};
+	const char *name, *value;
+	void *it = NULL;
+	int r;
+
+	json_object_object_add(o, "variables", vars);
+	r = manager_open_env(m, &e, &eerr);
+	if (r < 0)
+		return manager_reply_env_error(call, r, &eerr);
+	while (env_next(e, &it, &name, &value) > 0)
+		json_object_object_add(vars, name, json_object_new_string(value));
+	return proto_reply(call, o);
+}
+
+
+int manager_env_overlay_reset(struct proto_call *call, struct json_object *params,
+			      void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct error eerr = {};
+	int r;
+
+	if (m->op.name)
+		return manager_reply_busy(m, call);
+	if (!m->layout->n_overlays)
+		return proto_error_string(call, PROTO_ERROR_DENIED, "reason",
+					  "the layout has no overlay");
+	r = manager_lock_board(m, "flashd OverlayReset", &lock, &eerr);
+	if (r < 0)
+		return manager_reply_lock_error(call, r, &eerr);
+	/* flashd boot erases the overlay at the next boot, then clears this */
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
+	r = manager_open_env(m, &e, &eerr);
+	if (r >= 0)
+		r = env_txn_new(e, &t);
+	if (r >= 0)
+		r = env_txn_set(t, MANAGER_OVERLAY_RESET_VAR, "1");
+	if (r >= 0)
+		r = env_txn_commit(t, &eerr);
+	if (r < 0)
+		return manager_reply_env_error(call, r, &eerr);
+	log_notice("overlay reset requested by uid %u: takes effect at the next boot",
+		   proto_call_peer(call)->uid);
+	json_object_object_add(o, "overlay", manager_status_overlay_json(m, true));
+	return proto_reply(call, o);
+}

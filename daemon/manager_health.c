@@ -1,0 +1,207 @@
+/* The health check of a slot on trial: the configured command runs in a
+ * worker; its verdict marks the slot good or bad in one env store, with
+ * FLASHD_<x>_HEALTH saying why. A fallback the boot script made is
+ * recorded first. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/reboot.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "manager-internal.h"
+#include "util.h"
+
+static int health_job(int report_fd, volatile int *cancel, void *userdata)
+{
+	struct manager *m = userdata;
+
+	execl("/bin/sh", "sh", "-c", m->conf->health_command, (char *)NULL);
+	return -errno;
+}
+
+/* The slot the check ran for is still the booted one, in BOOT_ORDER with
+ * tries used: an operator's mark-bad (or anything else) since the check
+ * started wins over its verdict. */
+static int health_still_on_trial(struct manager *m, struct error *err)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct slots_view v;
+	int r;
+
+	r = manager_open_env(m, &e, err);
+	if (r < 0)
+		return error_prefix(err, r, "cannot read the U-Boot env");
+	r = manager_status_load_slots(m, e, &v, err);
+	if (r < 0)
+		return r;
+	manager_status_slots_done(&v);
+	if (v.status.booted != m->op.health_slot || !v.status.needs_health_check)
+		return error_set(err, -ESTALE, "slot %s is no longer on trial (changed while the "
+				 "check ran)", m->group->slots[m->op.health_slot].name);
+	return 0;
+}
+
+/* FLASHD_<x>_HEALTH of the checked slot: "passed|failed UTC-TIME[: what]". */
+static void health_note(struct manager *m, bool good, const char *what, char *var,
+			size_t varlen, char *note, size_t notelen)
+{
+	time_t now = time(NULL);
+	char when[32];
+	struct tm tm;
+
+	slot_health_var(m->group->slots[m->op.health_slot].name, var, varlen);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	if (good)
+		snprintf(note, notelen, "passed %s", when);
+	else
+		snprintf(note, notelen, "failed %s: %s", when, what);
+}
+
+static void health_verdict(struct manager *m, bool good, const char *what)
+{
+	enum slot_change_fail kind;
+	struct error err = {};
+	char var[64], note[128];
+	int idx, r;
+
+	r = health_still_on_trial(m, &err);
+	if (r < 0) {
+		log_warning("health check %s, verdict not applied: %s", what, error_message(&err));
+		return;
+	}
+	health_note(m, good, what, var, sizeof(var), note, sizeof(note));
+	r = manager_slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
+			SLOT_FORCE | SLOT_KEEP_LAST, (const char *const[2]){ var, note }, &idx,
+			&kind, &err);
+	if (r < 0) {
+		log_error("health check %s, but the slot state could not be changed: %s", what,
+			  error_message(&err));
+		return;
+	}
+	if (good) {
+		log_notice("health check passed: slot %s marked good", m->group->slots[idx].name);
+		return;
+	}
+	if (r == 1) {
+		/* rebooting would boot the same slot: keep running, say so */
+		log_error("health check %s: slot %s recorded bad but kept in BOOT_ORDER: no other "
+			  "verified slot can boot; the board is DEGRADED until an image passes",
+			  what, m->group->slots[idx].name);
+		return;
+	}
+	log_error("health check %s: slot %s marked bad", what, m->group->slots[idx].name);
+	if (!m->conf->health_reboot)
+		return;
+	if (!strncmp(m->conf->target, "sim:", 4)) {
+		log_notice("not rebooting: the board is simulated (%s); reboot it with 'flashctl "
+			   "slot boot-select'", m->conf->target);
+		return;
+	}
+	log_notice("rebooting into the other slot");
+	sync();
+	if (reboot(RB_AUTOBOOT) < 0)
+		log_error("reboot failed: %s", strerror(errno));
+}
+
+static void health_on_done(struct worker *w, int code, int status, void *userdata)
+{
+	struct manager *m = userdata;
+	char what[64];
+
+	if (code == CLD_EXITED && status == 0) {
+		health_verdict(m, true, "passed");
+	} else {
+		snprintf(what, sizeof(what), "failed (%s %d)",
+			 code == CLD_EXITED ? "exit status" : "signal", status);
+		health_verdict(m, false, what);
+	}
+	manager_op_clear(m);
+}
+
+static int health_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	health_verdict(m, false, "timed out");
+	manager_op_clear(m); /* kills the check */
+	return 0;
+}
+
+/* The boot script skipped the primaries before the booted slot (no tries
+ * left): they failed to boot. Out of BOOT_ORDER in one store, so neither a
+ * health check nor mark-bad of the booted slot can lock the board onto
+ * them. With the records lost (default env), the booted slot alone stays
+ * (slot_needs_fallback). v is reloaded. */
+static int record_fallback(struct manager *m, struct env *e, struct slots_view *v,
+			   struct error *err)
+{
+	struct slot_state nst;
+	struct slot_changes ch;
+	char order[128];
+	int r;
+
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
+	r = slot_compute(&v->st, SLOT_OP_FALLBACK, v->status.booted, 0, &nst, &ch, err);
+	if (r >= 0)
+		r = slot_apply(e, &ch, err);
+	if (r < 0)
+		return error_prefix(err, r, "recording the fallback");
+	slot_order_string(&nst, order, sizeof(order));
+	if (slot_records_lost(&v->st))
+		log_warning("the U-Boot env holds no slot records (both copies were lost, U-Boot "
+			    "booted its default env): only the booted slot %s is known to boot, the "
+			    "others are recorded unknown (BOOT_ORDER=%s)",
+			    m->group->slots[v->status.booted].name, order);
+	else
+		log_warning("booted slot %s after the slots before it in BOOT_ORDER ran out of "
+			    "tries: they failed to boot and are marked bad (BOOT_ORDER=%s)",
+			    m->group->slots[v->status.booted].name, order);
+	manager_status_slots_done(v);
+	return manager_status_load_slots(m, e, v, err);
+}
+
+int manager_health_start(struct manager *m)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct error err = {};
+	struct slots_view v;
+	int r;
+
+	r = manager_open_env(m, &e, &err);
+	if (r < 0) {
+		log_warning("no health check: cannot read the U-Boot env: %s", err.msg);
+		return 0;
+	}
+	r = manager_status_load_slots(m, e, &v, &err);
+	if (r >= 0 && slot_needs_fallback(&v.st, v.status.booted))
+		r = record_fallback(m, e, &v, &err);
+	env_close(TAKE_PTR(e));
+	if (r < 0) {
+		log_warning("no health check: %s", error_message(&err));
+		return 0;
+	}
+	manager_status_slots_done(&v);
+	if (!v.status.needs_health_check)
+		return 0;
+	if (!m->conf->health_command) {
+		log_notice("slot %s is on trial; no health check configured: mark it good with "
+			   "'flashctl slot mark-good'", m->group->slots[v.status.booted].name);
+		return 0;
+	}
+	log_info("slot %s is on trial: running the health check '%s'",
+		 m->group->slots[v.status.booted].name, m->conf->health_command);
+	m->op = (struct operation){ .name = "health-check", .bundle_fd = -1, .started = time(NULL),
+				    .health_slot = v.status.booted };
+	r = worker_start(m->event, 1, health_job, NULL, health_on_done, m, &m->op.worker);
+	if (r >= 0)
+		r = sd_event_add_time_relative(m->event, &m->op.timeout, CLOCK_MONOTONIC,
+					       (uint64_t)m->conf->health_timeout * 1000000, 0,
+					       health_on_timeout, m);
+	if (r < 0) {
+		manager_op_clear(m);
+		log_error("cannot run the health check: %s", strerror(-r));
+	}
+	return r;
+}

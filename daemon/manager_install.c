@@ -1,0 +1,470 @@
+/* Install and Cancel: a worker process does the flash I/O (worker.h) and
+ * reports typed records; the daemon relays progress, answers the client
+ * and keeps the install record. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <systemd/sd-daemon.h>
+
+#include "board.h"
+#include "cleanup_json.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "record.h"
+#include "util.h"
+
+#define jstr manager_jstr
+
+static const char *const step_names[_INSTALL_PHASE_MAX] = {
+	[INSTALL_PHASE_MANIFEST] = "verify",
+	[INSTALL_PHASE_WRITE] = "write",
+	[INSTALL_PHASE_VERIFY] = "readback",
+	[INSTALL_PHASE_ACTIVATE] = "activate",
+	[INSTALL_PHASE_DONE] = "done",
+	[INSTALL_PHASE_FAILED] = "failed",
+};
+
+static const char *str_or_null(const char *s)
+{
+	return s && s[0] ? s : NULL;
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+#define COPY(field, src) copy_str(field, sizeof(field), src)
+
+struct json_object *manager_install_progress_json(const struct install_report *p)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "percent", json_object_new_int(p->percent));
+	json_object_object_add(o, "bytes_done", json_object_new_int64(p->done));
+	json_object_object_add(o, "bytes_total", json_object_new_int64(p->total));
+	json_object_object_add(o, "step", json_object_new_string(step_names[p->phase]));
+	json_object_object_add(o, "image", jstr(str_or_null(p->image)));
+	json_object_object_add(o, "slot", jstr(str_or_null(p->slot)));
+	json_object_object_add(o, "version", jstr(str_or_null(p->version)));
+	return o;
+}
+
+struct job_ctx {
+	int fd;
+	unsigned last_percent;
+	enum install_phase last_phase;
+	struct install *in;
+};
+
+static void job_progress(void *userdata, const struct install_progress *p)
+{
+	struct job_ctx *ctx = userdata;
+	const struct bundle_manifest *man = install_get_manifest(ctx->in);
+	struct install_report rep = {
+		.phase = p->phase, .percent = p->percent, .done = p->done, .total = p->total,
+	};
+
+	/* one report per percent or step keeps the pipe and the client calm */
+	if (p->percent == ctx->last_percent && p->phase == ctx->last_phase)
+		return;
+	ctx->last_percent = p->percent;
+	ctx->last_phase = p->phase;
+	COPY(rep.image, p->image);
+	COPY(rep.slot, p->slot);
+	COPY(rep.version, man ? man->version : NULL);
+	worker_report(ctx->fd, &rep, sizeof(rep));
+}
+
+/* the bundle is what failed: refused before anything was written (env
+ * untouched) or found while streaming (hash, truncation, trailing data:
+ * the target stays marked bad) */
+static bool bundle_error_class(int r)
+{
+	static const int codes[] = { -EBADMSG, -EKEYREJECTED, -ENOKEY, -EPROTONOSUPPORT,
+				     -EMEDIUMTYPE, -EFBIG, -ENXIO, -ENODATA };
+
+	for (size_t i = 0; i < ELEMENTSOF(codes); i++)
+		if (codes[i] == r)
+			return true;
+	return false;
+}
+
+static void final_report(struct install *in, int r, const struct error *err,
+			 struct install_report *rep)
+{
+	const struct bundle_manifest *man = install_get_manifest(in);
+
+	*rep = (struct install_report) {
+		.final = true,
+		.phase = r < 0 ? INSTALL_PHASE_FAILED : INSTALL_PHASE_DONE,
+		.percent = r < 0 ? 0 : 100,
+		.error = r < 0 ? r : 0,
+		.invalid_bundle = r < 0 && bundle_error_class(r),
+		.stats = *install_get_stats(in),
+	};
+	rep->stats.finished = time(NULL);
+	COPY(rep->message, r < 0 ? error_message(err) : NULL);
+	COPY(rep->slot, install_get_slot(in));
+	COPY(rep->version, man ? man->version : NULL);
+	COPY(rep->compatible, man ? man->compatible : NULL);
+	COPY(rep->signer, man && man->is_signed ? man->signer_name : NULL);
+}
+
+/* Runs in the worker process. */
+static int install_job(int report_fd, volatile int *cancel, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_board_ struct board *b = NULL;
+	_cleanup_install_ struct install *in = NULL;
+	_cleanup_keyring_ struct keyring *keys = NULL;
+	struct error err = {};
+	struct install_report fin;
+	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
+	struct install_params p = {
+		.target = m->conf->target,
+		.group = m->group,
+		.cmdline = m->conf->cmdline,
+		.slot = m->op.slot,
+		.allow_unsigned = m->conf->allow_unsigned,
+		.activate = m->op.activate,
+		.progress = job_progress,
+		.userdata = &ctx,
+	};
+	int r;
+
+	proto_server_close_fds_in_child(m->server);
+	/* the lock came with the fork; it is ours until we exit */
+	if (m->op.lock)
+		oplock_set_holder(m->op.lock, getpid(), "flashd install worker");
+	/* read here, not in the daemon: the keys of this install, and
+	 * libcrypto mapped in this process only */
+	r = keyring_load_dir(m->conf->keyring, &keys, &err);
+	if (r == -ENOKEY || r == -ENOENT) {
+		error_clear(&err);
+		r = keyring_new(&keys);
+	}
+	if (r < 0) {
+		fin = (struct install_report){ .final = true, .phase = INSTALL_PHASE_FAILED, .error = r };
+		error_prefix(&err, r, "keyring");
+		COPY(fin.message, error_message(&err));
+		worker_report(report_fd, &fin, sizeof(fin));
+		return r;
+	}
+	p.keyring = keys;
+	r = board_open(m->layout, m->conf->target, true, &b);
+	if (r < 0)
+		return r;
+	p.board = b;
+	r = install_new(&p, &in);
+	if (r < 0)
+		return r;
+	ctx.in = in;
+	r = install_run_fd(in, m->op.bundle_fd, cancel, &err);
+	final_report(in, r, &err, &fin);
+	worker_report(report_fd, &fin, sizeof(fin));
+	return r;
+}
+
+static void install_on_msg(struct worker *w, const void *msg, void *userdata)
+{
+	struct manager *m = userdata;
+	struct install_report rep;
+	_cleanup_json_ struct json_object *o = NULL;
+
+	memcpy(&rep, msg, sizeof(rep));
+	/* the worker's env stores come between its steps (the target marked
+	 * bad before the write, activated after the read-back) */
+	if (rep.final || !m->op.has_progress || rep.phase != m->op.last.phase)
+		manager_status_invalidate(m, MANAGER_STATUS_ALL);
+	if (rep.final) {
+		m->op.final = rep;
+		return;
+	}
+	m->op.last = rep;
+	m->op.has_progress = true;
+	sd_notifyf(0, "STATUS=installing: %u%%", rep.percent);
+	o = manager_install_progress_json(&rep);
+	if (m->op.call)
+		proto_reply_more(m->op.call, o);
+}
+
+static void install_record(struct manager *m, const char *result, const char *error)
+{
+	const struct install_report *f = &m->op.final;
+	struct record r = {
+		.started = m->op.started,
+		.finished = time(NULL),
+		.group = m->group->name,
+		.slot = str_or_null(f->slot),
+		.version = str_or_null(f->version),
+		.compatible = str_or_null(f->compatible),
+		.result = result,
+		.error = error,
+		.bytes = f->stats.bytes_written,
+		.erases = f->stats.erases,
+		.blocks_skipped = f->stats.blocks_skipped,
+		.signer = str_or_null(f->signer),
+	};
+	int ret = record_append(m->conf->state_dir, &r);
+
+	if (ret < 0)
+		log_warning("cannot keep the install record in %s: %s", m->conf->state_dir,
+			    strerror(-ret));
+}
+
+static int on_stop_now(sd_event_source *s, void *userdata)
+{
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* The worker could not record the end of its install: the daemon does, so
+ * the target is recorded failed and out of BOOT_ORDER again (an offline
+ * write may have put it back meanwhile). */
+static void install_record_died(struct manager *m)
+{
+	const char *slot = str_or_null(m->op.last.slot);
+	enum slot_change_fail kind;
+	struct error err = {};
+	int idx;
+
+	if (!slot)
+		return; /* no target chosen yet */
+	/* refused (-ESTALE) unless the env records it installing */
+	if (manager_slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, NULL, &idx, &kind, &err) < 0 &&
+	    kind != SLOT_CHANGE_REFUSED)
+		log_error("cannot record the failed install of slot %s: %s", slot,
+			  error_message(&err));
+}
+
+/* The client's final answer: the last Progress (step "done") or the error. */
+static void install_reply(struct manager *m, struct proto_call *call, const char *error)
+{
+	struct install_report *f = &m->op.final;
+	_cleanup_json_ struct json_object *o = NULL;
+
+	if (f->final && f->error == -ECANCELED) {
+		proto_error(call, PROTO_ERROR_CANCELLED, NULL);
+		return;
+	}
+	if (f->final && f->error == 0) {
+		struct install_report done = { .phase = INSTALL_PHASE_DONE, .percent = 100,
+					       .done = m->op.last.total, .total = m->op.last.total };
+
+		COPY(done.slot, f->slot);
+		COPY(done.version, f->version);
+		o = manager_install_progress_json(&done);
+		proto_reply(call, o);
+		return;
+	}
+	proto_error_string(call, f->invalid_bundle ? PROTO_ERROR_INVALID_BUNDLE :
+			   PROTO_ERROR_INSTALL_FAILED, "reason", error);
+}
+
+static void install_on_done(struct worker *w, int code, int status, void *userdata)
+{
+	struct manager *m = userdata;
+	const struct install_report *f = &m->op.final;
+	const char *result, *error = f->message;
+	char why[160];
+	struct proto_call *call = m->op.call;
+
+	if (!f->final) {
+		snprintf(why, sizeof(why), "the install worker died (%s %d) before it finished; "
+			 "the target slot stays marked bad", code == CLD_EXITED ? "exit" : "signal",
+			 status);
+		result = "failed";
+		error = why;
+		install_record_died(m);
+	} else {
+		result = f->error == 0 ? "success" : f->error == -ECANCELED ? "cancelled" : "failed";
+	}
+	if (f->final && f->error == 0)
+		log_info("installed version %s into slot %s (%" PRIu64 " bytes, %" PRIu64
+			 " erases, %" PRIu64 " unchanged blocks skipped)", f->version, f->slot,
+			 f->stats.bytes_written, f->stats.erases, f->stats.blocks_skipped);
+	else
+		log_error("install %s: %s", result, error);
+	install_record(m, result, f->final && f->error == 0 ? NULL : error);
+	if (m->stopping)
+		log_info("install ended; stopping");
+	if (call && proto_call_is_connected(call))
+		install_reply(m, call, error);
+	manager_op_clear(m);
+	if (m->stopping) {
+		/* exit once the reply above went out: the connection's turn in
+		 * the control socket's run queue (normal priority, or just below
+		 * it for users without rights) writes it before this idle one runs */
+		m->stop_timer = sd_event_source_disable_unref(m->stop_timer);
+		if (sd_event_add_defer(m->event, &m->stop_timer, on_stop_now, m) < 0 ||
+		    sd_event_source_set_priority(m->stop_timer, SD_EVENT_PRIORITY_IDLE) < 0)
+			sd_event_exit(m->event, 0);
+	}
+}
+
+static void install_on_disconnect(struct proto_call *call, void *userdata)
+{
+	struct manager *m = userdata;
+
+	if (m->op.call != call)
+		return;
+	log_warning("install client went away: cancelling");
+	m->op.cancelled = true;
+	worker_cancel(m->op.worker);
+}
+
+static int install_open_bundle(struct proto_call *call, struct json_object *params)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(params, "fd", &v) && v)
+		return proto_call_take_fd(call, json_object_get_int(v));
+	if (json_object_object_get_ex(params, "path", &v) && v) {
+		const char *path = json_object_get_string(v);
+		struct stat st;
+		int fd;
+		if (path[0] != '/')
+			return -EINVAL;
+		/* the root daemon opens what a caller names: never block on a
+		 * FIFO, never open a device (opening some has side effects) */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    fcntl(fd, F_SETFL, 0) < 0) {
+			close(fd);
+			return -EINVAL;
+		}
+		return fd;
+	}
+	return -ENOENT;
+}
+
+static bool group_has_slot(const struct layout_slot_group *g, const char *name)
+{
+	for (size_t i = 0; i < g->n_slots; i++)
+		if (!strcmp(g->slots[i].name, name))
+			return true;
+	return false;
+}
+
+/* The A/B policy's answer before a worker starts and before the bundle is
+ * read, so a refusal is a refusal (SlotRefused, flashctl exit 3) and not a
+ * failed install: never the booted slot, never the last slot of BOOT_ORDER
+ * while the booted one is out of it. The engine checks the same again
+ * under its own env open; env trouble is left to it to report. */
+static int install_precheck(struct manager *m, const char *slot, int *ret_target,
+			    struct error *err)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct slots_view v;
+	struct slot_state nst;
+	struct slot_changes ch;
+	int r, target;
+
+	*ret_target = -1;
+	if (manager_open_env(m, &e, NULL) < 0 || manager_status_load_slots(m, e, &v, NULL) < 0)
+		return 0;
+	manager_status_slots_done(&v);
+	target = slot ? slot_find(&v.st, slot) :
+		 v.status.booted >= 0 && v.st.n_slots == 2 ? 1 - v.status.booted : -1;
+	if (target < 0)
+		return 0;
+	*ret_target = target;
+	if (target == v.status.booted)
+		return error_set(err, -EBUSY, "refusing to install into slot %s: it is the booted "
+				 "slot (the running root), never written; the env is unchanged",
+				 v.st.slots[target].name);
+	r = slot_compute_booted(&v.st, v.status.booted, SLOT_OP_INSTALL_BEGIN, target, 0, &nst,
+				&ch, err);
+	return r < 0 ? r : 0;
+}
+
+int manager_install_method(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_oplock_ struct oplock *lock = NULL;
+	struct json_object *v;
+	const char *slot;
+	struct error err = {};
+	int fd, r, target;
+
+	if (m->op.name)
+		return manager_reply_busy(m, call);
+	/* a wrong name is the caller's mistake, not a failed install: say so
+	 * before a worker starts (and before the bundle is opened) */
+	slot = manager_param_str(params, "slot");
+	if (slot && !group_has_slot(m->group, slot))
+		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
+	r = install_precheck(m, slot, &target, &err);
+	if (r < 0) {
+		_cleanup_json_ struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "slot", target >= 0 ?
+				       json_object_new_string(m->group->slots[target].name) : NULL);
+		json_object_object_add(o, "reason", json_object_new_string(error_message(&err)));
+		return proto_error(call, PROTO_ERROR_SLOT_REFUSED, o);
+	}
+	/* another writer (a second daemon, an offline flashctl, a worker of a
+	 * daemon that died) must be gone before this one starts */
+	r = manager_lock_board(m, "flashd install", &lock, &err);
+	if (r < 0)
+		return manager_reply_lock_error(call, r, &err);
+	fd = install_open_bundle(call, params);
+	if (fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL))
+		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
+	if (fd < 0)
+		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, or an "
+					 "absolute path the daemon can read)");
+	m->op = (struct operation){ .name = "install", .bundle_fd = fd, .activate = true,
+				    .started = time(NULL), .lock = TAKE_PTR(lock) };
+	if (slot)
+		m->op.slot = strdup(slot);
+	if (json_object_object_get_ex(params, "activate", &v) && v)
+		m->op.activate = json_object_get_boolean(v);
+	m->op.call = proto_call_ref(call);
+	proto_call_set_disconnect_handler(call, install_on_disconnect, m);
+	r = worker_start(m->event, sizeof(struct install_report), install_job, install_on_msg,
+			 install_on_done, m, &m->op.worker);
+	if (r < 0) {
+		manager_op_clear(m);
+		return proto_error_errno(call, r, "cannot start the install worker");
+	}
+	/* the worker holds the lock now, until it exits however it exits */
+	oplock_release(m->op.lock);
+	m->op.lock = NULL;
+	log_info("install started by uid %u (worker pid %d)", proto_call_peer(call)->uid,
+		 (int)worker_pid(m->op.worker));
+	sd_notify(0, "STATUS=installing");
+	return 0;
+}
+
+int manager_install_cancel(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	bool running = manager_install_running(m) && m->op.worker;
+
+	if (running) {
+		log_notice("install cancelled by uid %u", proto_call_peer(call)->uid);
+		m->op.cancelled = true;
+		worker_cancel(m->op.worker);
+	}
+	json_object_object_add(o, "cancelled", json_object_new_boolean(running));
+	return proto_reply(call, o);
+}
+
+bool manager_install_running(const struct manager *m)
+{
+	return m->op.name && !strcmp(m->op.name, "install");
+}
+
+int manager_install_stop(struct manager *m)
+{
+	m->stopping = true;
+	m->op.cancelled = true;
+	return worker_cancel(m->op.worker);
+}

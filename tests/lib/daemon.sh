@@ -1,0 +1,156 @@
+# shellcheck shell=bash
+# The daemon in a test: its flashd.conf, start (wait until it answers),
+# stop, calls. Used on the host's simulated board (tests/lib/sim-board.sh)
+# and on the kernel's nandsim in the VM (tests/lib/vm-board.sh). Needs
+# tests/lib/common.sh, and before flashd_conf / start_daemon:
+#   FLASHD_DIR     flashd.conf, flashd.log, keyring/, state/, cmdline
+#   LAYOUT TARGET  the board ("sim:PATH" or "system")
+#   FLASHD_SOCKET  (exported: flashctl and varlink-call.py find it there)
+# DAEMON_WRAPPER (e.g. "valgrind ...") wraps the daemon when set.
+
+DAEMON_PID=
+DAEMON_WRAPPER=${DAEMON_WRAPPER:-}
+
+# flashd_conf [HEALTH_COMMAND]: $FLASHD_DIR/flashd.conf for this board;
+# the health check never reboots (HEALTH_TIMEOUT seconds, default 20).
+# A test appends its own "[flashd]" keys after it.
+flashd_conf() {
+	{
+		echo "[flashd]"
+		echo "layout=$LAYOUT"
+		echo "target=$TARGET"
+		echo "keyring=$FLASHD_DIR/keyring"
+		echo "socket=$FLASHD_SOCKET"
+		echo "state-dir=$FLASHD_DIR/state"
+		echo "cmdline=$FLASHD_DIR/cmdline"
+		echo "[health]"
+		[ -n "${1:-}" ] && echo "command=$1"
+		echo "timeout=${HEALTH_TIMEOUT:-20}"
+		echo "reboot-on-failure=no"
+	} > "$FLASHD_DIR/flashd.conf"
+}
+
+daemon_alive() { [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; }
+
+# daemon_answers: the daemon's socket answers a call (DAEMON_PROBE=flashctl:
+# flashctl status instead of varlink-call.py, whose python start-up is
+# slow under TCG)
+daemon_answers() {
+	if [ -n "$PY" ] && [ "${DAEMON_PROBE:-varlink}" = varlink ]; then
+		"$PY" "$VCALL" --timeout 5 org.varlink.service.GetInfo >/dev/null 2>&1
+	else
+		"$FLASHCTL" status >/dev/null 2>&1
+	fi
+}
+
+# start_daemon [FLASHD ARGS]: returns once the socket answers (within
+# START_TIMEOUT seconds, default 20); the daemon's pid in $DAEMON_PID.
+start_daemon() {
+	local i
+	FAIL_LOG=$FLASHD_DIR/flashd.log
+	# shellcheck disable=SC2086
+	$DAEMON_WRAPPER "$FLASHD" -c "$FLASHD_DIR/flashd.conf" "$@" >>"$FLASHD_DIR/flashd.log" 2>&1 &
+	DAEMON_PID=$!
+	for i in $(seq 1 $((${START_TIMEOUT:-20} * 20))); do
+		daemon_alive || fail "flashd exited during startup"
+		daemon_answers && return 0
+		sleep 0.05
+	done
+	fail "flashd did not answer on $FLASHD_SOCKET within ${START_TIMEOUT:-20} s"
+}
+
+# stop_daemon: SIGTERM, wait (STOP_TIMEOUT seconds, default 30, then
+# SIGKILL); returns the daemon's exit status in $DAEMON_RC.
+stop_daemon() {
+	local i
+	DAEMON_RC=
+	[ -n "$DAEMON_PID" ] || return 0
+	kill -TERM "$DAEMON_PID" 2>/dev/null
+	for i in $(seq 1 $((${STOP_TIMEOUT:-30} * 10))); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$DAEMON_PID" 2>/dev/null; then
+		say "flashd (pid $DAEMON_PID) ignored SIGTERM for ${STOP_TIMEOUT:-30} s: killing it"
+		kill -KILL "$DAEMON_PID" 2>/dev/null
+	fi
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_RC=$?
+	DAEMON_PID=
+}
+
+# assert the daemon still runs and answers GetStatus
+expect_daemon_ok() {
+	daemon_alive || fail "${1:-}: flashd (pid $DAEMON_PID) is gone"
+	"$PY" "$VCALL" --timeout 10 io.flashd.GetStatus > "$FLASHD_DIR/alive.json" 2>&1 ||
+		fail "${1:-}: GetStatus is not answered: $(cat "$FLASHD_DIR/alive.json")"
+	expect_json "$FLASHD_DIR/alive.json" parameters.compatible "${COMPATIBLE:-flashd,nandsim-128m}" "${1:-}"
+}
+
+# ---- calls ----
+
+fctl() { "$FLASHCTL" "$@"; }
+
+# vcall OUT METHOD [PARAMS] [varlink-call options...]: all replies into OUT,
+# the final one into OUT.last; the exit status is varlink-call's.
+vcall() {
+	local out=$1 rc
+	shift
+	"$PY" "$VCALL" "$@" > "$out" 2> "$out.err"
+	rc=$?
+	tail -n 1 "$out" > "$out.last"
+	return $rc
+}
+
+# The last line of a varlink-call.py output (the final reply) to a file.
+last_reply() { tail -n 1 "$1" > "$2"; }
+
+# expect_error OUT.last ERROR: the final reply is this Varlink error.
+expect_error() {
+	expect_json "$1" error "$2" "$1"
+}
+
+# The gated feeder: writes the first BYTES of FILE to stdout, waits until
+# $FLASHD_DIR/go-NAME exists, then writes the rest. An install reading
+# this pipe holds still at a known point (write phase) for as long as a
+# test needs. It gives up after 120 s, or when the test ends ($FLASHD_DIR/abort).
+gated_cat() {
+	local file=$1 bytes=$2 name=$3 n=2400
+	head -c "$bytes" "$file"
+	while [ ! -e "$FLASHD_DIR/go-$name" ]; do
+		[ -e "$FLASHD_DIR/abort" ] && return 1
+		n=$((n - 1))
+		[ $n -gt 0 ] || { say "gated_cat $name: never released"; return 1; }
+		sleep 0.05
+	done
+	tail -c +"$((bytes + 1))" "$file"
+}
+
+# start_gated_install BUNDLE BYTES NAME: flashctl install of BUNDLE through
+# a gated pipe (the first BYTES, then it holds until $FLASHD_DIR/go-NAME
+# exists), in the background ($CLIENT, output in $FLASHD_DIR/install-NAME.out).
+# Returns once the install is in its write step, with the worker's pid in $WORKER.
+start_gated_install() {
+	local d=$FLASHD_DIR
+	mkfifo "$d/pipe-$3"
+	gated_cat "$1" "$2" "$3" > "$d/pipe-$3" &
+	BG_PIDS="${BG_PIDS:-} $!"
+	"$FLASHCTL" install - < "$d/pipe-$3" > "$d/install-$3.out" 2>&1 &
+	CLIENT=$!
+	BG_PIDS="$BG_PIDS $CLIENT"
+	wait_for 20 install_running || fail "the install of $1 did not reach the write step"
+	WORKER=$(sed -n 's/.*install started .*worker pid \([0-9]*\).*/\1/p' "$d/flashd.log" | tail -n 1)
+	[ -n "$WORKER" ] || fail "no install worker in the log"
+}
+
+# wait until the daemon reports an install in the write step
+install_running() {
+	"$PY" "$VCALL" --timeout 5 io.flashd.GetStatus > "$FLASHD_DIR/poll.json" 2>/dev/null &&
+		[ "$(jget "$FLASHD_DIR/poll.json" parameters.operation)" = install ] &&
+		[ "$(jget "$FLASHD_DIR/poll.json" parameters.progress.step 2>/dev/null)" = write ]
+}
+
+daemon_idle() {
+	"$PY" "$VCALL" --timeout 5 io.flashd.GetStatus > "$FLASHD_DIR/poll.json" 2>/dev/null &&
+		[ "$(jget "$FLASHD_DIR/poll.json" parameters.operation)" = null ]
+}

@@ -1,0 +1,108 @@
+# shellcheck shell=bash
+# The host tests' board: a simulated 128 MiB NAND (nandsim/nsim.c) in a
+# temp dir of its own ($T), with keyring, socket and state dir, so tests
+# run in parallel. flashd is stopped and $T removed on exit (KEEP_TMP=1
+# keeps $T for a look after a failure).
+#
+#   . "$(dirname "$0")/../lib/sim-board.sh"
+#   setup_board            # keys, sim board with a fresh env, flashd.conf
+#   make_bundle v1 1.0 4   # $T/v1.bundle: version 1.0, 4 MiB random squashfs
+#   start_daemon           # waits until the socket answers
+#   fctl --json status > $T/st.json; expect_json $T/st.json slots.0.state good
+
+. "${TEST_LIB:-$(dirname "$0")/../lib}/common.sh"
+. "$TEST_LIB/check.sh"
+. "$TEST_LIB/daemon.sh"
+
+LAYOUT=$top_srcdir/layouts/nandsim-128m.json
+
+[ -n "$PY" ] || skip "python3 is not installed"
+need mksquashfs
+[ -x "$FLASHD" ] || fail "$FLASHD not built"
+[ -x "$FLASHCTL" ] || fail "$FLASHCTL not built"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/flashd-$TEST_NAME.XXXXXX") || exit 1
+FLASHD_DIR=$T
+FAIL_LOG=$T/flashd.log
+SOCK=$T/flashd.sock
+SIM=$T/board.sim
+TARGET=sim:$SIM
+export FLASHD_SOCKET=$SOCK
+
+# Background helpers a test started: "BG_PIDS="$BG_PIDS $!"" after each "&".
+BG_PIDS=
+
+cleanup() {
+	rc=$?
+	touch "$T/abort"   # releases every gated_cat
+	stop_daemon
+	for p in $BG_PIDS; do kill -9 "$p" 2>/dev/null; done
+	if [ "${KEEP_TMP:-0}" = 1 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${KEEP_TMP_ON_FAIL:-}" ]; }; then
+		say "kept $T"
+	else
+		rm -rf "$T"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Keys, a simulated 128 MiB NAND with an initialised env (BOOT_ORDER="A B",
+# 3 tries each) booted from slot A, flashd.conf (health command: $HEALTH_COMMAND).
+setup_board() {
+	"$FLASHCTL" -q bundle keygen --out "$T/rel" >/dev/null || fail "bundle keygen"
+	mkdir -p "$T/keyring" "$T/state"
+	cp "$T/rel.pub" "$T/keyring/"
+	"$FLASHCTL" -q flash sim-create "$SIM" --type nand --size 128MiB --erase-block 128KiB \
+		--page 2048 --oob 64 >/dev/null || fail "flash sim-create"
+	"$FLASHCTL" -q env init --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "env init"
+	# provisioned: BOOT_ORDER="A B", full tries, as a factory image has it
+	"$FLASHCTL" -q slot init --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "slot init"
+	echo "flashd.slot=A" > "$T/cmdline"
+	flashd_conf "${HEALTH_COMMAND:-}"
+}
+
+# make_squashfs NAME VERSION BYTES: $T/NAME.sqfs, a root whose
+# /etc/os-release says VERSION and /payload is BYTES of random
+# (incompressible) data.
+make_squashfs() {
+	local d=$T/$1.root
+	mkdir -p "$d/etc"
+	echo "VERSION=$2" > "$d/etc/os-release"
+	head -c "$3" /dev/urandom > "$d/payload"
+	mksquashfs "$d" "$T/$1.sqfs" -noappend -quiet -no-progress >/dev/null || fail "mksquashfs"
+	rm -rf "$d"
+}
+
+# make_bundle NAME VERSION MIB [bundle create options]: $T/NAME.bundle, a
+# signed bundle whose rootfs is a squashfs holding MIB MiB of random data.
+make_bundle() {
+	local name=$1 version=$2 mib=$3
+	shift 3
+	make_squashfs "$name" "$version" $((mib * 1024 * 1024))
+	"$FLASHCTL" -q bundle create --layout "$LAYOUT" --version "$version" "$@" \
+		--image "rootfs=$T/$name.sqfs" --key "$T/rel.key" -o "$T/$name.bundle" >/dev/null ||
+		fail "bundle create $name"
+}
+
+# The U-Boot env as "name=value" lines, sorted (offline, through flashctl).
+env_dump() {
+	"$FLASHCTL" env list --layout "$LAYOUT" --target "$TARGET" | sort
+}
+
+env_var() {
+	"$FLASHCTL" env get --layout "$LAYOUT" --target "$TARGET" "$1" 2>/dev/null
+}
+
+# "Reboot" the simulated board: stop flashd, run the boot script's choice
+# (pick, decrement, save), boot that slot, start flashd again.
+reboot_board() {
+	local sel
+	stop_daemon
+	sel=$("$FLASHCTL" slot boot-select --layout "$LAYOUT" --target "$TARGET") ||
+		fail "slot boot-select failed"
+	echo "$sel" > "$T/cmdline"
+	BOOTED=${sel#flashd.slot=}
+	say "reboot: boot-select chose $sel"
+	start_daemon
+}

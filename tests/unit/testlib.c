@@ -1,0 +1,122 @@
+/* Fixtures shared by the unit tests (see testlib.h). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "error.h"
+#include "flash.h"
+#include "layout_parse.h"
+#include "testlib.h"
+
+char *testlib_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		fail_msg("out of memory");
+	return p;
+}
+
+char *testlib_src_path(const char *rel)
+{
+	const char *top = getenv("top_srcdir");
+
+	return testlib_asprintf("%s/%s", top ? top : TOP_SRCDIR, rel);
+}
+
+char *testlib_tmp_file(const char *name)
+{
+	char *path = testlib_asprintf("/tmp/test-%s-XXXXXX", name);
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		fail_msg("mkstemp %s: %s", path, strerror(errno));
+	close(fd);
+	return path;
+}
+
+char *testlib_tmp_dir(const char *name)
+{
+	char *path = testlib_asprintf("/tmp/test-%s-XXXXXX", name);
+
+	if (!mkdtemp(path))
+		fail_msg("mkdtemp %s: %s", path, strerror(errno));
+	return path;
+}
+
+char *testlib_sim_new(const char *name, const struct nsim_geometry *g, const unsigned *bad,
+		      size_t n_bad)
+{
+	char *path = testlib_tmp_file(name);
+	struct nsim *s;
+	int r;
+
+	r = nsim_create(path, g, NSIM_CREATE_FORCE);
+	if (r < 0)
+		fail_msg("nsim_create %s: %s", path, strerror(-r));
+	r = nsim_open(path, true, &s);
+	if (r < 0)
+		fail_msg("nsim_open %s: %s", path, strerror(-r));
+	for (size_t i = 0; i < n_bad; i++)
+		if (nsim_set_factory_bad(s, bad[i]) < 0)
+			fail_msg("%s: cannot mark block %u bad", path, bad[i]);
+	nsim_close(s);
+	return path;
+}
+
+struct nsim_geometry testlib_sim_geometry(const struct layout_device *d)
+{
+	bool nand = d->type == FLASH_NAND;
+
+	return (struct nsim_geometry){
+		.type = nand ? NSIM_NAND : NSIM_NOR,
+		.size = d->size,
+		.erasesize = d->erasesize,
+		.writesize = nand ? d->writesize : 1,
+		.oobsize = nand ? d->oobsize : 0,
+	};
+}
+
+struct layout *testlib_layout_load(const char *name)
+{
+	char *path = testlib_asprintf("%s/layouts/%s.json",
+				      getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR, name);
+	struct error err = {};
+	struct layout *l = NULL;
+
+	if (layout_load(path, &l, &err) < 0)
+		fail_msg("layout %s: %s", path, error_message(&err));
+	free(path);
+	return l;
+}
+
+struct layout *testlib_layout_parse(const char *json)
+{
+	struct error err = {};
+	struct layout *l = NULL;
+
+	if (layout_parse(json, "test layout", &l, &err) < 0)
+		fail_msg("test layout: %s", error_message(&err));
+	return l;
+}
+
+void testlib_unlinkp(char **path)
+{
+	if (!*path)
+		return;
+	unlink(*path);
+	free(*path);
+	*path = NULL;
+}
