@@ -51,7 +51,7 @@ struct prov {
 
 static bool is_system(const struct prov *pv)
 {
-	return !strcmp(pv->p->target, "system");
+	return board_target_parse(pv->p->target, NULL) == BOARD_TARGET_SYSTEM;
 }
 
 static const char *mtd_sysfs(const struct prov *pv)
