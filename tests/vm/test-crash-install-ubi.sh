@@ -23,8 +23,8 @@
 # Kill points are timed from the moment the marker is seen (polled with
 # shell builtins: a fork under TCG takes longer than a LEB), up to 80 % of
 # the measured update length of the version being installed.
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/ubi-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-ubi.sh"
 ubi_setup
 L=$UBI_LAYOUT
 T=/tmp/cu

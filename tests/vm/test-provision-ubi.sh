@@ -20,9 +20,9 @@
 #    volumes hold the images (upd_marker 0); the booted slot A is refused
 #  - flashd boot for B: ubiblock of rootfs_b mounts v2; the UBIFS overlay
 #    still holds the file written under A
-. "$top_srcdir/nandsim/vm/testlib.sh"
-. "$top_srcdir/tests/vm/boot-lib.sh"
-. "$top_srcdir/tests/vm/ubi-lib.sh"
+. "$top_srcdir/tests/lib/vm.sh"
+. "$top_srcdir/tests/lib/vm-boot.sh"
+. "$top_srcdir/tests/lib/vm-ubi.sh"
 ubi_setup
 L=$UBI_LAYOUT
 T=/tmp/pu

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Helpers for the UBI board's VM tests (layouts/nand-ubi.json on nandsim),
-# sourced after nandsim/vm/testlib.sh.
+# sourced after tests/lib/vm.sh.
 FLASHD=${FLASHD:-$top_builddir/flashd}
 UBI_LAYOUT=$top_srcdir/layouts/nand-ubi.json
 UBI_DAEMON=
