@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "board.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "util.h"
@@ -94,7 +95,7 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 	log_error("health check %s: slot %s marked bad", what, m->group->slots[idx].name);
 	if (!m->conf->health_reboot)
 		return;
-	if (!strncmp(m->conf->target, "sim:", 4)) {
+	if (board_target_parse(m->conf->target, NULL) == BOARD_TARGET_SIM) {
 		log_notice("not rebooting: the board is simulated (%s); reboot it with 'flashctl "
 			   "slot boot-select'", m->conf->target);
 		return;

@@ -84,8 +84,10 @@ int board_sim_device_path(const char *target, const struct layout *l,
 		if (asprintf(&p, "%s/%s.sim", path, d->name) < 0)
 			return -ENOMEM;
 	} else {
+		/* several devices need a directory: say whether it is missing
+		 * or a file stands in its place */
 		if (l->n_devices > 1)
-			return -EISDIR;
+			return stat(path, &st) < 0 ? -errno : -ENOTDIR;
 		p = strdup(path);
 		if (!p)
 			return -ENOMEM;

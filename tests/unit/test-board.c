@@ -167,8 +167,15 @@ static void test_sim_device_path(void **state)
 	assert_string_equal(p1, want);
 	/* a plain file names the only device: a two-device layout refuses it */
 	assert_true(asprintf(&target, "sim:%s/nor0.sim", fx->dir) > 0);
-	assert_int_equal(board_sim_device_path(target, fx->l, &fx->l->devices[0], &p), -EISDIR);
+	assert_int_equal(board_sim_device_path(target, fx->l, &fx->l->devices[0], &p), -ENOTDIR);
 	assert_null(p);
+	/* a directory that is not there is missing, not "a directory" */
+	free(target);
+	assert_true(asprintf(&target, "sim:%s/nowhere", fx->dir) > 0);
+	assert_int_equal(board_sim_device_path(target, fx->l, &fx->l->devices[0], &p), -ENOENT);
+	assert_null(p);
+	free(target);
+	assert_true(asprintf(&target, "sim:%s/nor0.sim", fx->dir) > 0);
 	fx->l->n_devices = 1;
 	assert_int_equal(board_sim_device_path(target, fx->l, &fx->l->devices[0], &p0), 0);
 	fx->l->n_devices = 2;
