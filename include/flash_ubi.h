@@ -49,8 +49,9 @@ static inline uint64_t flash_ubi_volume_size(const struct flash_ubi_volume *v)
  * or NULL when it is. */
 const char *flash_ubi_volume_broken(const struct flash_ubi_volume *v);
 
-/* UBI_IOCMKVOL: a volume of bytes (rounded up to LEBs by the kernel). */
-int flash_ubi_mkvol(int ubi, const char *name, bool is_static, uint64_t bytes,
+/* UBI_IOCMKVOL: volume vol_id (or UBI_VOL_NUM_AUTO) of bytes (rounded up to LEBs by the
+ * kernel); returns the volume id. */
+int flash_ubi_mkvol(int ubi, int vol_id, const char *name, bool is_static, uint64_t bytes,
 		    struct error *err);
 
 /* The volume open for writing (O_CLOEXEC): nothing changes yet; -EBUSY

@@ -149,13 +149,17 @@ static void root_args(const struct layout *l, const struct layout_slot *s, char 
 			 layout_partition_index(l, t->part));
 		return;
 	case LAYOUT_STORAGE_UBI:
+		/* squashfs needs a block device: the kernel makes ubiblock<u>_<id>
+		 * of the static volume (root=ubiN:vol is UBIFS only); the volume id
+		 * is the layout's index (provisioning creates them so) */
 		for (size_t u = 0; u < l->n_ubis; u++)
-			if (l->ubis[u].part == t->part) {
-				snprintf(buf, len, "ubi.mtd=%s ubi.block=%zu,%s root=ubi%zu:%s "
-					 "rootfstype=squashfs ro", t->part->name, u, t->ubi_volume,
-					 u, t->ubi_volume);
-				return;
-			}
+			for (size_t v = 0; l->ubis[u].part == t->part && v < l->ubis[u].n_volumes; v++)
+				if (!strcmp(l->ubis[u].volumes[v].name, t->ubi_volume)) {
+					snprintf(buf, len, "ubi.mtd=%s ubi.block=%zu,%s root=/dev/ubiblock%zu_%zu "
+						 "rootfstype=squashfs ro", t->part->name, u, t->ubi_volume,
+						 u, v);
+					return;
+				}
 		return;
 	case LAYOUT_STORAGE_FILE:
 	case _LAYOUT_STORAGE_MAX:

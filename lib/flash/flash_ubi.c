@@ -138,11 +138,11 @@ const char *flash_ubi_volume_broken(const struct flash_ubi_volume *v)
 	return NULL;
 }
 
-int flash_ubi_mkvol(int ubi, const char *name, bool is_static, uint64_t bytes,
+int flash_ubi_mkvol(int ubi, int vol_id, const char *name, bool is_static, uint64_t bytes,
 		    struct error *err)
 {
 	struct ubi_mkvol_req req = {
-		.vol_id = UBI_VOL_NUM_AUTO,
+		.vol_id = vol_id,
 		.alignment = 1,
 		.bytes = (int64_t)bytes,
 		.vol_type = is_static ? UBI_STATIC_VOLUME : UBI_DYNAMIC_VOLUME,

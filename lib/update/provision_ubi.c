@@ -196,7 +196,9 @@ int provision_ubi_format(const struct layout_ubi *u, const char *mtd_sysfs, stru
 		return error_prefix(err, ubi, "partition %s", u->part->name);
 	for (size_t i = 0; i < u->n_volumes; i++) {
 		const struct layout_ubi_volume *v = &u->volumes[i];
-		r = flash_ubi_mkvol(ubi, v->name, v->type == LAYOUT_UBI_STATIC, v->size, err);
+		/* the volume id is the layout's index: the boot script's
+		 * root=/dev/ubiblockN_<id> and the booted-slot lookup rely on it */
+		r = flash_ubi_mkvol(ubi, (int)i, v->name, v->type == LAYOUT_UBI_STATIC, v->size, err);
 		if (r < 0)
 			return error_prefix(err, r, "partition %s", u->part->name);
 	}

@@ -507,6 +507,17 @@ static void test_bootscript(void **state)
 			fail_msg("boot script lacks '%s':\n%s", want[i], buf);
 	free(buf);
 
+	/* UBI: squashfs needs the volume's block device (root=ubiN:vol is
+	 * UBIFS only), named by the volume id the layout's index gives it */
+	fake_layout(&f, true);
+	out = open_memstream(&buf, &len);
+	assert_int_equal(slot_bootscript(&f.l, out), 0);
+	fclose(out);
+	if (!strstr(buf, "ubi.block=0,rootfs_b root=/dev/ubiblock0_2 rootfstype=squashfs ro"))
+		fail_msg("boot script lacks slot B's ubiblock root:\n%s", buf);
+	assert_null(strstr(buf, "root=ubi0:"));
+	free(buf);
+
 	f.g.max_tries = 12;
 	out = open_memstream(&buf, &len);
 	assert_int_equal(slot_bootscript(&f.l, out), -EINVAL);

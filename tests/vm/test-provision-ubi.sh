@@ -93,6 +93,14 @@ vm_expect_eq "$(cat /sys/class/ubi/ubi$u/volumes_count)" 5 "volumes"
 vm_expect_eq "$(cat /sys/class/ubi/ubi$u/bad_peb_count)" 1 "UBI's bad PEB count (block 100)"
 for v in kernel_a rootfs_a kernel_b rootfs_b; do vm_expect_eq "$(ubi_vattr $v type)" static "type of $v"; done
 vm_expect_eq "$(ubi_vattr overlay type)" dynamic "type of overlay"
+# the boot script's root= (what a kernel without flashd boot mounts) names
+# each slot's volume by its id: /dev/ubiblock<u>_<id> must be that volume
+"$FLASHCTL" slot bootscript --layout "$L" >$T/boot.scr || vm_fail "flashctl slot bootscript"
+for s in a b; do
+	id=$(sed -n "s|.*ubi\.block=$u,rootfs_$s root=/dev/ubiblock${u}_\([0-9]*\) .*|\1|p" $T/boot.scr)
+	[ -n "$id" ] || vm_fail "the boot script has no root=/dev/ubiblock${u}_<id> for rootfs_$s: $(grep flashd_root $T/boot.scr)"
+	vm_expect_eq "$(cat /sys/class/ubi/ubi${u}_$id/name)" "rootfs_$s" "the volume the boot script mounts for slot $s"
+done
 holds rootfs_a $T/1.0.sqfs "provisioned"
 holds kernel_a $T/1.0.kernel "provisioned"
 vm_expect_eq "$(ubi_vattr rootfs_b data_bytes)" 0 "rootfs_b empty"
