@@ -347,7 +347,7 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	struct manager *m = userdata;
 	const struct install_report *f = &m->op.final;
 	const char *result, *error = f->message;
-	char why[160];
+	char why[160], dl[48] = "";
 	struct proto_call *call = m->op.call;
 
 	if (!f->final) {
@@ -360,11 +360,12 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	} else {
 		result = f->error == 0 ? "success" : f->error == -ECANCELED ? "cancelled" : "failed";
 	}
+	if (f->from_url)
+		snprintf(dl, sizeof(dl), "; %" PRIu64 " bytes downloaded", f->downloaded);
 	if (f->final && f->error == 0)
 		log_info("installed version %s into slot %s (%" PRIu64 " bytes, %" PRIu64
-			 " erases, %" PRIu64 " unchanged blocks skipped; %" PRIu64 " bytes downloaded)",
-			 f->version, f->slot, f->stats.bytes_written, f->stats.erases,
-			 f->stats.blocks_skipped, f->downloaded);
+			 " erases, %" PRIu64 " unchanged blocks skipped%s)", f->version, f->slot,
+			 f->stats.bytes_written, f->stats.erases, f->stats.blocks_skipped, dl);
 	else
 		log_error("install %s: %s", result, error);
 	install_record(m, result, f->final && f->error == 0 ? NULL : error);
