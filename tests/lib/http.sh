@@ -102,3 +102,23 @@ network_conf() {
 		for kv in "$@"; do echo "$kv"; done
 	} >> "$FLASHD_DIR/flashd.conf"
 }
+
+# reset_slots: a fresh A/B state (A booted and first, B out of use; B's
+# data stays), flashd restarted on it
+reset_slots() {
+	stop_daemon
+	"$FLASHCTL" -q slot init --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "slot init"
+	start_daemon
+}
+
+# expect_installed WHAT VERSION: slot B holds VERSION, verified, and boots next
+expect_installed() {
+	fctl --json status > "$T/st.json" || fail "$1: status"
+	expect_fields "$T/st.json" "$1" <<-END
+	slots.1.version $2
+	slots.1.state pending
+	next B
+	last_install.result success
+	operation null
+	END
+}

@@ -24,21 +24,7 @@ network_conf "stall-timeout=2" "connect-timeout=2" "retries=3" "retry-delay=100"
 start_daemon
 SIZE=$(stat -c %s "$T/v1.bundle")
 
-reset_slots() {
-	stop_daemon
-	"$FLASHCTL" -q slot init --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "slot init"
-	start_daemon
-}
 
-expect_installed() {
-	fctl --json status > "$T/st.json" || fail "$1: status"
-	expect_fields "$T/st.json" "$1" <<-END
-	slots.1.version $2
-	slots.1.state pending
-	next B
-	last_install.result success
-	END
-}
 
 # expect_marked_bad WHAT: the install failed after writing began: B out
 # of BOOT_ORDER with no tries, A boots next

@@ -46,16 +46,23 @@ static uint8_t *local(size_t *ret_size)
 	return buf;
 }
 
-static struct source *open_url(const char *name)
+/* the URL of name on the test's server (skips without one) */
+static void url_of(const char *name, char *url, size_t len)
 {
 	const char *base = getenv("FLASHD_TEST_HTTP_URL");
+
+	if (!base)
+		skip();
+	snprintf(url, len, "%s/%s", base, name);
+}
+
+static struct source *open_url(const char *name)
+{
 	struct error err = {};
 	struct source *s = NULL;
 	char url[512];
 
-	if (!base)
-		skip();
-	snprintf(url, sizeof(url), "%s/%s", base, name);
+	url_of(name, url, sizeof(url));
 	if (source_http_new(url, &conf, &s, &err) < 0)
 		fail_msg("%s", error_message(&err));
 	return s;
@@ -135,14 +142,11 @@ TEST(test_pread_unplanned_and_end)
 
 TEST(test_not_found)
 {
-	const char *base = getenv("FLASHD_TEST_HTTP_URL");
 	struct error err = {};
 	struct source *s = NULL;
 	char url[512];
 
-	if (!base)
-		skip();
-	snprintf(url, sizeof(url), "%s/none.bin", base);
+	url_of("none.bin", url, sizeof(url));
 	assert_int_equal(source_http_new(url, &conf, &s, &err), -EREMOTEIO);
 	assert_null(s);
 	assert_non_null(strstr(err.msg, url));
