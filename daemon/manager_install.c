@@ -152,7 +152,10 @@ static int install_run_url(struct install *in, struct source *src, volatile int 
 	if (!buf)
 		return error_set(err, -ENOMEM, "out of memory");
 	for (;;) {
+		/* counted as source_read() (source.c, on its way) does */
 		n = src->ops->read(src, buf, BUNDLE_INFLATE_CHUNK, err);
+		if (n > 0)
+			src->fetched += n;
 		if (n < 0) {
 			install_cancel(in);
 			if (n == -ECANCELED)

@@ -36,6 +36,9 @@ int source_http_check_url(const char *url, struct error *err);
  * source. */
 int source_http_new(const char *url, const struct source_http_conf *conf, struct source **ret,
 		    struct error *err);
-/* Requests and retries so far (tests and the benchmark). */
+/* fetched (source.h) counts every body byte received, also those of
+ * dropped gaps and retries; like every backend, the bytes read() and
+ * pread() return are added by source_read()/source_pread().
+ * Requests and retries so far (tests and the benchmark): */
 unsigned source_http_requests(const struct source *s);
 unsigned source_http_retries(const struct source *s);

@@ -34,6 +34,11 @@
 
 #define HTTP_BUF_MAX (256 * 1024) /* bytes buffered ahead of the engine */
 #define HTTP_GAP_MAX (128 * 1024) /* a gap this small is downloaded and dropped */
+/* The first GET asks for this much only: a sender does not stop at what
+ * we read, it fills the socket buffers (megabytes), so an adaptive install
+ * that needs only the header, manifest and index of the bundle would pay
+ * for bytes it never uses. Reading on costs one more request. */
+#define HTTP_FIRST_RANGE (64 * 1024)
 #define HTTP_MAX_REDIRS 5
 #define HTTP_BACKOFF_MAX_MS 30000
 #define HTTP_POLL_MS 200
@@ -189,6 +194,10 @@ static size_t check_status(struct http *h)
 
 	if (h->status >= 500 || h->status == 408 || h->status == 429)
 		return cb_fail(h, -EREMOTEIO, true, "HTTP status %ld", h->status);
+	if (h->status == 200 && !h->start && !h->seen_first) {
+		h->end = 0; /* the first request, a server without ranges: all of it */
+		return 1;
+	}
 	if (h->status == 200 && ranged)
 		return h->validator[0] ?
 		       cb_fail(h, -ESTALE, false, "the bundle changed on the server (If-Range "
@@ -309,8 +318,16 @@ static size_t on_write(char *p, size_t size, size_t n, void *userdata)
 	}
 	memcpy(h->buf + h->tail, p, len);
 	h->tail += len;
-	h->s.fetched += len;
 	return len;
+}
+
+/* Bytes that crossed the network and that read()/pread() never return
+ * (a gap dropped, a buffer thrown away) count as fetched here: the
+ * returned ones are counted by source_read()/source_pread(). */
+static void drop(struct http *h, size_t n)
+{
+	h->s.fetched += n;
+	consume(h, n);
 }
 
 static void stop_transfer(struct http *h)
@@ -318,6 +335,7 @@ static void stop_transfer(struct http *h)
 	if (h->active)
 		curl_multi_remove_handle(h->multi, h->easy);
 	h->active = h->finished = h->paused = false;
+	h->s.fetched += avail(h);
 	h->head = h->tail = 0;
 }
 
@@ -402,7 +420,7 @@ static const struct {
  * (err set) and *transient when a retry may help. */
 static int transfer_result(struct http *h, bool *transient, struct error *err)
 {
-	uint64_t want = h->end ? h->end : h->s.size;
+	uint64_t want = h->end && (!h->s.size || h->end < h->s.size) ? h->end : h->s.size;
 
 	*transient = false;
 	if (h->cb_r) {
@@ -557,7 +575,7 @@ static ssize_t at(struct http *h, uint64_t off, uint64_t end, struct error *err)
 				return r;
 		}
 		while ((n = fill(h, err)) > 0 && h->bufpos < off)
-			consume(h, MIN((uint64_t)n, off - h->bufpos));
+			drop(h, MIN((uint64_t)n, off - h->bufpos));
 		if (n != 0)
 			return n; /* bytes at off, or the error */
 		if (!h->end)
@@ -569,7 +587,7 @@ static ssize_t at(struct http *h, uint64_t off, uint64_t end, struct error *err)
 static ssize_t http_read(struct source *s, void *buf, size_t len, struct error *err)
 {
 	struct http *h = to_http(s);
-	ssize_t n = at(h, h->seq, 0, err);
+	ssize_t n = at(h, h->seq, h->seq ? 0 : HTTP_FIRST_RANGE, err);
 	size_t c;
 
 	if (n <= 0)
@@ -711,7 +729,7 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 		goto oom;
 	setup_easy(h);
 	/* the first GET, to its first bytes: a wrong URL fails here */
-	r = start_transfer(h, 0, 0, err);
+	r = start_transfer(h, 0, HTTP_FIRST_RANGE, err);
 	n = r < 0 ? r : fill(h, err);
 	if (n < 0) {
 		http_free(&TAKE_PTR(h)->s);
