@@ -37,16 +37,25 @@ make_ca() {
 		-CAcreateserial -days 2 -extfile "$d/ext" -out "$d/server.crt" 2>/dev/null ||
 		fail "openssl: server certificate"
 	cat "$d/server.crt" "$d/server.key" > "$T/server.pem"
+	# a client certificate from the test CA (for the port that asks for one)
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=board-42" \
+		-keyout "$T/client.key" -out "$d/client.csr" 2>/dev/null || fail "openssl: client key"
+	openssl x509 -req -in "$d/client.csr" -CA "$T/ca.pem" -CAkey "$d/ca.key" \
+		-CAcreateserial -days 2 -out "$T/client.pem" 2>/dev/null ||
+		fail "openssl: client certificate"
 }
 
 # start_httpd: lighttpd in the foreground of a background job, http on
-# $HTTP_PORT and https on $HTTPS_PORT, access log "request status bytes".
+# $HTTP_PORT, https on $HTTPS_PORT, https that requires a client
+# certificate from the test CA on $MTLS_PORT; access log "request status
+# [X-Flashd-Test header] bytes".
 start_httpd() {
 	local i
 	mkdir -p "$T/www"
 	make_ca
 	HTTP_PORT=$(free_port)
 	HTTPS_PORT=$(free_port)
+	MTLS_PORT=$(free_port)
 	cat > "$T/lighttpd.conf" <<CONF
 server.modules = ("mod_accesslog", "mod_openssl")
 server.document-root = "$T/www"
@@ -54,11 +63,18 @@ server.bind = "127.0.0.1"
 server.port = $HTTP_PORT
 server.errorlog = "$T/lighttpd.err"
 accesslog.filename = "$T/access.log"
-accesslog.format = "%r %s %b"
+accesslog.format = "%r %s [%{X-Flashd-Test}i] %b"
 mimetype.assign = ("" => "application/octet-stream")
 \$SERVER["socket"] == "127.0.0.1:$HTTPS_PORT" {
 	ssl.engine = "enable"
 	ssl.pemfile = "$T/server.pem"
+}
+\$SERVER["socket"] == "127.0.0.1:$MTLS_PORT" {
+	ssl.engine = "enable"
+	ssl.pemfile = "$T/server.pem"
+	ssl.ca-file = "$T/ca.pem"
+	ssl.verifyclient.activate = "enable"
+	ssl.verifyclient.enforce = "enable"
 }
 CONF
 	"$LIGHTTPD" -D -f "$T/lighttpd.conf" >"$T/lighttpd.out" 2>&1 &

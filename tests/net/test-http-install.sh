@@ -1,6 +1,9 @@
 #!/bin/sh
 # Installs from http(s) URLs against a real lighttpd on 127.0.0.1: good
-# http and https installs (verified, activated); a server certificate from
+# http and https installs (verified, activated); http_proxy from the
+# daemon's environment, header= seen by the server, a server that requires
+# a client certificate (refused without client-cert=, served with it);
+# a server certificate from
 # an untrusted CA, a redirect to another host, a 404 and a server that
 # never answers fail cleanly, naming the URL, with nothing activated and
 # the booted slot untouched; file://, ftp:// are refused before anything
@@ -43,6 +46,22 @@ expect_not_activated() {
 	END
 }
 
+# failed_install NAME URL PATTERN: flashctl install URL fails (exit 1),
+# its message names the URL and matches PATTERN, nothing is activated
+# (seconds taken in $secs)
+failed_install() {
+	env_dump > "$T/env-before"
+	start=$(date +%s)
+	fctl install "$2" > "$T/$1.out" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	[ $rc = 1 ] || fail "$1: flashctl install exited $rc, expected 1: $(cat "$T/$1.out")"
+	grep -qF "$2" "$T/$1.out" || fail "$1: the error does not name the URL: $(cat "$T/$1.out")"
+	grep -qi "$3" "$T/$1.out" || fail "$1: the error does not say '$3': $(cat "$T/$1.out")"
+	expect_not_activated "$1"
+	ok "$1 failed in ${secs} s: $(tail -n 1 "$T/$1.out")"
+}
+
 # ---- http: installed, verified, activated; progress shows the download ----
 fctl --json install "http://127.0.0.1:$HTTP_PORT/v1.bundle" > "$T/http.out" 2>&1 ||
 	fail "http install: exit $?: $(tail -n 3 "$T/http.out")"
@@ -59,6 +78,48 @@ grep -q '"step":"write".*"bytes_downloaded":[1-9]' "$T/http.out" ||
 	fail "no write progress with bytes downloaded: $(head -n 3 "$T/http.out")"
 ok "http install: verified, activated, $SIZE bytes downloaded"
 
+# ---- a proxy from the environment, extra headers ----
+reset_slots
+start_proxy
+stop_daemon
+cp "$T/flashd.conf.base" "$FLASHD_DIR/flashd.conf"
+# shellcheck disable=SC2086
+network_conf "ca-file=$T/ca.pem" "header=X-Flashd-Test: board-42" $FAST
+http_proxy=http://127.0.0.1:$PROXY_PORT start_daemon
+fctl install "http://127.0.0.1:$HTTP_PORT/v2.bundle" > "$T/proxy.out" 2>&1 ||
+	fail "install through http_proxy: $(cat "$T/proxy.out")"
+grep -q "^connection" "$T/proxy.log" || fail "the install did not go through http_proxy"
+expect_installed "through http_proxy" 2.0
+stop_proxy
+# shellcheck disable=SC2086
+daemon_with "ca-file=$T/ca.pem" "header=X-Flashd-Test: board-42" $FAST
+reset_slots
+fctl install "https://127.0.0.1:$HTTPS_PORT/v1.bundle" > "$T/hdr.out" 2>&1 ||
+	fail "install with a header: $(cat "$T/hdr.out")"
+kill "$HTTPD_PID"; wait "$HTTPD_PID" 2>/dev/null  # lighttpd writes its log at exit
+grep -q "^GET /v1.bundle .*\[board-42\]" "$T/access.log" ||
+	fail "header= did not reach the server: $(cat "$T/access.log")"
+"$LIGHTTPD" -D -f "$T/lighttpd.conf" >>"$T/lighttpd.out" 2>&1 &
+HTTPD_PID=$!
+BG_PIDS="$BG_PIDS $HTTPD_PID"
+wait_for 10 "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $HTTP_PORT), 1)" ||
+	fail "lighttpd did not restart"
+ok "http_proxy from the environment is used; header= reaches the server"
+
+# ---- a server that wants a client certificate ----
+reset_slots
+failed_install no-client-cert "https://127.0.0.1:$MTLS_PORT/v1.bundle" "SSL\|TLS\|alert\|certificate"
+# shellcheck disable=SC2086
+daemon_with "ca-file=$T/ca.pem" "client-cert=$T/client.pem" "client-key=$T/client.key" $FAST
+fctl install "https://127.0.0.1:$MTLS_PORT/v1.bundle" > "$T/mtls.out" 2>&1 ||
+	fail "install with client-cert: $(cat "$T/mtls.out")"
+expect_installed "client certificate" 1.0
+ok "client-cert/client-key: the server that requires one serves the bundle"
+# shellcheck disable=SC2086
+daemon_with "ca-file=$T/ca.pem" $FAST
+reset_slots
+fctl install "http://127.0.0.1:$HTTP_PORT/v2.bundle" >/dev/null 2>&1 || fail "http install of v2"
+
 # ---- https with the test CA ----
 fctl install "https://127.0.0.1:$HTTPS_PORT/v2.bundle" > "$T/https.out" 2>&1 ||
 	fail "https install: exit $?: $(cat "$T/https.out")"
@@ -66,21 +127,6 @@ grep -q "downloaded" "$T/https.out" || fail "https: the progress does not show b
 expect_installed "https install" 2.0
 ok "https install with the test CA"
 
-# failed_install NAME URL PATTERN: flashctl install URL fails (exit 1),
-# its message names the URL and matches PATTERN, nothing is activated
-# (seconds taken in $secs)
-failed_install() {
-	env_dump > "$T/env-before"
-	start=$(date +%s)
-	fctl install "$2" > "$T/$1.out" 2>&1
-	rc=$?
-	secs=$(($(date +%s) - start))
-	[ $rc = 1 ] || fail "$1: flashctl install exited $rc, expected 1: $(cat "$T/$1.out")"
-	grep -qF "$2" "$T/$1.out" || fail "$1: the error does not name the URL: $(cat "$T/$1.out")"
-	grep -qi "$3" "$T/$1.out" || fail "$1: the error does not say '$3': $(cat "$T/$1.out")"
-	expect_not_activated "$1"
-	ok "$1 failed in ${secs} s: $(tail -n 1 "$T/$1.out")"
-}
 
 # ---- TLS: a CA that did not sign the server's certificate ----
 reset_slots
