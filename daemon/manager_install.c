@@ -71,7 +71,7 @@ static void job_progress(void *userdata, const struct install_progress *p)
 	const struct bundle_manifest *man = install_get_manifest(ctx->in);
 	struct install_report rep = {
 		.phase = p->phase, .percent = p->percent, .done = p->done, .total = p->total,
-		.downloaded = ctx->src ? ctx->src->fetched : 0, .from_url = ctx->src,
+		.downloaded = ctx->src ? source_http_received(ctx->src) : 0, .from_url = ctx->src,
 	};
 
 	/* one report per percent or step keeps the pipe and the client calm */
@@ -106,7 +106,7 @@ static void final_report(struct install *in, const struct source *src, int r,
 
 	*rep = (struct install_report) {
 		.final = true,
-		.downloaded = src ? src->fetched : 0,
+		.downloaded = src ? source_http_received(src) : 0,
 		.from_url = src,
 		.phase = r < 0 ? INSTALL_PHASE_FAILED : INSTALL_PHASE_DONE,
 		.percent = r < 0 ? 0 : 100,

@@ -1,7 +1,7 @@
 /* A bundle source for http(s) URLs (lib/update/source_http.c), libcurl
  * loaded on first use (curl_dl.h).
  *
- * read() is one streaming GET; pread() and plan() use Range requests, one
+ * read() is a streaming GET (in doubling ranges at first); pread() and plan() use Range requests, one
  * request per run of planned ranges that lie close together (see the
  * file). A transfer that breaks (dropped connection, 5xx, no byte for
  * stall_timeout seconds) is retried with backoff and resumed with
@@ -42,3 +42,7 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
  * Requests and retries so far (tests and the benchmark): */
 unsigned source_http_requests(const struct source *s);
 unsigned source_http_retries(const struct source *s);
+/* Body bytes received so far, used or not: what crossed the network (the
+ * bytes_downloaded of progress). fetched catches up when the source
+ * drops what it holds unused. */
+uint64_t source_http_received(const struct source *s);

@@ -15,9 +15,9 @@ grep "planned preads" "$T/unit.out" >&2
 # lighttpd writes its access log at exit
 kill "$HTTPD_PID"
 wait "$HTTPD_PID" 2>/dev/null
-# stream 2 (the first 64 KiB, the rest), planned 1 + 3, unplanned 1 + 4
-# (a pread past the end asks nothing: the size is known)
+# stream 8 (doubling ranges up to 1 MiB, the rest), planned 1 + 4,
+# unplanned 1 + 4 (a pread past the end asks nothing: the size is known)
 n=$(grep -c "^GET /data.bin " "$T/access.log")
-[ "$n" = 11 ] || fail "lighttpd saw $n requests for data.bin, the source counted 11: $(cat "$T/access.log")"
+[ "$n" = 18 ] || fail "lighttpd saw $n requests for data.bin, the source counted 18: $(cat "$T/access.log")"
 grep -q "^GET /none.bin HTTP/1.1 404" "$T/access.log" || fail "no 404 in the access log"
 ok "lighttpd's log agrees: $n requests"

@@ -104,14 +104,15 @@ TEST(test_stream)
 	assert_int_equal(got, size);
 	assert_memory_equal(buf, want, size);
 	assert_int_equal(s->fetched, size);
-	/* the first 64 KiB, then the rest */
-	assert_int_equal(source_http_requests(s), 2);
+	/* 16, 16, 32 ... 512 KiB (7 ranges), then the rest */
+	assert_int_equal(source_http_requests(s), 8);
+	assert_int_equal(source_http_received(s), size);
 	s->ops->free(s);
 }
 
-/* blocks 40-42 and 60-61 (adjacent), 63 (a 1-block gap: joined to the
- * run), 100 (alone), read in that order after a plan: three requests past
- * the first GET, and no more bytes than the runs plus one buffer */
+/* blocks 40-42 and 60-61 (adjacent), 63 (a 1-block gap: a run of its
+ * own), 100 (alone), read in that order after a plan: four requests past
+ * the first GET, and no more bytes than asked plus the first GET's */
 TEST(test_pread_planned)
 {
 	static const unsigned blocks[] = { 40, 41, 42, 60, 61, 63, 100 };
@@ -132,9 +133,10 @@ TEST(test_pread_planned)
 		assert_int_equal(prd(s, buf, BLOCK, r[i].off), BLOCK);
 		assert_memory_equal(buf, want + r[i].off, BLOCK);
 	}
-	/* runs: 40-42, 60-63, 100; plus the first GET's 64 KiB, unread */
-	assert_int_equal(source_http_requests(s), 1 + 3);
-	assert_true(s->fetched - before <= (3 + 4 + 1) * BLOCK + 64 * 1024);
+	/* runs: 40-42, 60-61, 63, 100; plus the first GET's 16 KiB, unread */
+	assert_int_equal(source_http_requests(s), 1 + 4);
+	assert_true(s->fetched - before <= 7 * BLOCK + 16 * 1024);
+	assert_true(source_http_received(s) <= 7 * BLOCK + 16 * 1024);
 	print_message("planned preads: %u requests, %llu bytes for %zu bytes asked\n",
 		      source_http_requests(s), (unsigned long long)(s->fetched - before),
 		      ELEMENTSOF(blocks) * (size_t)BLOCK);
