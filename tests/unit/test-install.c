@@ -1905,14 +1905,10 @@ static struct image image_variant(struct rig *r, const struct image *base, const
 static void set_env_var(struct rig *r, const char *name, const char *value)
 {
 	struct env *e = NULL;
-	struct env_txn *t = NULL;
 	struct error err = {};
 
 	assert_int_equal(env_open_layout(r->l, r->target, NULL, 0, &e, &err), 0);
-	assert_int_equal(env_txn_new(e, &t), 0);
-	assert_int_equal(env_txn_set(t, name, value), 0);
-	assert_int_equal(env_txn_commit(t, &err), 0);
-	env_txn_free(t);
+	assert_int_equal(env_store_var(e, name, value, &err), 0);
 	env_close(e);
 }
 

@@ -16,7 +16,7 @@
 
 /* A regular file: random access, sequential reads and preads do not
  * disturb each other, every byte read is counted. */
-static void test_file(void **state)
+TEST(test_file)
 {
 	_cleanup_(testlib_unlinkp) char *path = testlib_tmp_file("source-file");
 	_cleanup_close_ int fd = -1;
@@ -47,7 +47,7 @@ static void test_file(void **state)
 }
 
 /* A pipe: a stream, no pread (refused with a message, not a crash). */
-static void test_stream(void **state)
+TEST(test_stream)
 {
 	_cleanup_source_ struct source *s = NULL;
 	struct error err = { 0 };
@@ -68,13 +68,4 @@ static void test_stream(void **state)
 	assert_int_equal(source_read(s, buf, sizeof(buf), &err), 0);
 	assert_int_equal(s->fetched, 3);
 	close(p[0]);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_file),
-		cmocka_unit_test(test_stream),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
