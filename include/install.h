@@ -13,6 +13,8 @@
  *      (bad-block skipping, unchanged erase blocks skipped), hashed by the
  *      bundle reader on the way
  *   4. every written byte is read back and hashed against the manifest
+ *      (the adaptive path of install_run_source() writes block by block
+ *      against the signed index instead: install_index.h)
  *   5. ONE env store activates the slot (first in BOOT_ORDER, full tries,
  *      FLASHD_<slot>_VERSION set)
  *
@@ -64,6 +66,7 @@ struct install_stats {
 	uint64_t blocks_read;     /* flash blocks read to compare with the index */
 	uint64_t blocks_trusted;  /* skipped on the slot's block record, not read */
 	uint64_t bytes_fetched;   /* bundle bytes read from the source */
+	uint64_t blocks_copied;   /* written from the other slot instead of fetched */
 	bool adaptive;            /* the install took the adaptive path */
 	time_t started, finished;
 };

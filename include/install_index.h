@@ -10,7 +10,8 @@
  *   - else the flash block is read and hashed: equal -> left alone;
  *   - else the block is fetched (source_pread, after one source_plan()
  *     of all such blocks), its hash checked against the index, erased,
- *     programmed and read back.
+ *     programmed and read back; a block the other (running) slot's
+ *     trusted record holds is read there instead, checked the same way.
  * So every block of the result is either read back, read and compared, or
  * vouched for by a trusted record; each against the signed index, which
  * covers every byte of the image. A block that goes bad on erase/program
@@ -35,6 +36,7 @@ struct install_index_stats {
 	uint64_t blocks_trusted;   /* skipped on the record's word, not read */
 	uint64_t blocks_same;      /* read, equal, left alone */
 	uint64_t blocks_written;
+	uint64_t blocks_copied;    /* of those, read from the other slot, not fetched */
 	uint64_t blocks_bad;       /* marked bad while writing */
 	uint64_t erases;
 	uint64_t bytes_written;    /* image bytes programmed */
@@ -46,6 +48,11 @@ struct install_index_image {
 	uint32_t block_size;             /* the manifest's = flash erase size */
 	const uint8_t *index;            /* the whole verified index */
 	const struct block_record *rec;  /* trusted record of the slot, or NULL */
+	/* The same member in the other (running) slot and its trusted
+	 * record, or NULL: a block it holds is read from there (and checked
+	 * against the index) instead of fetched. Only read, never written. */
+	struct flash *other;
+	const struct block_record *other_rec;
 };
 
 /* Write img adaptively. On success *ret_rec (when not NULL) describes what

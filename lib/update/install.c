@@ -66,6 +66,9 @@ struct install {
 	struct install_target *current;      /* being written */
 	bool adaptive;                       /* install_run_source writes block by block */
 	struct block_record *recs[BUNDLE_MAX_IMAGES]; /* trusted block records of the targets */
+	/* the same members in the other (running) slot: read only */
+	struct block_record *other_recs[BUNDLE_MAX_IMAGES];
+	struct flash *other_flash[BUNDLE_MAX_IMAGES];
 	bool marked_bad;                     /* the target slot's mark-bad store is done */
 	bool recorded;                       /* its failed/cancelled store was tried */
 	/* verify state */
@@ -583,8 +586,11 @@ void install_free(struct install *in)
 	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++)
 		if (in->targets[i].ops)
 			in->targets[i].ops->close(&in->targets[i]);
-	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++)
+	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++) {
 		block_record_free(in->recs[i]);
+		block_record_free(in->other_recs[i]);
+		flash_close(in->other_flash[i]);
+	}
 	flashio_reader_free(in->vreader);
 	EVP_MD_CTX_free(in->md);
 	free(in->vbuf);
@@ -964,23 +970,60 @@ static bool adaptive_fits(const struct install *in)
 
 /* A record is trusted only while the env still says the slot holds the
  * verified content it describes, and the flash has the same bad blocks. */
-static bool record_trusted(struct install *in, struct env *e, const struct block_record *rec,
-			   struct install_target *t)
+static bool record_trusted(struct env *e, const char *slot, const struct block_record *rec,
+			   struct flash *f)
 {
 	_cleanup_free_ char *ver = NULL, *state = NULL;
 	char var[64];
 	int st;
 
-	if (!block_record_matches_flash(rec, t->flash))
+	if (!block_record_matches_flash(rec, f))
 		return false;
-	slot_version_var(slot_name(in), var, sizeof(var));
+	slot_version_var(slot, var, sizeof(var));
 	if (env_get(e, var, &ver) < 0 || strcmp(ver, rec->version))
 		return false;
-	slot_record_var(slot_name(in), var, sizeof(var));
+	slot_record_var(slot, var, sizeof(var));
 	if (env_get(e, var, &state) < 0)
 		return false;
 	st = slot_record_from_string(state);
 	return st == SLOT_RECORD_VERIFIED || st == SLOT_RECORD_GOOD;
+}
+
+/* A trusted record of member of slot, or NULL. */
+static struct block_record *trusted_record(struct install *in, struct env *e, const char *slot,
+					   const char *member, struct flash *f)
+{
+	struct block_record *rec = NULL;
+
+	if (block_record_load(in->p.state_dir, in->group->name, slot, member, &rec) < 0)
+		return NULL;
+	if (record_trusted(e, slot, rec, f))
+		return rec;
+	block_record_free(rec);
+	return NULL;
+}
+
+/* The other slot's partition for target i (the running one in A/B), and
+ * its trusted record: blocks to copy instead of fetch. */
+static void load_other(struct install *in, struct env *e, size_t i)
+{
+	const struct layout_slot *o;
+	const struct layout_image_target *lt;
+	struct flash *f = NULL;
+
+	if (in->group->n_slots != 2)
+		return;
+	o = &in->group->slots[1 - in->slot];
+	lt = member_target(o, in->targets[i].img->slot);
+	if (!lt || !lt->part || (lt->storage != LAYOUT_STORAGE_NOR &&
+				 lt->storage != LAYOUT_STORAGE_NAND) ||
+	    board_open_partition(in->p.board, lt->part, &f) < 0)
+		return;
+	in->other_recs[i] = trusted_record(in, e, o->name, in->targets[i].img->slot, f);
+	if (in->other_recs[i])
+		in->other_flash[i] = f;
+	else
+		flash_close(f);
 }
 
 /* Before the mark-bad store changes what the env says. */
@@ -991,14 +1034,9 @@ static void load_records(struct install *in)
 	if (!in->p.state_dir || env_open_layout(in->layout, in->p.target, NULL, 0, &e, NULL) < 0)
 		return;
 	for (size_t i = 0; i < in->n_targets; i++) {
-		struct block_record *rec = NULL;
-		if (block_record_load(in->p.state_dir, in->group->name, slot_name(in),
-				      in->targets[i].img->slot, &rec) < 0)
-			continue;
-		if (record_trusted(in, e, rec, &in->targets[i]))
-			in->recs[i] = rec;
-		else
-			block_record_free(rec);
+		in->recs[i] = trusted_record(in, e, slot_name(in), in->targets[i].img->slot,
+					     in->targets[i].flash);
+		load_other(in, e, i);
 	}
 }
 
@@ -1008,6 +1046,7 @@ static void add_index_stats(struct install *in, const struct install_index_stats
 	in->stats.blocks_trusted += st->blocks_trusted;
 	in->stats.blocks_skipped += st->blocks_trusted + st->blocks_same;
 	in->stats.blocks_written += st->blocks_written;
+	in->stats.blocks_copied += st->blocks_copied;
 	in->stats.blocks_bad += st->blocks_bad;
 	in->stats.erases += st->erases;
 	in->stats.bytes_written += st->bytes_written;
@@ -1023,7 +1062,8 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 		struct install_target *t = &in->targets[i];
 		struct install_index_stats st = { 0 };
 		struct install_index_image ii = { t->flash, t->img, m->block_size,
-						  bundle_reader_index(in->reader), in->recs[i] };
+						  bundle_reader_index(in->reader), in->recs[i],
+						  in->other_flash[i], in->other_recs[i] };
 
 		if (cancel && *cancel) {
 			install_cancel(in);

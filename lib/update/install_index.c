@@ -14,6 +14,7 @@ enum block_state {
 	BLOCK_TRUSTED,   /* the record vouches for it */
 	BLOCK_SAME,      /* read, equal */
 	BLOCK_CHANGED,   /* to fetch and write */
+	BLOCK_COPY,      /* to write, from the other slot if it still holds it */
 };
 
 struct ix {
@@ -92,7 +93,20 @@ static int classify(struct ix *x, uint64_t k)
 	return 0;
 }
 
-/* One source_plan() for the changed blocks from k on, adjacent ones
+/* The erase block of the other slot that its record says holds what
+ * block k needs, or -1. */
+static int64_t other_has(const struct ix *x, uint64_t k)
+{
+	const struct block_record *o = x->ii->other_rec;
+
+	for (uint32_t j = 0; o && x->ii->other && j < o->n_blocks; j++)
+		/* equal hashes: equal bytes, of equal length */
+		if (!memcmp(o->hashes + (uint64_t)j * 32, want_hash(x, k), 32))
+			return o->phys[j];
+	return -1;
+}
+
+/* One source_plan() for the blocks to fetch from k on, adjacent ones
  * coalesced: a network source fetches them in few requests. */
 static int plan(struct ix *x, uint64_t k)
 {
@@ -104,6 +118,8 @@ static int plan(struct ix *x, uint64_t k)
 		return -ENOMEM;
 	for (; k < x->n; k++) {
 		uint64_t off = x->ii->img->offset + k * x->es;
+		if (x->state[k] == BLOCK_CHANGED && other_has(x, k) >= 0)
+			x->state[k] = BLOCK_COPY;
 		if (x->state[k] != BLOCK_CHANGED)
 			continue;
 		if (n && rs[n - 1].off + rs[n - 1].len == off)
@@ -112,6 +128,23 @@ static int plan(struct ix *x, uint64_t k)
 			rs[n++] = (struct source_range){ off, block_len(x, k) };
 	}
 	return n ? source_plan(x->src, rs, n, x->err) : 0;
+}
+
+/* From the other slot, when it still holds what its record says (a
+ * block that reads otherwise is fetched after all). 1: copied. */
+static int copy_local(struct ix *x, uint64_t k)
+{
+	int64_t p = other_has(x, k);
+	size_t len = block_len(x, k);
+	int r;
+
+	if (p < 0)
+		return 0;
+	r = flash_read(x->ii->other, (uint64_t)p * x->es, x->buf, len);
+	if ((r < 0 && r != -EUCLEAN) || !hash_is(x->buf, len, want_hash(x, k)))
+		return 0;
+	x->st->blocks_copied++;
+	return 1;
 }
 
 static int fetch(struct ix *x, uint64_t k)
@@ -183,9 +216,12 @@ static int64_t pass(struct ix *x, uint64_t k0)
 	if ((r = plan(x, k0)) < 0)
 		return r;
 	for (uint64_t k = k0; k < x->n; k++) {
-		if (x->state[k] != BLOCK_CHANGED)
+		if (x->state[k] != BLOCK_CHANGED && x->state[k] != BLOCK_COPY)
 			continue;
-		if ((r = fetch(x, k)) < 0)
+		r = x->state[k] == BLOCK_COPY ? copy_local(x, k) : 0;
+		if (r == 0)
+			r = fetch(x, k);
+		if (r < 0)
 			return r;
 		r = program(x, k);
 		if (r < 0)

@@ -2186,6 +2186,72 @@ static void test_adaptive_fallbacks(void **state)
 	adaptive_free(&a);
 }
 
+/* Blocks the running slot holds are copied from it, not fetched: B holds
+ * v1, A (booted) v2 = v1 with block 5 changed, v3 = v2 with blocks 3 and
+ * 13 changed goes to B: block 5 comes from A, only 3 and 13 are fetched.
+ * A is only read. */
+static void test_adaptive_copy_from_other_slot(void **state)
+{
+	struct adaptive a;
+	struct rres res;
+	const unsigned one[] = { 5 }, two[] = { 3, 13 };
+	struct image v2, v3;
+	char *b2, *b3, *cmdline_b = th_path("cmdline-b");
+	uint8_t *a_before, *a_after;
+	size_t alen;
+	const struct layout_partition *pa;
+
+	th_write(cmdline_b, "console=ttyS0 flashd.slot=B ro\n", 31);
+	adaptive_new(&a, "ad-copy");
+	adaptive_ok(&a, a.b1, &res);
+	v2 = image_variant(&a.r, &a.v1, "ad-copy-v2.sqfs", one, 1);
+	b2 = make_bundle("ad-copy-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
+			 NULL, key_trusted, NULL, false });
+	/* booted from B: v2 goes to A */
+	install_ok(&a.r, b2, &(struct ropts){ .cmdline = cmdline_b, .state_dir = a.state,
+					      .source = true }, &res);
+	assert_true(res.stats.adaptive);
+	assert_true(slot_holds(&a.r, 0, &v2, NULL));
+
+	v3 = image_variant(&a.r, &v2, "ad-copy-v3.sqfs", two, 2);
+	b3 = make_bundle("ad-copy-v3.fbd", a.r.l->compatible, &(struct bspec){ "3.0", &v3, NULL,
+			 NULL, key_trusted, NULL, false });
+	pa = member_part(&a.r, 0, "rootfs");
+	alen = pa->size;
+	a_before = malloc(alen);
+	a_after = malloc(alen);
+	{
+		int fd = open(a.r.sim, O_RDONLY | O_CLOEXEC);
+		assert_int_equal(util_pread_full(fd, a_before, alen, nsim_data_offset() + pa->offset),
+				 (ssize_t)alen);
+		close(fd);
+	}
+	/* booted from A again: v3 goes to B */
+	adaptive_ok(&a, b3, &res);
+	print_row("other slot has 1 of 3", &res, a.prefix + v3.len);
+	assert_int_equal(res.stats.blocks_copied, 1);
+	assert_int_equal(res.stats.blocks_written, 3);
+	assert_int_equal(res.stats.erases, 3);
+	assert_int_equal(res.stats.bytes_fetched, a.prefix + 2 * a.r.eb);
+	assert_true(slot_holds(&a.r, 1, &v3, NULL));
+	{
+		int fd = open(a.r.sim, O_RDONLY | O_CLOEXEC);
+		assert_int_equal(util_pread_full(fd, a_after, alen, nsim_data_offset() + pa->offset),
+				 (ssize_t)alen);
+		close(fd);
+	}
+	assert_memory_equal(a_before, a_after, alen);
+
+	free(a_before);
+	free(a_after);
+	free(b2);
+	free(b3);
+	free(cmdline_b);
+	image_free(&v2);
+	image_free(&v3);
+	adaptive_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2205,6 +2271,7 @@ int main(void)
 		cmocka_unit_test(test_adaptive_record_unsure),
 		cmocka_unit_test(test_adaptive_resume),
 		cmocka_unit_test(test_adaptive_fallbacks),
+		cmocka_unit_test(test_adaptive_copy_from_other_slot),
 	};
 
 	/* FLASHD_TEST_FILTER=test_powercut_* runs a subset */
