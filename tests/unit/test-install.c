@@ -2165,6 +2165,12 @@ static void test_adaptive_fallbacks(void **state)
 	install_ok(&a.r, bgz, &(struct ropts){ .state_dir = a.state, .source = true }, &res);
 	assert_false(res.stats.adaptive);
 	expect_installed_b(&a.r, "1.0", &a.v1, NULL);
+	/* a streamed 2.0 install (install_run_fd too) leaves a record the next one trusts */
+	install_ok(&a.r, bgz, &(struct ropts){ .state_dir = a.state }, &res);
+	adaptive_ok(&a, a.b1, &res);
+	assert_int_equal(res.stats.blocks_trusted, a.n);
+	assert_int_equal(res.stats.blocks_read, 0);
+	assert_int_equal(res.stats.bytes_fetched, a.prefix);
 
 	m = bundle_manifest_of(a.b1);
 	bundle_manifest_layout(&m, 1);
