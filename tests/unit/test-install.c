@@ -2109,7 +2109,7 @@ static void test_adaptive_resume(void **state)
 	struct adaptive a;
 	struct rres res1, res2;
 	struct image v2;
-	char *b2;
+	char *b2, *want;
 	uint64_t size, ops;
 
 	adaptive_new(&a, "ad-resume");
@@ -2125,7 +2125,9 @@ static void test_adaptive_resume(void **state)
 				&res1) < 0);
 	assert_true(sim_power_on(&a.r));
 	print_row("cut at 50%", &res1, size);
-	expect_env(&a.r, env_b_record(&a.r, "installing"), "after the cut");
+	want = env_b_record(&a.r, "installing");
+	expect_env(&a.r, want, "after the cut");
+	free(want);
 
 	adaptive_ok(&a, b2, &res2);
 	print_row("resumed", &res2, size);
@@ -2146,7 +2148,7 @@ static void test_adaptive_fallbacks(void **state)
 {
 	struct adaptive a;
 	struct rres res;
-	char *b10, *bgz, *bad;
+	char *b10, *bgz, *bad, *want;
 	struct bundle_manifest m;
 
 	adaptive_new(&a, "ad-fall");
@@ -2183,7 +2185,9 @@ static void test_adaptive_fallbacks(void **state)
 	assert_non_null(strstr(res.err.msg, "block 7"));
 	assert_non_null(strstr(res.err.msg, "the source sent other bytes"));
 	assert_non_null(strstr(res.err.msg, "stays marked bad"));
-	expect_env(&a.r, env_b_marked_bad(&a.r), "other bytes from the source");
+	want = env_b_marked_bad(&a.r);
+	expect_env(&a.r, want, "other bytes from the source");
+	free(want);
 	assert_int_equal(boot_pick(&a.r), 0);
 
 	free(b10);
