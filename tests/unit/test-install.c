@@ -2262,6 +2262,95 @@ static void test_adaptive_copy_from_other_slot(void **state)
 	adaptive_free(&a);
 }
 
+/* A source that records the plan it is given and the preads it gets,
+ * over a file source: what a network backend sees of an adaptive install. */
+struct plan_source {
+	struct source s;
+	struct source *inner;
+	struct source_range plan[16];
+	size_t n_plan, n_plan_calls, n_preads;
+};
+
+static ssize_t ps_read(struct source *s, void *buf, size_t len, struct error *err)
+{
+	return source_read(((struct plan_source *)s)->inner, buf, len, err);
+}
+
+static ssize_t ps_pread(struct source *s, void *buf, size_t len, uint64_t off, struct error *err)
+{
+	struct plan_source *ps = (struct plan_source *)s;
+
+	ps->n_preads++;
+	return source_pread(ps->inner, buf, len, off, err);
+}
+
+static int ps_plan(struct source *s, const struct source_range *r, size_t n, struct error *err)
+{
+	struct plan_source *ps = (struct plan_source *)s;
+
+	ps->n_plan_calls++;
+	ps->n_plan = MIN(n, ELEMENTSOF(ps->plan));
+	memcpy(ps->plan, r, ps->n_plan * sizeof(*r));
+	return 0;
+}
+
+static void ps_free(struct source *s)
+{
+	source_free(((struct plan_source *)s)->inner);
+}
+
+static const struct source_ops plan_source_ops = {
+	.kind = "test", .read = ps_read, .pread = ps_pread, .plan = ps_plan, .free = ps_free,
+};
+
+/* Blocks 3, 4 and 13 changed: one plan, adjacent blocks coalesced into
+ * one range, at the payload offsets the manifest gives; then exactly the
+ * three blocks are pread. */
+static void test_adaptive_plan(void **state)
+{
+	struct adaptive a;
+	const unsigned three[] = { 3, 4, 13 };
+	struct image v2;
+	char *b2;
+	struct plan_source ps = { .s = { .ops = &plan_source_ops } };
+	struct board *b = NULL;
+	struct install *in = NULL;
+	struct error err = {};
+	struct rres res;
+	int fd;
+
+	adaptive_new(&a, "ad-plan");
+	adaptive_ok(&a, a.b1, &res);
+	v2 = image_variant(&a.r, &a.v1, "ad-plan-v2.sqfs", three, 3);
+	b2 = make_bundle("ad-plan-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
+			 NULL, key_trusted, NULL, false });
+	fd = open(b2, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(source_new_fd(fd, &ps.inner, NULL), 0);
+	assert_int_equal(board_open(a.r.l, a.r.target, true, &b), 0);
+	assert_int_equal(install_new(&(struct install_params){ .board = b, .target = a.r.target,
+				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
+				     .state_dir = a.state }, &in), 0);
+	if (install_run_source(in, &ps.s, NULL, &err) < 0)
+		fail_msg("install: %s", err.msg);
+	assert_int_equal(ps.n_plan_calls, 1);
+	assert_int_equal(ps.n_plan, 2);
+	assert_int_equal(ps.plan[0].off, a.prefix + 3 * (uint64_t)a.r.eb);
+	assert_int_equal(ps.plan[0].len, 2 * (uint64_t)a.r.eb);
+	assert_int_equal(ps.plan[1].off, a.prefix + 13 * (uint64_t)a.r.eb);
+	assert_int_equal(ps.plan[1].len, a.r.eb);
+	assert_int_equal(ps.n_preads, 3);
+	assert_int_equal(install_get_stats(in)->bytes_fetched, a.prefix + 3 * (uint64_t)a.r.eb);
+	install_free(in);
+	board_close(b);
+	ps_free(&ps.s);
+	close(fd);
+	expect_installed_b(&a.r, "2.0", &v2, NULL);
+	free(b2);
+	image_free(&v2);
+	adaptive_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2282,6 +2371,7 @@ int main(void)
 		cmocka_unit_test(test_adaptive_resume),
 		cmocka_unit_test(test_adaptive_fallbacks),
 		cmocka_unit_test(test_adaptive_copy_from_other_slot),
+		cmocka_unit_test(test_adaptive_plan),
 	};
 
 	/* FLASHD_TEST_FILTER=test_powercut_* runs a subset */
