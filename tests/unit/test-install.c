@@ -2351,6 +2351,37 @@ static void test_adaptive_plan(void **state)
 	adaptive_free(&a);
 }
 
+/* A power cut after the record was saved, in the activation store: the
+ * env says the slot is being installed (no version), so the record is not
+ * trusted and the next install reads and compares every block. */
+static void test_adaptive_cut_before_activation(void **state)
+{
+	struct adaptive a;
+	struct rres res;
+	char *rec, *want;
+
+	adaptive_new(&a, "ad-act");
+	adaptive_ok(&a, a.b1, &res);
+	rec = testlib_asprintf("%s/blocks-rootfs-B-rootfs.bin", a.state);
+	/* unchanged: no flash op but the two stores; cut in the second */
+	sim_powercut(&a.r, (int64_t)(a.r.env_store_erases + a.r.env_store_programs), false);
+	assert_true(run_install(&a.r, a.b1, &(struct ropts){ .state_dir = a.state, .source = true },
+				&res) < 0);
+	assert_true(sim_power_on(&a.r));
+	assert_int_equal(res.stats.erases, 0);
+	assert_int_equal(access(rec, F_OK), 0);
+	want = env_b_record(&a.r, "installing");
+	expect_env(&a.r, want, "cut in the activation store");
+	free(want);
+	adaptive_ok(&a, a.b1, &res);
+	assert_int_equal(res.stats.blocks_trusted, 0);
+	assert_int_equal(res.stats.blocks_read, a.n);
+	assert_int_equal(res.stats.blocks_written, 0);
+	expect_installed_b(&a.r, "1.0", &a.v1, NULL);
+	free(rec);
+	adaptive_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2372,6 +2403,7 @@ int main(void)
 		cmocka_unit_test(test_adaptive_fallbacks),
 		cmocka_unit_test(test_adaptive_copy_from_other_slot),
 		cmocka_unit_test(test_adaptive_plan),
+		cmocka_unit_test(test_adaptive_cut_before_activation),
 	};
 
 	/* FLASHD_TEST_FILTER=test_powercut_* runs a subset */
