@@ -345,13 +345,13 @@ static void test_read_fd_from_pipe(void **state)
 
 /* ---- memory bound ---- */
 
-static size_t peak_for_image(size_t mib, bool gzip)
+static size_t peak_for_image(size_t mib, bool gzip, bool no_index)
 {
 	struct bundle_create_image img = { "kernel", NULL, BUNDLE_IMAGE_RAW,
 					   gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE };
 	struct bundle_create_params p = {
 		.compatible = "acme,board-v1", .version = "1", .images = &img, .n_images = 1,
-		.keys = &trusted, .n_keys = 1, .gzip_level = 1,
+		.keys = &trusted, .n_keys = 1, .gzip_level = 1, .no_index = no_index,
 	};
 	struct bundle_policy pol = default_policy();
 	struct error err = {};
@@ -380,17 +380,22 @@ static size_t peak_for_image(size_t mib, bool gzip)
 
 static void test_memory_bounded(void **state)
 {
-	size_t gz1 = peak_for_image(1, true), gz16 = peak_for_image(16, true);
-	size_t raw1 = peak_for_image(1, false), raw16 = peak_for_image(16, false);
+	size_t gz1 = peak_for_image(1, true, true), gz16 = peak_for_image(16, true, true);
+	size_t raw1 = peak_for_image(1, false, true), raw16 = peak_for_image(16, false, true);
+	size_t ix1 = peak_for_image(1, false, false), ix16 = peak_for_image(16, false, false);
 
-	printf("reader peak heap: gzip 1 MiB %zu B, 16 MiB %zu B; raw 1 MiB %zu B, 16 MiB %zu B\n",
-	       gz1, gz16, raw1, raw16);
-	/* independent of the image size (the manifest differs by a few digits) */
+	printf("reader peak heap: gzip 1 MiB %zu B, 16 MiB %zu B; raw 1 MiB %zu B, 16 MiB %zu B; "
+	       "with index 1 MiB %zu B, 16 MiB %zu B\n", gz1, gz16, raw1, raw16, ix1, ix16);
+	/* format 1.0: independent of the image size (the manifest differs by a few digits) */
 	assert_true(gz16 <= gz1 + 16);
 	assert_true(raw16 <= raw1 + 16);
 	/* inflate window + state + one output chunk + manifest + reader */
 	assert_true(gz16 < 160 * 1024);
 	assert_true(raw16 < 16 * 1024);
+	/* format 2.0 adds the index: 32 bytes per 128 KiB block, nothing else */
+	assert_true(ix16 <= raw16 + 16 * 8 * BUNDLE_HASH_SIZE + 256);
+	assert_true(ix16 >= 16 * 8 * BUNDLE_HASH_SIZE);
+	assert_true(ix1 < ix16);
 }
 
 /* ---- trust ---- */
@@ -509,15 +514,17 @@ static void test_tampered_payload(void **state)
 		int r;
 
 		assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
-		kernel_off = BUNDLE_HEADER_SIZE + ms + BUNDLE_SIG_ENTRY_SIZE + m.images[0].stored_size;
+		bundle_manifest_layout(&m, 1);
+		kernel_off = m.images[1].offset;
 		b[kernel_off + m.images[1].stored_size / 2] ^= 0x04;
 		r = feed_all(&pol, b, len, 65536, &s, &err, NULL);
 		assert_int_equal(r, -EBADMSG);
 		/* image 0 completed; image 1 did not reach image_end */
 		assert_string_equal(s.order, "MBEB");
 		assert_non_null(strstr(err.msg, "image 1 \"kernel\""));
+		/* the signed index names the block, before it reaches the caller whole */
 		if (!gzip)
-			assert_non_null(strstr(err.msg, "sha256 mismatch"));
+			assert_non_null(strstr(err.msg, "does not match its sha256 in the signed index"));
 		seen_free(&s);
 		free(b);
 	}
@@ -532,7 +539,11 @@ static void test_tampered_superblock(void **state)
 	struct seen s = { 0 };
 	struct error err = {};
 
-	b[BUNDLE_HEADER_SIZE + ms + BUNDLE_SIG_ENTRY_SIZE] = 'X';
+	struct bundle_manifest m;
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
+	bundle_manifest_layout(&m, 1);
+	b[m.payload_offset] = 'X';
 	assert_int_equal(feed_all(&pol, b, len, 13, &s, &err, NULL), -EBADMSG);
 	assert_non_null(strstr(err.msg, "image 0 \"rootfs\": not a squashfs"));
 	assert_int_equal(s.data_calls, 0); /* not one byte reached "flash" */
@@ -546,10 +557,18 @@ static void test_truncated(void **state)
 	size_t len;
 	uint8_t *b = signed_bundle(true, &len);
 	uint32_t ms = manifest_size(b);
+	struct bundle_manifest m;
+	size_t ix;
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, NULL), 0);
+	bundle_manifest_layout(&m, 1);
+	ix = m.index_size;
 	const size_t cuts[] = { 0, 1, 31, 32, 33, 32 + ms - 1, 32 + ms, 32 + ms + 50,
-				32 + ms + 96, 32 + ms + 96 + 1000, len / 2, len - 1 };
+				32 + ms + 96, 32 + ms + 96 + ix - 1, 32 + ms + 96 + ix,
+				32 + ms + 96 + ix + 1000, len / 2, len - 1 };
 	const char *where[] = { "empty", "header", "header", "manifest", "manifest", "manifest",
-				"signatures", "signatures", "image 0", "image 0", "image", "image 1" };
+				"signatures", "signatures", "block index", "block index", "image 0",
+				"image 0", "image", "image 1" };
 
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		struct seen s = { 0 };
@@ -783,9 +802,21 @@ static void test_crafted_manifests(void **state)
 	/* the baseline is accepted: the test builder follows the spec */
 	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 0, 0, NULL);
 	/* versions */
-	craft_expect(HEAD "\"images\":[" IMG("") "]}", 2, 0, -EPROTONOSUPPORT, "format 2.0");
-	craft_expect("{\"format_major\":2,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT,
-		     "format 2.x");
+	craft_expect(HEAD "\"images\":[" IMG("") "]}", 3, 0, -EPROTONOSUPPORT, "format 3.0");
+	craft_expect("{\"format_major\":3,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT,
+		     "format 3.x");
+	craft_expect(HEAD "\"images\":[" IMG("") "]}", 2, 0, -EBADMSG,
+		     "header says format 2.0, the signed manifest 1.0");
+	/* format 1 has no index; format 2 must have one */
+	craft_expect(HEAD "\"images\":[" IMG("") "],\"block_size\":4096}", 1, 0, -EBADMSG,
+		     "has no block index");
+	craft_expect("{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 2, 0,
+		     -EBADMSG, "missing field \"block_size\"");
+	craft_expect("{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "],"
+		     "\"block_size\":5000,\"index_sha256\":\"" HELLO_SHA "\"}", 2, 0, -EBADMSG,
+		     "not a power of two");
 	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 1, -EBADMSG, "header says format 1.1");
 	/* unknown fields: refused at our minor, ignored from a newer minor */
 	craft_expect(HEAD "\"images\":[" IMG("") "],\"delta\":true}", 1, 0, -EBADMSG,
@@ -1090,6 +1121,173 @@ static void test_manifest_json(void **state)
 	free(b);
 }
 
+/* ---- the block-hash index (format 2.0) ---- */
+
+/* A one-image raw bundle of data (len bytes) with block size bs. */
+static uint8_t *index_bundle(const uint8_t *data, size_t dlen, uint32_t bs, bool no_index,
+			     size_t *ret_len)
+{
+	char *in = th_path("ix.img"), *out = th_path("ix.fbd");
+	struct bundle_create_image img = { "kernel", in, BUNDLE_IMAGE_RAW, BUNDLE_COMPRESSION_NONE };
+	struct bundle_create_params p = {
+		.compatible = "acme,board-v1", .version = "1", .images = &img, .n_images = 1,
+		.keys = &trusted, .n_keys = 1, .block_size = bs, .no_index = no_index,
+	};
+	struct error err = {};
+	uint8_t *b;
+	int fd;
+
+	th_write(in, data, dlen);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	if (bundle_create(&p, fd, NULL, &err) < 0)
+		fail_msg("bundle_create: %s", err.msg);
+	close(fd);
+	b = th_read(out, ret_len);
+	free(in);
+	free(out);
+	return b;
+}
+
+static void parse_layout(const uint8_t *b, struct bundle_manifest *m)
+{
+	struct error err = {};
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, manifest_size(b), m, &err), 0);
+	bundle_manifest_layout(m, b[16]);
+}
+
+/* The index holds the SHA-256 of every block (the last one short), sits
+ * between the signatures and the payload, and payload offsets follow from
+ * the manifest alone (what a random-access install preads). */
+static void test_index_layout(void **state)
+{
+	const uint32_t bs = 4096;
+	size_t dlen = 5 * bs + 100, len;
+	uint8_t *data = malloc(dlen), md[32];
+	uint8_t *b;
+	struct bundle_manifest m;
+
+	th_fill(data, dlen, 77);
+	b = index_bundle(data, dlen, bs, false, &len);
+	parse_layout(b, &m);
+	assert_int_equal(m.format_major, 2);
+	assert_int_equal(m.block_size, bs);
+	assert_int_equal(m.images[0].n_blocks, 6);
+	assert_int_equal(m.index_size, 6 * 32);
+	assert_int_equal(m.index_offset, BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE);
+	assert_int_equal(m.payload_offset, m.index_offset + 6 * 32);
+	assert_int_equal(m.total_size, len);
+	assert_memory_equal(b + m.payload_offset, data, dlen);
+	for (int k = 0; k < 6; k++) {
+		assert_int_equal(bundle_index_sha256(data + k * bs, k < 5 ? bs : 100, md), 0);
+		assert_memory_equal(b + m.index_offset + k * 32, md, 32);
+	}
+	assert_int_equal(bundle_index_sha256(b + m.index_offset, m.index_size, md), 0);
+	assert_memory_equal(md, m.index_sha256, 32);
+	free(b);
+	free(data);
+}
+
+/* A damaged index is refused before any image byte reaches the caller. */
+static void test_index_corrupt(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t dlen = 3 * 4096, len;
+	uint8_t *data = malloc(dlen), *b;
+	struct bundle_manifest m;
+	struct seen s = { 0 };
+	struct error err = {};
+
+	th_fill(data, dlen, 78);
+	b = index_bundle(data, dlen, 4096, false, &len);
+	parse_layout(b, &m);
+	b[m.index_offset + 40] ^= 0x80;
+	assert_int_equal(feed_all(&pol, b, len, 1021, &s, &err, NULL), -EBADMSG);
+	assert_non_null(strstr(err.msg, "does not match the manifest's index_sha256"));
+	assert_int_equal(s.data_calls, 0);
+	assert_int_equal(s.begins, 0);
+	seen_free(&s);
+	free(b);
+	free(data);
+}
+
+/* A signed index that does not match the payload (another image of the
+ * same size spliced in): refused naming the block, and that block never
+ * reaches the caller whole, so a writer of block_size never programs it. */
+static void test_index_payload_mismatch(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	const uint32_t bs = 4096;
+	size_t dlen = 6 * bs, len, len2;
+	uint8_t *data = malloc(dlen), *b, *b2;
+	struct bundle_manifest m;
+	struct seen s = { 0 };
+	struct error err = {};
+
+	th_fill(data, dlen, 79);
+	b = index_bundle(data, dlen, bs, false, &len);
+	data[3 * bs + 7] ^= 1;
+	b2 = index_bundle(data, dlen, bs, false, &len2);
+	assert_int_equal(len, len2);
+	parse_layout(b, &m);
+	memcpy(b + m.payload_offset, b2 + m.payload_offset, dlen);
+	assert_int_equal(feed_all(&pol, b, len, 1000, &s, &err, NULL), -EBADMSG);
+	assert_non_null(strstr(err.msg, "image 0 \"kernel\": block 3 (bytes 12288..16383) does not "
+				    "match its sha256 in the signed index"));
+	/* blocks 0..2 whole, block 3 never complete */
+	assert_true(s.bytes[0] >= 3 * bs && s.bytes[0] < 4 * bs);
+	assert_int_equal(s.ends, 0);
+	seen_free(&s);
+	free(b);
+	free(b2);
+	free(data);
+}
+
+/* --no-index writes format 1.0, which this reader still reads whole. */
+static void test_index_none_is_format_1_0(void **state)
+{
+	struct bundle_policy pol = default_policy();
+	size_t dlen = 3 * 4096 + 1, len;
+	uint8_t *data = malloc(dlen), *b;
+	struct bundle_manifest m;
+	struct seen s = { 0 };
+	struct error err = {};
+
+	th_fill(data, dlen, 80);
+	b = index_bundle(data, dlen, 0, true, &len);
+	parse_layout(b, &m);
+	assert_int_equal(m.format_major, 1);
+	assert_int_equal(m.format_minor, 0);
+	assert_int_equal(b[8], 1);
+	assert_int_equal(m.index_size, 0);
+	assert_null(memmem(b, len, "block_size", 10));
+	assert_int_equal(m.payload_offset, BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE);
+	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	assert_int_equal(s.ends, 1);
+	assert_int_equal(s.bytes[0], dlen);
+	seen_free(&s);
+	free(b);
+	free(data);
+}
+
+static void test_index_block_size_refused(void **state)
+{
+	uint8_t data[100] = { 1 };
+	char *in = th_path("ixr.img");
+	struct bundle_create_image img = { "kernel", in, BUNDLE_IMAGE_RAW, BUNDLE_COMPRESSION_NONE };
+	struct bundle_create_params p = {
+		.compatible = "acme,board-v1", .version = "1", .images = &img, .n_images = 1,
+		.block_size = 3000,
+	};
+	struct error err = {};
+
+	th_write(in, data, sizeof(data));
+	assert_int_equal(bundle_create(&p, 1, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "block size 3000: must be a power of two"));
+	free(in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1119,6 +1317,11 @@ int main(void)
 		cmocka_unit_test(test_create_refusals),
 		cmocka_unit_test(test_keygen),
 		cmocka_unit_test(test_manifest_json),
+		cmocka_unit_test(test_index_layout),
+		cmocka_unit_test(test_index_corrupt),
+		cmocka_unit_test(test_index_payload_mismatch),
+		cmocka_unit_test(test_index_none_is_format_1_0),
+		cmocka_unit_test(test_index_block_size_refused),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
