@@ -53,6 +53,11 @@ struct install_index_image {
 	 * against the index) instead of fetched. Only read, never written. */
 	struct flash *other;
 	const struct block_record *other_rec;
+	/* NULL, or called after each logical block is settled (compared,
+	 * skipped or written; done = blocks settled of this image): progress,
+	 * and a negative return (a cancel) stops the write with it. */
+	int (*tick)(void *userdata, uint64_t done, const struct install_index_stats *st);
+	void *userdata;
 };
 
 /* Write img adaptively. On success *ret_rec (when not NULL) describes what

@@ -936,6 +936,10 @@ static int feed_source(struct install *in, struct source *src, uint64_t len, uin
 		}
 		error_clear(&in->err);
 		n = source_read(src, buf, MIN(len, (uint64_t)BUNDLE_INFLATE_CHUNK), &in->err);
+		if (n == -ECANCELED) {
+			install_cancel(in);
+			return in->error;
+		}
 		if (n < 0)
 			return failed(in, error_prefix(&in->err, (int)n, "reading the bundle"));
 		if (n == 0)
@@ -1053,8 +1057,53 @@ static void add_index_stats(struct install *in, const struct install_index_stats
 	in->stats.bytes_verified += st->bytes_written;
 }
 
+/* The adaptive path never reads the bundle to its end, so the stream
+ * path's trailing-data and truncation checks are made here, from the
+ * source's size, before anything is written. */
+static int check_size(struct install *in, const struct source *src)
+{
+	const struct bundle_manifest *m = bundle_reader_manifest(in->reader);
+
+	if (src->size == m->total_size)
+		return 0;
+	return failed(in, error_set(&in->err, -EBADMSG, "the bundle is %" PRIu64 " bytes, its "
+				    "manifest describes %" PRIu64 " (%s); nothing was written",
+				    src->size, m->total_size, src->size > m->total_size ?
+				    "trailing data after the last image" : "truncated"));
+}
+
+struct adaptive_tick {
+	struct install *in;
+	const struct install_target *t;
+	uint64_t before;          /* bytes of the images written before this one */
+	volatile int *cancel;
+};
+
+/* Progress by blocks settled (a skipped block counts as done: it is
+ * already what the image needs), and the cancel between blocks. */
+static int adaptive_tick(void *userdata, uint64_t done, const struct install_index_stats *st)
+{
+	struct adaptive_tick *a = userdata;
+	struct install *in = a->in;
+	uint64_t bytes = MIN(done * a->t->flash->info.erasesize, a->t->img->size);
+
+	(void)st;
+	if (a->cancel && *a->cancel)
+		return -ECANCELED;
+	if (in->p.progress) {
+		struct install_progress pr = {
+			.phase = in->phase, .done = 2 * (a->before + bytes), .total = in->total,
+			.image = a->t->img->slot, .slot = slot_name(in),
+		};
+		pr.percent = pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
+		in->p.progress(in->p.userdata, &pr);
+	}
+	return 0;
+}
+
 static int write_adaptive(struct install *in, struct source *src, volatile int *cancel)
 {
+	struct adaptive_tick at = { .in = in, .cancel = cancel };
 	const struct bundle_manifest *m = bundle_reader_manifest(in->reader);
 	int r = mark_bad_once(in, NULL);
 
@@ -1063,15 +1112,22 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 		struct install_index_stats st = { 0 };
 		struct install_index_image ii = { t->flash, t->img, m->block_size,
 						  bundle_reader_index(in->reader), in->recs[i],
-						  in->other_flash[i], in->other_recs[i] };
+						  in->other_flash[i], in->other_recs[i],
+						  adaptive_tick, &at };
 
 		if (cancel && *cancel) {
 			install_cancel(in);
 			return in->error;
 		}
 		error_clear(&in->err);
+		at.t = t;
 		r = install_index_write(&ii, src, &st, NULL, &in->err);
+		at.before += t->img->size;
 		add_index_stats(in, &st);
+		if (r == -ECANCELED) {
+			install_cancel(in);
+			return in->error;
+		}
 		in->stats.bytes_fetched = src->fetched;
 		if (r < 0)
 			return failed(in, error_prefix(&in->err, r, "image '%s' on %s; slot %s stays "
@@ -1099,6 +1155,7 @@ int install_run_source(struct install *in, struct source *src, volatile int *can
 
 	if (!buf)
 		return -ENOMEM;
+	src->cancel = cancel;
 	/* the framing up to the index: header, manifest, signatures */
 	for (size_t got = 0; got < sizeof(h);) {
 		ssize_t n = source_read(src, h + got, sizeof(h) - got, &in->err);
@@ -1114,10 +1171,14 @@ int install_run_source(struct install *in, struct source *src, volatile int *can
 	}
 	if (bundle_header_parse(h, &major, &minor, &msize, &n_sigs, NULL) >= 0)
 		r = feed_source(in, src, msize + (uint64_t)n_sigs * BUNDLE_SIG_ENTRY_SIZE, buf, cancel);
-	if (r >= 0 && source_can_pread(src) && adaptive_fits(in)) {
-		load_records(in);
+	if (r >= 0 && source_can_pread(src) && src->size && adaptive_fits(in)) {
+		r = check_size(in, src);
+		if (r >= 0)
+			load_records(in);
 		in->adaptive = in->stats.adaptive = true;
-		r = feed_source(in, src, bundle_reader_manifest(in->reader)->index_size, buf, cancel);
+		if (r >= 0)
+			r = feed_source(in, src, bundle_reader_manifest(in->reader)->index_size, buf,
+					cancel);
 		if (r >= 0)
 			r = write_adaptive(in, src, cancel);
 	} else if (r >= 0) {

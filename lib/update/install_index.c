@@ -206,16 +206,24 @@ static int program(struct ix *x, uint64_t k)
 
 /* Classify, plan, fetch and write from logical block k0 on. Returns the
  * block that went bad (its successors must be placed again), or n. */
+static int tick(struct ix *x, uint64_t done)
+{
+	return x->ii->tick ? x->ii->tick(x->ii->userdata, done, x->st) : 0;
+}
+
 static int64_t pass(struct ix *x, uint64_t k0)
 {
 	int r;
 
+	/* a compare read settles nothing yet: progress 0 until the writes */
 	for (uint64_t k = k0; k < x->n; k++)
-		if ((r = classify(x, k)) < 0)
+		if ((r = classify(x, k)) < 0 || (r = tick(x, k0)) < 0)
 			return r;
 	if ((r = plan(x, k0)) < 0)
 		return r;
 	for (uint64_t k = k0; k < x->n; k++) {
+		if ((r = tick(x, k)) < 0)
+			return r;
 		if (x->state[k] != BLOCK_CHANGED && x->state[k] != BLOCK_COPY)
 			continue;
 		r = x->state[k] == BLOCK_COPY ? copy_local(x, k) : 0;
@@ -229,7 +237,8 @@ static int64_t pass(struct ix *x, uint64_t k0)
 		if (r == 1)
 			return (int64_t)k;
 	}
-	return (int64_t)x->n;
+	r = tick(x, x->n);
+	return r < 0 ? r : (int64_t)x->n;
 }
 
 static int run(struct ix *x)

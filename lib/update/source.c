@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,7 +55,17 @@ static ssize_t fd_stream_read(struct source *s, void *buf, size_t len, struct er
 	struct source_fd *f = (struct source_fd *)s;
 
 	for (;;) {
-		ssize_t n = read(f->fd, buf, len);
+		struct pollfd p = { .fd = f->fd, .events = POLLIN };
+		ssize_t n;
+		int r;
+
+		if (s->cancel && *s->cancel)
+			return error_set(err, -ECANCELED, "cancelled");
+		/* with a cancel flag, wake up to look at it */
+		r = poll(&p, 1, s->cancel ? 200 : -1);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
+		n = read(f->fd, buf, len);
 		if (n >= 0)
 			return n;
 		if (errno != EINTR && errno != EAGAIN)

@@ -15,6 +15,7 @@
 #include "bundle_reader.h"
 #include "cleanup.h"
 #include "cleanup_json.h"
+#include "testlib.h"
 
 /* Fixture: a trusted key (bundle_keygen), an untrusted one (openssl
  * command line), a keyring holding only the trusted public key, a real
@@ -267,7 +268,7 @@ static void check_roundtrip(const uint8_t *data, size_t len, size_t chunk)
 	seen_free(&s);
 }
 
-static void test_roundtrip_chunk_sizes(void **state)
+TEST(test_roundtrip_chunk_sizes)
 {
 	static const size_t chunks[] = { 1, 3, 7, 31, 95, 97, 4093, 65536, 65537, 1 << 20 };
 	size_t len;
@@ -281,7 +282,7 @@ static void test_roundtrip_chunk_sizes(void **state)
 	}
 }
 
-static void test_random_chunks(void **state)
+TEST(test_random_chunks)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -309,7 +310,7 @@ static void test_random_chunks(void **state)
 	free(b);
 }
 
-static void test_read_fd_from_pipe(void **state)
+TEST(test_read_fd_from_pipe)
 {
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 	struct bundle_policy pol = default_policy();
@@ -378,7 +379,7 @@ static size_t peak_for_image(size_t mib, bool gzip, bool no_index)
 	return peak;
 }
 
-static void test_memory_bounded(void **state)
+TEST(test_memory_bounded)
 {
 	size_t gz1 = peak_for_image(1, true, true), gz16 = peak_for_image(16, true, true);
 	size_t raw1 = peak_for_image(1, false, true), raw16 = peak_for_image(16, false, true);
@@ -400,7 +401,7 @@ static void test_memory_bounded(void **state)
 
 /* ---- trust ---- */
 
-static void test_unsigned(void **state)
+TEST(test_unsigned)
 {
 	struct spec sp = { .no_kernel = true };
 	struct bundle_policy pol = default_policy();
@@ -420,7 +421,7 @@ static void test_unsigned(void **state)
 	free(b);
 }
 
-static void test_unknown_key(void **state)
+TEST(test_unknown_key)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted }, .n_keys = 1 };
 	struct bundle_policy pol = default_policy();
@@ -442,7 +443,7 @@ static void test_unknown_key(void **state)
 	free(b);
 }
 
-static void test_two_signatures(void **state)
+TEST(test_two_signatures)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted, trusted }, .n_keys = 2 };
 	struct bundle_policy pol = default_policy();
@@ -464,7 +465,7 @@ static uint32_t manifest_size(const uint8_t *b)
 	return b[12] | b[13] << 8 | b[14] << 16 | (uint32_t)b[15] << 24;
 }
 
-static void test_wrong_signature(void **state)
+TEST(test_wrong_signature)
 {
 	size_t len;
 	uint8_t *b = signed_bundle(false, &len);
@@ -479,7 +480,7 @@ static void test_wrong_signature(void **state)
 	free(b);
 }
 
-static void test_tampered_manifest(void **state)
+TEST(test_tampered_manifest)
 {
 	size_t len;
 	uint8_t *b = signed_bundle(false, &len);
@@ -499,7 +500,7 @@ static void test_tampered_manifest(void **state)
 
 /* ---- payload ---- */
 
-static void test_tampered_payload(void **state)
+TEST(test_tampered_payload)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -530,7 +531,7 @@ static void test_tampered_payload(void **state)
 	}
 }
 
-static void test_tampered_superblock(void **state)
+TEST(test_tampered_superblock)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -551,7 +552,7 @@ static void test_tampered_superblock(void **state)
 	free(b);
 }
 
-static void test_truncated(void **state)
+TEST(test_truncated)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -584,7 +585,7 @@ static void test_truncated(void **state)
 	free(b);
 }
 
-static void test_trailing_data(void **state)
+TEST(test_trailing_data)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -599,7 +600,7 @@ static void test_trailing_data(void **state)
 
 /* ---- policy ---- */
 
-static void test_compatible(void **state)
+TEST(test_compatible)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -618,7 +619,7 @@ static void test_compatible(void **state)
 	free(b);
 }
 
-static void test_slot_limits(void **state)
+TEST(test_slot_limits)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -653,7 +654,7 @@ static void test_slot_limits(void **state)
 /* A CramFS image (here a raw kernel whose first bytes are the cramfs magic,
  * as a hand-made bundle could carry) is refused by name before a single
  * byte of it reaches the caller, whatever the chunking. */
-static void test_cramfs_refused(void **state)
+TEST(test_cramfs_refused)
 {
 	static const uint8_t magic[4] = { 0x45, 0x3d, 0xcd, 0x28 };
 	struct spec sp = { .n_keys = 0 };
@@ -696,7 +697,7 @@ static void test_cramfs_refused(void **state)
 	free(b);
 }
 
-static void test_callbacks_refuse_and_stop(void **state)
+TEST(test_callbacks_refuse_and_stop)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -797,7 +798,7 @@ static void craft_expect(const char *manifest, unsigned major, unsigned minor, i
 	free(b);
 }
 
-static void test_crafted_manifests(void **state)
+TEST(test_crafted_manifests)
 {
 	/* the baseline is accepted: the test builder follows the spec */
 	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 0, 0, NULL);
@@ -883,7 +884,7 @@ static void test_crafted_manifests(void **state)
 		     ":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG, "sha256 mismatch");
 }
 
-static void test_too_many_images(void **state)
+TEST(test_too_many_images)
 {
 	char m[8192];
 	size_t n = snprintf(m, sizeof(m), HEAD "\"images\":[");
@@ -896,7 +897,7 @@ static void test_too_many_images(void **state)
 	craft_expect(m, 1, 0, -EBADMSG, "9 images, must be 1..8");
 }
 
-static void test_crafted_framing(void **state)
+TEST(test_crafted_framing)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -930,7 +931,7 @@ static void test_crafted_framing(void **state)
 	}
 }
 
-static void test_crafted_gzip(void **state)
+TEST(test_crafted_gzip)
 {
 	/* gzip of "hello" followed by junk inside stored_size, and cut short */
 	uint8_t gz[64], payload[80];
@@ -981,7 +982,7 @@ static void test_crafted_gzip(void **state)
 	free(b);
 }
 
-static void test_not_squashfs_in_bundle(void **state)
+TEST(test_not_squashfs_in_bundle)
 {
 	struct bundle_policy pol = default_policy();
 	uint8_t img[4096];
@@ -1004,7 +1005,7 @@ static void test_not_squashfs_in_bundle(void **state)
 
 /* ---- writer ---- */
 
-static void test_create_deterministic_and_openssl_verifiable(void **state)
+TEST(test_create_deterministic_and_openssl_verifiable)
 {
 	struct bundle_create_result res;
 	size_t l1, l2;
@@ -1037,7 +1038,7 @@ static void test_create_deterministic_and_openssl_verifiable(void **state)
 	free(pub);
 }
 
-static void test_create_refusals(void **state)
+TEST(test_create_refusals)
 {
 	struct bundle_create_image img = { "rootfs", NULL, BUNDLE_IMAGE_SQUASHFS,
 					   BUNDLE_COMPRESSION_NONE };
@@ -1072,7 +1073,7 @@ static void test_create_refusals(void **state)
 	close(fd);
 }
 
-static void test_keygen(void **state)
+TEST(test_keygen)
 {
 	char *priv = th_path("kg.key"), *pub = th_path("kg.pub");
 	struct error err = {};
@@ -1096,7 +1097,7 @@ static void test_keygen(void **state)
 	free(pub);
 }
 
-static void test_manifest_json(void **state)
+TEST(test_manifest_json)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -1160,7 +1161,7 @@ static void parse_layout(const uint8_t *b, struct bundle_manifest *m)
 /* The index holds the SHA-256 of every block (the last one short), sits
  * between the signatures and the payload, and payload offsets follow from
  * the manifest alone (what a random-access install preads). */
-static void test_index_layout(void **state)
+TEST(test_index_layout)
 {
 	const uint32_t bs = 4096;
 	size_t dlen = 5 * bs + 100, len;
@@ -1190,7 +1191,7 @@ static void test_index_layout(void **state)
 }
 
 /* A damaged index is refused before any image byte reaches the caller. */
-static void test_index_corrupt(void **state)
+TEST(test_index_corrupt)
 {
 	struct bundle_policy pol = default_policy();
 	size_t dlen = 3 * 4096, len;
@@ -1215,7 +1216,7 @@ static void test_index_corrupt(void **state)
 /* A signed index that does not match the payload (another image of the
  * same size spliced in): refused naming the block, and that block never
  * reaches the caller whole, so a writer of block_size never programs it. */
-static void test_index_payload_mismatch(void **state)
+TEST(test_index_payload_mismatch)
 {
 	struct bundle_policy pol = default_policy();
 	const uint32_t bs = 4096;
@@ -1245,7 +1246,7 @@ static void test_index_payload_mismatch(void **state)
 }
 
 /* --no-index writes format 1.0, which this reader still reads whole. */
-static void test_index_none_is_format_1_0(void **state)
+TEST(test_index_none_is_format_1_0)
 {
 	struct bundle_policy pol = default_policy();
 	size_t dlen = 3 * 4096 + 1, len;
@@ -1271,7 +1272,7 @@ static void test_index_none_is_format_1_0(void **state)
 	free(data);
 }
 
-static void test_index_block_size_refused(void **state)
+TEST(test_index_block_size_refused)
 {
 	uint8_t data[100] = { 1 };
 	char *in = th_path("ixr.img");
@@ -1288,41 +1289,4 @@ static void test_index_block_size_refused(void **state)
 	free(in);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_chunk_sizes),
-		cmocka_unit_test(test_random_chunks),
-		cmocka_unit_test(test_read_fd_from_pipe),
-		cmocka_unit_test(test_memory_bounded),
-		cmocka_unit_test(test_unsigned),
-		cmocka_unit_test(test_unknown_key),
-		cmocka_unit_test(test_two_signatures),
-		cmocka_unit_test(test_wrong_signature),
-		cmocka_unit_test(test_tampered_manifest),
-		cmocka_unit_test(test_tampered_payload),
-		cmocka_unit_test(test_tampered_superblock),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_trailing_data),
-		cmocka_unit_test(test_compatible),
-		cmocka_unit_test(test_slot_limits),
-		cmocka_unit_test(test_cramfs_refused),
-		cmocka_unit_test(test_callbacks_refuse_and_stop),
-		cmocka_unit_test(test_crafted_manifests),
-		cmocka_unit_test(test_too_many_images),
-		cmocka_unit_test(test_crafted_framing),
-		cmocka_unit_test(test_crafted_gzip),
-		cmocka_unit_test(test_not_squashfs_in_bundle),
-		cmocka_unit_test(test_create_deterministic_and_openssl_verifiable),
-		cmocka_unit_test(test_create_refusals),
-		cmocka_unit_test(test_keygen),
-		cmocka_unit_test(test_manifest_json),
-		cmocka_unit_test(test_index_layout),
-		cmocka_unit_test(test_index_corrupt),
-		cmocka_unit_test(test_index_payload_mismatch),
-		cmocka_unit_test(test_index_none_is_format_1_0),
-		cmocka_unit_test(test_index_block_size_refused),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_GROUP(setup, teardown);

@@ -777,7 +777,7 @@ static void expect_installed_b(struct rig *r, const char *version, const struct 
 	free(want);
 }
 
-static void test_nand_install_bad_blocks(void **state)
+TEST(test_nand_install_bad_blocks)
 {
 	struct rig r;
 	struct rres res;
@@ -852,7 +852,7 @@ static void test_nand_install_bad_blocks(void **state)
 	rig_free(&r);
 }
 
-static void test_nor_install(void **state)
+TEST(test_nor_install)
 {
 	struct rig r;
 	struct rres res;
@@ -901,7 +901,7 @@ struct refusal {
 	const char *cmdline;
 };
 
-static void test_refusals(void **state)
+TEST(test_refusals)
 {
 	struct rig r;
 	struct image rootfs = make_sqfs("ref-rootfs.sqfs", 200 * 1024, 6);
@@ -1107,7 +1107,7 @@ static void test_refusals(void **state)
 
 /* UBI slots need the kernel's UBI: on the simulator the install refuses
  * at the manifest, before the mark-bad store, and says why. */
-static void test_ubi_on_sim_refused(void **state)
+TEST(test_ubi_on_sim_refused)
 {
 	struct rig r;
 	struct image rootfs = make_sqfs("ubi-rootfs.sqfs", 200 * 1024, 11);
@@ -1133,7 +1133,7 @@ static void test_ubi_on_sim_refused(void **state)
 
 /* More bad blocks in the target than room for the image: refused while
  * writing, slot stays marked bad, the running slot still boots. */
-static void test_no_good_blocks_left(void **state)
+TEST(test_no_good_blocks_left)
 {
 	struct rig r;
 	struct rres res;
@@ -1171,7 +1171,7 @@ static void test_no_good_blocks_left(void **state)
 /* The flash does not keep what was written (uncorrectable bitflips in a
  * block of the target): the read-back refuses activation. Corrected
  * bitflips are fine: the data is intact. */
-static void test_readback(void **state)
+TEST(test_readback)
 {
 	struct rig r;
 	struct rres res;
@@ -1581,13 +1581,13 @@ static void powercut_matrix(const char *layout, const char *name, size_t rootfs_
 	matrix_free(&x);
 }
 
-static void test_powercut_nand(void **state)
+TEST(test_powercut_nand)
 {
 	/* ~3 erase blocks of rootfs + ~1.2 of kernel, 65 ops per NAND block */
 	powercut_matrix("nandsim-128m", "pc-nand", 3 * 128 * 1024 - 20000, 150 * 1024);
 }
 
-static void test_powercut_nor(void **state)
+TEST(test_powercut_nor)
 {
 	powercut_matrix("nor-router-16m", "pc-nor", 6 * 64 * 1024, 100 * 1024);
 }
@@ -1609,7 +1609,7 @@ static unsigned blocks_differing(const struct image *a, const struct image *b, u
 	return n;
 }
 
-static void test_reinstall(void **state)
+TEST(test_reinstall)
 {
 	struct rig r;
 	struct rres res;
@@ -1697,7 +1697,7 @@ static struct install *new_install(struct rig *r, struct board **ret_board)
 	return in;
 }
 
-static void test_cancel(void **state)
+TEST(test_cancel)
 {
 	struct rig r;
 	struct rres res;
@@ -1796,7 +1796,7 @@ static void test_cancel(void **state)
 
 /* A bit the NOR flash did not keep, with no ECC to notice: only the
  * read-back hash catches it, and the slot is not activated. */
-static void test_readback_silent(void **state)
+TEST(test_readback_silent)
 {
 	struct rig r;
 	struct image rootfs = make_sqfs("rbs-rootfs.sqfs", 300 * 1024, 61);
@@ -1865,7 +1865,7 @@ static size_t mem_for(struct rig *r, size_t mib)
 	return res.mem_peak;
 }
 
-static void test_bounded_memory(void **state)
+TEST(test_bounded_memory)
 {
 	struct rig r;
 	size_t m1, m16;
@@ -1987,7 +1987,7 @@ static void print_row(const char *what, const struct rres *res, uint64_t bundle_
  * manifest and index and erases nothing, a 1-byte change costs one block
  * (fetched, erased, written, read back), a 10 % change two of 21. Each
  * time the slot holds exactly the image and U-Boot boots it. */
-static void test_adaptive_counts(void **state)
+TEST(test_adaptive_counts)
 {
 	struct adaptive a;
 	struct rres res;
@@ -2048,7 +2048,7 @@ static void test_adaptive_counts(void **state)
  * damaged) every block is read and compared: the corrupted one is
  * rewritten and the slot holds the image. Before the fix there was no
  * record and no comparison at all (every block fetched and written). */
-static void test_adaptive_record_unsure(void **state)
+TEST(test_adaptive_record_unsure)
 {
 	struct adaptive a;
 	struct rres res;
@@ -2104,7 +2104,7 @@ static void test_adaptive_record_unsure(void **state)
 /* A power cut halfway through an adaptive install: the slot stays marked
  * bad, no record survives; the next install of the same bundle reads and
  * compares, fetches only what was not yet written, and finishes. */
-static void test_adaptive_resume(void **state)
+TEST(test_adaptive_resume)
 {
 	struct adaptive a;
 	struct rres res1, res2;
@@ -2144,7 +2144,7 @@ static void test_adaptive_resume(void **state)
 /* What cannot go adaptive streams as before: a 1.0 bundle (no index), a
  * gzip one; and a source that sends other bytes than signed is refused
  * naming the block, the slot stays marked bad. */
-static void test_adaptive_fallbacks(void **state)
+TEST(test_adaptive_fallbacks)
 {
 	struct adaptive a;
 	struct rres res;
@@ -2200,7 +2200,7 @@ static void test_adaptive_fallbacks(void **state)
  * v1, A (booted) v2 = v1 with block 5 changed, v3 = v2 with blocks 3 and
  * 13 changed goes to B: block 5 comes from A, only 3 and 13 are fetched.
  * A is only read. */
-static void test_adaptive_copy_from_other_slot(void **state)
+TEST(test_adaptive_copy_from_other_slot)
 {
 	struct adaptive a;
 	struct rres res;
@@ -2306,7 +2306,7 @@ static const struct source_ops plan_source_ops = {
 /* Blocks 3, 4 and 13 changed: one plan, adjacent blocks coalesced into
  * one range, at the payload offsets the manifest gives; then exactly the
  * three blocks are pread. */
-static void test_adaptive_plan(void **state)
+TEST(test_adaptive_plan)
 {
 	struct adaptive a;
 	const unsigned three[] = { 3, 4, 13 };
@@ -2327,6 +2327,7 @@ static void test_adaptive_plan(void **state)
 	fd = open(b2, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(source_new_fd(fd, &ps.inner, NULL), 0);
+	ps.s.size = ps.inner->size; /* a random-access source knows its size */
 	assert_int_equal(board_open(a.r.l, a.r.target, true, &b), 0);
 	assert_int_equal(install_new(&(struct install_params){ .board = b, .target = a.r.target,
 				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
@@ -2351,10 +2352,77 @@ static void test_adaptive_plan(void **state)
 	adaptive_free(&a);
 }
 
+/* A cancel between two blocks of an adaptive write stops it there (not at
+ * the end of the image): the install ends cancelled, slot B stays out of
+ * BOOT_ORDER with record "cancelled", and the next install completes. */
+static int *cancel_after_preads;
+static volatile int adaptive_cancel;
+
+static ssize_t ps_pread_cancel(struct source *s, void *buf, size_t len, uint64_t off,
+			       struct error *err)
+{
+	struct plan_source *ps = (struct plan_source *)s;
+
+	if (++ps->n_preads == (size_t)*cancel_after_preads)
+		adaptive_cancel = 1;
+	return source_pread(ps->inner, buf, len, off, err);
+}
+
+static const struct source_ops cancel_source_ops = {
+	.kind = "test", .read = ps_read, .pread = ps_pread_cancel, .plan = ps_plan, .free = ps_free,
+};
+
+TEST(test_adaptive_cancel)
+{
+	struct adaptive a;
+	const unsigned changed[] = { 2, 5, 8, 11, 14 };
+	int after = 2;
+	struct image v2;
+	char *b2, *want;
+	struct plan_source ps = { .s = { .ops = &cancel_source_ops } };
+	struct board *b = NULL;
+	struct install *in = NULL;
+	struct error err = {};
+	struct rres res;
+	int fd;
+
+	adaptive_new(&a, "ad-cancel");
+	adaptive_ok(&a, a.b1, &res);
+	v2 = image_variant(&a.r, &a.v1, "ad-cancel-v2.sqfs", changed, 5);
+	b2 = make_bundle("ad-cancel-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
+			 NULL, key_trusted, NULL, false });
+	fd = open(b2, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(source_new_fd(fd, &ps.inner, NULL), 0);
+	ps.s.size = ps.inner->size;
+	cancel_after_preads = &after;
+	adaptive_cancel = 0;
+	assert_int_equal(board_open(a.r.l, a.r.target, true, &b), 0);
+	assert_int_equal(install_new(&(struct install_params){ .board = b, .target = a.r.target,
+				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
+				     .state_dir = a.state }, &in), 0);
+	assert_int_equal(install_run_source(in, &ps.s, &adaptive_cancel, &err), -ECANCELED);
+	/* stopped at the next block, not after the fifth */
+	assert_int_equal(ps.n_preads, 2);
+	assert_int_equal(install_get_stats(in)->blocks_written, 2);
+	install_free(in);
+	board_close(b);
+	ps_free(&ps.s);
+	close(fd);
+	want = env_b_record(&a.r, "cancelled");
+	expect_env(&a.r, want, "after a cancelled adaptive install");
+	free(want);
+	install_ok(&a.r, b2, &(struct ropts){ .state_dir = a.state, .source = true }, &res);
+	expect_installed_b(&a.r, "2.0", &v2, NULL);
+	free(b2);
+	image_free(&v2);
+	adaptive_free(&a);
+}
+
 /* A power cut after the record was saved, in the activation store: the
  * env says the slot is being installed (no version), so the record is not
  * trusted and the next install reads and compares every block. */
-static void test_adaptive_cut_before_activation(void **state)
+TEST(test_adaptive_cut_before_activation)
 {
 	struct adaptive a;
 	struct rres res;
@@ -2382,32 +2450,4 @@ static void test_adaptive_cut_before_activation(void **state)
 	adaptive_free(&a);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nand_install_bad_blocks),
-		cmocka_unit_test(test_nor_install),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_ubi_on_sim_refused),
-		cmocka_unit_test(test_no_good_blocks_left),
-		cmocka_unit_test(test_readback),
-		cmocka_unit_test(test_reinstall),
-		cmocka_unit_test(test_cancel),
-		cmocka_unit_test(test_readback_silent),
-		cmocka_unit_test(test_bounded_memory),
-		cmocka_unit_test(test_powercut_nor),
-		cmocka_unit_test(test_powercut_nand),
-		cmocka_unit_test(test_adaptive_counts),
-		cmocka_unit_test(test_adaptive_record_unsure),
-		cmocka_unit_test(test_adaptive_resume),
-		cmocka_unit_test(test_adaptive_fallbacks),
-		cmocka_unit_test(test_adaptive_copy_from_other_slot),
-		cmocka_unit_test(test_adaptive_plan),
-		cmocka_unit_test(test_adaptive_cut_before_activation),
-	};
-
-	/* FLASHD_TEST_FILTER=test_powercut_* runs a subset */
-	if (getenv("FLASHD_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("FLASHD_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+TEST_GROUP(group_setup, group_teardown);
