@@ -54,5 +54,11 @@ int block_record_load(const char *dir, const char *group, const char *slot, cons
 /* Delete the record and fsync dir: before the member is written. 0 also
  * when there was none. */
 int block_record_drop(const char *dir, const char *group, const char *slot, const char *member);
+/* Read n blocks the record describes (the first, the last, the rest at
+ * random) from f and compare their hashes: 1 all match, 0 one differs,
+ * -errno. A slot erased or rewritten outside flashd, with the env still
+ * vouching for it, is caught so (a change of a few blocks only with
+ * luck: such writes must delete the record, docs/bundle-format.md). */
+int block_record_spot_check(const struct block_record *r, struct flash *f, unsigned n);
 /* The record still describes f: same erase size, same bad-block map. */
 bool block_record_matches_flash(const struct block_record *r, struct flash *f);

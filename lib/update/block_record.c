@@ -228,3 +228,33 @@ int block_record_drop(const char *dir, const char *group, const char *slot, cons
 		return -errno;
 	return 0;
 }
+
+static int block_matches(const struct block_record *r, struct flash *f, uint32_t k, uint8_t *buf)
+{
+	size_t len = (size_t)MIN((uint64_t)r->erasesize, r->size - (uint64_t)k * r->erasesize);
+	uint8_t md[32];
+	int q = flash_read(f, (uint64_t)r->phys[k] * r->erasesize, buf, len);
+
+	if (q < 0 && q != -EUCLEAN)
+		return q == -EBADMSG ? 0 : q;
+	if (sha256(buf, len, md) < 0)
+		return -EIO;
+	return !memcmp(md, r->hashes + (size_t)k * 32, 32);
+}
+
+int block_record_spot_check(const struct block_record *r, struct flash *f, unsigned n)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	int q = 1;
+
+	if (!r->n_blocks)
+		return 1;
+	buf = malloc(r->erasesize);
+	if (!buf)
+		return -ENOMEM;
+	for (unsigned i = 0; q == 1 && i < n && i < r->n_blocks; i++) {
+		uint32_t k = i == 0 ? 0 : i == 1 ? r->n_blocks - 1 : arc4random_uniform(r->n_blocks);
+		q = block_matches(r, f, k, buf);
+	}
+	return q;
+}

@@ -1001,7 +1001,9 @@ static struct block_record *trusted_record(struct install *in, struct env *e, co
 
 	if (block_record_load(in->p.state_dir, in->group->name, slot, member, &rec) < 0)
 		return NULL;
-	if (record_trusted(e, slot, rec, f))
+	/* the env vouches for it; a few blocks read back confirm that
+	 * nothing outside flashd rewrote the slot since */
+	if (record_trusted(e, slot, rec, f) && block_record_spot_check(rec, f, 4) == 1)
 		return rec;
 	block_record_free(rec);
 	return NULL;

@@ -2097,6 +2097,16 @@ TEST(test_adaptive_record_unsure)
 	assert_int_equal(res.stats.blocks_written, 1);
 	expect_installed_b(&a.r, "1.0", &a.v1, NULL);
 
+	/* 4: the slot rewritten outside flashd, env and record untouched
+	 * (the env still vouches): the spot check of the first and last
+	 * blocks sees it, nothing is trusted, the install ends correct */
+	for (unsigned k = 0; k < a.n; k++)
+		corrupt_b_block(&a.r, k);
+	adaptive_ok(&a, a.b1, &res);
+	assert_int_equal(res.stats.blocks_trusted, 0);
+	assert_int_equal(res.stats.blocks_written, a.n);
+	expect_installed_b(&a.r, "1.0", &a.v1, NULL);
+
 	free(rec);
 	adaptive_free(&a);
 }
