@@ -151,6 +151,17 @@ ok "a redirect on the same host is followed"
 stop_proxy
 reset_slots
 
+# ---- a server that ignores Range: the first answer is the whole bundle ----
+start_proxy --strip-range
+fctl --json install "http://127.0.0.1:$PROXY_PORT/v2.bundle" > "$T/norange.out" 2>&1 ||
+	fail "install from a server without ranges: $(tail -n 2 "$T/norange.out")"
+last_reply "$T/norange.out" "$T/norange.last"
+expect_json "$T/norange.last" bytes_downloaded "$(stat -c %s "$T/v2.bundle")" "no ranges"
+expect_installed "a server without ranges" 2.0
+ok "a server that ignores Range serves the whole bundle in its first answer"
+stop_proxy
+reset_slots
+
 # ---- a server that accepts and never answers: bounded, clean ----
 start_proxy --silent
 failed_install silent "http://127.0.0.1:$PROXY_PORT/v1.bundle" "timeout\|timed out"
