@@ -52,6 +52,7 @@
 struct http {
 	struct source s;
 	char *url;
+	char shown[512];           /* url for messages: no credentials, no query */
 	char host[256];            /* of url: redirects elsewhere are refused */
 	bool https;
 	const struct source_http_conf *conf;
@@ -101,21 +102,39 @@ bool source_http_is_url(const char *s)
 				      "0123456789+.-") == (size_t)(p - s);
 }
 
+const char *source_http_redact(const char *url, char *buf, size_t len)
+{
+	const char *auth = strstr(url, "://"), *host, *end, *at, *q;
+
+	auth = auth ? auth + 3 : url;
+	end = auth + strcspn(auth, "/?#");
+	at = memrchr(auth, '@', end - auth);
+	host = at ? at + 1 : auth;
+	q = strpbrk(host, "?#");
+	/* user:password@ and the query (the tokens of signed URLs) stay out
+	 * of logs and replies */
+	snprintf(buf, len, "%.*s%s%.*s%s", (int)(auth - url), url, at ? "***@" : "",
+		 (int)(q ? (size_t)(q - host) : strlen(host)), host, q ? "?***" : "");
+	return buf;
+}
+
 int source_http_check_url(const char *url, struct error *err)
 {
 	static const char *const schemes[] = { "http://", "https://" };
 	const char *host;
+	char shown[512];
 
 	for (size_t i = 0; i < ELEMENTSOF(schemes); i++) {
 		if (strncasecmp(url, schemes[i], strlen(schemes[i])))
 			continue;
 		host = url + strlen(schemes[i]);
 		if (!*host || *host == '/' || *host == ':')
-			return error_set(err, -EINVAL, "%s: no host in the URL", url);
+			return error_set(err, -EINVAL, "%s: no host in the URL",
+					 source_http_redact(url, shown, sizeof(shown)));
 		return 0;
 	}
 	return error_set(err, -EPROTONOSUPPORT, "%s: only http:// and https:// URLs are "
-			 "supported", url);
+			 "supported", source_http_redact(url, shown, sizeof(shown)));
 }
 
 static size_t avail(const struct http *h)
@@ -170,20 +189,22 @@ static int url_host(const char *base, const char *url, char *host, size_t len, b
 
 static size_t check_redirect(struct http *h)
 {
-	char *eff = NULL, host[256];
+	char *eff = NULL, host[256], shown[512];
 	bool https;
 
 	if (curl_easy_getinfo(h->easy, CURLINFO_EFFECTIVE_URL, &eff) != CURLE_OK || !eff ||
 	    url_host(eff, h->location, host, sizeof(host), &https) < 0)
-		return cb_fail(h, -EPERM, false, "unusable redirect to '%s'", h->location);
+		return cb_fail(h, -EPERM, false, "unusable redirect to '%s'",
+			       source_http_redact(h->location, shown, sizeof(shown)));
 	if (h->conf->redirect_other_host)
 		return 1;
 	if (strcasecmp(host, h->host))
 		return cb_fail(h, -EPERM, false, "redirected to '%s' on another host (%s): refused "
-			       "([network] redirect-other-host=yes allows it)", h->location, host);
+			       "([network] redirect-other-host=yes allows it)",
+			       source_http_redact(h->location, shown, sizeof(shown)), host);
 	if (h->https && !https)
 		return cb_fail(h, -EPERM, false, "redirected from https to http ('%s'): refused",
-			       h->location);
+			       source_http_redact(h->location, shown, sizeof(shown)));
 	return 1;
 }
 
@@ -357,7 +378,7 @@ static int http_error(struct http *h, int r, struct error *err, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return error_set(err, r, "%s: %s", h->url, msg);
+	return error_set(err, r, "%s: %s", h->shown, msg);
 }
 
 static int start_transfer(struct http *h, uint64_t start, uint64_t end, struct error *err)
@@ -713,6 +734,7 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 		    struct error *err)
 {
 	_cleanup_free_ struct http *h = NULL;
+	char shown[512];
 	ssize_t n;
 	int r;
 
@@ -721,14 +743,15 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 		return r;
 	r = curl_dl_load(err);
 	if (r < 0)
-		return error_prefix(err, r, "%s", url);
+		return error_prefix(err, r, "%s", source_http_redact(url, shown, sizeof(shown)));
 	h = calloc(1, sizeof(*h));
 	if (!h || !(h->url = strdup(url)) || !(h->buf = malloc(HTTP_BUF_MAX)))
 		goto oom;
 	h->s.ops = &http_ops;
 	h->conf = conf;
+	source_http_redact(url, h->shown, sizeof(h->shown));
 	if (url_host(NULL, url, h->host, sizeof(h->host), &h->https) < 0) {
-		r = error_set(err, -EINVAL, "%s: not a valid URL", url);
+		r = error_set(err, -EINVAL, "%s: not a valid URL", h->shown);
 		http_free(&TAKE_PTR(h)->s);
 		return r;
 	}
@@ -749,7 +772,8 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 oom:
 	if (h)
 		http_free(&TAKE_PTR(h)->s);
-	return error_set(err, -ENOMEM, "%s: out of memory", url);
+	return error_set(err, -ENOMEM, "%s: out of memory",
+			 source_http_redact(url, shown, sizeof(shown)));
 }
 
 unsigned source_http_requests(const struct source *s)

@@ -151,6 +151,15 @@ ok "a redirect on the same host is followed"
 stop_proxy
 reset_slots
 
+# ---- credentials and query tokens in a URL stay out of the log ----
+fctl install "http://board:s3cr3t@127.0.0.1:$HTTP_PORT/v1.bundle?sig=t0k3n" > "$T/cred.out" 2>&1 ||
+	fail "install from a URL with credentials: $(cat "$T/cred.out")"
+grep -q "install from http://\*\*\*@127.0.0.1:$HTTP_PORT/v1.bundle?\*\*\* started" "$T/flashd.log" ||
+	fail "the install's log line: $(grep 'install from' "$T/flashd.log" | tail -n 1)"
+! grep -q "s3cr3t\|t0k3n" "$T/flashd.log" || fail "a password or token went to the log"
+ok "user:password@ and ?query are '***' in the log"
+reset_slots
+
 # ---- a server that ignores Range: the first answer is the whole bundle ----
 start_proxy --strip-range
 fctl --json install "http://127.0.0.1:$PROXY_PORT/v2.bundle" > "$T/norange.out" 2>&1 ||
