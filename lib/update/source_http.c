@@ -47,6 +47,7 @@
 #define HTTP_OPEN_FROM (1024 * 1024)
 #define HTTP_MAX_REDIRS 5
 #define HTTP_BACKOFF_MAX_MS 30000
+#define HTTP_RETRY_FACTOR 20
 #define HTTP_POLL_MS 200
 
 struct http {
@@ -84,7 +85,7 @@ struct http {
 	uint64_t fail_pos;
 	/* plan(): merged runs */
 	struct source_range *runs;
-	size_t n_runs;
+	size_t n_runs, run_cur;
 	uint64_t seq;              /* read(): the next offset */
 	uint64_t received;         /* body bytes received, used or not */
 };
@@ -505,8 +506,11 @@ static int retry(struct http *h, int r, struct error *err)
 	if (pos > h->fail_pos)
 		h->tries = 0;
 	h->fail_pos = pos;
-	if (h->tries >= h->conf->retries)
-		return error_prefix(err, r, "gave up after %u retries", h->tries);
+	/* a link that drops every few bytes makes progress each time: the
+	 * whole install gets HTTP_RETRY_FACTOR x retries at most */
+	if (h->tries >= h->conf->retries || h->retries >= HTTP_RETRY_FACTOR * h->conf->retries)
+		return error_prefix(err, r, "gave up after %u retries (%u in all)", h->tries,
+				    h->retries);
 	if (pos && !h->validator[0])
 		return error_prefix(err, r, "cannot resume at byte %" PRIu64 ": the server "
 				    "sends neither a strong ETag nor Last-Modified", pos);
@@ -579,12 +583,22 @@ static bool usable(const struct http *h, uint64_t off)
 	       (!h->end || off < h->end);
 }
 
-/* The end of the planned run that holds off, else off + len. */
-static uint64_t run_end(const struct http *h, uint64_t off, uint64_t len)
+static bool run_holds(const struct source_range *r, uint64_t off)
 {
-	for (size_t i = 0; i < h->n_runs; i++)
-		if (off >= h->runs[i].off && off - h->runs[i].off < h->runs[i].len)
+	return off >= r->off && off - r->off < r->len;
+}
+
+/* The end of the planned run that holds off, else off + len. preads come
+ * in the planned order: the search starts at the run of the last one. */
+static uint64_t run_end(struct http *h, uint64_t off, uint64_t len)
+{
+	for (size_t k = 0; k < h->n_runs; k++) {
+		size_t i = (h->run_cur + k) % h->n_runs;
+		if (run_holds(&h->runs[i], off)) {
+			h->run_cur = i;
 			return h->runs[i].off + h->runs[i].len;
+		}
+	}
 	return off + len;
 }
 
@@ -671,6 +685,7 @@ static int http_plan(struct source *s, const struct source_range *r, size_t n, s
 	free(h->runs);
 	h->runs = TAKE_PTR(runs);
 	h->n_runs = k;
+	h->run_cur = 0;
 	return 0;
 }
 
