@@ -5,6 +5,7 @@
 #   with Range + If-Range, the install completes and downloads no more
 #   than 105 % of the bundle;
 # - a transfer that stalls: resumed after stall-timeout;
+# - a link that drops again and again: bounded, 20 x retries in all;
 # - the bundle replaced on the server while a retry waits: If-Range makes
 #   the server send the whole new file, which is refused, never spliced;
 # - the server sends other bytes: the hash check fails, nothing is
@@ -18,7 +19,7 @@
 . "$TEST_LIB/http.sh"
 
 setup_board
-for b in drop:1.0 stall:2.0 swap:3.0 swapped:3.1 corrupt:4.0 slow:5.0; do
+for b in drop:1.0 stall:2.0 swap:3.0 swapped:3.1 corrupt:4.0 slow:5.0 flaky:6.0; do
 	make_bundle "${b%:*}" "${b#*:}" 3
 done
 start_httpd
@@ -93,6 +94,28 @@ rc=$?
 grep -q "changed on the server" "$T/swap.out" || fail "swap: $(cat "$T/swap.out")"
 expect_marked_bad "bundle replaced during a retry"
 ok "replaced during a retry: refused ($(grep -o 'reason: [^)]*' "$T/swap.out"))"
+stop_proxy
+stop_daemon
+cp "$T/flashd.conf.base" "$FLASHD_DIR/flashd.conf"
+reset_slots
+
+# ---- a link that drops every 60 KB: each retry gets further, yet the
+# download gives up after 20 x retries (retries=1 here) ----
+stop_daemon
+cp "$FLASHD_DIR/flashd.conf" "$T/flashd.conf.base"
+network_conf "retries=1"
+start_daemon
+drops=""
+for i in $(seq 1 30); do drops="$drops --drop-at $((i * 60000))"; done
+# shellcheck disable=SC2086
+start_proxy $drops
+fctl install "http://127.0.0.1:$PROXY_PORT/flaky.bundle" > "$T/flaky.out" 2>&1 &&
+	fail "a download with 30 drops succeeded with retries=1"
+grep -q "gave up after .* (20 in all)" "$T/flaky.out" || fail "flaky: $(cat "$T/flaky.out")"
+[ "$(grep -c '^drop at' "$T/proxy.log")" = 21 ] ||
+	fail "flaky: $(grep -c '^drop at' "$T/proxy.log") drops, expected 21 (first try + 20 retries)"
+expect_marked_bad "a link that drops every 60 KB"
+ok "dropped every 60 KB: gave up after 20 retries in all"
 stop_proxy
 stop_daemon
 cp "$T/flashd.conf.base" "$FLASHD_DIR/flashd.conf"
