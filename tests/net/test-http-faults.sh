@@ -10,6 +10,7 @@
 #   the server send the whole new file, which is refused, never spliced;
 # - the server sends other bytes: the hash check fails, nothing is
 #   activated, slot B stays marked bad;
+# - a cancel during a (throttled) download ends it promptly;
 # - the daemon answers while a (throttled) download runs, and a killed
 #   daemon leaves no worker downloading;
 # - a local user without rights cannot Install a URL.
@@ -130,6 +131,28 @@ rc=$?
 grep -q "InvalidBundle" "$T/corrupt.out" || fail "other bytes: $(cat "$T/corrupt.out")"
 expect_marked_bad "other bytes"
 ok "other bytes: $(grep -o 'reason: [^)]*' "$T/corrupt.out")"
+stop_proxy
+reset_slots
+
+# ---- cancel during a slow download: prompt, B stays marked bad ----
+start_proxy --throttle 200000
+fctl install "http://127.0.0.1:$PROXY_PORT/flaky.bundle" > "$T/cancel.out" 2>&1 &
+CLIENT=$!
+BG_PIDS="$BG_PIDS $CLIENT"
+wait_for 20 install_running || fail "the throttled install did not reach the write step"
+t0=$(date +%s%N)
+fctl cancel > "$T/cancel-call.out" 2>&1 || fail "flashctl cancel: $(cat "$T/cancel-call.out")"
+wait_for 5 daemon_idle || fail "the install did not end within 5 s of the cancel"
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait "$CLIENT" && fail "the cancelled install succeeded"
+fctl --json status > "$T/st.json"
+expect_fields "$T/st.json" "cancelled download" <<-END
+next A
+slots.1.tries_left 0
+slots.1.priority null
+last_install.result cancelled
+END
+ok "cancelled during the download: idle after $ms ms, B marked bad"
 stop_proxy
 reset_slots
 
