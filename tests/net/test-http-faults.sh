@@ -134,12 +134,18 @@ ok "other bytes: $(grep -o 'reason: [^)]*' "$T/corrupt.out")"
 stop_proxy
 reset_slots
 
+# start_slow_install BUNDLE BYTES_PER_S: flashctl install of BUNDLE through
+# a throttled proxy in the background ($CLIENT); returns in the write step
+start_slow_install() {
+	start_proxy --throttle "$2"
+	fctl install "http://127.0.0.1:$PROXY_PORT/$1" > "$T/$1.out" 2>&1 &
+	CLIENT=$!
+	BG_PIDS="$BG_PIDS $CLIENT"
+	wait_for 20 install_running || fail "the throttled install did not reach the write step"
+}
+
 # ---- cancel during a slow download: prompt, B stays marked bad ----
-start_proxy --throttle 200000
-fctl install "http://127.0.0.1:$PROXY_PORT/flaky.bundle" > "$T/cancel.out" 2>&1 &
-CLIENT=$!
-BG_PIDS="$BG_PIDS $CLIENT"
-wait_for 20 install_running || fail "the throttled install did not reach the write step"
+start_slow_install flaky.bundle 200000
 t0=$(date +%s%N)
 fctl cancel > "$T/cancel-call.out" 2>&1 || fail "flashctl cancel: $(cat "$T/cancel-call.out")"
 wait_for 5 daemon_idle || fail "the install did not end within 5 s of the cancel"
@@ -157,11 +163,7 @@ stop_proxy
 reset_slots
 
 # ---- responsive while downloading; a killed daemon leaves no worker ----
-start_proxy --throttle 300000
-fctl install "http://127.0.0.1:$PROXY_PORT/slow.bundle" > "$T/slow.out" 2>&1 &
-CLIENT=$!
-BG_PIDS="$BG_PIDS $CLIENT"
-wait_for 20 install_running || fail "the throttled install did not reach the write step"
+start_slow_install slow.bundle 300000
 for i in 1 2 3; do
 	t0=$(date +%s%N)
 	"$PY" "$VCALL" --timeout 2 io.flashd.GetStatus > "$T/busy.json" 2>&1 ||
