@@ -435,6 +435,7 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	struct json_object *v;
 	const char *slot, *url;
+	char shown[512];
 	struct error err = {};
 	int fd, r, target;
 
@@ -490,8 +491,9 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	/* the worker holds the lock now, until it exits however it exits */
 	oplock_release(m->op.lock);
 	m->op.lock = NULL;
-	log_info("install%s%s started by uid %u (worker pid %d)", url ? " from " : "", url ? url : "",
-		 proto_call_peer(call)->uid, (int)worker_pid(m->op.worker));
+	log_info("install%s%s started by uid %u (worker pid %d)", url ? " from " : "",
+		 url ? source_http_redact(url, shown, sizeof(shown)) : "", proto_call_peer(call)->uid,
+		 (int)worker_pid(m->op.worker));
 	sd_notify(0, "STATUS=installing");
 	return 0;
 }

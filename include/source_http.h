@@ -26,6 +26,9 @@ struct source_http_conf {
 	volatile int *cancel;       /* polled every 200 ms while waiting; may be NULL */
 };
 
+/* url for a log or an error message: "user:password@" and the query
+ * (signed URLs carry their tokens there) become "***". Returns buf. */
+const char *source_http_redact(const char *url, char *buf, size_t len);
 /* Whether s names a URL at all ("scheme://"), to tell a URL from a path. */
 bool source_http_is_url(const char *s);
 /* -EPROTONOSUPPORT unless url is an http:// or https:// URL with a host. */

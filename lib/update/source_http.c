@@ -47,11 +47,13 @@
 #define HTTP_OPEN_FROM (1024 * 1024)
 #define HTTP_MAX_REDIRS 5
 #define HTTP_BACKOFF_MAX_MS 30000
+#define HTTP_RETRY_FACTOR 20
 #define HTTP_POLL_MS 200
 
 struct http {
 	struct source s;
 	char *url;
+	char shown[512];           /* url for messages: no credentials, no query */
 	char host[256];            /* of url: redirects elsewhere are refused */
 	bool https;
 	const struct source_http_conf *conf;
@@ -83,7 +85,7 @@ struct http {
 	uint64_t fail_pos;
 	/* plan(): merged runs */
 	struct source_range *runs;
-	size_t n_runs;
+	size_t n_runs, run_cur;
 	uint64_t seq;              /* read(): the next offset */
 	uint64_t received;         /* body bytes received, used or not */
 };
@@ -101,21 +103,39 @@ bool source_http_is_url(const char *s)
 				      "0123456789+.-") == (size_t)(p - s);
 }
 
+const char *source_http_redact(const char *url, char *buf, size_t len)
+{
+	const char *auth = strstr(url, "://"), *host, *end, *at, *q;
+
+	auth = auth ? auth + 3 : url;
+	end = auth + strcspn(auth, "/?#");
+	at = memrchr(auth, '@', end - auth);
+	host = at ? at + 1 : auth;
+	q = strpbrk(host, "?#");
+	/* user:password@ and the query (the tokens of signed URLs) stay out
+	 * of logs and replies */
+	snprintf(buf, len, "%.*s%s%.*s%s", (int)(auth - url), url, at ? "***@" : "",
+		 (int)(q ? (size_t)(q - host) : strlen(host)), host, q ? "?***" : "");
+	return buf;
+}
+
 int source_http_check_url(const char *url, struct error *err)
 {
 	static const char *const schemes[] = { "http://", "https://" };
 	const char *host;
+	char shown[512];
 
 	for (size_t i = 0; i < ELEMENTSOF(schemes); i++) {
 		if (strncasecmp(url, schemes[i], strlen(schemes[i])))
 			continue;
 		host = url + strlen(schemes[i]);
 		if (!*host || *host == '/' || *host == ':')
-			return error_set(err, -EINVAL, "%s: no host in the URL", url);
+			return error_set(err, -EINVAL, "%s: no host in the URL",
+					 source_http_redact(url, shown, sizeof(shown)));
 		return 0;
 	}
 	return error_set(err, -EPROTONOSUPPORT, "%s: only http:// and https:// URLs are "
-			 "supported", url);
+			 "supported", source_http_redact(url, shown, sizeof(shown)));
 }
 
 static size_t avail(const struct http *h)
@@ -170,20 +190,22 @@ static int url_host(const char *base, const char *url, char *host, size_t len, b
 
 static size_t check_redirect(struct http *h)
 {
-	char *eff = NULL, host[256];
+	char *eff = NULL, host[256], shown[512];
 	bool https;
 
 	if (curl_easy_getinfo(h->easy, CURLINFO_EFFECTIVE_URL, &eff) != CURLE_OK || !eff ||
 	    url_host(eff, h->location, host, sizeof(host), &https) < 0)
-		return cb_fail(h, -EPERM, false, "unusable redirect to '%s'", h->location);
+		return cb_fail(h, -EPERM, false, "unusable redirect to '%s'",
+			       source_http_redact(h->location, shown, sizeof(shown)));
 	if (h->conf->redirect_other_host)
 		return 1;
 	if (strcasecmp(host, h->host))
 		return cb_fail(h, -EPERM, false, "redirected to '%s' on another host (%s): refused "
-			       "([network] redirect-other-host=yes allows it)", h->location, host);
+			       "([network] redirect-other-host=yes allows it)",
+			       source_http_redact(h->location, shown, sizeof(shown)), host);
 	if (h->https && !https)
 		return cb_fail(h, -EPERM, false, "redirected from https to http ('%s'): refused",
-			       h->location);
+			       source_http_redact(h->location, shown, sizeof(shown)));
 	return 1;
 }
 
@@ -357,7 +379,7 @@ static int http_error(struct http *h, int r, struct error *err, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return error_set(err, r, "%s: %s", h->url, msg);
+	return error_set(err, r, "%s: %s", h->shown, msg);
 }
 
 static int start_transfer(struct http *h, uint64_t start, uint64_t end, struct error *err)
@@ -484,8 +506,11 @@ static int retry(struct http *h, int r, struct error *err)
 	if (pos > h->fail_pos)
 		h->tries = 0;
 	h->fail_pos = pos;
-	if (h->tries >= h->conf->retries)
-		return error_prefix(err, r, "gave up after %u retries", h->tries);
+	/* a link that drops every few bytes makes progress each time: the
+	 * whole install gets HTTP_RETRY_FACTOR x retries at most */
+	if (h->tries >= h->conf->retries || h->retries >= HTTP_RETRY_FACTOR * h->conf->retries)
+		return error_prefix(err, r, "gave up after %u retries (%u in all)", h->tries,
+				    h->retries);
 	if (pos && !h->validator[0])
 		return error_prefix(err, r, "cannot resume at byte %" PRIu64 ": the server "
 				    "sends neither a strong ETag nor Last-Modified", pos);
@@ -558,12 +583,22 @@ static bool usable(const struct http *h, uint64_t off)
 	       (!h->end || off < h->end);
 }
 
-/* The end of the planned run that holds off, else off + len. */
-static uint64_t run_end(const struct http *h, uint64_t off, uint64_t len)
+static bool run_holds(const struct source_range *r, uint64_t off)
 {
-	for (size_t i = 0; i < h->n_runs; i++)
-		if (off >= h->runs[i].off && off - h->runs[i].off < h->runs[i].len)
+	return off >= r->off && off - r->off < r->len;
+}
+
+/* The end of the planned run that holds off, else off + len. preads come
+ * in the planned order: the search starts at the run of the last one. */
+static uint64_t run_end(struct http *h, uint64_t off, uint64_t len)
+{
+	for (size_t k = 0; k < h->n_runs; k++) {
+		size_t i = (h->run_cur + k) % h->n_runs;
+		if (run_holds(&h->runs[i], off)) {
+			h->run_cur = i;
 			return h->runs[i].off + h->runs[i].len;
+		}
+	}
 	return off + len;
 }
 
@@ -650,6 +685,7 @@ static int http_plan(struct source *s, const struct source_range *r, size_t n, s
 	free(h->runs);
 	h->runs = TAKE_PTR(runs);
 	h->n_runs = k;
+	h->run_cur = 0;
 	return 0;
 }
 
@@ -713,6 +749,7 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 		    struct error *err)
 {
 	_cleanup_free_ struct http *h = NULL;
+	char shown[512];
 	ssize_t n;
 	int r;
 
@@ -721,14 +758,15 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 		return r;
 	r = curl_dl_load(err);
 	if (r < 0)
-		return error_prefix(err, r, "%s", url);
+		return error_prefix(err, r, "%s", source_http_redact(url, shown, sizeof(shown)));
 	h = calloc(1, sizeof(*h));
 	if (!h || !(h->url = strdup(url)) || !(h->buf = malloc(HTTP_BUF_MAX)))
 		goto oom;
 	h->s.ops = &http_ops;
 	h->conf = conf;
+	source_http_redact(url, h->shown, sizeof(h->shown));
 	if (url_host(NULL, url, h->host, sizeof(h->host), &h->https) < 0) {
-		r = error_set(err, -EINVAL, "%s: not a valid URL", url);
+		r = error_set(err, -EINVAL, "%s: not a valid URL", h->shown);
 		http_free(&TAKE_PTR(h)->s);
 		return r;
 	}
@@ -749,7 +787,8 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 oom:
 	if (h)
 		http_free(&TAKE_PTR(h)->s);
-	return error_set(err, -ENOMEM, "%s: out of memory", url);
+	return error_set(err, -ENOMEM, "%s: out of memory",
+			 source_http_redact(url, shown, sizeof(shown)));
 }
 
 unsigned source_http_requests(const struct source *s)

@@ -11,6 +11,8 @@ connections together (response headers included), so "--drop-at 300000
                    other bytes")
   --redirect URL   answer every request with "302 Found", Location: URL
   --silent         accept connections, read, never answer
+  --strip-range    remove Range and If-Range from requests (a server
+                   without range support)
 Writes "sent N" lines to stdout as it goes."""
 import argparse
 import socket
@@ -26,13 +28,19 @@ def log(msg):
     print(msg, flush=True)
 
 
-def pump_requests(client, upstream):
+def strip_range(data):
+    lines = data.split(b"\r\n")
+    keep = [l for l in lines if not l.lower().startswith((b"range:", b"if-range:"))]
+    return b"\r\n".join(keep)
+
+
+def pump_requests(args, client, upstream):
     try:
         while True:
             data = client.recv(65536)
             if not data:
                 break
-            upstream.sendall(data)
+            upstream.sendall(strip_range(data) if args.strip_range else data)
     except OSError:
         pass
     try:
@@ -112,7 +120,7 @@ def serve(args, client):
         redirect(client, args.redirect)
         return
     upstream = socket.create_connection(("127.0.0.1", args.upstream))
-    threading.Thread(target=pump_requests, args=(client, upstream), daemon=True).start()
+    threading.Thread(target=pump_requests, args=(args, client, upstream), daemon=True).start()
     pump_responses(args, client, upstream)
 
 
@@ -126,6 +134,7 @@ def main():
     p.add_argument("--corrupt-at", type=int)
     p.add_argument("--redirect")
     p.add_argument("--silent", action="store_true")
+    p.add_argument("--strip-range", action="store_true")
     args = p.parse_args()
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

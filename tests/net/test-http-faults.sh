@@ -5,10 +5,12 @@
 #   with Range + If-Range, the install completes and downloads no more
 #   than 105 % of the bundle;
 # - a transfer that stalls: resumed after stall-timeout;
+# - a link that drops again and again: bounded, 20 x retries in all;
 # - the bundle replaced on the server while a retry waits: If-Range makes
 #   the server send the whole new file, which is refused, never spliced;
 # - the server sends other bytes: the hash check fails, nothing is
 #   activated, slot B stays marked bad;
+# - a cancel during a (throttled) download ends it promptly;
 # - the daemon answers while a (throttled) download runs, and a killed
 #   daemon leaves no worker downloading;
 # - a local user without rights cannot Install a URL.
@@ -18,7 +20,7 @@
 . "$TEST_LIB/http.sh"
 
 setup_board
-for b in drop:1.0 stall:2.0 swap:3.0 swapped:3.1 corrupt:4.0 slow:5.0; do
+for b in drop:1.0 stall:2.0 swap:3.0 swapped:3.1 corrupt:4.0 slow:5.0 flaky:6.0; do
 	make_bundle "${b%:*}" "${b#*:}" 3
 done
 start_httpd
@@ -98,6 +100,28 @@ stop_daemon
 cp "$T/flashd.conf.base" "$FLASHD_DIR/flashd.conf"
 reset_slots
 
+# ---- a link that drops every 60 KB: each retry gets further, yet the
+# download gives up after 20 x retries (retries=1 here) ----
+stop_daemon
+cp "$FLASHD_DIR/flashd.conf" "$T/flashd.conf.base"
+network_conf "retries=1"
+start_daemon
+drops=""
+for i in $(seq 1 30); do drops="$drops --drop-at $((i * 60000))"; done
+# shellcheck disable=SC2086
+start_proxy $drops
+fctl install "http://127.0.0.1:$PROXY_PORT/flaky.bundle" > "$T/flaky.out" 2>&1 &&
+	fail "a download with 30 drops succeeded with retries=1"
+grep -q "gave up after .* (20 in all)" "$T/flaky.out" || fail "flaky: $(cat "$T/flaky.out")"
+[ "$(grep -c '^drop at' "$T/proxy.log")" = 21 ] ||
+	fail "flaky: $(grep -c '^drop at' "$T/proxy.log") drops, expected 21 (first try + 20 retries)"
+expect_marked_bad "a link that drops every 60 KB"
+ok "dropped every 60 KB: gave up after 20 retries in all"
+stop_proxy
+stop_daemon
+cp "$T/flashd.conf.base" "$FLASHD_DIR/flashd.conf"
+reset_slots
+
 # ---- other bytes from the server: hash mismatch, B marked bad ----
 SIZE=$(stat -c %s "$T/corrupt.bundle")
 start_proxy --corrupt-at $((SIZE / 2))
@@ -110,12 +134,36 @@ ok "other bytes: $(grep -o 'reason: [^)]*' "$T/corrupt.out")"
 stop_proxy
 reset_slots
 
+# start_slow_install BUNDLE BYTES_PER_S: flashctl install of BUNDLE through
+# a throttled proxy in the background ($CLIENT); returns in the write step
+start_slow_install() {
+	start_proxy --throttle "$2"
+	fctl install "http://127.0.0.1:$PROXY_PORT/$1" > "$T/$1.out" 2>&1 &
+	CLIENT=$!
+	BG_PIDS="$BG_PIDS $CLIENT"
+	wait_for 20 install_running || fail "the throttled install did not reach the write step"
+}
+
+# ---- cancel during a slow download: prompt, B stays marked bad ----
+start_slow_install flaky.bundle 200000
+t0=$(date +%s%N)
+fctl cancel > "$T/cancel-call.out" 2>&1 || fail "flashctl cancel: $(cat "$T/cancel-call.out")"
+wait_for 5 daemon_idle || fail "the install did not end within 5 s of the cancel"
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait "$CLIENT" && fail "the cancelled install succeeded"
+fctl --json status > "$T/st.json"
+expect_fields "$T/st.json" "cancelled download" <<-END
+next A
+slots.1.tries_left 0
+slots.1.priority null
+last_install.result cancelled
+END
+ok "cancelled during the download: idle after $ms ms, B marked bad"
+stop_proxy
+reset_slots
+
 # ---- responsive while downloading; a killed daemon leaves no worker ----
-start_proxy --throttle 300000
-fctl install "http://127.0.0.1:$PROXY_PORT/slow.bundle" > "$T/slow.out" 2>&1 &
-CLIENT=$!
-BG_PIDS="$BG_PIDS $CLIENT"
-wait_for 20 install_running || fail "the throttled install did not reach the write step"
+start_slow_install slow.bundle 300000
 for i in 1 2 3; do
 	t0=$(date +%s%N)
 	"$PY" "$VCALL" --timeout 2 io.flashd.GetStatus > "$T/busy.json" 2>&1 ||

@@ -151,6 +151,26 @@ ok "a redirect on the same host is followed"
 stop_proxy
 reset_slots
 
+# ---- credentials and query tokens in a URL stay out of the log ----
+fctl install "http://board:s3cr3t@127.0.0.1:$HTTP_PORT/v1.bundle?sig=t0k3n" > "$T/cred.out" 2>&1 ||
+	fail "install from a URL with credentials: $(cat "$T/cred.out")"
+grep -q "install from http://\*\*\*@127.0.0.1:$HTTP_PORT/v1.bundle?\*\*\* started" "$T/flashd.log" ||
+	fail "the install's log line: $(grep 'install from' "$T/flashd.log" | tail -n 1)"
+! grep -q "s3cr3t\|t0k3n" "$T/flashd.log" || fail "a password or token went to the log"
+ok "user:password@ and ?query are '***' in the log"
+reset_slots
+
+# ---- a server that ignores Range: the first answer is the whole bundle ----
+start_proxy --strip-range
+fctl --json install "http://127.0.0.1:$PROXY_PORT/v2.bundle" > "$T/norange.out" 2>&1 ||
+	fail "install from a server without ranges: $(tail -n 2 "$T/norange.out")"
+last_reply "$T/norange.out" "$T/norange.last"
+expect_json "$T/norange.last" bytes_downloaded "$(stat -c %s "$T/v2.bundle")" "no ranges"
+expect_installed "a server without ranges" 2.0
+ok "a server that ignores Range serves the whole bundle in its first answer"
+stop_proxy
+reset_slots
+
 # ---- a server that accepts and never answers: bounded, clean ----
 start_proxy --silent
 failed_install silent "http://127.0.0.1:$PROXY_PORT/v1.bundle" "timeout\|timed out"
