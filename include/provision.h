@@ -20,8 +20,9 @@ enum provision_action {
 	PROVISION_ENV,         /* erased, initial env written */
 	PROVISION_IMAGE,       /* erased, image written and verified */
 	PROVISION_OVERLAY,     /* erased with JFFS2 cleanmarkers */
-	PROVISION_UNSUPPORTED, /* UBI on a target without the kernel's UBI (sim, image) */
+	PROVISION_UNSUPPORTED, /* what this version cannot lay out (refused before any erase) */
 	PROVISION_UBI,         /* ubiformat (erase counters kept), volumes made, images written */
+	PROVISION_UBI_IMAGE,   /* erased, UBI image (ubinize semantics) with the images written */
 	_PROVISION_ACTION_MAX,
 };
 
