@@ -1008,7 +1008,8 @@ static int export_image(struct prov *pv)
 				error_set(pv->err, r, "writing the factory image: %s", strerror(-r));
 				goto out;
 			}
-			if (r == 1 && nand)
+			/* a UBI image's PEBs go into any good blocks of their partition */
+			if (r == 1 && nand && reg->action != PROVISION_UBI_IMAGE)
 				json_object_array_add(x.good, json_object_new_int64(b));
 		}
 		EVP_DigestFinal_ex(md, reg->sha256, &len);
