@@ -621,6 +621,9 @@ run_boot() {
 	fi
 }
 
+# shellcheck source=bench/guest-net.sh
+. "$B/guest-net.sh"
+
 for c in ${contenders//,/ }; do
 	log "contender $c"
 	case "$c" in
@@ -628,6 +631,14 @@ for c in ${contenders//,/ }; do
 	flashd) run_flashd "$([ "$variant" = nand-delay ] || [ "$quick" = 1 ] && echo latency)" ;;
 	rauc) run_rauc ;;
 	swupdate) run_swupdate ;;
+	flashd-http)
+		# its workloads are raw-slot ones (resumed and adaptive downloads)
+		if [ $UBI = 1 ]; then
+			emit kind=install contender=flashd-http workload=all \
+				error="not run on the UBI board: UBI slots take whole-volume updates"
+		else
+			run_flashd_http
+		fi ;;
 	esac
 done
 # the UBI board's boot (ubiblock + squashfs, UBIFS overlay) is checked by

@@ -14,15 +14,26 @@
 #include "keyring.h"
 #include "layout.h"
 
+#define PROVISION_ACTION_LIST(X)                                            \
+	/* left as it is (bootloader) */                                    \
+	X(PROVISION_KEEP, "keep")                                           \
+	/* erased (unused, or kernel partitions of an empty slot) */        \
+	X(PROVISION_ERASE, "erase")                                         \
+	/* erased, initial env written */                                   \
+	X(PROVISION_ENV, "env")                                             \
+	/* erased, image written and verified */                            \
+	X(PROVISION_IMAGE, "image")                                         \
+	/* erased with JFFS2 cleanmarkers */                                \
+	X(PROVISION_OVERLAY, "overlay")                                     \
+	/* what this version cannot lay out (refused before any erase) */  \
+	X(PROVISION_UNSUPPORTED, "unsupported")                             \
+	/* ubiformat (erase counters kept), volumes made, images written */ \
+	X(PROVISION_UBI, "ubi")                                             \
+	/* erased, the UBI image (ubinize semantics) with the images */     \
+	X(PROVISION_UBI_IMAGE, "ubi-image")
+
 enum provision_action {
-	PROVISION_KEEP,        /* left as it is (bootloader) */
-	PROVISION_ERASE,       /* erased (unused, or kernel partitions of an empty slot) */
-	PROVISION_ENV,         /* erased, initial env written */
-	PROVISION_IMAGE,       /* erased, image written and verified */
-	PROVISION_OVERLAY,     /* erased with JFFS2 cleanmarkers */
-	PROVISION_UNSUPPORTED, /* what this version cannot lay out (refused before any erase) */
-	PROVISION_UBI,         /* ubiformat (erase counters kept), volumes made, images written */
-	PROVISION_UBI_IMAGE,   /* erased, UBI image (ubinize semantics) with the images written */
+	PROVISION_ACTION_LIST(STRING_TABLE_ENUM)
 	_PROVISION_ACTION_MAX,
 };
 
