@@ -159,6 +159,42 @@ run_flashd_http() {
 	read -r bytes reqs < <(net_bytes)
 	net_emit net-resume $tmp/v1.img "$b" $((cut_bytes + bytes)) $((cut_reqs + reqs)) \
 		cut_at="$half" cut_downloaded="$cut_bytes" cut_seconds="$cut_s" resume_downloaded="$bytes"
-	kill $net_httpd 2>/dev/null
-	wait $net_httpd 2>/dev/null
+}
+
+# SWUpdate's own downloader (-d -u URL) on the same chain of workloads: it
+# fetches the whole .swu every time (no index, no resume across a reboot).
+run_swupdate_http() {
+	local w s u bytes reqs t0 t1 rc
+	net_error=""
+	command -v swupdate >/dev/null || net_error="swupdate is not installed"
+	command -v lighttpd >/dev/null || net_error="lighttpd is not installed"
+	[ -z "$net_error" ] && { [ -n "${net_httpd:-}" ] && kill -0 "$net_httpd" 2>/dev/null || net_start_httpd; }
+	mkdir -p $SD
+	for w in full:1 reinstall:1 changed:2; do
+		s=swu-v${w#*:}-${mtdB}.swu
+		if [ -n "$net_error" ] || [ ! -f "$work/$s" ]; then
+			emit kind=install contender=swupdate-http workload="net-${w%:*}" error="${net_error:-no $work/$s}"
+			continue
+		fi
+		cp "$work/$s" $NET/www/
+		[ "${w%:*}" = full ] && empty_slot_b
+		u=http://127.0.0.1:$net_port/$s
+		net_mark
+		erase_begin
+		t0=$(now)
+		bounded swupdate -B uboot -k "$work/cms.pem" -H bench:1.0 -d "-u $u" >$SD/net-install.log 2>&1
+		rc=$?
+		t1=$(now)
+		erase_end
+		read -r bytes reqs < <(net_bytes)
+		if [ $rc != 0 ]; then
+			emit kind=install contender=swupdate-http workload="net-${w%:*}" \
+				error="swupdate -d $(why $rc): $(grep -E 'ERROR|error' $SD/net-install.log | tail -n 3)"
+			continue
+		fi
+		emit kind=install contender=swupdate-http workload="net-${w%:*}" seconds="$(elapsed "$t0" "$t1")" \
+			downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$s")" \
+			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" verified="$(verified "$tmp/v${w#*:}.img")" \
+			how="swupdate -d '-u URL' (its downloader; flash handler)"
+	done
 }

@@ -631,16 +631,19 @@ for c in ${contenders//,/ }; do
 	flashd) run_flashd "$([ "$variant" = nand-delay ] || [ "$quick" = 1 ] && echo latency)" ;;
 	rauc) run_rauc ;;
 	swupdate) run_swupdate ;;
-	flashd-http)
-		# its workloads are raw-slot ones (resumed and adaptive downloads)
+	flashd-http | swupdate-http)
+		# their workloads are raw-slot ones (resumed and adaptive downloads)
 		if [ $UBI = 1 ]; then
-			emit kind=install contender=flashd-http workload=all \
+			emit kind=install contender="$c" workload=all \
 				error="not run on the UBI board: UBI slots take whole-volume updates"
-		else
+		elif [ "$c" = flashd-http ]; then
 			run_flashd_http
+		else
+			run_swupdate_http
 		fi ;;
 	esac
 done
+[ -n "${net_httpd:-}" ] && kill "$net_httpd" 2>/dev/null
 # the UBI board's boot (ubiblock + squashfs, UBIFS overlay) is checked by
 # tests/vm/test-provision-ubi.sh; its timing is not compared here
 [ $UBI = 1 ] || run_boot

@@ -69,12 +69,14 @@ import json, sys
 objs = [json.loads(l) for l in open(sys.argv[1]).read().split("\n") if l]
 progress, final = objs[:-1], objs[-1]
 size = int(sys.argv[2])
-keys = {"percent", "bytes_done", "bytes_total", "step", "image", "slot", "version"}
+keys = {"percent", "bytes_done", "bytes_total", "step", "image", "slot", "version",
+        "bytes_downloaded"}
 order = ["verify", "write", "readback", "activate", "done"]
 assert len(progress) >= 5, f"only {len(progress)} progress replies"
 last_pct, last_step = -1, 0
 for p in progress:
     assert set(p) == keys, f"progress keys {sorted(p)}"
+    assert p["bytes_downloaded"] is None, f"an fd install downloaded: {p}"
     assert p["step"] in order, p
     assert order.index(p["step"]) >= last_step, f"step went back: {p}"
     assert p["percent"] >= last_pct, f"percent went back: {p}"
