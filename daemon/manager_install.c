@@ -16,6 +16,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "record.h"
+#include "source.h"
 #include "source_http.h"
 #include "util.h"
 
@@ -139,48 +140,6 @@ static void network_conf(const struct conf *c, volatile int *cancel,
 	};
 }
 
-/* The bundle from src into the engine, as install_run_fd() does for an
- * fd. A source that fails (the network, after its retries) stops the
- * engine like a cancel: the target stays marked bad once written to. */
-static int install_run_url(struct install *in, struct source *src, volatile int *cancel,
-			   struct error *err)
-{
-	_cleanup_free_ uint8_t *buf = malloc(BUNDLE_INFLATE_CHUNK);
-	ssize_t n;
-	int r;
-
-	if (!buf)
-		return error_set(err, -ENOMEM, "out of memory");
-	for (;;) {
-		/* counted as source_read() (source.c, on its way) does */
-		n = src->ops->read(src, buf, BUNDLE_INFLATE_CHUNK, err);
-		if (n > 0)
-			src->fetched += n;
-		if (n < 0) {
-			install_cancel(in);
-			if (n == -ECANCELED)
-				return install_feed(in, NULL, 0, err);
-			return n;
-		}
-		if (n == 0)
-			break;
-		r = install_feed(in, buf, n, err);
-		if (r < 0)
-			return r;
-	}
-	r = install_finish_input(in, err);
-	while (r >= 0) {
-		if (*cancel) {
-			install_cancel(in);
-			return install_feed(in, NULL, 0, err);
-		}
-		r = install_step(in, err);
-		if (r == 0)
-			break;
-	}
-	return r;
-}
-
 /* Runs in the worker process. */
 static int install_job(int report_fd, volatile int *cancel, void *userdata)
 {
@@ -191,7 +150,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	struct error err = {};
 	struct install_report fin;
 	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
-	struct source *src = NULL; /* _cleanup_source_ once source.c is merged */
+	_cleanup_source_ struct source *src = NULL;
 	struct source_http_conf net;
 	struct install_params p = {
 		.target = m->conf->target,
@@ -200,6 +159,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		.slot = m->op.slot,
 		.allow_unsigned = m->conf->allow_unsigned,
 		.activate = m->op.activate,
+		.state_dir = m->conf->state_dir,
 		.progress = job_progress,
 		.userdata = &ctx,
 	};
@@ -237,14 +197,15 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		network_conf(m->conf, cancel, &net);
 		r = source_http_new(m->op.url, &net, &src, &err);
 		ctx.src = src;
-		r = r < 0 ? r : install_run_url(in, src, cancel, &err);
 	} else {
-		r = install_run_fd(in, m->op.bundle_fd, cancel, &err);
+		r = source_new_fd(m->op.bundle_fd, &src, &err);
 	}
-	final_report(in, src, r, &err, &fin);
+	/* one engine entry for both: adaptive when the source can seek and
+	 * the bundle has an index, a stream otherwise */
+	if (r >= 0)
+		r = install_run_source(in, src, cancel, &err);
+	final_report(in, ctx.src, r, &err, &fin);
 	worker_report(report_fd, &fin, sizeof(fin));
-	if (src)
-		src->ops->free(src);
 	return r;
 }
 

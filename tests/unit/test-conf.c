@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "conf.h"
+#include "testlib.h"
 
 static char *write_tmp(const char *text)
 {
@@ -23,7 +24,7 @@ static char *write_tmp(const char *text)
 	return path;
 }
 
-static void test_defaults(void **state)
+TEST(test_defaults)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 
@@ -37,7 +38,7 @@ static void test_defaults(void **state)
 	assert_null(c->health_command);
 }
 
-static void test_load_values(void **state)
+TEST(test_load_values)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 	struct error err = {};
@@ -71,7 +72,7 @@ static void expect_error(const char *text, const char *msg)
 	free(p);
 }
 
-static void test_errors(void **state)
+TEST(test_errors)
 {
 	expect_error("bogus=1\n", ":1: unknown key 'bogus' in section [flashd]");
 	expect_error("\n[nope]\n", ":2: unknown section [nope]");
@@ -85,7 +86,7 @@ static void test_errors(void **state)
 }
 
 /* [network]: header= repeats, the numbers have their ranges */
-static void test_network(void **state)
+TEST(test_network)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 	struct error err = {};
@@ -115,7 +116,7 @@ static void test_network(void **state)
 	expect_error("[network]\nproxy=x\n", "unknown key 'proxy' in section [network]");
 }
 
-static void test_missing(void **state)
+TEST(test_missing)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 	struct error err = {};
@@ -124,16 +125,4 @@ static void test_missing(void **state)
 	assert_int_equal(conf_load(c, "/nonexistent/flashd.conf", true, &err), 0);
 	assert_int_equal(conf_load(c, "/nonexistent/flashd.conf", false, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "/nonexistent/flashd.conf"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_load_values),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_network),
-		cmocka_unit_test(test_missing),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
