@@ -61,21 +61,36 @@ part_dev() { # NAME: the partition's /dev/mtdN
 	done
 	return 1
 }
-DEV_B=$(part_dev rootfs-b) || die "no MTD partition for rootfs-b of $layout: $(cat /proc/mtd)"
-DEV_A=$(part_dev rootfs-a) || die "no rootfs-a"
 DEV_ENV=$(part_dev u-boot-env) || die "no u-boot-env"
 DEV_ENV2=$(part_dev u-boot-env-redund) || die "no u-boot-env-redund"
-DEV_DATA=$(part_dev rootfs_data) || die "no rootfs_data"
-mtdB=${DEV_B#/dev/}
+UBI=0
+if [ "$variant" = ubi ]; then
+	# the UBI board: slots are volumes of one UBI on the partition "ubi";
+	# the erases counted "in the slot" are those of the whole partition
+	# (UBI spreads a volume over any of its PEBs)
+	UBI=1
+	UBI_PART=$(part_dev ubi) || die "no MTD partition ubi of $layout: $(cat /proc/mtd)"
+	mtdB=${UBI_PART#/dev/}
+else
+	DEV_B=$(part_dev rootfs-b) || die "no MTD partition for rootfs-b of $layout: $(cat /proc/mtd)"
+	DEV_A=$(part_dev rootfs-a) || die "no rootfs-a"
+	DEV_DATA=$(part_dev rootfs_data) || die "no rootfs_data"
+	mtdB=${DEV_B#/dev/}
+fi
 ES=$(cat /sys/class/mtd/$mtdB/erasesize)
 TYPE=$(cat /sys/class/mtd/$mtdB/type)
 B_OFF=$(cat /sys/class/mtd/$mtdB/offset) B_SIZE=$(cat /sys/class/mtd/$mtdB/size)
 ENV_SIZE=$(printf '0x%x' "$(cat /sys/class/mtd/${DEV_ENV#/dev/}/size)")
-log "slot B = $DEV_B ($TYPE, erase block $ES, offset $B_OFF), env $DEV_ENV + $DEV_ENV2, data $DEV_DATA"
-emit kind=board type="$TYPE" erasesize="$ES" slot_b="$DEV_B" slot_b_blocks=$((B_SIZE / ES)) \
+# the env copy's size from the layout when it is smaller than its
+# partition (the UBI board: 128 KiB in a 512 KiB partition)
+lenv=$(jq -r '.env.copies[0].size // empty' "$layout" 2>/dev/null)
+[[ $lenv =~ ^0x[0-9a-fA-F]+$ ]] && [ $((lenv)) -lt $((ENV_SIZE)) ] && ENV_SIZE=$lenv
+log "slot B = ${DEV_B:-a volume of $UBI_PART} ($TYPE, erase block $ES, offset $B_OFF), env $DEV_ENV + $DEV_ENV2"
+emit kind=board type="$TYPE" erasesize="$ES" slot_b="${DEV_B:-$UBI_PART}" slot_b_blocks=$((B_SIZE / ES)) \
 	params="$(for p in /sys/module/nandsim/parameters/{do_delays,erase_delay,programm_delay,access_delay,output_cycle,input_cycle}; do [ -r "$p" ] && printf '%s=%s ' "${p##*/}" "$(cat "$p")"; done)"
 
 for m in loop squashfs mtdblock jffs2 overlay dm-mod; do modprobe -q "$m" || log "modprobe $m failed"; done
+[ $UBI = 1 ] && { modprobe ubi && modprobe ubifs || die "no ubi/ubifs modules"; }
 
 # /etc is the host's, read-only: an overlay makes fw_env.config and the
 # contenders' configuration writable for this VM run only.
@@ -141,10 +156,25 @@ count_hist() {
 		/^Dropped: [1-9]/ { lost = 1 }
 		END { if (lost) print -1, -1; else printf "%d %d\n", slot, tot }' "$1"
 }
+# UBI erases PEBs it no longer needs in its background thread: wait until
+# the chip has seen no erase for a second (at most 60 s), so that an
+# install's erases are counted with it and not with the next one.
+ubi_settle() {
+	local i n last=-1
+	[ $UBI = 1 ] && [ $KPROBE = 1 ] && [ -e "$T/events/bench/erase_nand/hist" ] || { sleep 1; return 0; }
+	for i in $(seq 60); do
+		n=$(awk '/hitcount:/ { for (i = 1; i <= NF; i++) if ($i == "hitcount:") t += $(i + 1) } END { print t + 0 }' \
+			"$T/events/bench/erase_nand/hist" 2>/dev/null)
+		[ "$n" = "$last" ] && return 0
+		last=$n
+		sleep 1
+	done
+}
 # Sets ER_SLOT (blocks erased in slot B) and ER_TOTAL (all blocks, every chip).
 erase_end() {
 	ER_SLOT=-1 ER_TOTAL=-1
 	[ $KPROBE = 1 ] || return 0
+	[ $UBI = 1 ] && ubi_settle
 	local i s t lo hi es
 	ER_SLOT=0 ER_TOTAL=0
 	for i in "${!EVENTS[@]}"; do
@@ -160,7 +190,14 @@ erase_end() {
 }
 
 # ---- common per-install bookkeeping ---------------------------------------------
-empty_slot_b() { flash_erase -q "$DEV_B" 0 0 >/dev/null 2>&1 || die "flash_erase $DEV_B failed"; }
+empty_slot_b() {
+	if [ $UBI = 1 ]; then # a 0-byte volume update: the volume's LEBs unmapped and erased
+		ubiupdatevol -t "$DEV_B" >/dev/null 2>&1 || die "ubiupdatevol -t $DEV_B failed"
+		ubi_settle
+		return
+	fi
+	flash_erase -q "$DEV_B" 0 0 >/dev/null 2>&1 || die "flash_erase $DEV_B failed"
+}
 # verified IMAGE: the slot holds the image (plain read; no bad blocks here)
 verified() {
 	local n
@@ -175,7 +212,9 @@ median() { tr ' ' '\n' <<<"$*" | grep . | sort -g | awk '{ v[NR] = $1 } END { pr
 maxof() { tr ' ' '\n' <<<"$*" | grep . | sort -g | tail -1; }
 # restore_v1: slot B holds image 1 again (untimed; what an install leaves)
 restore_v1() {
-	if [ "$TYPE" = nand ]; then
+	if [ $UBI = 1 ]; then
+		ubiupdatevol "$DEV_B" "$img_v1" && ubi_settle
+	elif [ "$TYPE" = nand ]; then
 		flash_erase -q "$DEV_B" 0 $(( (size + ES - 1) / ES )) && nandwrite -q -p "$DEV_B" "$img_v1"
 	else
 		flashcp "$img_v1" "$DEV_B"
@@ -201,6 +240,7 @@ if ! "$FLASHCTL" provision --layout "$layout" --bundle "$tmp/flashd-$layout_base
 	# are laid out with mtd-utils so that boot assembly has something
 	prov_error="flashctl provision failed: $(grep -m1 'flashctl:' $tmp/provision.log)"
 	log "$prov_error"
+	[ $UBI = 1 ] && die "$prov_error (the UBI board is laid out by flashctl provision only)"
 	if [ "$TYPE" = nand ]; then
 		flash_erase -q "$DEV_A" 0 0 && nandwrite -q -p "$DEV_A" "$tmp/v1.img"
 	else
@@ -209,6 +249,19 @@ if ! "$FLASHCTL" provision --layout "$layout" --bundle "$tmp/flashd-$layout_base
 	flash_erase -q -j "$DEV_DATA" 0 0 >/dev/null 2>&1 || die "flash_erase -j $DEV_DATA failed"
 fi
 emit kind=setup what=provision seconds="$(elapsed "$t0" "$(now)")" error="$prov_error"
+# UBI: the slots' root volumes, attached by the provisioning
+ubi_vol_dev() { # NAME
+	local d
+	for d in /sys/class/ubi/ubi*_*; do
+		[ "$(cat "$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return 0; }
+	done
+	return 1
+}
+if [ $UBI = 1 ]; then
+	DEV_A=$(ubi_vol_dev rootfs_a) && DEV_B=$(ubi_vol_dev rootfs_b) ||
+		die "no UBI volumes rootfs_a/rootfs_b after provisioning: $(ls /sys/class/ubi)"
+	log "UBI slots: A = $DEV_A, B = $DEV_B"
+fi
 
 # ---- floor: mtd-utils ------------------------------------------------------------
 run_floor() {
@@ -220,7 +273,10 @@ run_floor() {
 			[ "$w" = full ] && empty_slot_b
 			erase_begin
 			t0=$(now)
-			if [ "$TYPE" = nand ]; then
+			if [ $UBI = 1 ]; then
+				# one volume update, nothing read back: what any tool must do
+				bounded /usr/bin/time -f %M -o $tmp/rss ubiupdatevol "$DEV_B" "$img" >$tmp/floor.log 2>&1
+			elif [ "$TYPE" = nand ]; then
 				# erase exactly the blocks the image needs (no bad blocks
 				# here), then write: the least work any tool can do
 				bounded /usr/bin/time -f %M -o $tmp/rss sh -c 'flash_erase -q "$1" 0 "$3" && nandwrite -q -p "$1" "$2"' \
@@ -241,7 +297,9 @@ run_floor() {
 		emit kind=install contender=floor workload="$w" seconds="$(median $times)" runs="${times# }" \
 			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(maxof $rss)" \
 			verified="$(verified "$img")" \
-			how="$([ "$TYPE" = nand ] && echo "flash_erase (image-size blocks) + nandwrite -p" || echo "flashcp (erases image-size blocks, writes, verifies)")"
+			how="$(if [ $UBI = 1 ]; then echo "ubiupdatevol (UBI_IOCVOLUP of the image)"
+				elif [ "$TYPE" = nand ]; then echo "flash_erase (image-size blocks) + nandwrite -p"
+				else echo "flashcp (erases image-size blocks, writes, verifies)"; fi)"
 	done
 }
 
@@ -350,7 +408,7 @@ EOT
 			own_bytes="$(jq -r '.bytes' <<<"$rec")" own_result="$(jq -r '.result' <<<"$rec")" \
 			rss_kib="$(maxof $rss)" rss_detail="$(cat $tmp/sampler.json)" idle_rss_kib="$(maxof $idle)" \
 			client_rss_kib="$(maxof $crss)" verified="$(verified "$tmp/v$(image_for "$w").img")" \
-			how="flashctl install (daemon + worker; changed blocks only, sha256 read-back)"
+			how="flashctl install (daemon + worker; $([ $UBI = 1 ] && echo "UBI_IOCVOLUP of the whole image: nothing skipped" || echo "changed blocks only"), sha256 read-back)"
 	done
 }
 
@@ -361,6 +419,7 @@ run_rauc() {
 	command -v rauc >/dev/null || { emit kind=install contender=rauc workload=all error="rauc is not installed"; return; }
 	RTYPE=nor
 	[ "$TYPE" = nand ] && RTYPE=nand
+	[ $UBI = 1 ] && RTYPE=ubivol
 	mkdir -p $RD/mnt $RD/data
 	cp "$work/rauc-v1.raucb" "$work/rauc-v2.raucb" $RD/ || { emit kind=install contender=rauc workload=all error="rauc bundles missing"; return; }
 	# Debian's rauc ships no D-Bus policy; a private system bus for the VM.
@@ -427,7 +486,9 @@ EOT
 		emit kind=install contender=rauc workload="$w" seconds="$(elapsed "$t0" "$t1")" \
 			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(tail -1 $RD/service.rss)" \
 			client_rss_kib="$(tail -1 $RD/client.rss)" verified="$(verified "$tmp/v$(image_for "$w").img")" \
-			how="rauc service + rauc install (plain bundle: loop+squashfs mount; $([ "$TYPE" = nand ] && echo "flash_erase + nandwrite" || echo "flash_erase + flashcp"))"
+			how="rauc service + rauc install (plain bundle: loop+squashfs mount; $(if [ $UBI = 1 ]; then echo "slot type ubivol: UBI_IOCVOLUP"
+				elif [ "$TYPE" = nand ]; then echo "flash_erase + nandwrite"
+				else echo "flash_erase + flashcp"; fi))"
 	done
 	kill "$(cat $RD/bus.pid)" 2>/dev/null
 	unset DBUS_SYSTEM_BUS_ADDRESS
@@ -436,17 +497,24 @@ EOT
 # ---- SWUpdate -------------------------------------------------------------------------
 SD=$tmp/swupdate
 run_swupdate() {
-	local w s t0 t1 rc
+	local w s t0 t1 rc bl=() m
 	command -v swupdate >/dev/null || { emit kind=install contender=swupdate workload=all error="swupdate is not installed"; return; }
 	mkdir -p $SD
+	# SWUpdate attaches UBI on every MTD it is not told to leave alone
+	if [ $UBI = 1 ]; then
+		for m in u-boot u-boot-env u-boot-env-redund; do
+			m=$(part_dev $m) && bl+=("${m#/dev/mtd}")
+		done
+		bl=(-b "${bl[*]}")
+	fi
 	for w in $workloads; do
-		s=$work/swu-v$(image_for "$w")-${mtdB}.swu
+		s=$work/swu-v$(image_for "$w")-$([ $UBI = 1 ] && echo ubi || echo "${mtdB}").swu
 		[ -f "$s" ] || { emit kind=install contender=swupdate workload="$w" error="no $s (the .swu names the MTD number; rootfs-b is $mtdB here)"; continue; }
 		cp "$s" $SD/u.swu
 		[ "$w" = full ] && empty_slot_b
 		erase_begin
 		t0=$(now)
-		bounded /usr/bin/time -f %M -o $SD/rss swupdate -B uboot -k "$work/cms.pem" -H bench:1.0 -i $SD/u.swu \
+		bounded /usr/bin/time -f %M -o $SD/rss swupdate "${bl[@]}" -B uboot -k "$work/cms.pem" -H bench:1.0 -i $SD/u.swu \
 			>$SD/install.log 2>&1
 		rc=$?
 		t1=$(now)
@@ -459,7 +527,7 @@ run_swupdate() {
 		emit kind=install contender=swupdate workload="$w" seconds="$(elapsed "$t0" "$t1")" \
 			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(tail -1 $SD/rss)" \
 			verified="$(verified "$tmp/v$(image_for "$w").img")" \
-			how="swupdate -i (flash handler, libmtd; one process)"
+			how="swupdate -i ($([ $UBI = 1 ] && echo "ubivol handler: UBI_IOCVOLUP" || echo "flash handler, libmtd"); one process)"
 	done
 }
 
@@ -563,11 +631,21 @@ for c in ${contenders//,/ }; do
 	flashd) run_flashd "$([ "$variant" = nand-delay ] || [ "$quick" = 1 ] && echo latency)" ;;
 	rauc) run_rauc ;;
 	swupdate) run_swupdate ;;
-	flashd-http) run_flashd_http ;;
-	swupdate-http) run_swupdate_http ;;
+	flashd-http | swupdate-http)
+		# their workloads are raw-slot ones (resumed and adaptive downloads)
+		if [ $UBI = 1 ]; then
+			emit kind=install contender="$c" workload=all \
+				error="not run on the UBI board: UBI slots take whole-volume updates"
+		elif [ "$c" = flashd-http ]; then
+			run_flashd_http
+		else
+			run_swupdate_http
+		fi ;;
 	esac
 done
 [ -n "${net_httpd:-}" ] && kill "$net_httpd" 2>/dev/null
-run_boot
+# the UBI board's boot (ubiblock + squashfs, UBIFS overlay) is checked by
+# tests/vm/test-provision-ubi.sh; its timing is not compared here
+[ $UBI = 1 ] || run_boot
 log "done"
 exit 0

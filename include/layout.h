@@ -43,6 +43,7 @@ struct layout_device {
 	uint32_t erasesize;
 	uint32_t writesize;   /* page size; 1 for NOR */
 	uint32_t oobsize;
+	uint32_t subpage;     /* smallest NAND write (UBI's VID header offset); page when unset */
 	char *nandsim_id;     /* optional "0x20,0xaa,0x00,0x15" (kernel nandsim id_bytes) */
 	char *mtd_id;         /* kernel MTD name of the chip (mtdparts= mtd-id); NULL = derived,
 			       * see layout_device_mtd_id() */
@@ -60,6 +61,7 @@ struct layout_ubi_volume {
 	char *name;
 	uint64_t size;
 	enum layout_ubi_vol_type type;
+	bool autoresize;      /* factory images: grows to the free LEBs at the first attach */
 };
 
 /* A partition formatted as UBI, with its volumes. */

@@ -25,10 +25,12 @@
 	X(PROVISION_IMAGE, "image")                                         \
 	/* erased with JFFS2 cleanmarkers */                                \
 	X(PROVISION_OVERLAY, "overlay")                                     \
-	/* UBI on a target without the kernel's UBI (sim, image) */         \
+	/* what this version cannot lay out (refused before any erase) */  \
 	X(PROVISION_UNSUPPORTED, "unsupported")                             \
 	/* ubiformat (erase counters kept), volumes made, images written */ \
-	X(PROVISION_UBI, "ubi")
+	X(PROVISION_UBI, "ubi")                                             \
+	/* erased, the UBI image (ubinize semantics) with the images */     \
+	X(PROVISION_UBI_IMAGE, "ubi-image")
 
 enum provision_action {
 	PROVISION_ACTION_LIST(STRING_TABLE_ENUM)

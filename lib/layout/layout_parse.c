@@ -309,7 +309,7 @@ static int ref_partition(struct ctx *c, struct json_object *o, const char *base,
 /* ---------- devices ---------- */
 
 static const char *const device_keys[] = { "name", "type", "size", "erase_block", "page", "oob",
-					   "nandsim_id", "mtd_id" };
+					   "subpage", "nandsim_id", "mtd_id" };
 
 static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 			struct layout_device *d)
@@ -358,6 +358,17 @@ static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 			    "%" PRIu64 " is not a valid OOB size for %" PRIu32 "-byte pages", v,
 			    d->writesize);
 	d->oobsize = (uint32_t)v;
+
+	/* UBI places its VID header by it: a factory UBI image must use the
+	 * chip's, or the kernel refuses to attach ("bad VID header offset") */
+	v = d->writesize;
+	if ((r = get_size(c, o, base, "subpage", false, &v)) < 0)
+		return r;
+	if (v == 0 || util_log2_exact(v) < 0 || v > d->writesize)
+		return fail(c, -EINVAL, pkey(p, base, "subpage"),
+			    "%" PRIu64 " is not a power of two no larger than the page (%" PRIu32 ")",
+			    v, d->writesize);
+	d->subpage = (uint32_t)v;
 
 	if ((r = dup_string(c, o, base, "mtd_id", false, &d->mtd_id)) < 0 ||
 	    (r = dup_string(c, o, base, "nandsim_id", false, &d->nandsim_id)) < 0)
@@ -570,7 +581,7 @@ static int parse_env(struct ctx *c, struct json_object *o)
 }
 
 static const char *const ubi_keys[] = { "partition", "volumes" };
-static const char *const ubi_vol_keys[] = { "name", "size", "type" };
+static const char *const ubi_vol_keys[] = { "name", "size", "type", "autoresize" };
 
 static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, size_t idx)
 {
@@ -620,6 +631,12 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 		    (r = get_enum(c, e, vb, "type", false, layout_ubi_vol_type_table, _LAYOUT_UBI_MAX, &t)) < 0)
 			return r;
 		v->type = t;
+		if ((r = get_bool(c, e, vb, "autoresize", &v->autoresize)) < 0)
+			return r;
+		for (size_t j = 0; v->autoresize && j < i; j++)
+			if (u->volumes[j].autoresize)
+				return fail(c, -EINVAL, pkey(p, vb, "autoresize"), "only one volume may "
+					    "grow at attach (also %s.volumes[%zu])", base, j);
 		if (v->size == 0)
 			return fail(c, -EINVAL, pkey(p, vb, "size"), "must not be 0");
 		for (size_t j = 0; j < i; j++)

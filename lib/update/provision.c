@@ -24,6 +24,8 @@
 #include "provision_ubi.h"
 #include "slot.h"
 #include "slot_boot.h"
+#include "slot_change.h"
+#include "ubinize.h"
 #include "util.h"
 
 static const char *const provision_action_table[] = { PROVISION_ACTION_LIST(STRING_TABLE_NAME) };
@@ -40,6 +42,7 @@ struct prov {
 	struct bundle_manifest man;
 	struct provision_region *regions; /* one per partition */
 	char (*details)[PROVISION_DETAIL_MAX];
+	uint64_t *ubi_pebs;           /* per partition: PEBs of the UBI image written (factory) */
 };
 
 static bool is_system(const struct prov *pv)
@@ -50,6 +53,13 @@ static bool is_system(const struct prov *pv)
 static const char *mtd_sysfs(const struct prov *pv)
 {
 	return pv->p->sysfs ? pv->p->sysfs : FLASH_MTD_SYSFS;
+}
+
+/* Without the kernel's UBI (simulators, factory images) UBI partitions
+ * get the UBI image ubinize would make, slot images inside. */
+static bool ubi_factory(const struct prov *pv)
+{
+	return pv->l->n_ubis && !is_system(pv);
 }
 
 static bool slot_installed(const struct prov *pv, size_t i)
@@ -74,7 +84,8 @@ static void plan_ubi_member(struct prov *pv, const struct layout_image_target *t
 	char *d = pv->details[t->part - pv->l->partitions];
 	size_t len = strlen(d);
 
-	if (pv->regions[t->part - pv->l->partitions].action != PROVISION_UBI)
+	if (pv->regions[t->part - pv->l->partitions].action != PROVISION_UBI &&
+	    pv->regions[t->part - pv->l->partitions].action != PROVISION_UBI_IMAGE)
 		return;
 	if (slot_installed(pv, slot) && manifest_has(pv, member))
 		snprintf(d + len, PROVISION_DETAIL_MAX - len, "; %s of slot %s into %s: version %s",
@@ -131,16 +142,9 @@ static void plan(struct prov *pv)
 	}
 	for (size_t u = 0; u < l->n_ubis; u++) {
 		size_t i = l->ubis[u].part - l->partitions;
-		if (is_system(pv)) {
-			pv->regions[i].action = PROVISION_UBI;
-			provision_ubi_describe(&l->ubis[u], pv->details[i], sizeof(pv->details[i]));
-			continue;
-		}
-		/* the simulator has no UBI; ubinize-style factory images: not yet */
-		pv->regions[i].action = PROVISION_UNSUPPORTED;
-		snprintf(pv->details[i], sizeof(pv->details[i]), "UBI (%zu volumes): laid out only on "
-			 "the running system's UBI (target system), not on %s", l->ubis[u].n_volumes,
-			 !strncmp(pv->p->target, "image:", 6) ? "factory images" : "the simulator");
+		pv->regions[i].action = is_system(pv) ? PROVISION_UBI : PROVISION_UBI_IMAGE;
+		provision_ubi_describe(&l->ubis[u], !is_system(pv), pv->details[i],
+				       sizeof(pv->details[i]));
 	}
 	for (size_t s = 0; s < pv->g->n_slots; s++) {
 		plan_slot_member(pv, &pv->g->slots[s].rootfs, s, "rootfs");
@@ -182,7 +186,7 @@ static size_t member_limits(const struct prov *pv, struct bundle_slot_limit *lim
 				continue;
 			has = true;
 			if (slot_installed(pv, s) && t->part)
-				l.max_size = MIN(l.max_size, t->part->size);
+				l.max_size = MIN(l.max_size, layout_target_size(pv->l, t));
 		}
 		if (has)
 			lim[n++] = l;
@@ -190,17 +194,24 @@ static size_t member_limits(const struct prov *pv, struct bundle_slot_limit *lim
 	return n;
 }
 
+static void bundle_policy_of(const struct prov *pv, struct bundle_slot_limit lim[2],
+			     struct bundle_policy *ret)
+{
+	*ret = (struct bundle_policy){
+		.keyring = pv->p->keyring,
+		.allow_unsigned = pv->p->allow_unsigned,
+		.compatible = pv->l->compatible,
+		.slots = lim,
+		.n_slots = member_limits(pv, lim, 2),
+	};
+}
+
 static int verify_bundle(struct prov *pv)
 {
 	_cleanup_(bundle_reader_freep) struct bundle_reader *r = NULL;
 	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct bundle_slot_limit lim[2];
-	struct bundle_policy pol = {
-		.keyring = pv->p->keyring,
-		.allow_unsigned = pv->p->allow_unsigned,
-		.compatible = pv->l->compatible,
-		.slots = lim,
-	};
+	struct bundle_policy pol;
 	struct stat st;
 	int ret;
 
@@ -213,7 +224,7 @@ static int verify_bundle(struct prov *pv)
 		return error_set(pv->err, -EINVAL, "bundle %s is not a regular file", pv->p->bundle);
 	if (fcntl(fd, F_SETFL, 0) < 0)
 		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
-	pol.n_slots = member_limits(pv, lim, ELEMENTSOF(lim));
+	bundle_policy_of(pv, lim, &pol);
 	ret = bundle_reader_new(&pol, NULL, NULL, &r);
 	if (ret >= 0)
 		ret = bundle_reader_read_fd(r, fd, pv->err);
@@ -367,6 +378,12 @@ static int check_layout(struct prov *pv)
 				return error_set(pv->err, -EOPNOTSUPP, "slot %s: %s storage is not written by "
 					    "this version", sl->name,
 					    layout_storage_to_string(t->storage));
+			/* the UBI image is written from the bundle in one pass of its own */
+			if (ubi_factory(pv) && t->storage != LAYOUT_STORAGE_UBI)
+				return error_set(pv->err, -EOPNOTSUPP, "slot %s: a board with UBI gets its "
+					    "slot images only into UBI volumes on simulators and factory "
+					    "images; %s is in %s storage", sl->name, k ? "kernel" : "rootfs",
+					    layout_storage_to_string(t->storage));
 		}
 	}
 	if (pv->p->initial_env && access(pv->p->initial_env, R_OK) < 0)
@@ -510,7 +527,7 @@ static int erase_regions(struct prov *pv, struct board *b)
  * while the board is still as it was. */
 static int detach_ubis(struct prov *pv)
 {
-	for (size_t u = 0; u < pv->l->n_ubis; u++) {
+	for (size_t u = 0; is_system(pv) && u < pv->l->n_ubis; u++) {
 		int r = provision_ubi_detach(&pv->l->ubis[u], mtd_sysfs(pv), pv->err);
 		if (r < 0)
 			return r;
@@ -595,6 +612,218 @@ static int install_slot(struct prov *pv, struct board *b, const char *slot)
 	return 0;
 }
 
+/* ---- UBI partitions without the kernel's UBI: the ubinize image ---- */
+
+#define UBI_DESTS (2 * SLOT_MAX)
+
+struct ubi_pass {
+	struct prov *pv;
+	struct flash **f;                     /* per layout UBI: its partition */
+	struct provision_ubi_image **pi;      /* per layout UBI: its image */
+};
+
+static void ubi_pass_done(struct ubi_pass *up)
+{
+	for (size_t u = 0; up->pi && up->f && u < up->pv->l->n_ubis; u++) {
+		provision_ubi_image_free(up->pi[u]);
+		flash_close(up->f[u]);
+	}
+	free(up->pi);
+	free(up->f);
+}
+
+/* The volumes a bundle image goes into: one per installed slot holding the
+ * member in UBI (ubi[i], vol[i]: layout indexes). */
+static size_t ubi_dests(const struct prov *pv, const char *member, size_t *ubi, size_t *vol)
+{
+	size_t n = 0;
+
+	for (size_t s = 0; s < pv->g->n_slots; s++) {
+		const struct layout_slot *sl = &pv->g->slots[s];
+		const struct layout_image_target *t = !strcmp(member, "rootfs") ? &sl->rootfs :
+			!strcmp(member, "kernel") && sl->has_kernel ? &sl->kernel : NULL;
+
+		if (!slot_installed(pv, s) || !t || t->storage != LAYOUT_STORAGE_UBI)
+			continue;
+		for (size_t u = 0; u < pv->l->n_ubis && n < UBI_DESTS; u++) {
+			const struct layout_ubi_volume *v =
+				layout_find_ubi_volume(&pv->l->ubis[u], t->ubi_volume);
+			if (pv->l->ubis[u].part != t->part || !v)
+				continue;
+			ubi[n] = u;
+			vol[n++] = (size_t)(v - pv->l->ubis[u].volumes);
+		}
+	}
+	return n;
+}
+
+static int ubi_on_data(void *userdata, const struct bundle_image *img, const void *buf,
+		       size_t len, struct error *err)
+{
+	struct ubi_pass *up = userdata;
+	size_t ubi[UBI_DESTS], vol[UBI_DESTS], n = ubi_dests(up->pv, img->slot, ubi, vol);
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		if ((r = provision_ubi_image_write(up->pi[ubi[i]], vol[i], buf, len, err)) < 0)
+			return error_prefix(err, r, "image \"%s\"", img->slot);
+	return 0;
+}
+
+/* The same image in every UBI volume it goes to: reproducible factory images. */
+static uint32_t ubi_image_seq(const struct prov *pv)
+{
+	uint32_t crc = 0xffffffffu;
+
+	for (size_t i = 0; i < pv->man.n_images; i++)
+		crc = ubinize_crc32(crc, pv->man.images[i].sha256, 32);
+	return crc ? crc : 1;
+}
+
+static int ubi_pass_open(struct ubi_pass *up, struct board *b)
+{
+	struct prov *pv = up->pv;
+	int r;
+
+	up->f = calloc(pv->l->n_ubis, sizeof(*up->f));
+	up->pi = calloc(pv->l->n_ubis, sizeof(*up->pi));
+	if (!up->f || !up->pi)
+		return -ENOMEM;
+	for (size_t u = 0; u < pv->l->n_ubis; u++) {
+		const struct layout_ubi *ubi = &pv->l->ubis[u];
+		_cleanup_free_ uint64_t *sizes = calloc(ubi->n_volumes, sizeof(*sizes));
+
+		if (!sizes)
+			return -ENOMEM;
+		for (size_t i = 0; i < pv->man.n_images; i++) {
+			size_t du[UBI_DESTS], dv[UBI_DESTS];
+			size_t n = ubi_dests(pv, pv->man.images[i].slot, du, dv);
+			for (size_t d = 0; d < n; d++)
+				if (du[d] == u)
+					sizes[dv[d]] = pv->man.images[i].size;
+		}
+		r = board_open_partition(b, ubi->part, &up->f[u]);
+		if (r < 0)
+			return error_set(pv->err, r, "partition %s: %s", ubi->part->name, strerror(-r));
+		r = provision_ubi_image_new(ubi, up->f[u], sizes, ubi_image_seq(pv), &up->pi[u],
+					    pv->err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The install engine's last store, without its writer. */
+static int slot_store(struct prov *pv, size_t slot, enum slot_op op, const char *version)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct slot_change_result res;
+	char var[64];
+	int r;
+
+	slot_version_var(pv->g->slots[slot].name, var, sizeof(var));
+	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, pv->err);
+	if (r >= 0)
+		r = slot_change(e, pv->g, &(struct slot_change) {
+				.op = op, .slot = (int)slot, .booted = -1,
+				.extra_name = var, .extra_value = version }, &res, pv->err);
+	return r < 0 ? error_prefix(pv->err, r, "U-Boot env, slot %s", pv->g->slots[slot].name) : 0;
+}
+
+static int ubi_stream(struct ubi_pass *up)
+{
+	struct prov *pv = up->pv;
+	_cleanup_(bundle_reader_freep) struct bundle_reader *r = NULL;
+	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC);
+	static const struct bundle_reader_ops ops = { .image_data = ubi_on_data };
+	struct bundle_slot_limit lim[2];
+	struct bundle_policy pol;
+	int ret;
+
+	if (fd < 0)
+		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
+	bundle_policy_of(pv, lim, &pol);
+	ret = bundle_reader_new(&pol, &ops, up, &r);
+	if (ret >= 0)
+		ret = bundle_reader_read_fd(r, fd, pv->err);
+	for (size_t u = 0; ret >= 0 && u < pv->l->n_ubis; u++)
+		ret = provision_ubi_image_finish(up->pi[u], pv->err);
+	return ret < 0 ? error_prefix(pv->err, ret, "UBI image from bundle %s", pv->p->bundle) : 0;
+}
+
+static int ubi_verify(struct ubi_pass *up)
+{
+	struct prov *pv = up->pv;
+
+	for (size_t i = 0; i < pv->man.n_images; i++) {
+		size_t ubi[UBI_DESTS], vol[UBI_DESTS];
+		size_t n = ubi_dests(pv, pv->man.images[i].slot, ubi, vol);
+		for (size_t d = 0; d < n; d++) {
+			int r = provision_ubi_image_verify(up->pi[ubi[d]], vol[d],
+							   pv->man.images[i].sha256, pv->err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int ubi_export(struct ubi_pass *up)
+{
+	struct prov *pv = up->pv;
+
+	for (size_t u = 0; u < pv->l->n_ubis; u++) {
+		const struct layout_partition *part = pv->l->ubis[u].part;
+		_cleanup_free_ char *path = NULL;
+		_cleanup_close_ int fd = -1;
+		int r;
+
+		pv->ubi_pebs[part - pv->l->partitions] = provision_ubi_image_pebs(up->pi[u]);
+		if (!pv->image_prefix)
+			continue;
+		if (asprintf(&path, "%s.%s.ubi", pv->image_prefix, part->name) < 0)
+			return -ENOMEM;
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return error_set(pv->err, -errno, "cannot write the UBI image %s: %s", path,
+					 strerror(errno));
+		if ((r = provision_ubi_image_export(up->pi[u], fd, pv->err)) < 0)
+			return error_prefix(pv->err, r, "%s", path);
+	}
+	return 0;
+}
+
+/* Every UBI image written from one pass over the bundle and read back
+ * through its headers against the manifest, while the env partitions are
+ * still erased: an interrupted run leaves no slot state at all, never a
+ * slot recorded good before its image verified (the env comes after). */
+static int write_ubi_images(struct prov *pv, struct board *b)
+{
+	struct ubi_pass up = { .pv = pv };
+	int r = ubi_pass_open(&up, b);
+
+	if (r >= 0)
+		r = ubi_stream(&up);
+	if (r >= 0)
+		r = ubi_verify(&up);
+	if (r >= 0)
+		r = ubi_export(&up);
+	ubi_pass_done(&up);
+	return r;
+}
+
+/* After init_env: each slot holding verified images recorded and activated,
+ * the last one (A) first in BOOT_ORDER, as the installs do. */
+static int activate_ubi_slots(struct prov *pv)
+{
+	int r = 0;
+
+	for (size_t s = pv->g->n_slots; r >= 0 && s-- > 0;)
+		if (slot_installed(pv, s))
+			r = slot_store(pv, s, SLOT_OP_INSTALL_ACTIVATE, pv->man.version);
+	return r;
+}
+
 /* Slots left empty go out of BOOT_ORDER (one store each). */
 static int retire_empty_slots(struct prov *pv)
 {
@@ -652,7 +881,7 @@ static int check_board(struct prov *pv, struct board *b)
 			return error_set(pv->err, r, "reading back the overlay %s: a block lacks its cleanmarker",
 				    pv->regions[i].part->name);
 	}
-	for (size_t u = 0; u < pv->l->n_ubis; u++)
+	for (size_t u = 0; is_system(pv) && u < pv->l->n_ubis; u++)
 		if ((r = provision_ubi_check(&pv->l->ubis[u], mtd_sysfs(pv), pv->err)) < 0)
 			return error_prefix(pv->err, r, "reading back the UBI volumes");
 	return 0;
@@ -703,6 +932,27 @@ static int export_block(struct export *x, uint64_t blk, uint8_t *buf, uint8_t *o
 	return used;
 }
 
+/* A UBI partition's image alone and how it was made: the partition's
+ * PEBs may go onto the chip in any good blocks (UBI finds them by their
+ * headers), the geometry must be the chip's. */
+static void export_ubi_info(const struct prov *pv, const struct provision_region *reg,
+			    struct json_object *o)
+{
+	const struct layout_device *d = reg->part->dev;
+	char *path = NULL;
+
+	if (asprintf(&path, "%s.%s.ubi", pv->image_prefix, reg->part->name) < 0)
+		return;
+	json_object_object_add(o, "ubi_image", json_object_new_string(path));
+	json_object_object_add(o, "ubi_pebs",
+			       json_object_new_int64((int64_t)pv->ubi_pebs[reg->part - pv->l->partitions]));
+	json_object_object_add(o, "ubi_min_io_size",
+			       json_object_new_int64(d->type == FLASH_NAND ? d->writesize : 1));
+	json_object_object_add(o, "ubi_subpage_size",
+			       json_object_new_int64(d->type == FLASH_NAND ? d->subpage : 1));
+	free(path);
+}
+
 static int export_image(struct prov *pv)
 {
 	_cleanup_free_ char *data = NULL, *oobf = NULL, *rep = NULL;
@@ -751,7 +1001,8 @@ static int export_image(struct prov *pv)
 				error_set(pv->err, r, "writing the factory image: %s", strerror(-r));
 				goto out;
 			}
-			if (r == 1 && nand)
+			/* a UBI image's PEBs go into any good blocks of their partition */
+			if (r == 1 && nand && reg->action != PROVISION_UBI_IMAGE)
 				json_object_array_add(x.good, json_object_new_int64(b));
 		}
 		EVP_DigestFinal_ex(md, reg->sha256, &len);
@@ -764,6 +1015,8 @@ static int export_image(struct prov *pv)
 		json_object_object_add(o, "action", json_object_new_string(provision_action_table[reg->action]));
 		json_object_object_add(o, "detail", json_object_new_string(reg->detail));
 		json_object_object_add(o, "sha256", json_object_new_string(h));
+		if (reg->action == PROVISION_UBI_IMAGE)
+			export_ubi_info(pv, reg, o);
 		json_object_array_add(parts, o);
 	}
 	json_object_object_add(j, "board", json_object_new_string(pv->l->board ? pv->l->board : ""));
@@ -845,12 +1098,16 @@ static int run(struct prov *pv)
 		return r;
 	*pv->written = true;
 	r = erase_regions(pv, b);
-	if (r >= 0)
+	if (r >= 0 && is_system(pv))
 		r = format_ubis(pv, b);
+	if (r >= 0 && ubi_factory(pv))
+		r = write_ubi_images(pv, b);
 	if (r >= 0)
 		r = init_env(pv);
+	if (r >= 0 && ubi_factory(pv))
+		r = activate_ubi_slots(pv);
 	/* the last install activates slot A, so A boots first */
-	for (size_t i = pv->g->n_slots; r >= 0 && i-- > 0;)
+	for (size_t i = pv->g->n_slots; r >= 0 && !ubi_factory(pv) && i-- > 0;)
 		if (slot_installed(pv, i))
 			r = install_slot(pv, b, pv->g->slots[i].name);
 	if (r >= 0)
@@ -897,7 +1154,8 @@ int provision_run(const struct provision_params *p, bool *ret_written, struct er
 	pv.g = &p->layout->groups[0];
 	pv.regions = calloc(p->layout->n_partitions, sizeof(*pv.regions));
 	pv.details = calloc(p->layout->n_partitions, sizeof(*pv.details));
-	if (!pv.regions || !pv.details) {
+	pv.ubi_pebs = calloc(p->layout->n_partitions, sizeof(*pv.ubi_pebs));
+	if (!pv.regions || !pv.details || !pv.ubi_pebs) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -911,5 +1169,6 @@ out:
 	free(pv.image_prefix);
 	free(pv.regions);
 	free(pv.details);
+	free(pv.ubi_pebs);
 	return r;
 }

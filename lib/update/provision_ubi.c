@@ -12,7 +12,9 @@
 #include "flash.h"
 #include "flash_ubi.h"
 #include "provision_ubi.h"
+#include "ubinize.h"
 #include "util.h"
+#include <openssl/evp.h>
 
 #define UBIFORMAT "ubiformat"
 
@@ -48,10 +50,11 @@ int provision_ubi_plan(const struct layout_ubi *u, uint64_t bad_pebs,
 	return 0;
 }
 
-void provision_ubi_describe(const struct layout_ubi *u, char *buf, size_t len)
+void provision_ubi_describe(const struct layout_ubi *u, bool factory, char *buf, size_t len)
 {
-	size_t n = (size_t)snprintf(buf, len, "UBI: ubiformat (erase counters kept), %zu volumes:",
-				    u->n_volumes);
+	size_t n = (size_t)snprintf(buf, len, "%s, %zu volumes:", factory ?
+				    "UBI image (ubinize semantics) on the erased partition" :
+				    "UBI: ubiformat (erase counters kept)", u->n_volumes);
 
 	for (size_t i = 0; i < u->n_volumes && n < len; i++)
 		n += (size_t)snprintf(buf + n, len - n, "%s %s %" PRIu64 " KiB %s", i ? "," : "",
@@ -235,6 +238,155 @@ int provision_ubi_check(const struct layout_ubi *u, const char *mtd_sysfs, struc
 		if (why)
 			return error_set(err, -EIO, "ubi%d (%s): volume %s: %s", ubi, u->part->name,
 					 lv->name, why);
+	}
+	return 0;
+}
+
+/* ---- factory images: the partition as ubinize makes it ---- */
+
+struct provision_ubi_image {
+	const struct layout_ubi *u;
+	struct flash *f;
+	struct ubinize *z;
+	uint64_t *good;          /* offsets of the partition's good blocks: PEB n goes to good[n] */
+	uint64_t n_good;
+};
+
+static int image_sink(void *userdata, uint64_t pnum, const void *peb, size_t len,
+		      struct error *err)
+{
+	struct provision_ubi_image *pi = userdata;
+	int r;
+
+	if (pnum >= pi->n_good)
+		return error_set(err, -ENOSPC, "PEB %" PRIu64 " of the UBI image: the partition has "
+				 "%" PRIu64 " good erase blocks", pnum, pi->n_good);
+	r = flash_write(pi->f, pi->good[pnum], peb, len);
+	if (r < 0)
+		return error_set(err, r, "writing PEB %" PRIu64 " at 0x%" PRIx64 ": %s", pnum,
+				 pi->good[pnum], strerror(-r));
+	return 0;
+}
+
+int provision_ubi_image_new(const struct layout_ubi *u, struct flash *f,
+			    const uint64_t *image_sizes, uint32_t image_seq,
+			    struct provision_ubi_image **ret, struct error *err)
+{
+	_cleanup_(provision_ubi_image_freep) struct provision_ubi_image *pi = NULL;
+	_cleanup_free_ struct ubinize_volume *vols = calloc(u->n_volumes, sizeof(*vols));
+	const struct layout_device *d = u->part->dev;
+	struct ubinize_geometry g = {
+		.peb_size = d->erasesize,
+		.min_io_size = d->type == FLASH_NAND ? d->writesize : 1,
+		.subpage_size = d->type == FLASH_NAND ? d->subpage : 1,
+		.image_seq = image_seq,
+	};
+	int r;
+
+	pi = calloc(1, sizeof(*pi));
+	if (!pi || !vols || !(pi->good = calloc(flash_blocks(f), sizeof(*pi->good))))
+		return -ENOMEM;
+	pi->u = u;
+	pi->f = f;
+	for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize)
+		if (flash_block_isbad(f, off) != 1)
+			pi->good[pi->n_good++] = off;
+	/* the volume id is the layout's index, as provision_ubi_format makes them */
+	for (size_t i = 0; i < u->n_volumes; i++)
+		vols[i] = (struct ubinize_volume){ .id = (uint32_t)i, .name = u->volumes[i].name,
+			.is_static = u->volumes[i].type == LAYOUT_UBI_STATIC,
+			.autoresize = u->volumes[i].autoresize, .size = u->volumes[i].size,
+			.image_size = image_sizes[i] };
+	r = ubinize_new(&g, vols, u->n_volumes, image_sink, pi, &pi->z, err);
+	if (r < 0)
+		return error_prefix(err, r, "partition %s", u->part->name);
+	if (ubinize_pebs(pi->z) > pi->n_good)
+		return error_set(err, -ENOSPC, "partition %s: the UBI image needs %" PRIu64 " erase "
+				 "blocks, %" PRIu64 " are good", u->part->name, ubinize_pebs(pi->z),
+				 pi->n_good);
+	*ret = TAKE_PTR(pi);
+	return 0;
+}
+
+void provision_ubi_image_free(struct provision_ubi_image *pi)
+{
+	if (!pi)
+		return;
+	ubinize_free(pi->z);
+	free(pi->good);
+	free(pi);
+}
+
+int provision_ubi_image_write(struct provision_ubi_image *pi, size_t vol, const void *buf,
+			      size_t len, struct error *err)
+{
+	int r = ubinize_write(pi->z, vol, buf, len, err);
+
+	return r < 0 ? error_prefix(err, r, "partition %s", pi->u->part->name) : 0;
+}
+
+int provision_ubi_image_finish(struct provision_ubi_image *pi, struct error *err)
+{
+	int r = ubinize_finish(pi->z, err);
+
+	return r < 0 ? error_prefix(err, r, "partition %s", pi->u->part->name) : 0;
+}
+
+uint64_t provision_ubi_image_pebs(const struct provision_ubi_image *pi)
+{
+	return ubinize_pebs(pi->z);
+}
+
+/* Through the headers as the kernel reads them: every LEB's EC and VID
+ * header, the static volume's data CRCs, then the image's sha256. */
+int provision_ubi_image_verify(struct provision_ubi_image *pi, size_t vol,
+			       const uint8_t sha256[32], struct error *err)
+{
+	_cleanup_free_ uint8_t *peb = malloc(pi->f->info.erasesize);
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	uint64_t first = ubinize_first_peb(pi->z, vol);
+	uint8_t out[32];
+	unsigned outlen = 0;
+	int r = peb && md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
+
+	for (uint64_t l = 0; r >= 0 && l < ubinize_used_ebs(pi->z, vol); l++) {
+		const uint8_t *data;
+		size_t len;
+
+		r = flash_read(pi->f, pi->good[first + l], peb, pi->f->info.erasesize);
+		if (r < 0 && r != -EUCLEAN) {
+			error_set(err, r, "reading PEB %" PRIu64 ": %s", first + l, strerror(-r));
+			break;
+		}
+		r = ubinize_check_peb(pi->z, vol, l, peb, &data, &len, err);
+		if (r >= 0)
+			EVP_DigestUpdate(md, data, len);
+	}
+	if (r >= 0 && (EVP_DigestFinal_ex(md, out, &outlen) != 1 || memcmp(out, sha256, 32)))
+		r = error_set(err, -EBADMSG, "the volume's data does not match the image's sha256");
+	EVP_MD_CTX_free(md);
+	if (r < 0)
+		return error_prefix(err, r, "read-back of UBI volume %s (partition %s)",
+				    pi->u->volumes[vol].name, pi->u->part->name);
+	return 0;
+}
+
+/* The UBI image alone (what ubinize writes): for ubiformat -f, U-Boot's
+ * "ubi write" or a programmer that places the partition's blocks itself. */
+int provision_ubi_image_export(struct provision_ubi_image *pi, int fd, struct error *err)
+{
+	_cleanup_free_ uint8_t *peb = malloc(pi->f->info.erasesize);
+	int r;
+
+	if (!peb)
+		return -ENOMEM;
+	for (uint64_t p = 0; p < ubinize_pebs(pi->z); p++) {
+		r = flash_read(pi->f, pi->good[p], peb, pi->f->info.erasesize);
+		if (r < 0 && r != -EUCLEAN)
+			return error_set(err, r, "partition %s: reading PEB %" PRIu64 ": %s",
+					 pi->u->part->name, p, strerror(-r));
+		if (util_write_full(fd, peb, pi->f->info.erasesize) < 0)
+			return error_set(err, -errno, "writing the UBI image: %s", strerror(errno));
 	}
 	return 0;
 }

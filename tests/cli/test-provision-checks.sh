@@ -1,6 +1,7 @@
 #!/bin/bash
 # flashctl provision refuses before it erases: every refusal (geometry, a
-# simulator path that is not a regular file, UBI, a system without MTD or
+# simulator path that is not a regular file, an image larger than its UBI
+# volume, a system without MTD or
 # booted from a slot, an image larger than its slot or than the slot's
 # good blocks, an image of the wrong type, CramFS) is given by the real run
 # and by --dry-run alike, with the same exit code (3) and message, and the
@@ -30,6 +31,7 @@ mk big --image rootfs="$T/root.sqfs" --image kernel="$T/big.bin"
 head -c $((4 * 1024 * 1024 - 4096)) /dev/urandom >"$T/kernel.bin"
 mk kernel --image rootfs="$T/root.sqfs" --image kernel="$T/kernel.bin"
 mk raw --image rootfs:raw="$T/root.sqfs"
+head -c 9M /dev/urandom >"$T/ubibig.bin"
 
 # sims: the right chip, a wrong one, one with bad blocks in kernel-a
 $fc -q flash sim-create "$T/good.sim" "${NAND[@]}"
@@ -86,8 +88,10 @@ refused "sim:/dev/zero" - "/dev/zero is not a regular file" \
 	--layout "$L" --bundle "$T/good.bundle" "${K[@]}" sim:/dev/zero
 refused "sim:FIFO" - "is not a regular file" \
 	--layout "$L" --bundle "$T/good.bundle" "${K[@]}" "sim:$T/fifo"
-refused "UBI layout on the simulator" - "partition ubi: UBI .*only on the running system.s UBI .target system., not on the simulator" \
-	--layout "$top/layouts/nand-ubi.json" --bundle "$T/good.bundle" --allow-unsigned "sim:$T/ubi.sim"
+# a UBI slot's room is its volume (8 MiB kernel_a), not the UBI partition
+C=flashd,nand-ubi mk ubibig --image rootfs="$T/root.sqfs" --image kernel="$T/ubibig.bin"
+refused "UBI volume smaller than the image" - '"kernel": 9437184 bytes, larger than the slot' \
+	--layout "$top/layouts/nand-ubi.json" --bundle "$T/ubibig.bundle" "${K[@]}" "sim:$T/ubi.sim"
 [ -e "$T/ubi.sim" ] && check_fail "UBI layout: the simulator was created"
 refused "system without MTD" - "no MTD support" \
 	--layout "$L" --bundle "$T/good.bundle" "${K[@]}" --sysfs "$T/no-such-sysfs" system

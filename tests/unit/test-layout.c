@@ -139,6 +139,8 @@ TEST(test_ubi_board)
 	assert_int_equal(l->n_ubis, 1);
 	assert_int_equal(l->ubis[0].n_volumes, 5);
 	assert_int_equal(l->ubis[0].volumes[1].type, LAYOUT_UBI_STATIC);
+	assert_int_equal(l->devices[0].subpage, 512);
+	assert_false(l->ubis[0].volumes[4].autoresize);
 	assert_int_equal(layout_ubi_capacity(&l->ubis[0], &leb, &lebs), 0);
 	assert_int_equal(leb, 128 * 1024 - 2 * 2048);
 	/* 2024 PEBs - 2 layout - 4 reserved - 20/1024 of the 2048-block chip */
@@ -217,6 +219,8 @@ static const struct bad bad_layouts[] = {
 	{ "ubifs-static", "overlays[0].volume", "UBIFS needs a dynamic volume; \"overlay\" is static" },
 	{ "ubi-unknown-volume", "slots[0].slots.A.rootfs.volume", "UBI device \"ubi\" has no volume \"rootfs_c\"" },
 	{ "ubi-duplicate-volume", "ubi[0].volumes[2].name", "duplicate UBI volume name \"kernel_a\"" },
+	{ "ubi-subpage", "devices[0].subpage", "4096 is not a power of two no larger than the page (2048)" },
+	{ "ubi-two-autoresize", "ubi[0].volumes[4].autoresize", "only one volume may grow at attach (also ubi[0].volumes[3])" },
 	{ "syntax-error", "", "line 4, column 2: JSON syntax error: object value separator ',' expected" },
 	{ "truncated", "", "JSON syntax error: unexpected end of data" },
 };

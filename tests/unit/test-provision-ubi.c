@@ -73,12 +73,12 @@ static void test_describe(void **state)
 	char buf[512];
 
 	(void)state;
-	provision_ubi_describe(&l->ubis[0], buf, sizeof(buf));
+	provision_ubi_describe(&l->ubis[0], false, buf, sizeof(buf));
 	assert_string_equal(buf, "UBI: ubiformat (erase counters kept), 5 volumes: kernel_a 8192 KiB "
 			    "static, rootfs_a 98304 KiB static, kernel_b 8192 KiB static, rootfs_b "
 			    "98304 KiB static, overlay 24576 KiB dynamic");
 	/* a short buffer is cut, never overrun */
-	provision_ubi_describe(&l->ubis[0], buf, 40);
+	provision_ubi_describe(&l->ubis[0], false, buf, 40);
 	assert_int_equal(strlen(buf), 39);
 }
 
