@@ -38,6 +38,7 @@ struct install_index_stats {
 	uint64_t blocks_written;
 	uint64_t blocks_copied;    /* of those, read from the other slot, not fetched */
 	uint64_t blocks_bad;       /* marked bad while writing */
+	uint64_t blocks_erased;    /* compared by one page: erased, the image needs data */
 	uint64_t erases;
 	uint64_t bytes_written;    /* image bytes programmed */
 };

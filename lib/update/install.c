@@ -1049,6 +1049,7 @@ static void load_records(struct install *in)
 static void add_index_stats(struct install *in, const struct install_index_stats *st)
 {
 	in->stats.blocks_read += st->blocks_read;
+	in->stats.blocks_erased += st->blocks_erased;
 	in->stats.blocks_trusted += st->blocks_trusted;
 	in->stats.blocks_skipped += st->blocks_trusted + st->blocks_same;
 	in->stats.blocks_written += st->blocks_written;

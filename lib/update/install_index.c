@@ -27,6 +27,8 @@ struct ix {
 	uint32_t *map;               /* physical block of each logical block */
 	uint8_t *state;              /* enum block_state */
 	uint8_t *buf, *rbuf;         /* one erase block each */
+	uint8_t ff_hash[32];         /* of a whole erased block, once computed */
+	bool ff_hash_set;
 };
 
 static const uint8_t *want_hash(const struct ix *x, uint64_t k)
@@ -66,6 +68,32 @@ static bool hash_is(const void *buf, size_t len, const uint8_t *want)
 	return bundle_index_sha256(buf, len, md) == 0 && !memcmp(md, want, 32);
 }
 
+static bool all_ff(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0xff && !memcmp(p, p + 1, n - 1));
+}
+
+/* 1: the first page of block k reads erased and the block must hold
+ * something else (the image's data there is not all 0xFF); 0: look at the
+ * whole block; -errno. A read error is left to the whole-block read. */
+static int first_page_erased(struct ix *x, uint64_t k, size_t len)
+{
+	size_t page = MIN((size_t)MAX(x->ii->flash->info.writesize, 2048u), len);
+	uint8_t ff[32], *h = len == x->es ? x->ff_hash : ff;
+	int r;
+
+	r = flash_read(x->ii->flash, (uint64_t)x->map[k] * x->es, x->buf, page);
+	if (r < 0 || !all_ff(x->buf, page))
+		return 0;
+	if (h == ff || !x->ff_hash_set) {
+		memset(x->buf, 0xff, len);
+		if (bundle_index_sha256(x->buf, len, h) < 0)
+			return -EIO;
+		x->ff_hash_set |= h == x->ff_hash;
+	}
+	return memcmp(h, want_hash(x, k), 32) ? 1 : 0;
+}
+
 /* What block k needs: the record's word, else read and compare. An ECC
  * correction or failure makes it "changed": rewriting it scrubs it. */
 static int classify(struct ix *x, uint64_t k)
@@ -80,6 +108,16 @@ static int classify(struct ix *x, uint64_t k)
 		bool same = !memcmp(rec->hashes + k * 32, want_hash(x, k), 32);
 		x->state[k] = same ? BLOCK_TRUSTED : BLOCK_CHANGED;
 		x->st->blocks_trusted += same;
+		return 0;
+	}
+	/* an erased block (first page all 0xFF) cannot hold data the image
+	 * needs, unless that data is all 0xFF too: one page, not the block */
+	r = first_page_erased(x, k, len);
+	if (r != 0) {
+		if (r < 0)
+			return r;
+		x->state[k] = BLOCK_CHANGED;
+		x->st->blocks_erased++;
 		return 0;
 	}
 	r = flash_read(x->ii->flash, (uint64_t)x->map[k] * x->es, x->buf, len);

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "layout.h"
 #include "provision_ubi.h"
+#include "testlib.h"
 
 static struct layout *load(void)
 {
@@ -31,7 +32,7 @@ static struct layout *load(void)
 /* 2024 PEBs of 128 KiB in the partition, 2048 on the chip: reserve 2 + 4 +
  * 40 (20 per 1024), LEB 126976 (2 KiB pages): 1978 LEBs; the volumes take
  * 67 + 793 + 67 + 793 + 199 = 1919 */
-static void test_plan_nand_ubi(void **state)
+TEST(test_plan_nand_ubi)
 {
 	_cleanup_layout_ struct layout *l = load();
 	struct provision_ubi_plan p;
@@ -52,7 +53,7 @@ static void test_plan_nand_ubi(void **state)
 	assert_int_equal(p.lebs_avail, 1919);
 }
 
-static void test_plan_too_many_bad(void **state)
+TEST(test_plan_too_many_bad)
 {
 	_cleanup_layout_ struct layout *l = load();
 	struct provision_ubi_plan p = { .pebs = 12345 };
@@ -67,7 +68,7 @@ static void test_plan_too_many_bad(void **state)
 	assert_non_null(strstr(err.msg, "100 bad"));
 }
 
-static void test_describe(void **state)
+TEST(test_describe)
 {
 	_cleanup_layout_ struct layout *l = load();
 	char buf[512];
@@ -80,14 +81,4 @@ static void test_describe(void **state)
 	/* a short buffer is cut, never overrun */
 	provision_ubi_describe(&l->ubis[0], false, buf, 40);
 	assert_int_equal(strlen(buf), 39);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plan_nand_ubi),
-		cmocka_unit_test(test_plan_too_many_bad),
-		cmocka_unit_test(test_describe),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
