@@ -553,6 +553,9 @@ run_boot() {
 	fi
 }
 
+# shellcheck source=bench/guest-net.sh
+. "$B/guest-net.sh"
+
 for c in ${contenders//,/ }; do
 	log "contender $c"
 	case "$c" in
@@ -560,6 +563,7 @@ for c in ${contenders//,/ }; do
 	flashd) run_flashd "$([ "$variant" = nand-delay ] || [ "$quick" = 1 ] && echo latency)" ;;
 	rauc) run_rauc ;;
 	swupdate) run_swupdate ;;
+	flashd-http) run_flashd_http ;;
 	esac
 done
 run_boot

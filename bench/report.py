@@ -20,7 +20,12 @@ CONTENDERS = ["floor", "flashd", "rauc", "swupdate"]
 WORKLOADS = {"full": "1. full install (empty slot)", "reinstall": "2. same image again",
              "changed": "3. ~10% blocks changed"}
 # issue 18's targets (and the adaptive ones the changed-image rows already had)
-LIMITS = {"full_time": 1.22, "changed_erases": 0.15, "changed_time": 0.25,
+# issue 17: installs from a URL (bench/guest-net.sh), each after the one before
+NET_WORKLOADS = {"net-full": "full (slot erased, no record)", "net-reinstall": "same bundle again",
+                 "net-changed": "~10% blocks changed", "net-onebyte": "1 byte changed",
+                 "net-resume": "power cut at 50%, then again (total)"}
+LIMITS = {"net_changed_bytes": 0.15, "net_changed_time": 0.25, "net_resume_bytes": 0.55,
+          "full_time": 1.22, "changed_erases": 0.15, "changed_time": 0.25,
           "rss_kib": 5120, "idle_rss_kib": 3072, "size_kib": 300, "boot": 1.0, "first_boot": 1.0,
           "status_idle_ms": 1.0, "status_busy_ms": 5.0}
 
@@ -139,6 +144,8 @@ def main():
                        during["p99_ms"] <= LIMITS["status_busy_ms"] and not during["errors"])
             except (ValueError, KeyError, TypeError):
                 pass
+    for v in variants:
+        net_targets(target, v, get)
     sizes = {r["name"]: r for r in rows if r.get("kind") == "size"}
     if "flashd" in sizes and "bytes" in sizes["flashd"]:
         kib = sizes["flashd"]["bytes"] / 1024
@@ -235,6 +242,7 @@ def main():
                     lat["idle"], lat["during"] = idle, during
                 except (ValueError, KeyError) as e:
                     md.append(f"Status latency: unreadable measurement ({e})")
+        md.extend(net_table(v, get))
         bb = boots.get((v, "bare"))
         fb = boots.get((v, "flashd"))
         md.append("")
@@ -318,6 +326,70 @@ NOTES = """\
 * Timing noise: the VM shares 2 host cores with other work (other VMs ran at the same
   time); compare ratios from one VM boot, and see the listed runs.
 """
+
+
+def net_pct(r):
+    return 100 * r["downloaded"] / r["bundle_bytes"] if r.get("bundle_bytes") else None
+
+
+def net_targets(target, v, get):
+    """Issue 17's numbers for the installs from a URL of variant v."""
+    ch, fl = get(v, "flashd-http", "net-changed"), get(v, "floor", "full")
+    if not ch or "downloaded" not in ch:
+        target("URL, 10%-changed: downloads ≤ 15% of the bundle", v, "not measured", "15%", None,
+               (ch or {}).get("error", "no row"))
+    else:
+        target("URL, 10%-changed: downloads ≤ 15% of the bundle", v,
+               f"{ch['downloaded']} of {ch['bundle_bytes']} B = {net_pct(ch):.1f}%", "15%",
+               net_pct(ch) <= 100 * LIMITS["net_changed_bytes"])
+        if v == "nand-delay" and fl and fl.get("seconds"):
+            t = ch["seconds"] / fl["seconds"]
+            target("URL, 10%-changed: time ≤ 25% of the floor's full install (delays)", v,
+                   f"{100 * t:.0f}% ({ch['seconds']:.2f} s / {fl['seconds']:.2f} s)", "25%",
+                   t <= LIMITS["net_changed_time"])
+    re = get(v, "flashd-http", "net-reinstall")
+    if re and "downloaded" in re:
+        pre = re.get("prefix_bytes")
+        target("URL, unchanged: downloads only manifest + index, erases nothing", v,
+               f"{re['downloaded']} B (manifest + index: {pre} B), {re.get('erases_slot')} erases",
+               "manifest + index, 0", isinstance(pre, int) and re["downloaded"] <= pre
+               and re.get("erases_slot", 1) == 0)
+    one = get(v, "flashd-http", "net-onebyte")
+    if one and "erases_slot" in one:
+        target("URL, 1-byte change: 1 erase", v, f"{one['erases_slot']} (own {one.get('own_erases')})",
+               "1", one["erases_slot"] == 1)
+    rs = get(v, "flashd-http", "net-resume")
+    if rs and "downloaded" in rs:
+        target("URL, cut at 50% then resumed: ≤ 55% of the bundle in total", v,
+               f"{rs['downloaded']} of {rs['bundle_bytes']} B = {net_pct(rs):.1f}% "
+               f"(cut run {rs.get('cut_downloaded')} B)", "55%",
+               net_pct(rs) <= 100 * LIMITS["net_resume_bytes"])
+
+
+def net_table(v, get):
+    rows = [(w, n, get(v, "flashd-http", w)) for w, n in NET_WORKLOADS.items()]
+    if not any(r for _, _, r in rows):
+        return []
+    fl = get(v, "floor", "full")
+    md = ["", "Installs from a URL (lighttpd on the guest's loopback; bytes as the server "
+          "logged them). RAUC's plain bundles have no network or adaptive path on NAND (its "
+          "streaming and adaptive updates need verity bundles on block devices); SWUpdate "
+          "downloads the whole .swu every time.", "",
+          "| workload (flashd, URL) | time s | × floor full | downloaded B | % of bundle | requests | erases slot (own) | ok | note |",
+          "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for w, name, r in rows:
+        if not r:
+            continue
+        if "error" in r:
+            md.append(f"| {name} | – | – | – | – | – | – | – | **not measured**: {r['error']} |")
+            continue
+        ratio = r["seconds"] / fl["seconds"] if fl and fl.get("seconds") else None
+        own = f" ({r['own_erases']})" if r.get("own_erases") not in (None, "null") else ""
+        note = f"cut run fetched {r['cut_downloaded']} B" if "cut_downloaded" in r else ""
+        md.append(f"| {name} | {fmt(r.get('seconds'))} | {fmt(ratio)} | {r['downloaded']} | "
+                  f"{fmt(net_pct(r), 1)} | {r.get('requests')} | {fmt(r.get('erases_slot'))}{own} | "
+                  f"{r.get('verified', '?')} | {note} |")
+    return md
 
 
 def median(runs):

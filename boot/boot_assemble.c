@@ -75,16 +75,11 @@ void boot_assemble_read_env(struct boot *b)
 static int clear_reset(struct boot *b, struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_env_txn_ struct env_txn *t = NULL;
 	int r;
 
 	r = env_open_layout(b->l, "system", NULL, 0, &e, err);
 	if (r >= 0)
-		r = env_txn_new(e, &t);
-	if (r >= 0)
-		r = env_txn_set(t, SLOT_OVERLAY_RESET_VAR, NULL);
-	if (r >= 0)
-		r = env_txn_commit(t, err);
+		r = env_store_var(e, SLOT_OVERLAY_RESET_VAR, NULL, err);
 	if (r < 0 && !error_is_set(err))
 		error_set(err, r, "%s", strerror(-r));
 	return r;

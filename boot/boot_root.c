@@ -21,13 +21,7 @@
 #include "squashfs.h"
 #include "util.h"
 
-static const char *const boot_root_kind_table[_BOOT_ROOT_KIND_MAX] = {
-	[BOOT_ROOT_MTDBLOCK] = "mtdblock",
-	[BOOT_ROOT_DM_LINEAR] = "dm-linear",
-	[BOOT_ROOT_UBIBLOCK] = "ubiblock",
-	[BOOT_ROOT_LOOP] = "loop",
-	[BOOT_ROOT_DEVICE] = "device",
-};
+static const char *const boot_root_kind_table[] = { BOOT_ROOT_KIND_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(boot_root_kind, enum boot_root_kind)
 
 void boot_root_done(struct boot_root *r)

@@ -54,7 +54,6 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_env_txn_ struct env_txn *t = NULL;
 	struct error eerr = {};
 	struct error serr = {};
 	const char *name = manager_param_str(params, "name"), *value = manager_param_str(params, "value");
@@ -81,11 +80,7 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	manager_status_invalidate(m, MANAGER_STATUS_ENV);
 	r = manager_open_env(m, &e, &eerr);
 	if (r >= 0)
-		r = env_txn_new(e, &t);
-	if (r >= 0)
-		r = env_txn_set(t, name, nv);
-	if (r >= 0)
-		r = env_txn_commit(t, &eerr);
+		r = env_store_var(e, name, nv, &eerr);
 	if (r < 0)
 		return env_refused(call, name, eerr.msg[0] ? eerr.msg : strerror(-r));
 	log_notice("env %s %s by uid %u%s", value ? "set" : "delete", name,
@@ -120,7 +115,6 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_env_txn_ struct env_txn *t = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct error eerr = {};
 	int r;
@@ -137,11 +131,7 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 	manager_status_invalidate(m, MANAGER_STATUS_ENV);
 	r = manager_open_env(m, &e, &eerr);
 	if (r >= 0)
-		r = env_txn_new(e, &t);
-	if (r >= 0)
-		r = env_txn_set(t, MANAGER_OVERLAY_RESET_VAR, "1");
-	if (r >= 0)
-		r = env_txn_commit(t, &eerr);
+		r = env_store_var(e, MANAGER_OVERLAY_RESET_VAR, "1", &eerr);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &eerr);
 	log_notice("overlay reset requested by uid %u: takes effect at the next boot",

@@ -19,12 +19,16 @@
 
 #define BOOT_ROOT_UBI_SYSFS "/sys/class/ubi"
 
+#define BOOT_ROOT_KIND_LIST(X)                       \
+	X(BOOT_ROOT_MTDBLOCK, "mtdblock")            \
+	X(BOOT_ROOT_DM_LINEAR, "dm-linear")          \
+	X(BOOT_ROOT_UBIBLOCK, "ubiblock")            \
+	X(BOOT_ROOT_LOOP, "loop")                    \
+	/* given on the command line (--root-dev) */ \
+	X(BOOT_ROOT_DEVICE, "device")
+
 enum boot_root_kind {
-	BOOT_ROOT_MTDBLOCK,
-	BOOT_ROOT_DM_LINEAR,
-	BOOT_ROOT_UBIBLOCK,
-	BOOT_ROOT_LOOP,
-	BOOT_ROOT_DEVICE,      /* given on the command line (--root-dev) */
+	BOOT_ROOT_KIND_LIST(STRING_TABLE_ENUM)
 	_BOOT_ROOT_KIND_MAX,
 };
 

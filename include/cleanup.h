@@ -53,6 +53,16 @@ static inline int string_table_lookup(const char *const *table, size_t n, const 
 	return -EINVAL;
 }
 
+/* An enum and its names come from one list, so neither can lack the other:
+ *   #define SLOT_HEALTH_LIST(X) X(SLOT_HEALTH_GOOD, "good") X(SLOT_HEALTH_BAD, "bad")
+ *   enum slot_health { SLOT_HEALTH_LIST(STRING_TABLE_ENUM) _SLOT_HEALTH_MAX };
+ * and in the module
+ *   static const char *const slot_health_table[] = { SLOT_HEALTH_LIST(STRING_TABLE_NAME) };
+ * A list may carry more columns (X(value, name, ...)): the macros take the
+ * first two. */
+#define STRING_TABLE_ENUM(v, s, ...) v,
+#define STRING_TABLE_NAME(v, s, ...) [v] = s,
+
 /* enum <-> string from a table of names indexed by the enum:
  *   static const char *const slot_op_table[_SLOT_OP_MAX] = { [SLOT_OP_X] = "x", ... };
  *   DEFINE_STRING_TABLE(slot_op, enum slot_op)

@@ -62,12 +62,20 @@ enum {
 #define ENV_LOCK_TIMEOUT_LOOP_MS 1000 /* the daemon's event loop */
 
 /* Where an env copy stands after the last load (env_copy_state()). */
+#define ENV_COPY_STATE_LIST(X)                                    \
+	/* not checked (the libubootenv backend does not tell) */ \
+	X(ENV_COPY_UNKNOWN, "unknown")                            \
+	/* CRC matches */                                         \
+	X(ENV_COPY_VALID, "valid")                                \
+	/* all 0xff: never written, or erased by a cut store */   \
+	X(ENV_COPY_ERASED, "erased")                              \
+	/* data that does not match its CRC: corrupt or torn */   \
+	X(ENV_COPY_BAD_CRC, "bad-crc")                            \
+	/* read error (uncorrectable ECC, bad blocks, I/O) */     \
+	X(ENV_COPY_UNREADABLE, "unreadable")
+
 enum env_copy_state {
-	ENV_COPY_UNKNOWN,     /* not checked (the libubootenv backend does not tell) */
-	ENV_COPY_VALID,       /* CRC matches */
-	ENV_COPY_ERASED,      /* all 0xff: never written, or erased by a cut store */
-	ENV_COPY_BAD_CRC,     /* data that does not match its CRC: corrupt or torn */
-	ENV_COPY_UNREADABLE,  /* read error (uncorrectable ECC, bad blocks, I/O) */
+	ENV_COPY_STATE_LIST(STRING_TABLE_ENUM)
 	_ENV_COPY_STATE_MAX,
 };
 
@@ -129,6 +137,8 @@ size_t env_txn_size(const struct env_txn *t);
  * torn, which the redundant copy/CRC makes invisible) and the env in
  * memory is reloaded from storage. -ENODATA on a blank env. */
 int env_txn_commit(struct env_txn *t, struct error *err);
+/* One variable in one store: a transaction of a single set (NULL deletes). */
+int env_store_var(struct env *e, const char *name, const char *value, struct error *err);
 void env_txn_free(struct env_txn *t);
 static inline void env_txn_freep(struct env_txn **t) { if (*t) env_txn_free(*t); }
 #define _cleanup_env_txn_ __attribute__((cleanup(env_txn_freep)))

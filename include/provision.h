@@ -14,14 +14,24 @@
 #include "keyring.h"
 #include "layout.h"
 
+#define PROVISION_ACTION_LIST(X)                                            \
+	/* left as it is (bootloader) */                                    \
+	X(PROVISION_KEEP, "keep")                                           \
+	/* erased (unused, or kernel partitions of an empty slot) */        \
+	X(PROVISION_ERASE, "erase")                                         \
+	/* erased, initial env written */                                   \
+	X(PROVISION_ENV, "env")                                             \
+	/* erased, image written and verified */                            \
+	X(PROVISION_IMAGE, "image")                                         \
+	/* erased with JFFS2 cleanmarkers */                                \
+	X(PROVISION_OVERLAY, "overlay")                                     \
+	/* UBI on a target without the kernel's UBI (sim, image) */         \
+	X(PROVISION_UNSUPPORTED, "unsupported")                             \
+	/* ubiformat (erase counters kept), volumes made, images written */ \
+	X(PROVISION_UBI, "ubi")
+
 enum provision_action {
-	PROVISION_KEEP,        /* left as it is (bootloader) */
-	PROVISION_ERASE,       /* erased (unused, or kernel partitions of an empty slot) */
-	PROVISION_ENV,         /* erased, initial env written */
-	PROVISION_IMAGE,       /* erased, image written and verified */
-	PROVISION_OVERLAY,     /* erased with JFFS2 cleanmarkers */
-	PROVISION_UNSUPPORTED, /* UBI on a target without the kernel's UBI (sim, image) */
-	PROVISION_UBI,         /* ubiformat (erase counters kept), volumes made, images written */
+	PROVISION_ACTION_LIST(STRING_TABLE_ENUM)
 	_PROVISION_ACTION_MAX,
 };
 

@@ -35,29 +35,44 @@
 
 /* Operations; every one refuses (-EPERM) to put an unverified slot into
  * BOOT_ORDER and (-EBUSY) to leave BOOT_ORDER empty. */
+#define SLOT_OP_LIST(X)                                                                         \
+	/* verified slot first in BOOT_ORDER, full tries */                                     \
+	X(SLOT_OP_ACTIVATE, "activate")                                                         \
+	/* verified slot: full tries, record good, FLASHD_LAST_GOOD (back into BOOT_ORDER,      \
+	 * last, if it was out) */                                                              \
+	X(SLOT_OP_MARK_GOOD, "mark-good")                                                       \
+	/* out of BOOT_ORDER, 0 tries, record bad; never the last slot of BOOT_ORDER            \
+	 * (SLOT_KEEP_LAST: kept there instead) */                                              \
+	X(SLOT_OP_MARK_BAD, "mark-bad")                                                         \
+	/* from slot (-1 = the primary): the first other verified slot of BOOT_ORDER (force:    \
+	 * any other verified slot) becomes primary with full tries; -EALREADY when nothing     \
+	 * changes */                                                                           \
+	X(SLOT_OP_ROLLBACK, "rollback")                                                         \
+	/* full tries for every slot in BOOT_ORDER */                                           \
+	X(SLOT_OP_RESET_COUNTERS, "reset-counters")                                             \
+	/* every verified slot in BOOT_ORDER (layout order), full tries */                      \
+	X(SLOT_OP_INIT, "init")                                                                 \
+	/* install: out of BOOT_ORDER, 0 tries, record installing; refused for the last slot of \
+	 * BOOT_ORDER */                                                                        \
+	X(SLOT_OP_INSTALL_BEGIN, "install-begin")                                               \
+	/* install --no-activate: record verified, stays out */                                 \
+	X(SLOT_OP_INSTALL_VERIFIED, "install-verified")                                         \
+	/* install: record verified and activate */                                             \
+	X(SLOT_OP_INSTALL_ACTIVATE, "install-activate")                                         \
+	/* install failed: record failed, out of BOOT_ORDER, 0 tries; -ESTALE when the record   \
+	 * is not installing (force: the install that stored installing knows better) */        \
+	X(SLOT_OP_INSTALL_FAILED, "install-failed")                                             \
+	/* same, record cancelled */                                                            \
+	X(SLOT_OP_INSTALL_CANCELLED, "install-cancelled")                                       \
+	/* provisioning left the slot unwritten: out of BOOT_ORDER, 0 tries, no record, no      \
+	 * version (status: empty) */                                                           \
+	X(SLOT_OP_RETIRE, "retire")                                                             \
+	/* slot = the booted one: the slots the boot script skipped before it (no tries left)   \
+	 * leave BOOT_ORDER, record bad */                                                      \
+	X(SLOT_OP_FALLBACK, "fallback")
+
 enum slot_op {
-	SLOT_OP_ACTIVATE,       /* verified slot first in BOOT_ORDER, full tries */
-	SLOT_OP_MARK_GOOD,      /* verified slot: full tries, record good, FLASHD_LAST_GOOD
-				 * (back into BOOT_ORDER, last, if it was out) */
-	SLOT_OP_MARK_BAD,       /* out of BOOT_ORDER, 0 tries, record bad; never the last
-				 * slot of BOOT_ORDER (SLOT_KEEP_LAST: kept there instead) */
-	SLOT_OP_ROLLBACK,       /* from slot (-1 = the primary): the first other verified
-				 * slot of BOOT_ORDER (force: any other verified slot) becomes
-				 * primary with full tries; -EALREADY when nothing changes */
-	SLOT_OP_RESET_COUNTERS, /* full tries for every slot in BOOT_ORDER */
-	SLOT_OP_INIT,           /* every verified slot in BOOT_ORDER (layout order), full tries */
-	SLOT_OP_INSTALL_BEGIN,  /* install: out of BOOT_ORDER, 0 tries, record installing;
-				 * refused for the last slot of BOOT_ORDER */
-	SLOT_OP_INSTALL_VERIFIED, /* install --no-activate: record verified, stays out */
-	SLOT_OP_INSTALL_ACTIVATE, /* install: record verified and activate */
-	SLOT_OP_INSTALL_FAILED,   /* install failed: record failed, out of BOOT_ORDER, 0 tries;
-				   * -ESTALE when the record is not installing (force: the
-				   * install that stored installing knows better) */
-	SLOT_OP_INSTALL_CANCELLED, /* same, record cancelled */
-	SLOT_OP_RETIRE,         /* provisioning left the slot unwritten: out of BOOT_ORDER,
-				 * 0 tries, no record, no version (status: empty) */
-	SLOT_OP_FALLBACK,       /* slot = the booted one: the slots the boot script skipped
-				 * before it (no tries left) leave BOOT_ORDER, record bad */
+	SLOT_OP_LIST(STRING_TABLE_ENUM)
 	_SLOT_OP_MAX,
 };
 
@@ -74,16 +89,26 @@ enum {
 };
 
 /* FLASHD_<x>_STATE */
+#define SLOT_RECORD_LIST(X)                                                               \
+	/* unset: never written by this flashd (legacy, see slot_verified) */             \
+	X(SLOT_RECORD_NONE, "")                                                           \
+	/* an install marked it bad and writes it ("interrupted" when no install runs) */ \
+	X(SLOT_RECORD_INSTALLING, "installing")                                           \
+	/* the last install failed: content unverified */                                 \
+	X(SLOT_RECORD_FAILED, "failed")                                                   \
+	/* the last install was cancelled: content unverified */                          \
+	X(SLOT_RECORD_CANCELLED, "cancelled")                                             \
+	/* the last install verified; not marked good since */                            \
+	X(SLOT_RECORD_VERIFIED, "verified")                                               \
+	/* verified, booted and marked good */                                            \
+	X(SLOT_RECORD_GOOD, "good")                                                       \
+	/* verified, marked bad (health check, operator, fallback) */                     \
+	X(SLOT_RECORD_BAD, "bad")                                                         \
+	/* the records were lost (both env copies): content unknown */                    \
+	X(SLOT_RECORD_UNKNOWN, "unknown")
+
 enum slot_record {
-	SLOT_RECORD_NONE,       /* unset: never written by this flashd (legacy, see slot_verified) */
-	SLOT_RECORD_INSTALLING, /* an install marked it bad and writes it ("interrupted" when
-				 * no install runs) */
-	SLOT_RECORD_FAILED,     /* the last install failed: content unverified */
-	SLOT_RECORD_CANCELLED,  /* the last install was cancelled: content unverified */
-	SLOT_RECORD_VERIFIED,   /* the last install verified; not marked good since */
-	SLOT_RECORD_GOOD,       /* verified, booted and marked good */
-	SLOT_RECORD_BAD,        /* verified, marked bad (health check, operator, fallback) */
-	SLOT_RECORD_UNKNOWN,    /* the records were lost (both env copies): content unknown */
+	SLOT_RECORD_LIST(STRING_TABLE_ENUM)
 	_SLOT_RECORD_MAX,
 };
 
@@ -104,11 +129,18 @@ enum slot_view {
 	_SLOT_VIEW_MAX,
 };
 
+#define SLOT_HEALTH_LIST(X)                                       \
+	/* in BOOT_ORDER, full tries */                           \
+	X(SLOT_HEALTH_GOOD, "good")                               \
+	/* in BOOT_ORDER, some tries used: not yet marked good */ \
+	X(SLOT_HEALTH_TRIAL, "trial")                             \
+	/* in BOOT_ORDER, no tries left: U-Boot skips it */       \
+	X(SLOT_HEALTH_EXHAUSTED, "exhausted")                     \
+	/* not in BOOT_ORDER */                                   \
+	X(SLOT_HEALTH_BAD, "bad")
+
 enum slot_health {
-	SLOT_HEALTH_GOOD,      /* in BOOT_ORDER, full tries */
-	SLOT_HEALTH_TRIAL,     /* in BOOT_ORDER, some tries used: not yet marked good */
-	SLOT_HEALTH_EXHAUSTED, /* in BOOT_ORDER, no tries left: U-Boot skips it */
-	SLOT_HEALTH_BAD,       /* not in BOOT_ORDER */
+	SLOT_HEALTH_LIST(STRING_TABLE_ENUM)
 	_SLOT_HEALTH_MAX,
 };
 

@@ -220,13 +220,7 @@ enum env_copy_state env_copy_state(const struct env *e, size_t i, int *ret_error
 	return e->copies[i].state;
 }
 
-static const char *const env_copy_state_table[_ENV_COPY_STATE_MAX] = {
-	[ENV_COPY_UNKNOWN] = "unknown",
-	[ENV_COPY_VALID] = "valid",
-	[ENV_COPY_ERASED] = "erased",
-	[ENV_COPY_BAD_CRC] = "bad-crc",
-	[ENV_COPY_UNREADABLE] = "unreadable",
-};
+static const char *const env_copy_state_table[] = { ENV_COPY_STATE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(env_copy_state, enum env_copy_state)
 
 static void env_make_desc(struct env *e)
@@ -654,6 +648,18 @@ int env_txn_commit(struct env_txn *t, struct error *err)
 	if (t->n == 0)
 		return 0;
 	return env_apply(t, false, NULL, err);
+}
+
+int env_store_var(struct env *e, const char *name, const char *value, struct error *err)
+{
+	_cleanup_(env_txn_freep) struct env_txn *t = NULL;
+	int r = env_txn_new(e, &t);
+
+	if (r >= 0)
+		r = env_txn_set(t, name, value);
+	if (r < 0)
+		return error_set(err, r, "%s: %s", name, strerror(-r));
+	return env_txn_commit(t, err);
 }
 
 int env_init_default(struct env *e, const char *initial_env, const struct env_var *vars,

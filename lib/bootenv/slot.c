@@ -10,33 +10,10 @@
 #include "slot.h"
 #include "util.h"
 
-static const char *const slot_op_table[_SLOT_OP_MAX] = {
-	[SLOT_OP_ACTIVATE] = "activate",
-	[SLOT_OP_MARK_GOOD] = "mark-good",
-	[SLOT_OP_MARK_BAD] = "mark-bad",
-	[SLOT_OP_ROLLBACK] = "rollback",
-	[SLOT_OP_RESET_COUNTERS] = "reset-counters",
-	[SLOT_OP_INIT] = "init",
-	[SLOT_OP_INSTALL_BEGIN] = "install-begin",
-	[SLOT_OP_INSTALL_VERIFIED] = "install-verified",
-	[SLOT_OP_INSTALL_ACTIVATE] = "install-activate",
-	[SLOT_OP_INSTALL_FAILED] = "install-failed",
-	[SLOT_OP_INSTALL_CANCELLED] = "install-cancelled",
-	[SLOT_OP_RETIRE] = "retire",
-	[SLOT_OP_FALLBACK] = "fallback",
-};
+static const char *const slot_op_table[] = { SLOT_OP_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(slot_op, enum slot_op)
 
-static const char *const record_names[_SLOT_RECORD_MAX] = {
-	[SLOT_RECORD_NONE] = "",
-	[SLOT_RECORD_INSTALLING] = "installing",
-	[SLOT_RECORD_FAILED] = "failed",
-	[SLOT_RECORD_CANCELLED] = "cancelled",
-	[SLOT_RECORD_VERIFIED] = "verified",
-	[SLOT_RECORD_GOOD] = "good",
-	[SLOT_RECORD_BAD] = "bad",
-	[SLOT_RECORD_UNKNOWN] = "unknown",
-};
+static const char *const record_names[] = { SLOT_RECORD_LIST(STRING_TABLE_NAME) };
 
 static const struct {
 	const char *word, *text;
@@ -54,12 +31,7 @@ static const struct {
 	[SLOT_VIEW_UNKNOWN] = { "unknown", "content unknown (the env was lost): install to use it" },
 };
 
-static const char *const slot_health_table[_SLOT_HEALTH_MAX] = {
-	[SLOT_HEALTH_GOOD] = "good",
-	[SLOT_HEALTH_TRIAL] = "trial",
-	[SLOT_HEALTH_EXHAUSTED] = "exhausted",
-	[SLOT_HEALTH_BAD] = "bad",
-};
+static const char *const slot_health_table[] = { SLOT_HEALTH_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(slot_health, enum slot_health)
 
 const char *slot_record_to_string(enum slot_record r)

@@ -25,15 +25,7 @@
 #include "slot_boot.h"
 #include "util.h"
 
-static const char *const provision_action_table[_PROVISION_ACTION_MAX] = {
-	[PROVISION_KEEP] = "keep",
-	[PROVISION_ERASE] = "erase",
-	[PROVISION_ENV] = "env",
-	[PROVISION_IMAGE] = "image",
-	[PROVISION_OVERLAY] = "overlay",
-	[PROVISION_UBI] = "ubi",
-	[PROVISION_UNSUPPORTED] = "unsupported",
-};
+static const char *const provision_action_table[] = { PROVISION_ACTION_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(provision_action, enum provision_action)
 
 struct prov {

@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "util.h"
+#include "testlib.h"
 
 enum color { COLOR_RED, COLOR_GREEN, COLOR_BLUE, _COLOR_MAX };
 const char *color_to_string(enum color v);
@@ -37,7 +38,7 @@ static int outer(struct error *err)
 	return r < 0 ? error_prefix(err, r, "slot %s", "A") : r;
 }
 
-static void test_set_and_prefix(void **state)
+TEST(test_set_and_prefix)
 {
 	struct error err = {};
 
@@ -56,7 +57,7 @@ static void test_set_and_prefix(void **state)
 	assert_int_equal(outer(NULL), -EIO);
 }
 
-static void test_prefix_without_message(void **state)
+TEST(test_prefix_without_message)
 {
 	struct error err = {};
 
@@ -66,7 +67,7 @@ static void test_prefix_without_message(void **state)
 	assert_string_equal(err.msg, "keyring /etc/keys: No such file or directory");
 }
 
-static void test_prefix_truncates_inside(void **state)
+TEST(test_prefix_truncates_inside)
 {
 	struct error err = {};
 	char big[2 * ERROR_MSG_MAX];
@@ -84,7 +85,7 @@ static void test_prefix_truncates_inside(void **state)
 	assert_int_equal(strlen(err.msg), ERROR_MSG_MAX - 1);
 }
 
-static void test_string_table(void **state)
+TEST(test_string_table)
 {
 	(void)state;
 	assert_string_equal(color_to_string(COLOR_GREEN), "green");
@@ -93,15 +94,4 @@ static void test_string_table(void **state)
 	assert_int_equal(color_from_string("blue"), COLOR_BLUE);
 	assert_int_equal(color_from_string("purple"), -EINVAL);
 	assert_int_equal(color_from_string(NULL), -EINVAL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_set_and_prefix),
-		cmocka_unit_test(test_prefix_without_message),
-		cmocka_unit_test(test_prefix_truncates_inside),
-		cmocka_unit_test(test_string_table),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

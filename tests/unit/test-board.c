@@ -21,6 +21,7 @@
 #include "nsim.h"
 #include "oplock.h"
 #include "util.h"
+#include "testlib.h"
 
 #define ES (128u * 1024)
 
@@ -89,7 +90,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void test_target_parse(void **state)
+TEST(test_target_parse)
 {
 	static const struct {
 		const char *target;
@@ -132,7 +133,7 @@ static void test_target_parse(void **state)
 
 /* board_open, board_sim_device_path and oplock_path agree on what a
  * target is (they parsed it three ways before). */
-static void test_target_users_agree(void **state)
+TEST_FIXTURE(test_target_users_agree, setup, teardown)
 {
 	struct fx *fx = *state;
 	static const char *const bad[] = { "sim:", "bogus", "sim", "System" };
@@ -155,7 +156,7 @@ static void test_target_users_agree(void **state)
 	assert_true(!strncmp(lock, fx->dir, strlen(fx->dir)));
 }
 
-static void test_sim_device_path(void **state)
+TEST_FIXTURE(test_sim_device_path, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_free_ char *p0 = NULL, *p1 = NULL, *target = NULL;
@@ -184,7 +185,7 @@ static void test_sim_device_path(void **state)
 
 /* A write through partition b's window lands at b's offset on nor0, and
  * the file offset handed to libubootenv reaches the same bytes. */
-static void test_partition_window_and_path(void **state)
+TEST_FIXTURE(test_partition_window_and_path, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_board_ struct board *b = NULL;
@@ -223,7 +224,7 @@ static void test_partition_window_and_path(void **state)
 
 /* A simulator of another geometry than the layout's device is refused
  * before anything is written. */
-static void test_wrong_chip_refused(void **state)
+TEST_FIXTURE(test_wrong_chip_refused, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_board_ struct board *b = NULL;
@@ -242,7 +243,7 @@ static void test_wrong_chip_refused(void **state)
 
 /* A board opened read-only hands out windows that refuse writes and
  * erases; a simulator file that is not there is -ENOENT at first use. */
-static void test_read_only_and_missing(void **state)
+TEST_FIXTURE(test_read_only_and_missing, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_board_ struct board *b = NULL, *gone = NULL;
@@ -264,18 +265,4 @@ static void test_read_only_and_missing(void **state)
 	board_close(TAKE_PTR(gone));
 	fx->l->n_devices = 2;
 	assert_null(f);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_target_parse),
-		cmocka_unit_test_setup_teardown(test_target_users_agree, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sim_device_path, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_partition_window_and_path, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wrong_chip_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_only_and_missing, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,11 +11,12 @@
 #include <cmocka.h>
 
 #include "boot_dm.h"
+#include "testlib.h"
 
 #define ES (128 * 1024)
 #define BS (ES / 512) /* sectors per block */
 
-static void test_no_bad_block_is_one_run(void **state)
+TEST(test_no_bad_block_is_one_run)
 {
 	uint8_t bad[8] = { 0 };
 	struct boot_dm_plan p;
@@ -31,7 +32,7 @@ static void test_no_bad_block_is_one_run(void **state)
 	boot_dm_plan_done(&p);
 }
 
-static void test_bad_blocks_are_stepped_over(void **state)
+TEST(test_bad_blocks_are_stepped_over)
 {
 	/* blocks 2 and 3 bad, 5 bad: logical 0,1 | 4 | 6,7 */
 	uint8_t bad[10] = { 0, 0, 1, 1, 0, 1, 0, 0, 0, 0 };
@@ -59,7 +60,7 @@ static void test_bad_blocks_are_stepped_over(void **state)
 	boot_dm_plan_done(&p);
 }
 
-static void test_leading_bad_block(void **state)
+TEST(test_leading_bad_block)
 {
 	uint8_t bad[4] = { 1, 0, 0, 0 };
 	struct boot_dm_plan p;
@@ -71,7 +72,7 @@ static void test_leading_bad_block(void **state)
 	boot_dm_plan_done(&p);
 }
 
-static void test_zero_need_maps_every_good_block(void **state)
+TEST(test_zero_need_maps_every_good_block)
 {
 	uint8_t bad[6] = { 0, 1, 0, 0, 1, 0 };
 	struct boot_dm_plan p;
@@ -83,7 +84,7 @@ static void test_zero_need_maps_every_good_block(void **state)
 	boot_dm_plan_done(&p);
 }
 
-static void test_not_enough_good_blocks(void **state)
+TEST(test_not_enough_good_blocks)
 {
 	uint8_t bad[4] = { 0, 1, 1, 0 };
 	uint8_t allbad[2] = { 1, 1 };
@@ -93,16 +94,4 @@ static void test_not_enough_good_blocks(void **state)
 	assert_null(p.targets);
 	assert_int_equal(boot_dm_plan(allbad, 2, ES, 0, &p), -ENOSPC);
 	assert_int_equal(boot_dm_plan(bad, 4, 1000, ES, &p), -EINVAL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_no_bad_block_is_one_run),
-		cmocka_unit_test(test_bad_blocks_are_stepped_over),
-		cmocka_unit_test(test_leading_bad_block),
-		cmocka_unit_test(test_zero_need_maps_every_good_block),
-		cmocka_unit_test(test_not_enough_good_blocks),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

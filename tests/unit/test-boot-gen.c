@@ -22,6 +22,7 @@
 #include "boot_gen.h"
 #include "cleanup.h"
 #include "util.h"
+#include "testlib.h"
 
 static char base[256];
 
@@ -182,7 +183,7 @@ static void assert_union_writable(const char *lower_rel, const char *gen_rel)
 /* Issue 14.1: ".[.]" matches ".." for glob(3): "/.[.]/.[.]" named the
  * overlay root as source and destination, and the O_TRUNC copy emptied
  * every file of every generation. */
-static void test_keep_dotdot_glob_no_self_copy(void **state)
+TEST_FIXTURE(test_keep_dotdot_glob_no_self_copy, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct error err = {};
@@ -212,7 +213,7 @@ static void test_keep_dotdot_glob_no_self_copy(void **state)
 /* Issue 14.1: symlinks in the old upper were followed as parents on both
  * sides: a link to the old upper's own data made a self-copy (O_TRUNC),
  * a link to the outside was read and written through. */
-static void test_keep_symlinks_not_followed(void **state)
+TEST_FIXTURE(test_keep_symlinks_not_followed, setup, teardown)
 {
 	struct boot_gen_result res;
 	char target[512];
@@ -252,7 +253,7 @@ static void test_keep_symlinks_not_followed(void **state)
 /* Issue 14.2: with GLOB_PERIOD "*" and ".*" matched "." and "..": the
  * line "/root/.*" migrated the whole old upper, and "/etc/config/ *"
  * (without the space) every change in /etc. */
-static void test_keep_star_never_dot_or_dotdot(void **state)
+TEST_FIXTURE(test_keep_star_never_dot_or_dotdot, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct error err = {};
@@ -283,7 +284,7 @@ static void test_keep_star_never_dot_or_dotdot(void **state)
 }
 
 /* "." and ".." components are refused by the parser, with the line */
-static void test_keep_parse_dots(void **state)
+TEST(test_keep_parse_dots)
 {
 	struct boot_gen_list l = { 0 };
 	unsigned line = 0;
@@ -298,7 +299,7 @@ static void test_keep_parse_dots(void **state)
 
 /* Issue 14.9: sanitised names collided ("2.0~rc1" and "2.0_rc1"), "2.tmp"
  * took version 2's temporary directory, a long version failed. */
-static void test_name_collisions(void **state)
+TEST(test_name_collisions)
 {
 	char a[BOOT_GEN_NAME_MAX], b[BOOT_GEN_NAME_MAX], longv[600];
 
@@ -329,7 +330,7 @@ static void test_name_collisions(void **state)
 
 /* Issue 14.9: a planted "../" in .flashd-last made migration read outside
  * the overlay. */
-static void test_last_validated(void **state)
+TEST_FIXTURE(test_last_validated, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct error err = {};
@@ -346,7 +347,7 @@ static void test_last_validated(void **state)
 
 /* Issue 14.9: xattrs over 4 KiB failed the whole migration. Needs a
  * filesystem that takes big values: a private tmpfs (root only). */
-static void test_big_xattr(void **state)
+TEST_FIXTURE(test_big_xattr, setup, teardown)
 {
 	struct boot_gen_result res;
 	char path[512], value[9000], got[9000];
@@ -438,7 +439,7 @@ static char *hostile_keep(unsigned n, uint32_t seed)
 	return text;
 }
 
-static void test_hostile_keep_corpus(void **state)
+TEST_FIXTURE(test_hostile_keep_corpus, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct boot_gen_list gens = { 0 };
@@ -481,7 +482,7 @@ static void test_hostile_keep_corpus(void **state)
 
 /* Issue 14.3: one relative line in any keep.d file failed the whole
  * generation (and with it the writable root). It is skipped and named. */
-static void test_relative_line_skipped(void **state)
+TEST_FIXTURE(test_relative_line_skipped, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct error err = {};
@@ -498,7 +499,7 @@ static void test_relative_line_skipped(void **state)
 	assert_string_equal(t, "kept\n");
 }
 
-static void test_name(void **state)
+TEST(test_name)
 {
 	char buf[64];
 
@@ -511,7 +512,7 @@ static void test_name(void **state)
 	assert_int_equal(boot_gen_name("A", "x", buf, 6), -ENAMETOOLONG);
 }
 
-static void test_keep_parse(void **state)
+TEST(test_keep_parse)
 {
 	struct boot_gen_list l = { 0 };
 	unsigned line = 0;
@@ -530,7 +531,7 @@ static void test_keep_parse(void **state)
 	boot_gen_list_done(&l);
 }
 
-static void test_keep_load_names_file_and_line(void **state)
+TEST_FIXTURE(test_keep_load_names_file_and_line, setup, teardown)
 {
 	struct boot_gen_list l = { 0 };
 	char d1[512], d2[512];
@@ -556,7 +557,7 @@ static void test_keep_load_names_file_and_line(void **state)
 	boot_gen_list_done(&l);
 }
 
-static void test_generations_migrate_and_gc(void **state)
+TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct boot_gen_list gens = { 0 }, removed = { 0 };
@@ -650,7 +651,7 @@ static void test_generations_migrate_and_gc(void **state)
 	assert_true(exists("overlay/gen-B-3.0/upper/etc/keep.conf"));
 }
 
-static void test_subtree_prefix(void **state)
+TEST_FIXTURE(test_subtree_prefix, setup, teardown)
 {
 	struct boot_gen_result res;
 	char ov[512], rom[512];
@@ -669,7 +670,7 @@ static void test_subtree_prefix(void **state)
 	assert_string_equal(t, "net\n");
 }
 
-static void test_slot_good_rule(void **state)
+TEST(test_slot_good_rule)
 {
 	/* max 3: the script decremented to 2 before this boot */
 	assert_false(boot_gen_slot_good(2, 3, 0)); /* first boot of the image: trial */
@@ -677,26 +678,4 @@ static void test_slot_good_rule(void **state)
 	assert_false(boot_gen_slot_good(1, 3, 1)); /* rebooted without mark-good */
 	assert_false(boot_gen_slot_good(0, 3, 2));
 	assert_true(boot_gen_slot_good(3, 3, 4));  /* no decrement (no boot script) */
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_name),
-		cmocka_unit_test(test_keep_parse),
-		cmocka_unit_test_setup_teardown(test_keep_load_names_file_and_line, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_generations_migrate_and_gc, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_subtree_prefix, setup, teardown),
-		cmocka_unit_test(test_slot_good_rule),
-		cmocka_unit_test_setup_teardown(test_keep_dotdot_glob_no_self_copy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keep_symlinks_not_followed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keep_star_never_dot_or_dotdot, setup, teardown),
-		cmocka_unit_test(test_keep_parse_dots),
-		cmocka_unit_test(test_name_collisions),
-		cmocka_unit_test_setup_teardown(test_relative_line_skipped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hostile_keep_corpus, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_last_validated, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_big_xattr, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include "flash.h"
 #include "jffs2.h"
 #include "nsim.h"
+#include "testlib.h"
 
 static struct flash *make(enum nsim_type type, const unsigned *bad, size_t nbad, char *path)
 {
@@ -87,18 +88,18 @@ static void classify_lifecycle(enum nsim_type type, const unsigned *bad, size_t 
 	unlink(path);
 }
 
-static void test_classify_nor(void **state)
+TEST(test_classify_nor)
 {
 	classify_lifecycle(NSIM_NOR, NULL, 0);
 }
 
-static void test_classify_nand_first_block_bad(void **state)
+TEST(test_classify_nand_first_block_bad)
 {
 	static const unsigned bad[] = { 0 };
 	classify_lifecycle(NSIM_NAND, bad, 1);
 }
 
-static void test_probe_leaves_nothing(void **state)
+TEST(test_probe_leaves_nothing)
 {
 	char dir[] = "/tmp/test-boot-probe-XXXXXX";
 	struct boot_overlay_probe p = { 0 };
@@ -119,14 +120,4 @@ static void test_probe_leaves_nothing(void **state)
 	assert_int_equal(n, 2); /* . and .. */
 	assert_int_equal(rmdir(dir), 0);
 	assert_int_equal(boot_overlay_probe("/nonexistent-dir", &p), -ENOENT);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_classify_nor),
-		cmocka_unit_test(test_classify_nand_first_block_bad),
-		cmocka_unit_test(test_probe_leaves_nothing),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,7 @@
 /* a name no MTD partition of a test machine has */
 static struct layout_partition nowhere = { .name = (char *)"flashd-test-no-such-mtd" };
 
-static void test_kind_names(void **state)
+TEST(test_kind_names)
 {
 	static const char *const want[_BOOT_ROOT_KIND_MAX] = {
 		[BOOT_ROOT_MTDBLOCK] = "mtdblock", [BOOT_ROOT_DM_LINEAR] = "dm-linear",
@@ -60,7 +60,7 @@ static void setup_fails(const struct layout_image_target *t, int want, const cha
 		assert_int_equal(((uint8_t *)&res)[i], 0x5a);
 }
 
-static void test_missing_storage(void **state)
+TEST(test_missing_storage)
 {
 	const struct layout_image_target nand = { LAYOUT_STORAGE_NAND, &nowhere, NULL, NULL };
 	const struct layout_image_target nor = { LAYOUT_STORAGE_NOR, &nowhere, NULL, NULL };
@@ -79,14 +79,14 @@ static void test_missing_storage(void **state)
 	setup_fails(&file, -ENOENT, file_msg);
 }
 
-static void test_missing_ubi_volume(void **state)
+TEST(test_missing_ubi_volume)
 {
 	(void)state;
 	/* no such UBI device */
 	assert_int_equal(boot_root_ubi_volume(987, "rootfs_a"), -ENOENT);
 }
 
-static void test_done_is_idempotent(void **state)
+TEST(test_done_is_idempotent)
 {
 	struct boot_root r = { .hold_fd = open("/dev/null", O_RDONLY | O_CLOEXEC) };
 
@@ -100,7 +100,7 @@ static void test_done_is_idempotent(void **state)
 	boot_root_done(NULL);
 }
 
-static void test_file_slot_on_loop(void **state)
+TEST(test_file_slot_on_loop)
 {
 	_cleanup_unlink_ char *img = testlib_tmp_file("boot-root");
 	_cleanup_free_ char *sys = NULL;
@@ -147,16 +147,4 @@ static void test_file_slot_on_loop(void **state)
 	for (int i = 0; i < 100 && access(sys, F_OK) == 0; i++)
 		usleep(10000);
 	assert_int_not_equal(access(sys, F_OK), 0);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kind_names),
-		cmocka_unit_test(test_missing_storage),
-		cmocka_unit_test(test_missing_ubi_volume),
-		cmocka_unit_test(test_done_is_idempotent),
-		cmocka_unit_test(test_file_slot_on_loop),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,7 +94,7 @@ static char *layout_path(void)
 	return testlib_src_path("layouts/nandsim-128m.json");
 }
 
-static void test_usage_errors(void **state)
+TEST(test_usage_errors)
 {
 	static const struct {
 		const char *args[6];
@@ -125,7 +125,7 @@ static void test_usage_errors(void **state)
 	}
 }
 
-static void test_help(void **state)
+TEST(test_help)
 {
 	struct run r = boot("--help", NULL);
 
@@ -137,7 +137,7 @@ static void test_help(void **state)
 }
 
 /* --slot names the slot; the dry run says the root it would mount. */
-static void test_dry_run_slot(void **state)
+TEST(test_dry_run_slot)
 {
 	_cleanup_free_ char *l = layout_path();
 	struct run r = boot("--mode", "initramfs", "--layout", l, "--slot", "B", "--dry-run",
@@ -160,7 +160,7 @@ static void test_dry_run_slot(void **state)
 }
 
 /* Without --slot the kernel command line file names it. */
-static void test_dry_run_cmdline(void **state)
+TEST(test_dry_run_cmdline)
 {
 	static const struct {
 		const char *cmdline, *says;
@@ -183,7 +183,7 @@ static void test_dry_run_cmdline(void **state)
 }
 
 /* What it cannot use: exit 1, and the message names it. */
-static void test_refusals(void **state)
+TEST(test_refusals)
 {
 	_cleanup_free_ char *l = layout_path();
 	_cleanup_unlink_ char *none = file_with("console=ttyS0 quiet\n");
@@ -217,16 +217,4 @@ static void test_refusals(void **state)
 	assert_int_equal(r.status, 1);
 	expect_in("a missing command line file", r.err, "/nonexistent/cmdline");
 	run_done(&r);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_usage_errors),
-		cmocka_unit_test(test_help),
-		cmocka_unit_test(test_dry_run_slot),
-		cmocka_unit_test(test_dry_run_cmdline),
-		cmocka_unit_test(test_refusals),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include "cleanup.h"
 #include "env.h"
 #include "nsim.h"
+#include "testlib.h"
 
 #define ENV_SIZE 0x2000u
 #define COPY0 0x1000u
@@ -190,7 +191,7 @@ static struct env *provision(struct fixture *fx, size_t n_copies)
 }
 
 /* ---- tests ---- */
-static void test_blank(void **state)
+TEST_FIXTURE(test_blank, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct error err = {};
@@ -213,7 +214,7 @@ static void test_blank(void **state)
 	assert_int_equal(n_fsync, 0);
 }
 
-static void test_init_default(void **state)
+TEST_FIXTURE(test_init_default, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct error err = {};
@@ -250,7 +251,7 @@ static void test_init_default(void **state)
 	env_close(e);
 }
 
-static void test_txn_one_store(void **state)
+TEST_FIXTURE(test_txn_one_store, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct error err = {};
@@ -345,7 +346,7 @@ static int classify(struct fixture *fx, size_t n_copies, const char *what)
 /* Power cut during a store: for tear points across the written copy, the
  * device holds the new bytes up to the tear and then either the old bytes
  * (NAND page/NOR word granularity) or 0xff (erased, not yet programmed). */
-static void test_power_cut_tear(void **state)
+TEST_FIXTURE(test_power_cut_tear, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct error err = {};
@@ -406,7 +407,7 @@ static void test_power_cut_tear(void **state)
 
 /* A store that fails mid-write (I/O error) reports it, keeps the previous
  * state on storage and in memory. */
-static void test_store_failure(void **state)
+TEST_FIXTURE(test_store_failure, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct error err = {};
@@ -439,7 +440,7 @@ static void test_store_failure(void **state)
 	assert_int_equal(classify(fx, 2, "store after failure"), 2);
 }
 
-static void test_single_copy_and_space(void **state)
+TEST_FIXTURE(test_single_copy_and_space, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct error err = {};
@@ -494,7 +495,7 @@ static void expect_config_error(struct fixture *fx, const char *text, int code, 
 		fail_msg("error '%s' lacks '%s'", err.msg, msg);
 }
 
-static void test_config(void **state)
+TEST_FIXTURE(test_config, setup, teardown)
 {
 	struct fixture *fx = *state;
 	char cfg[160], text[512];
@@ -555,7 +556,7 @@ static void make_sim(const char *path, const struct layout_device *d)
 	assert_int_equal(nsim_create(path, &geo, NSIM_CREATE_FORCE), 0);
 }
 
-static void test_layout_sim(void **state)
+TEST_FIXTURE(test_layout_sim, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct layout l;
@@ -695,7 +696,7 @@ static int sim_store(struct simenv *s, const struct env_var *vars, size_t n,
  * (plain and torn) leaves the old or the new env, never a mix or none.
  * Before the flash backend, libubootenv wrote the file directly and the
  * first store below succeeded with the power off. */
-static void test_sim_power_cut(void **state)
+TEST_FIXTURE(test_sim_power_cut, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
@@ -779,7 +780,7 @@ static bool have_tool(const char *name)
  * fw_printenv/fw_setenv tools) read each other's env on a sim file, over
  * more stores than the 8-bit serial has values (its wrap-around picks the
  * same copy for both). */
-static void test_sim_libubootenv_compat(void **state)
+TEST_FIXTURE(test_sim_libubootenv_compat, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
@@ -831,7 +832,7 @@ static void test_sim_libubootenv_compat(void **state)
 
 /* Which copy failed and why, for status (issue 13, item 6), on both
  * backends; with no valid copy the env still opens with ALLOW_BLANK. */
-static void test_copy_state(void **state)
+TEST_FIXTURE(test_copy_state, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
@@ -870,7 +871,7 @@ static void test_copy_state(void **state)
 
 /* Someone holding the env lock makes opening -EBUSY after the bounded wait
  * instead of blocking for as long as the lock is held (issue 13, item 16). */
-static void test_lock_bounded(void **state)
+TEST_FIXTURE(test_lock_bounded, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct simenv s;
@@ -921,7 +922,7 @@ static void test_lock_bounded(void **state)
 	env_set_lock(fx->lock, 1000);
 }
 
-static void test_layout_system(void **state)
+TEST_FIXTURE(test_layout_system, setup, teardown)
 {
 	struct fixture *fx = *state;
 	struct layout l;
@@ -948,7 +949,7 @@ static void test_layout_system(void **state)
 	assert_non_null(strstr(err.msg, sys));
 }
 
-static void test_names(void **state)
+TEST(test_names)
 {
 	assert_true(env_name_valid("BOOT_ORDER"));
 	assert_true(env_name_valid(".flags"));
@@ -957,26 +958,4 @@ static void test_names(void **state)
 	assert_false(env_name_valid("a=b"));
 	assert_false(env_name_valid("a b"));
 	assert_false(env_name_valid("a\nb"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
-		cmocka_unit_test_setup_teardown(test_blank, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_init_default, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_txn_one_store, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_power_cut_tear, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_store_failure, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_single_copy_and_space, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_config, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_layout_sim, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_layout_system, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sim_power_cut, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sim_libubootenv_compat, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_copy_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lock_bounded, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

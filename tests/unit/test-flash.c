@@ -47,7 +47,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void test_open_sim_info(void **state)
+TEST_FIXTURE(test_open_sim_info, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_flash_ struct flash *f = NULL;
@@ -66,7 +66,7 @@ static void test_open_sim_info(void **state)
 	assert_false(f->writable);
 }
 
-static void test_open_errors(void **state)
+TEST_FIXTURE(test_open_errors, setup, teardown)
 {
 	struct fx *fx = *state;
 	struct flash *f = NULL;
@@ -89,7 +89,7 @@ static void test_open_errors(void **state)
 	assert_null(f);
 }
 
-static void test_spec_split(void **state)
+TEST(test_spec_split)
 {
 	_cleanup_free_ char *base = NULL;
 	uint64_t off, size;
@@ -109,7 +109,7 @@ static void test_spec_split(void **state)
 	assert_int_equal(flash_spec_split("sim:x@1+0", &base, &off, &size), -EINVAL);
 }
 
-static void test_wrappers_check_arguments(void **state)
+TEST_FIXTURE(test_wrappers_check_arguments, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_flash_ struct flash *f = NULL, *ro = NULL;
@@ -142,7 +142,7 @@ static void test_wrappers_check_arguments(void **state)
 	assert_int_equal(page[0], 0x11);
 }
 
-static void test_windows(void **state)
+TEST_FIXTURE(test_windows, setup, teardown)
 {
 	struct fx *fx = *state;
 	struct flash *root = NULL, *w = NULL, *ww = NULL;
@@ -185,7 +185,7 @@ static void test_windows(void **state)
 	flash_close(NULL);
 }
 
-static void test_window_spec(void **state)
+TEST_FIXTURE(test_window_spec, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_flash_ struct flash *f = NULL;
@@ -203,7 +203,7 @@ static void test_window_spec(void **state)
 	assert_int_equal(f->info.size, 32 * ES - 0x10000);
 }
 
-static void test_stats_per_handle(void **state)
+TEST_FIXTURE(test_stats_per_handle, setup, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_flash_ struct flash *root = NULL, *w = NULL;
@@ -243,7 +243,7 @@ static void test_stats_per_handle(void **state)
 	assert_int_equal(st.badblocks, 1);
 }
 
-static void test_nor_sim(void **state)
+TEST(test_nor_sim)
 {
 	struct nsim_geometry g = { NSIM_NOR, 4 * 64 * 1024, 64 * 1024, 1, 0 };
 	_cleanup_unlink_ char *path = testlib_sim_new("flash-nor", &g, NULL, 0);
@@ -261,7 +261,7 @@ static void test_nor_sim(void **state)
 	assert_int_equal(flash_count_bad(f), 0);
 }
 
-static void test_type_strings(void **state)
+TEST(test_type_strings)
 {
 	assert_string_equal(flash_type_to_string(FLASH_NAND), "nand");
 	assert_int_equal(flash_type_from_string("nor"), FLASH_NOR);
@@ -307,7 +307,7 @@ static void fake_mtd(const char *root, const char *dev, const char *name, const 
 	put(root, dev, "bitflip_threshold", "1");
 }
 
-static void test_mtd_sysfs(void **state)
+TEST(test_mtd_sysfs)
 {
 	char root[] = "/tmp/test-flash-sysfs-XXXXXX";
 	struct flash_mtd_sysfs s;
@@ -361,7 +361,7 @@ static void test_mtd_sysfs(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
-static void test_mtd_rejects_non_mtd_device(void **state)
+TEST(test_mtd_rejects_non_mtd_device)
 {
 	struct flash *f = NULL;
 
@@ -369,23 +369,4 @@ static void test_mtd_rejects_non_mtd_device(void **state)
 	assert_int_equal(flash_mtd_ops.open(&(struct flash){ 0 }, "/dev/null", false), -ENOTTY);
 	assert_int_equal(flash_open("/dev/mtd-does-not-exist", false, &f), -ENOENT);
 	assert_int_equal(flash_mtd_get_sysfs(NULL, &(struct flash_mtd_sysfs){ 0 }), -ENOTTY);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_open_sim_info, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
-		cmocka_unit_test(test_spec_split),
-		cmocka_unit_test_setup_teardown(test_wrappers_check_arguments, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_windows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_window_spec, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stats_per_handle, setup, teardown),
-		cmocka_unit_test(test_nor_sim),
-		cmocka_unit_test(test_type_strings),
-		cmocka_unit_test(test_mtd_sysfs),
-		cmocka_unit_test(test_mtd_rejects_non_mtd_device),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

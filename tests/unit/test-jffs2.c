@@ -27,7 +27,7 @@ static struct flash *open_sim(const char *path)
 	return f;
 }
 
-static void test_crc32_is_kernel_crc32_le(void **state)
+TEST(test_crc32_is_kernel_crc32_le)
 {
 	/* crc32_le(0, "123456789") without the inversions zlib applies;
 	 * zlib's crc32() of the same string is 0xcbf43926 */
@@ -37,7 +37,7 @@ static void test_crc32_is_kernel_crc32_le(void **state)
 	assert_int_equal(jffs2_crc32(jffs2_crc32(0, "1234", 4), "56789", 5), 0x2dfd2d88);
 }
 
-static void test_cleanmarker_nor_bytes(void **state)
+TEST(test_cleanmarker_nor_bytes)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	/* magic 0x1985, nodetype 0x2003, totlen 12, hdr_crc = crc32_le(0,
@@ -56,7 +56,7 @@ static void test_cleanmarker_nor_bytes(void **state)
 #endif
 }
 
-static void test_cleanmarker_nand_bytes(void **state)
+TEST(test_cleanmarker_nand_bytes)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	static const uint8_t want[8] = { 0x85, 0x19, 0x03, 0x20, 0x08, 0x00, 0x00, 0x00 };
@@ -69,7 +69,7 @@ static void test_cleanmarker_nand_bytes(void **state)
 #endif
 }
 
-static void test_erase_partition_nor(void **state)
+TEST(test_erase_partition_nor)
 {
 	struct nsim_geometry g = { NSIM_NOR, 8 * 64 * 1024, 64 * 1024, 1, 0 };
 	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
@@ -96,7 +96,7 @@ static void test_erase_partition_nor(void **state)
 	assert_int_equal(f->stats.erases, 8);
 }
 
-static void test_erase_partition_nand_oob(void **state)
+TEST(test_erase_partition_nand_oob)
 {
 	static const unsigned bad[] = { 3 };
 	struct nsim_geometry g = { NSIM_NAND, 16 * 128 * 1024, 128 * 1024, 2048, 64 };
@@ -137,7 +137,7 @@ static void test_erase_partition_nand_oob(void **state)
 	assert_int_equal(flash_write(f, 0, page, 2048), 0);
 }
 
-static void test_erase_failure_marks_bad(void **state)
+TEST(test_erase_failure_marks_bad)
 {
 	struct nsim_geometry g = { NSIM_NAND, 8 * 16 * 1024, 16 * 1024, 512, 16 };
 	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
@@ -157,7 +157,7 @@ static void test_erase_failure_marks_bad(void **state)
 	assert_int_equal(st.erased, 7);
 }
 
-static void test_erase_window_only(void **state)
+TEST(test_erase_window_only)
 {
 	struct nsim_geometry g = { NSIM_NOR, 8 * 64 * 1024, 64 * 1024, 1, 0 };
 	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
@@ -172,19 +172,4 @@ static void test_erase_window_only(void **state)
 	assert_int_equal(jffs2_block_is_clean(f, 2 * g.erasesize), 1);
 	assert_int_equal(jffs2_block_is_clean(f, 4 * g.erasesize), 1);
 	assert_int_equal(jffs2_block_is_clean(f, 5 * g.erasesize), 0);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crc32_is_kernel_crc32_le),
-		cmocka_unit_test(test_cleanmarker_nor_bytes),
-		cmocka_unit_test(test_cleanmarker_nand_bytes),
-		cmocka_unit_test(test_erase_partition_nor),
-		cmocka_unit_test(test_erase_partition_nand_oob),
-		cmocka_unit_test(test_erase_failure_marks_bad),
-		cmocka_unit_test(test_erase_window_only),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

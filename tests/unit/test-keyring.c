@@ -6,6 +6,7 @@
 
 #include "bundle-test-helpers.h"
 #include "keyring.h"
+#include "testlib.h"
 
 /* Keys are made by the openssl command line, so the keyring is checked
  * against an independent implementation. */
@@ -48,7 +49,7 @@ static void expected_id(const char *pub, char out[65])
 	pclose(p);
 }
 
-static void test_load_dir(void **state)
+TEST(test_load_dir)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
 	struct error err = {};
@@ -72,7 +73,7 @@ static void test_load_dir(void **state)
 	assert_null(keyring_find(k, other));
 }
 
-static void test_duplicate_key_counted_once(void **state)
+TEST(test_duplicate_key_counted_once)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
 	struct error err = {};
@@ -99,7 +100,7 @@ static void expect_dir_error(const char *setup_cmd, int code, const char *msg)
 		fail_msg("message \"%s\" lacks \"%s\"", err.msg, msg);
 }
 
-static void test_refusals(void **state)
+TEST(test_refusals)
 {
 	expect_dir_error("true", -ENOKEY, "no public keys");
 	expect_dir_error("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 "
@@ -115,7 +116,7 @@ static void test_refusals(void **state)
 	assert_non_null(strstr(err.msg, "/nonexistent/keys"));
 }
 
-static void test_verify_openssl_signature(void **state)
+TEST(test_verify_openssl_signature)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
 	struct error err = {};
@@ -144,14 +145,4 @@ static void test_verify_openssl_signature(void **state)
 	free(sig);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_load_dir),
-		cmocka_unit_test(test_duplicate_key_counted_once),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_verify_openssl_signature),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_GROUP(setup, teardown);

@@ -45,7 +45,7 @@ static int parse_err(const char *json, struct error *err)
 
 /* ---------- shipped layouts ---------- */
 
-static void test_shipped_layouts_valid(void **state)
+TEST(test_shipped_layouts_valid)
 {
 	_cleanup_free_ char *dir = testlib_src_path("layouts");
 	DIR *d = opendir(dir);
@@ -78,7 +78,7 @@ static void test_shipped_layouts_valid(void **state)
 	assert_true(n >= 6);
 }
 
-static void test_default_board(void **state)
+TEST(test_default_board)
 {
 	struct layout *l = load_ok("layouts/nandsim-128m.json");
 	struct layout_slot_group *g;
@@ -129,7 +129,7 @@ static void test_default_board(void **state)
 	layout_free(l);
 }
 
-static void test_ubi_board(void **state)
+TEST(test_ubi_board)
 {
 	struct layout *l = load_ok("layouts/nand-ubi.json");
 	struct layout_slot *a;
@@ -153,7 +153,7 @@ static void test_ubi_board(void **state)
 	layout_free(l);
 }
 
-static void test_split_board(void **state)
+TEST(test_split_board)
 {
 	struct layout *l = load_ok("layouts/nand-256m-split.json");
 
@@ -221,7 +221,7 @@ static const struct bad bad_layouts[] = {
 	{ "truncated", "", "JSON syntax error: unexpected end of data" },
 };
 
-static void test_invalid_layouts(void **state)
+TEST(test_invalid_layouts)
 {
 	_cleanup_free_ char *dir = testlib_src_path("tests/layouts");
 	DIR *d;
@@ -277,7 +277,7 @@ static void test_invalid_layouts(void **state)
 	"\"B\": {\"rootfs\": {\"storage\": \"nand\", \"partition\": \"b\"}}}}], " \
 	"\"overlays\": [{\"type\": \"tmpfs\"}]"
 
-static void test_inline_errors(void **state)
+TEST(test_inline_errors)
 {
 	struct error err;
 	struct layout *l = NULL;
@@ -315,7 +315,7 @@ static void test_inline_errors(void **state)
 
 /* ---------- conversions ---------- */
 
-static void test_mtdparts(void **state)
+TEST(test_mtdparts)
 {
 	struct layout *l = load_ok("layouts/nandsim-128m.json");
 	_cleanup_free_ char *s = NULL, *s2 = NULL, *s3 = NULL;
@@ -349,7 +349,7 @@ static void check_nandsim(const char *rel, const char *module, const char *param
 	layout_free(l);
 }
 
-static void test_nandsim_params(void **state)
+TEST(test_nandsim_params)
 {
 	(void)state;
 	check_nandsim("layouts/nandsim-128m.json", "nandsim",
@@ -373,7 +373,7 @@ static struct layout *mini(const char *dev, const char *parts)
 	return l;
 }
 
-static void test_nandsim_synthesized(void **state)
+TEST(test_nandsim_synthesized)
 {
 	static const struct {
 		const char *why, *device, *parts;
@@ -485,7 +485,7 @@ static void rmroot(char *root)
 	free(root);
 }
 
-static void test_check_system(void **state)
+TEST(test_check_system)
 {
 	struct layout *l = load_ok("layouts/nandsim-128m.json");
 	struct error err = {};
@@ -546,7 +546,7 @@ static void test_check_system(void **state)
 	layout_free(l);
 }
 
-static void test_strings(void **state)
+TEST(test_strings)
 {
 	(void)state;
 	assert_string_equal(layout_storage_to_string(LAYOUT_STORAGE_UBI), "ubi");
@@ -556,23 +556,4 @@ static void test_strings(void **state)
 	assert_string_equal(flash_type_to_string(FLASH_NOR), "nor");
 	assert_string_equal(layout_ubi_vol_type_to_string(LAYOUT_UBI_STATIC), "static");
 	layout_free(NULL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_shipped_layouts_valid),
-		cmocka_unit_test(test_default_board),
-		cmocka_unit_test(test_ubi_board),
-		cmocka_unit_test(test_split_board),
-		cmocka_unit_test(test_invalid_layouts),
-		cmocka_unit_test(test_inline_errors),
-		cmocka_unit_test(test_mtdparts),
-		cmocka_unit_test(test_nandsim_params),
-		cmocka_unit_test(test_nandsim_synthesized),
-		cmocka_unit_test(test_check_system),
-		cmocka_unit_test(test_strings),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

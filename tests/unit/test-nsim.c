@@ -66,7 +66,7 @@ static void fill(uint8_t *b, size_t n, uint8_t seed)
 		b[i] = (uint8_t)(seed + i * 7) & 0x7f; /* never 0xFF */
 }
 
-static void test_create_geometry(void **state)
+TEST_FIXTURE(test_create_geometry, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	struct nsim_info i;
@@ -85,7 +85,7 @@ static void test_create_geometry(void **state)
 	assert_int_equal(nsim_data_offset(), 4096);
 }
 
-static void test_create_rejects_bad_geometry(void **state)
+TEST(test_create_rejects_bad_geometry)
 {
 	static const struct nsim_geometry bad[] = {
 		{ NSIM_NAND, 64 * NAND_ES + 1, NAND_ES, NAND_PS, 16 }, /* size not blocks */
@@ -104,7 +104,7 @@ static void test_create_rejects_bad_geometry(void **state)
 
 /* nsim_create_spec: the tools' one way to make a simulator (defaults,
  * factory-bad list, nothing left behind on a bad list). */
-static void test_create_spec(void **state)
+TEST(test_create_spec)
 {
 	const char *path = "/tmp/test-nsim-spec";
 	struct nsim_geometry g = { NSIM_NAND, 64 * NAND_ES, NAND_ES, 0, 0 };
@@ -134,7 +134,7 @@ static void test_create_spec(void **state)
 	unlink(path);
 }
 
-static void test_open_rejects_non_sim(void **state)
+TEST(test_open_rejects_non_sim)
 {
 	char path[] = "/tmp/test-nsim-junk-XXXXXX";
 	int fd = mkstemp(path);
@@ -150,7 +150,7 @@ static void test_open_rejects_non_sim(void **state)
 	assert_int_equal(nsim_open(path, false, &s), -ENOENT);
 }
 
-static void test_nor_program_zero_to_one_fails(void **state)
+TEST_FIXTURE(test_nor_program_zero_to_one_fails, setup_nor, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t v[4] = { 0x0f, 0x0f, 0x0f, 0x0f }, w[4] = { 0xf0, 0x0f, 0x0f, 0x0f }, got[4];
@@ -167,7 +167,7 @@ static void test_nor_program_zero_to_one_fails(void **state)
 	assert_memory_equal(got, less, 4);
 }
 
-static void test_nor_write_across_blocks_validated_first(void **state)
+TEST_FIXTURE(test_nor_write_across_blocks_validated_first, setup_nor, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t buf[32], got[16];
@@ -185,7 +185,7 @@ static void test_nor_write_across_blocks_validated_first(void **state)
 	assert_true(util_mem_is(got, 0x55, sizeof(got)));
 }
 
-static void test_nand_double_program_fails(void **state)
+TEST_FIXTURE(test_nand_double_program_fails, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS], zeros[NAND_PS] = { 0 }, got[NAND_PS];
@@ -198,7 +198,7 @@ static void test_nand_double_program_fails(void **state)
 	assert_memory_equal(got, page, NAND_PS);
 }
 
-static void test_nand_page_order_and_alignment(void **state)
+TEST_FIXTURE(test_nand_page_order_and_alignment, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS];
@@ -219,7 +219,7 @@ static void test_nand_page_order_and_alignment(void **state)
 	assert_int_equal(nsim_write(fx->s, 64 * NAND_ES, page, NAND_PS), -EINVAL);
 }
 
-static void test_erase_restores_ff_and_counts(void **state)
+TEST_FIXTURE(test_erase_restores_ff_and_counts, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS], got[NAND_PS], oob[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
@@ -250,7 +250,7 @@ static void test_erase_restores_ff_and_counts(void **state)
 	assert_int_equal(nsim_erase(fx->s, 4 * NAND_ES + NAND_PS), -EINVAL);
 }
 
-static void test_bad_blocks_refuse_io(void **state)
+TEST_FIXTURE(test_bad_blocks_refuse_io, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS], raw[16];
@@ -285,7 +285,7 @@ static void test_bad_blocks_refuse_io(void **state)
 	assert_int_equal(nsim_erase(fx->s, 9 * NAND_ES), -EIO);
 }
 
-static void test_powercut_after_n_ops(void **state)
+TEST_FIXTURE(test_powercut_after_n_ops, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS], got[NAND_PS];
@@ -325,7 +325,7 @@ static void test_powercut_after_n_ops(void **state)
 	assert_int_equal(after.powercut_left, -1);
 }
 
-static void test_powercut_multi_page_write_counts_pages(void **state)
+TEST_FIXTURE(test_powercut_multi_page_write_counts_pages, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t buf[4 * NAND_PS], got[NAND_PS];
@@ -339,7 +339,7 @@ static void test_powercut_multi_page_write_counts_pages(void **state)
 	assert_true(util_mem_is(got, 0xff, NAND_PS));
 }
 
-static void test_powercut_tearing(void **state)
+TEST_FIXTURE(test_powercut_tearing, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS], got[NAND_PS];
@@ -366,7 +366,7 @@ static void test_powercut_tearing(void **state)
 	assert_false(util_mem_is(blk + NAND_ES / 2, 0xff, NAND_ES / 2));
 }
 
-static void test_program_erase_faults(void **state)
+TEST_FIXTURE(test_program_erase_faults, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS], got[NAND_PS];
@@ -388,7 +388,7 @@ static void test_program_erase_faults(void **state)
 	assert_int_equal(nsim_set_block_faults(fx->s, 6, 0x80), -EINVAL);
 }
 
-static void test_bitflips_per_block(void **state)
+TEST_FIXTURE(test_bitflips_per_block, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t page[NAND_PS], got[2 * NAND_PS];
@@ -422,7 +422,7 @@ static void read_pattern(struct nsim *s, int *out, unsigned n)
 		out[p] = nsim_read(s, (uint64_t)p * NAND_PS, got, NAND_PS);
 }
 
-static void test_bitflips_global_rate_reproducible(void **state)
+TEST_FIXTURE(test_bitflips_global_rate_reproducible, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	int a[200], b[200], c[200];
@@ -448,7 +448,7 @@ static void test_bitflips_global_rate_reproducible(void **state)
 	assert_int_equal(nsim_set_flip_rate(fx->s, 900000, 200000, 1), -EINVAL);
 }
 
-static void test_oob_program_once(void **state)
+TEST_FIXTURE(test_oob_program_once, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t m[8] = { 0x85, 0x19, 0x03, 0x20, 0x08, 0, 0, 0 }, got[8], raw[16], page[NAND_PS];
@@ -466,7 +466,7 @@ static void test_oob_program_once(void **state)
 	assert_int_equal(nsim_write(fx->s, 2 * NAND_ES, page, NAND_PS), 0);
 }
 
-static void test_nor_has_no_oob_or_ecc(void **state)
+TEST_FIXTURE(test_nor_has_no_oob_or_ecc, setup_nor, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t b[8] = { 0 };
@@ -476,7 +476,7 @@ static void test_nor_has_no_oob_or_ecc(void **state)
 	assert_int_equal(nsim_set_block_flip(fx->s, 0, NSIM_FLIP_CORRECTED), -EOPNOTSUPP);
 }
 
-static void test_data_area_is_plain_file(void **state)
+TEST_FIXTURE(test_data_area_is_plain_file, setup_nor, teardown)
 {
 	struct fx *fx = *state;
 	uint8_t v[16], got[16];
@@ -493,7 +493,7 @@ static void test_data_area_is_plain_file(void **state)
 	assert_int_equal(got[0], 0xff);
 }
 
-static void test_readonly_refuses_mutation(void **state)
+TEST_FIXTURE(test_readonly_refuses_mutation, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	struct nsim *ro = NULL;
@@ -508,7 +508,7 @@ static void test_readonly_refuses_mutation(void **state)
 	nsim_close(ro);
 }
 
-static void test_strings(void **state)
+TEST(test_strings)
 {
 	assert_int_equal(nsim_type_from_string("nand"), NSIM_NAND);
 	assert_int_equal(nsim_type_from_string("nor"), NSIM_NOR);
@@ -518,8 +518,6 @@ static void test_strings(void **state)
 }
 
 /* a test on a fresh simulated chip of each kind */
-#define ON_NAND(t) cmocka_unit_test_setup_teardown(t, setup_nand, teardown)
-#define ON_NOR(t) cmocka_unit_test_setup_teardown(t, setup_nor, teardown)
 static int spec_parse(struct nsim_spec *s, struct error *err, ...)
 {
 	char *argv[16] = { "create" };
@@ -535,7 +533,7 @@ static int spec_parse(struct nsim_spec *s, struct error *err, ...)
 }
 
 /* The one parser of flashctl flash sim-create and nsimctl create. */
-static void test_spec_parse(void **state)
+TEST(test_spec_parse)
 {
 	struct nsim_spec s;
 	struct error err = {};
@@ -568,34 +566,4 @@ static void test_spec_parse(void **state)
 	assert_string_equal(err.msg, "--erase-block 8GiB is too large");
 	assert_int_equal(spec_parse(&s, &err, "/x.sim", "--size", "lots", NULL), -EINVAL);
 	assert_non_null(strstr(err.msg, "invalid --size 'lots'"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		ON_NAND(test_create_geometry),
-		cmocka_unit_test(test_create_rejects_bad_geometry),
-		cmocka_unit_test(test_create_spec),
-		cmocka_unit_test(test_open_rejects_non_sim),
-		ON_NOR(test_nor_program_zero_to_one_fails),
-		ON_NOR(test_nor_write_across_blocks_validated_first),
-		ON_NAND(test_nand_double_program_fails),
-		ON_NAND(test_nand_page_order_and_alignment),
-		ON_NAND(test_erase_restores_ff_and_counts),
-		ON_NAND(test_bad_blocks_refuse_io),
-		ON_NAND(test_powercut_after_n_ops),
-		ON_NAND(test_powercut_multi_page_write_counts_pages),
-		ON_NAND(test_powercut_tearing),
-		ON_NAND(test_program_erase_faults),
-		ON_NAND(test_bitflips_per_block),
-		ON_NAND(test_bitflips_global_rate_reproducible),
-		ON_NAND(test_oob_program_once),
-		ON_NOR(test_nor_has_no_oob_or_ecc),
-		ON_NOR(test_data_area_is_plain_file),
-		ON_NAND(test_readonly_refuses_mutation),
-		cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_spec_parse),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 
 #include "cleanup.h"
 #include "oplock.h"
+#include "testlib.h"
 
 static char dir[] = "/tmp/flashd-test-oplock-XXXXXX";
 static char target[128];
@@ -40,7 +41,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void test_path(void **state)
+TEST(test_path)
 {
 	_cleanup_free_ char *p = NULL, *q = NULL, *s = NULL;
 	char want[160];
@@ -59,7 +60,7 @@ static void test_path(void **state)
 	assert_int_equal(oplock_path("/dev/mtd0", &p), -EINVAL);
 }
 
-static void test_busy_names_holder(void **state)
+TEST(test_busy_names_holder)
 {
 	_cleanup_oplock_ struct oplock *a = NULL;
 	struct oplock *b = NULL;
@@ -81,7 +82,7 @@ static void test_busy_names_holder(void **state)
 
 /* The daemon's pattern: take, fork, the child names itself, the parent
  * lets go; the lock stays taken until the child exits. */
-static void test_child_keeps_lock(void **state)
+TEST(test_child_keeps_lock)
 {
 	struct oplock *l = NULL, *other = NULL;
 	struct oplock_holder h;
@@ -116,13 +117,4 @@ static void test_child_keeps_lock(void **state)
 	oplock_release(other);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_path),
-		cmocka_unit_test(test_busy_names_holder),
-		cmocka_unit_test(test_child_keeps_lock),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_GROUP(setup, teardown);

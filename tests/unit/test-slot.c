@@ -18,6 +18,7 @@
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
+#include "testlib.h"
 
 /* ---- count stores: fsyncs of the env file (libubootenv: one per store) ---- */
 static char watched[PATH_MAX];
@@ -109,7 +110,7 @@ static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned
 		fail_msg("%s: %s", slot_op_to_string(op), err.msg);
 }
 
-static void test_parse(void **state)
+TEST(test_parse)
 {
 	struct slot_state st;
 	struct vars none = { { { NULL, NULL } } };
@@ -145,7 +146,7 @@ static void test_parse(void **state)
 	assert_int_equal(slot_state_load(&st, dup, 2, 3, map_get, &none, &err), -EINVAL);
 }
 
-static void test_activate(void **state)
+TEST(test_activate)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -167,7 +168,7 @@ static void test_activate(void **state)
 	assert_int_equal(c.n, 0);
 }
 
-static void test_mark_good(void **state)
+TEST(test_mark_good)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -184,7 +185,7 @@ static void test_mark_good(void **state)
 		       "FLASHD_LAST_GOOD=B;");
 }
 
-static void test_mark_bad(void **state)
+TEST(test_mark_bad)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -204,7 +205,7 @@ static void test_mark_bad(void **state)
 	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, -1, 0, &st, &c, &err), -EINVAL);
 }
 
-static void test_rollback(void **state)
+TEST(test_rollback)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -241,7 +242,7 @@ static void test_rollback(void **state)
 	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 1, 0, &n, &c, &err), -EALREADY);
 }
 
-static void test_reset_and_init(void **state)
+TEST(test_reset_and_init)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -261,7 +262,7 @@ static void test_reset_and_init(void **state)
 	assert_int_equal(slot_op_from_string("nope"), -EINVAL);
 }
 
-static void test_status(void **state)
+TEST(test_status)
 {
 	struct slot_state st;
 	struct slot_status s;
@@ -316,7 +317,7 @@ static void test_status(void **state)
 }
 
 /* What the boot script does at power-on (slot_boot_select). */
-static void test_boot_select(void **state)
+TEST(test_boot_select)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -345,7 +346,7 @@ static void test_boot_select(void **state)
 	assert_int_equal(slot_boot_select(&n, &st, &c), 1);
 }
 
-static void test_state_vars(void **state)
+TEST(test_state_vars)
 {
 	assert_true(slot_is_state_var("BOOT_ORDER"));
 	assert_true(slot_is_state_var("FLASHD_A_STATE"));
@@ -413,7 +414,7 @@ static int booted(const struct fake_layout *f, const char *cmdline, const char *
 	return slot_booted_from_cmdline(cmdline, &f->l, &f->g, by, &err);
 }
 
-static void test_booted_cmdline(void **state)
+TEST(test_booted_cmdline)
 {
 	struct fake_layout f;
 	struct error err = {};
@@ -455,7 +456,7 @@ static void test_booted_cmdline(void **state)
 	assert_int_equal(booted(&f, "root=/dev/ubiblock0_0", &by), -ENOENT);
 }
 
-static void test_booted_file(void **state)
+TEST(test_booted_file)
 {
 	struct fake_layout f;
 	struct error err = {};
@@ -475,7 +476,7 @@ static void test_booted_file(void **state)
 	assert_non_null(strstr(err.msg, path));
 }
 
-static void test_bootscript(void **state)
+TEST(test_bootscript)
 {
 	struct fake_layout f;
 	char *buf = NULL;
@@ -536,7 +537,7 @@ static enum slot_view view(const char *order, const char *a, const char *ra, boo
 }
 
 /* Items 3, 22: status names what a slot holds. */
-static void test_records_and_views(void **state)
+TEST(test_records_and_views)
 {
 	struct slot_state st;
 	struct vars bad = { { { "FLASHD_A_STATE", "ok" } } };
@@ -570,7 +571,7 @@ static void test_records_and_views(void **state)
 }
 
 /* Item 3: only a slot whose last install verified enters BOOT_ORDER. */
-static void test_verified_only(void **state)
+TEST(test_verified_only)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -593,7 +594,7 @@ static void test_verified_only(void **state)
 }
 
 /* Items 1, 13, 18: the install's stores. */
-static void test_install_ops(void **state)
+TEST(test_install_ops)
 {
 	struct slot_state st, n, n2;
 	struct slot_changes c;
@@ -641,7 +642,7 @@ static void test_install_ops(void **state)
 
 /* Items 2, 15: the health check never empties BOOT_ORDER; a fallback takes
  * the exhausted primary out. */
-static void test_degraded_and_fallback(void **state)
+TEST(test_degraded_and_fallback)
 {
 	struct slot_state st, n, n2;
 	struct slot_changes c;
@@ -689,7 +690,7 @@ static void test_degraded_and_fallback(void **state)
  * no records). The booted slot alone stays in BOOT_ORDER; the other one,
  * whatever it holds (never written, half-written), can no longer be booted
  * by the script, and a failing health check keeps the booted slot. */
-static void test_records_lost(void **state)
+TEST(test_records_lost)
 {
 	struct slot_state st, n, n2;
 	struct slot_changes c;
@@ -738,7 +739,7 @@ static void test_records_lost(void **state)
 }
 
 /* Item 5: boot-select does what the script does on every odd env. */
-static void test_boot_select_odd(void **state)
+TEST(test_boot_select_odd)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
@@ -763,7 +764,7 @@ static void test_boot_select_odd(void **state)
 }
 
 /* Item 20: slot variables are checked even when forced. */
-static void test_var_check(void **state)
+TEST(test_var_check)
 {
 	struct fake_layout f;
 	struct error err = {};
@@ -815,7 +816,7 @@ static struct env *file_env(char *dir, char *file, size_t len, struct env_device
 
 /* Every transition, applied to a redundant file env, is exactly one store
  * and reads back as computed. */
-static void test_apply_one_store(void **state)
+TEST(test_apply_one_store)
 {
 	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
 	struct error eerr = {};
@@ -871,7 +872,7 @@ static char *env_str(struct env *e, const char *name)
 
 /* slot_change(): load, compute, one store with the extra variable; a
  * refusal or an unknown slot writes nothing. */
-static void test_slot_change(void **state)
+TEST(test_slot_change)
 {
 	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
 	struct env_device devs[2];
@@ -920,33 +921,4 @@ static void test_slot_change(void **state)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
 	(void) state;
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_slot_change),
-		cmocka_unit_test(test_activate),
-		cmocka_unit_test(test_mark_good),
-		cmocka_unit_test(test_mark_bad),
-		cmocka_unit_test(test_rollback),
-		cmocka_unit_test(test_reset_and_init),
-		cmocka_unit_test(test_status),
-		cmocka_unit_test(test_boot_select),
-		cmocka_unit_test(test_state_vars),
-		cmocka_unit_test(test_booted_cmdline),
-		cmocka_unit_test(test_booted_file),
-		cmocka_unit_test(test_bootscript),
-		cmocka_unit_test(test_apply_one_store),
-		cmocka_unit_test(test_records_and_views),
-		cmocka_unit_test(test_verified_only),
-		cmocka_unit_test(test_install_ops),
-		cmocka_unit_test(test_degraded_and_fallback),
-		cmocka_unit_test(test_records_lost),
-		cmocka_unit_test(test_boot_select_odd),
-		cmocka_unit_test(test_var_check),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 
 #include "bundle-test-helpers.h"
 #include "squashfs.h"
+#include "testlib.h"
 
 struct comp {
 	const char *name;
@@ -40,7 +41,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void test_real_images(void **state)
+TEST(test_real_images)
 {
 	unsigned made = 0;
 
@@ -106,7 +107,7 @@ static const struct corruption corruptions[] = {
 	{ "bytes_used past max", 40, 8, UINT64_C(1) << 40, -EFBIG, "more than" },
 };
 
-static void test_corruptions(void **state)
+TEST(test_corruptions)
 {
 	for (size_t i = 0; i < sizeof(corruptions) / sizeof(corruptions[0]); i++) {
 		const struct corruption *c = &corruptions[i];
@@ -124,7 +125,7 @@ static void test_corruptions(void **state)
 	}
 }
 
-static void test_not_squashfs(void **state)
+TEST(test_not_squashfs)
 {
 	uint8_t buf[4096];
 	struct error err = {};
@@ -145,13 +146,4 @@ static void test_not_squashfs(void **state)
 	assert_null(squashfs_compression_to_string(99));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_real_images),
-		cmocka_unit_test(test_corruptions),
-		cmocka_unit_test(test_not_squashfs),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_GROUP(setup, teardown);

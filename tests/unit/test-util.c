@@ -18,8 +18,9 @@
 
 #include "cleanup.h"
 #include "util.h"
+#include "testlib.h"
 
-static void test_parse_size(void **state)
+TEST(test_parse_size)
 {
 	static const struct {
 		const char *s;
@@ -63,7 +64,7 @@ static void test_parse_size(void **state)
 	}
 }
 
-static void test_format_size(void **state)
+TEST(test_format_size)
 {
 	char b[32];
 
@@ -124,7 +125,7 @@ static void write_file(const char *path, const void *buf, size_t len)
 
 /* max is the largest size read; the buffer grows past its first 4 KiB;
  * the text is NUL-terminated with the length beside it. */
-static void test_read_file(void **state)
+TEST_FIXTURE(test_read_file, setup, teardown)
 {
 	struct tmp *t = *state;
 	_cleanup_free_ char *big = malloc(10000);
@@ -152,7 +153,7 @@ static void test_read_file(void **state)
 	assert_null(buf);
 }
 
-static void test_read_line_u64(void **state)
+TEST_FIXTURE(test_read_line_u64, setup, teardown)
 {
 	struct tmp *t = *state;
 	char line[8];
@@ -171,7 +172,7 @@ static void test_read_line_u64(void **state)
 
 /* A pipe delivers in pieces and ends early: read_full gathers the pieces
  * and returns what there was; a write to a closed pipe is -EPIPE. */
-static void test_full_loops_on_pipes(void **state)
+TEST(test_full_loops_on_pipes)
 {
 	int p[2];
 	char buf[16];
@@ -203,7 +204,7 @@ static void test_full_loops_on_pipes(void **state)
 	assert_int_equal(util_read_full(-1, buf, 1), -EBADF);
 }
 
-static void test_positional(void **state)
+TEST_FIXTURE(test_positional, setup, teardown)
 {
 	struct tmp *t = *state;
 	_cleanup_close_ int fd = -1;
@@ -224,7 +225,7 @@ static void test_positional(void **state)
 	assert_int_equal(util_pwrite_full(fd, buf, 1, -1), -EINVAL);
 }
 
-static void test_mkdir_p(void **state)
+TEST_FIXTURE(test_mkdir_p, setup, teardown)
 {
 	struct tmp *t = *state;
 	char p[160];
@@ -243,7 +244,7 @@ static void test_mkdir_p(void **state)
 	assert_int_equal(util_mkdir_p(p, 0755), -ENOTDIR);
 }
 
-static void test_small_helpers(void **state)
+TEST(test_small_helpers)
 {
 	static const uint8_t bytes[] = { 0x00, 0x7f, 0xa5, 0xff };
 	uint8_t ff[64];
@@ -272,20 +273,4 @@ static void test_small_helpers(void **state)
 	/* truncation is allowed and reported like snprintf */
 	assert_int_equal(util_snprintf(b, sizeof(b), "%s", "abcdef"), 6);
 	assert_string_equal(b, "abc");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_size),
-		cmocka_unit_test(test_format_size),
-		cmocka_unit_test_setup_teardown(test_read_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_line_u64, setup, teardown),
-		cmocka_unit_test(test_full_loops_on_pipes),
-		cmocka_unit_test_setup_teardown(test_positional, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
-		cmocka_unit_test(test_small_helpers),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,164 @@
+# shellcheck shell=bash
+# Network installs (issue 17), sourced by bench/guest.sh: flashd installs
+# bundles from a real lighttpd on the guest's loopback, one workload after
+# the other, so that each starts from what the one before left in slot B:
+#
+#   net-full      slot B erased, no record of it: everything is fetched
+#   net-reinstall the same bundle again: only the manifest and the index
+#   net-changed   the ~10%-changed image (slot B holds image 1)
+#   net-onebyte   image 2 with one byte changed (slot B holds image 2)
+#   net-resume    slot B erased, no record; power cut (kill -9 of the daemon
+#                 and its worker) once half the bundle is downloaded, then
+#                 the same install again: the total fetched across both
+#
+# Bytes are counted by the server (lighttpd's access log, %b: body bytes
+# sent), so the number does not depend on flashd's own accounting.
+
+NET=$tmp/net
+net_port=8079
+
+net_start_httpd() {
+	local i
+	mkdir -p $NET/www
+	ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+	cat >$NET/lighttpd.conf <<EOT
+server.modules = ("mod_accesslog")
+server.document-root = "$NET/www"
+server.bind = "127.0.0.1"
+server.port = $net_port
+server.errorlog = "$NET/lighttpd.err"
+accesslog.filename = "$NET/access.log"
+accesslog.format = "%s %b %r"
+mimetype.assign = ("" => "application/octet-stream")
+EOT
+	lighttpd -D -f $NET/lighttpd.conf >$NET/lighttpd.out 2>&1 &
+	net_httpd=$!
+	for i in $(seq 100); do
+		(: </dev/tcp/127.0.0.1/$net_port) 2>/dev/null && return 0
+		kill -0 $net_httpd 2>/dev/null || break
+		sleep 0.1
+	done
+	net_error="lighttpd did not start: $(cat $NET/lighttpd.out $NET/lighttpd.err 2>/dev/null | tail -c 300)"
+	return 1
+}
+
+# net_bytes: body bytes and requests the server logged since net_mark
+net_mark() { net_logpos=$(stat -c %s $NET/access.log 2>/dev/null || echo 0); }
+net_bytes() {
+	tail -c +$((net_logpos + 1)) $NET/access.log 2>/dev/null |
+		awk '{ if ($2 ~ /^[0-9]+$/) b += $2; n++ } END { printf "%d %d\n", b, n }'
+}
+
+net_conf() { # STATE_DIR
+	mkdir -p "$1"
+	cat >$FD/flashd.conf <<EOT
+[flashd]
+layout=$layout
+target=system
+keyring=$work/keyring
+socket=$FD/flashd.sock
+state-dir=$1
+cmdline=$FD/cmdline
+EOT
+}
+
+# net_install NAME BUNDLE [CUT_AT_BYTES]: one timed install from the URL;
+# with CUT_AT_BYTES, the daemon and its worker are killed (-9) as soon as
+# the install reports that many bytes downloaded. Sets NET_RC, NET_SECONDS.
+net_install() {
+	local url=http://127.0.0.1:$net_port/$2 t0 t1 w
+	fd_start
+	erase_begin
+	t0=$(now)
+	if [ -n "${3:-}" ]; then
+		FLASHD_SOCKET=$FD/flashd.sock bounded "$FLASHCTL" --json install "$url" >$NET/$1.json 2>$NET/$1.err &
+		local cpid=$! i
+		for i in $(seq 6000); do
+			[ "$(tail -n 1 $NET/$1.json 2>/dev/null | jq -r '.bytes_downloaded // 0' 2>/dev/null)" -ge "$3" ] 2>/dev/null && break
+			kill -0 $cpid 2>/dev/null || break
+			sleep 0.1
+		done
+		# a power cut: the daemon and its install worker die together
+		w=$(cat /proc/$fd_pid/task/$fd_pid/children 2>/dev/null)
+		kill -9 $w $fd_pid 2>/dev/null
+		wait $cpid 2>/dev/null
+		NET_RC=0
+	else
+		FLASHD_SOCKET=$FD/flashd.sock bounded "$FLASHCTL" -q install "$url" >$NET/$1.log 2>&1
+		NET_RC=$?
+	fi
+	t1=$(now)
+	erase_end
+	fd_stop
+	NET_SECONDS=$(elapsed "$t0" "$t1")
+}
+
+net_emit() { # WORKLOAD IMAGE BUNDLE BYTES REQUESTS [KEY=VALUE...]
+	local w=$1 img=$2 b=$3 bytes=$4 reqs=$5 rec
+	shift 5
+	if [ "$NET_RC" != 0 ]; then
+		emit kind=install contender=flashd-http workload="$w" \
+			error="flashctl install URL $(why $NET_RC): $(tail -c 300 $NET/$w.log) / $(tail -n 3 $FD/flashd.log)"
+		return
+	fi
+	rec=$(jq -c '.[0] | {erases, blocks_skipped, result}' $NET_STATE/installs.json 2>/dev/null)
+	emit kind=install contender=flashd-http workload="$w" seconds="$NET_SECONDS" \
+		downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$b")" \
+		erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" \
+		own_erases="$(jq -r '.erases' <<<"$rec")" own_skipped="$(jq -r '.blocks_skipped' <<<"$rec")" \
+		prefix_bytes="$("$FLASHCTL" --json bundle info "$NET/www/$b" 2>/dev/null | jq -r '.images[0].offset // empty')" \
+		verified="$(verified "$img")" "$@" \
+		how="flashctl install http://127.0.0.1/BUNDLE (lighttpd; bytes = body bytes the server sent)"
+}
+
+run_flashd_http() {
+	local w b bytes reqs half v3=$tmp/v3.img
+	net_error=""
+	command -v lighttpd >/dev/null || net_error="lighttpd is not installed"
+	[ -z "$net_error" ] && [ -n "$prov_error" ] && net_error="$prov_error"
+	[ -z "$net_error" ] && net_start_httpd
+	if [ -n "$net_error" ]; then
+		for w in full reinstall changed onebyte resume; do
+			emit kind=install contender=flashd-http workload="net-$w" error="$net_error"
+		done
+		return
+	fi
+	cp $tmp/flashd-$layout_base-v1.bundle $tmp/flashd-$layout_base-v2.bundle $NET/www/
+	cp "$work/flashd-$layout_base-v3.bundle" $NET/www/ 2>/dev/null
+	cp "$work/v3.img" $v3 2>/dev/null
+	mkdir -p $FD
+	echo "flashd.slot=A" >$FD/cmdline
+
+	NET_STATE=$FD/net-state-1
+	net_conf $NET_STATE
+	empty_slot_b
+	for w in full:1 reinstall:1 changed:2 onebyte:3; do
+		b=flashd-$layout_base-v${w#*:}.bundle
+		if [ ! -f "$NET/www/$b" ]; then
+			emit kind=install contender=flashd-http workload="net-${w%:*}" error="no $b in $work"
+			continue
+		fi
+		net_mark
+		net_install "net-${w%:*}" "$b"
+		read -r bytes reqs < <(net_bytes)
+		net_emit "net-${w%:*}" "$([ "${w#*:}" = 3 ] && echo $v3 || echo $tmp/v${w#*:}.img)" "$b" "$bytes" "$reqs"
+	done
+
+	# resume: an empty slot and no record, cut at half the bundle, again
+	NET_STATE=$FD/net-state-2
+	net_conf $NET_STATE
+	empty_slot_b
+	b=flashd-$layout_base-v1.bundle
+	half=$(( $(stat -c %s "$NET/www/$b") / 2 ))
+	net_mark
+	net_install net-resume-cut "$b" "$half"
+	local cut_s=$NET_SECONDS cut_bytes cut_reqs
+	read -r cut_bytes cut_reqs < <(net_bytes)
+	net_mark
+	net_install net-resume "$b"
+	read -r bytes reqs < <(net_bytes)
+	net_emit net-resume $tmp/v1.img "$b" $((cut_bytes + bytes)) $((cut_reqs + reqs)) \
+		cut_at="$half" cut_downloaded="$cut_bytes" cut_seconds="$cut_s" resume_downloaded="$bytes"
+	kill $net_httpd 2>/dev/null
+	wait $net_httpd 2>/dev/null
+}
