@@ -12,15 +12,21 @@
 #                 the same install again: the total fetched across both
 #
 # Bytes are counted by the server (lighttpd's access log, %b: body bytes
-# sent), so the number does not depend on flashd's own accounting.
+# sent), so the number does not depend on flashd's own accounting. Small
+# TCP buffers (as on a device) keep "sent" close to "taken by the client":
+# with loopback's default ones, a 4 MiB bundle is in flight before the
+# installer has read half of it. The cut run goes through a second port
+# throttled to 2 MiB/s, so that the cut lands at half the bundle.
 
 NET=$tmp/net
-net_port=8079
+net_port=8079 net_slow_port=8078
 
 net_start_httpd() {
 	local i
 	mkdir -p $NET/www
 	ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+	sysctl -q -w net.ipv4.tcp_rmem="4096 65536 131072" net.ipv4.tcp_wmem="4096 65536 131072" \
+		net.core.rmem_max=131072 net.core.wmem_max=131072 2>/dev/null
 	cat >$NET/lighttpd.conf <<EOT
 server.modules = ("mod_accesslog")
 server.document-root = "$NET/www"
@@ -30,6 +36,9 @@ server.errorlog = "$NET/lighttpd.err"
 accesslog.filename = "$NET/access.log"
 accesslog.format = "%s %b %r"
 mimetype.assign = ("" => "application/octet-stream")
+\$SERVER["socket"] == "127.0.0.1:$net_slow_port" {
+	connection.kbytes-per-second = 2048
+}
 EOT
 	lighttpd -D -f $NET/lighttpd.conf >$NET/lighttpd.out 2>&1 &
 	net_httpd=$!
@@ -43,8 +52,10 @@ EOT
 }
 
 # net_bytes: body bytes and requests the server logged since net_mark
-net_mark() { net_logpos=$(stat -c %s $NET/access.log 2>/dev/null || echo 0); }
+# (lighttpd writes its access log at least once a second)
+net_mark() { sleep 1.5; net_logpos=$(stat -c %s $NET/access.log 2>/dev/null || echo 0); }
 net_bytes() {
+	sleep 1.5
 	tail -c +$((net_logpos + 1)) $NET/access.log 2>/dev/null |
 		awk '{ if ($2 ~ /^[0-9]+$/) b += $2; n++ } END { printf "%d %d\n", b, n }'
 }
@@ -67,6 +78,7 @@ EOT
 # the install reports that many bytes downloaded. Sets NET_RC, NET_SECONDS.
 net_install() {
 	local url=http://127.0.0.1:$net_port/$2 t0 t1 w
+	[ -n "${3:-}" ] && url=http://127.0.0.1:$net_slow_port/$2
 	fd_start
 	erase_begin
 	t0=$(now)
@@ -74,7 +86,8 @@ net_install() {
 		FLASHD_SOCKET=$FD/flashd.sock bounded "$FLASHCTL" --json install "$url" >$NET/$1.json 2>$NET/$1.err &
 		local cpid=$! i
 		for i in $(seq 6000); do
-			[ "$(tail -n 1 $NET/$1.json 2>/dev/null | jq -r '.bytes_downloaded // 0' 2>/dev/null)" -ge "$3" ] 2>/dev/null && break
+			w=$(tail -n 1 $NET/$1.json 2>/dev/null | sed -n 's/.*"bytes_downloaded":\([0-9]*\).*/\1/p')
+			[ "${w:-0}" -ge "$3" ] && break
 			kill -0 $cpid 2>/dev/null || break
 			sleep 0.1
 		done
@@ -159,6 +172,42 @@ run_flashd_http() {
 	read -r bytes reqs < <(net_bytes)
 	net_emit net-resume $tmp/v1.img "$b" $((cut_bytes + bytes)) $((cut_reqs + reqs)) \
 		cut_at="$half" cut_downloaded="$cut_bytes" cut_seconds="$cut_s" resume_downloaded="$bytes"
-	kill $net_httpd 2>/dev/null
-	wait $net_httpd 2>/dev/null
+}
+
+# SWUpdate's own downloader (-d -u URL) on the same chain of workloads: it
+# fetches the whole .swu every time (no index, no resume across a reboot).
+run_swupdate_http() {
+	local w s u bytes reqs t0 t1 rc
+	net_error=""
+	command -v swupdate >/dev/null || net_error="swupdate is not installed"
+	command -v lighttpd >/dev/null || net_error="lighttpd is not installed"
+	[ -z "$net_error" ] && { [ -n "${net_httpd:-}" ] && kill -0 "$net_httpd" 2>/dev/null || net_start_httpd; }
+	mkdir -p $SD
+	for w in full:1 reinstall:1 changed:2; do
+		s=swu-v${w#*:}-${mtdB}.swu
+		if [ -n "$net_error" ] || [ ! -f "$work/$s" ]; then
+			emit kind=install contender=swupdate-http workload="net-${w%:*}" error="${net_error:-no $work/$s}"
+			continue
+		fi
+		cp "$work/$s" $NET/www/
+		[ "${w%:*}" = full ] && empty_slot_b
+		u=http://127.0.0.1:$net_port/$s
+		net_mark
+		erase_begin
+		t0=$(now)
+		bounded swupdate -B uboot -k "$work/cms.pem" -H bench:1.0 -d "-u $u" >$SD/net-install.log 2>&1
+		rc=$?
+		t1=$(now)
+		erase_end
+		read -r bytes reqs < <(net_bytes)
+		if [ $rc != 0 ]; then
+			emit kind=install contender=swupdate-http workload="net-${w%:*}" \
+				error="swupdate -d $(why $rc): $(grep -E 'ERROR|error' $SD/net-install.log | tail -n 3)"
+			continue
+		fi
+		emit kind=install contender=swupdate-http workload="net-${w%:*}" seconds="$(elapsed "$t0" "$t1")" \
+			downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$s")" \
+			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" verified="$(verified "$tmp/v${w#*:}.img")" \
+			how="swupdate -d '-u URL' (its downloader; flash handler)"
+	done
 }

@@ -564,8 +564,10 @@ for c in ${contenders//,/ }; do
 	rauc) run_rauc ;;
 	swupdate) run_swupdate ;;
 	flashd-http) run_flashd_http ;;
+	swupdate-http) run_swupdate_http ;;
 	esac
 done
+[ -n "${net_httpd:-}" ] && kill "$net_httpd" 2>/dev/null
 run_boot
 log "done"
 exit 0

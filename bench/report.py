@@ -367,26 +367,27 @@ def net_targets(target, v, get):
 
 
 def net_table(v, get):
-    rows = [(w, n, get(v, "flashd-http", w)) for w, n in NET_WORKLOADS.items()]
-    if not any(r for _, _, r in rows):
+    rows = [(w, n, c, get(v, c, w)) for w, n in NET_WORKLOADS.items()
+            for c in ("flashd-http", "swupdate-http")]
+    if not any(r for _, _, _, r in rows):
         return []
     fl = get(v, "floor", "full")
     md = ["", "Installs from a URL (lighttpd on the guest's loopback; bytes as the server "
           "logged them). RAUC's plain bundles have no network or adaptive path on NAND (its "
           "streaming and adaptive updates need verity bundles on block devices); SWUpdate "
           "downloads the whole .swu every time.", "",
-          "| workload (flashd, URL) | time s | × floor full | downloaded B | % of bundle | requests | erases slot (own) | ok | note |",
-          "|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for w, name, r in rows:
+          "| workload (URL) | contender | time s | × floor full | downloaded B | % of bundle | requests | erases slot (own) | ok | note |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for w, name, c, r in rows:
         if not r:
             continue
         if "error" in r:
-            md.append(f"| {name} | – | – | – | – | – | – | – | **not measured**: {r['error']} |")
+            md.append(f"| {name} | {c} | – | – | – | – | – | – | – | **not measured**: {r['error']} |")
             continue
         ratio = r["seconds"] / fl["seconds"] if fl and fl.get("seconds") else None
         own = f" ({r['own_erases']})" if r.get("own_erases") not in (None, "null") else ""
         note = f"cut run fetched {r['cut_downloaded']} B" if "cut_downloaded" in r else ""
-        md.append(f"| {name} | {fmt(r.get('seconds'))} | {fmt(ratio)} | {r['downloaded']} | "
+        md.append(f"| {name} | {c} | {fmt(r.get('seconds'))} | {fmt(ratio)} | {r['downloaded']} | "
                   f"{fmt(net_pct(r), 1)} | {r.get('requests')} | {fmt(r.get('erases_slot'))}{own} | "
                   f"{r.get('verified', '?')} | {note} |")
     return md

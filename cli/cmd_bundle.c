@@ -31,6 +31,8 @@
 #define OPT_ALLOW_UNSIGNED 0x109
 #define OPT_BUILD_DATE 0x10a
 #define OPT_SLOT_SIZE 0x10b
+#define OPT_BLOCK_SIZE 0x10c
+#define OPT_NO_INDEX 0x10d
 #define OPT_OUTPUT 'o'
 
 static const char *human(uint64_t v, char *buf, size_t len)
@@ -62,6 +64,7 @@ static void hex32(const uint8_t *p, char out[65])
 struct limits {
 	struct bundle_slot_limit l[2];
 	size_t n;
+	uint32_t erasesize;  /* of the raw partitions' chip (largest): the index block */
 };
 
 static void limits_add(struct limits *lim, const char *member, const struct layout_image_target *t,
@@ -78,8 +81,10 @@ static void limits_add(struct limits *lim, const char *member, const struct layo
 			return;
 		lim->l[lim->n++] = (struct bundle_slot_limit) { member, UINT64_MAX, image_type };
 	}
-	if (raw)
+	if (raw) {
 		lim->l[i].max_size = MIN(lim->l[i].max_size, t->part->size);
+		lim->erasesize = MAX(lim->erasesize, t->part->dev->erasesize);
+	}
 }
 
 /* The type name in static storage: the limits outlive the layout. */
@@ -134,6 +139,28 @@ static int open_input(struct cli_ctx *ctx, const char *path)
 
 /* ---- create ---- */
 
+/* "131072", "128K", "128KiB", "1M" */
+static int parse_block_size(struct cli_ctx *ctx, const char *arg, uint32_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (!errno && (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k")))
+		v <<= 10;
+	else if (!errno && (!strcmp(end, "M") || !strcmp(end, "MiB")))
+		v <<= 20;
+	else if (*end)
+		v = 0;
+	if (errno || v < BUNDLE_BLOCK_SIZE_MIN || v > BUNDLE_BLOCK_SIZE_MAX || (v & (v - 1))) {
+		cli_error(ctx, "--block-size %s: must be a power of two from 4K to 16M", arg);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
 static void print_create_report(const char *out, const struct bundle_create_result *res,
 				const struct bundle_create_image *imgs, size_t n_keys, FILE *f)
 {
@@ -167,6 +194,11 @@ static void print_create_report(const char *out, const struct bundle_create_resu
 	}
 	fprintf(f, "  manifest %" PRIu32 " bytes, %zu signature%s\n", m->manifest_size, n_keys,
 		n_keys == 1 ? "" : "s");
+	if (m->block_size)
+		fprintf(f, "  block index %" PRIu64 " bytes (a SHA-256 per %s block)\n",
+			m->index_size, human(m->block_size, a, sizeof(a)));
+	else
+		fprintf(f, "  no block index (format 1.0)\n");
 	fprintf(f, "  total %s (%" PRIu64 " bytes); images %s -> %s, ratio %.1f%%\n",
 		human(m->total_size, a, sizeof(a)), m->total_size, human(total_in, b, sizeof(b)),
 		human(total_stored, sha, sizeof(sha)), 100.0 * total_stored / total_in);
@@ -238,6 +270,8 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		{ "gzip", optional_argument, NULL, OPT_GZIP },
 		{ "description", required_argument, NULL, OPT_DESCRIPTION },
 		{ "build-date", required_argument, NULL, OPT_BUILD_DATE },
+		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
+		{ "no-index", no_argument, NULL, OPT_NO_INDEX },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bundle_create_image imgs[BUNDLE_MAX_IMAGES];
@@ -264,6 +298,11 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		case OPT_DESCRIPTION: p.description = optarg; break;
 		case OPT_BUILD_DATE: p.build_date = optarg; break;
 		case OPT_NO_SIGN: no_sign = true; break;
+		case OPT_NO_INDEX: p.no_index = true; break;
+		case OPT_BLOCK_SIZE:
+			if (parse_block_size(ctx, optarg, &p.block_size) < 0)
+				return CLI_EXIT_USAGE;
+			break;
 		case OPT_GZIP:
 			gzip = true;
 			if (optarg && ((p.gzip_level = atoi(optarg)) < 1 || p.gzip_level > 9)) {
@@ -295,7 +334,11 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	    (n_keys == 0) == !no_sign) {
 		cli_error(ctx, "usage: bundle create -o OUT (--compatible STR | --layout FILE) "
 			  "--version V --image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) "
-			  "[--gzip[=LEVEL]] [--description TEXT]");
+			  "[--gzip[=LEVEL]] [--description TEXT] [--block-size SIZE | --no-index]");
+		return CLI_EXIT_USAGE;
+	}
+	if (p.no_index && p.block_size) {
+		cli_error(ctx, "--block-size and --no-index exclude each other");
 		return CLI_EXIT_USAGE;
 	}
 	if (layout) {
@@ -303,6 +346,11 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		if (r)
 			return r;
 		p.compatible = compat;
+		/* the index's blocks are the board's erase blocks: what an
+		 * adaptive install compares and skips */
+		if (!p.block_size && lim.erasesize >= BUNDLE_BLOCK_SIZE_MIN &&
+		    lim.erasesize <= BUNDLE_BLOCK_SIZE_MAX && !(lim.erasesize & (lim.erasesize - 1)))
+			p.block_size = lim.erasesize;
 		/* members and types first: no image is read for a bundle the board refuses */
 		if (check_members(ctx, imgs, p.n_images, &lim) < 0)
 			return CLI_EXIT_INVALID;
@@ -376,6 +424,9 @@ static void print_manifest(const struct bundle_manifest *m, const char *path, bo
 		printf("Description: %s\n", m->description);
 	printf("Size:        %s (%" PRIu64 " bytes)\n", human(m->total_size, a, sizeof(a)),
 	       m->total_size);
+	if (m->block_size)
+		printf("Block index: %" PRIu64 " bytes, %s blocks\n", m->index_size,
+		       human(m->block_size, b, sizeof(b)));
 	switch (m->trust) {
 	case BUNDLE_TRUST_VERIFIED:
 		hex32(m->signer_id, sha);

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "client.h"
 #include "proto.h"
+#include "source_http.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/flashd/flashd.sock"
@@ -325,19 +326,24 @@ static void draw_bar(struct install_ui *ui, struct json_object *p)
 {
 	int64_t pct = ji(p, "percent");
 	const char *step = jp(p, "step");
-	char done[32], total[32];
+	char done[32], total[32], dl[48] = "";
 	int width = 30, fill = (int)(pct * width / 100);
 
+	/* a URL: what crossed the network beside what went to flash */
+	if (jo(p, "bytes_downloaded")) {
+		memcpy(dl, " downloaded ", 12);
+		util_format_size(ji(p, "bytes_downloaded") & ~1023LL, dl + 12, sizeof(dl) - 12);
+	}
 	if (ui->tty) {
-		fprintf(stderr, "\r%-8s [%.*s%*s] %3" PRId64 "%%  %s / %s  %-8s", step, fill,
+		fprintf(stderr, "\r%-8s [%.*s%*s] %3" PRId64 "%%  %s / %s%s  %-8s", step, fill,
 			"##############################", width - fill, "", pct,
 			util_format_size(ji(p, "bytes_done") & ~1023LL, done, sizeof(done)),
-			util_format_size(ji(p, "bytes_total") & ~1023LL, total, sizeof(total)),
+			util_format_size(ji(p, "bytes_total") & ~1023LL, total, sizeof(total)), dl,
 			jp(p, "image"));
 		fflush(stderr);
 	} else if (strcmp(step, ui->last_step) || pct / 10 != ui->last_percent / 10) {
-		fprintf(stderr, "%s %" PRId64 "%% slot %s%s%s\n", step, pct, jp(p, "slot"),
-			js(p, "image") ? " image " : "", js(p, "image") ? jp(p, "image") : "");
+		fprintf(stderr, "%s %" PRId64 "%% slot %s%s%s%s\n", step, pct, jp(p, "slot"),
+			js(p, "image") ? " image " : "", js(p, "image") ? jp(p, "image") : "", dl);
 	}
 	snprintf(ui->last_step, sizeof(ui->last_step), "%s", step);
 	ui->last_percent = (int)pct;
@@ -422,6 +428,7 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	struct install_ui ui = { .ctx = ctx, .last_percent = -100 };
 	struct sigaction sa = { .sa_handler = on_sigint };
 	const char *sock = NULL, *file;
+	struct error err = {};
 	int opt, idx, r;
 
 	while ((opt = getopt_long(argc, argv, "s:", opts, NULL)) >= 0) {
@@ -436,25 +443,38 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc) {
-		cli_error(ctx, "install takes one bundle file, or - for standard input");
+		cli_error(ctx, "install takes one bundle file, an http(s) URL, or - for standard "
+			  "input");
 		return CLI_EXIT_USAGE;
 	}
 	file = argv[optind];
-	/* the daemon reads the bundle straight from this fd: no copy is made */
-	fd = open_bundle(ctx, file);
-	if (fd < 0)
-		return fd == -EINVAL ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
+	if (source_http_is_url(file)) {
+		/* the daemon's worker downloads it, with the daemon's TLS settings */
+		if (source_http_check_url(file, &err) < 0) {
+			cli_error(ctx, "%s; nothing was installed, the env is unchanged",
+				  error_message(&err));
+			return CLI_EXIT_USAGE;
+		}
+		json_object_object_add(params, "url", json_object_new_string(file));
+	} else {
+		/* the daemon reads the bundle straight from this fd: no copy is made */
+		fd = open_bundle(ctx, file);
+		if (fd < 0)
+			return fd == -EINVAL ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
+	}
 	ui.sock = cli_socket_path(sock);
 	r = connect_daemon(ctx, ui.sock, &c);
 	if (r < 0)
 		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
 	client_set_timeout(c, 0); /* progress keeps coming; a slow flash is no error */
-	idx = client_push_fd(c, fd);
-	if (idx < 0) {
-		cli_error(ctx, "cannot pass the bundle: %s", strerror(-idx));
-		return CLI_EXIT_FAIL;
+	if (fd >= 0) {
+		idx = client_push_fd(c, fd);
+		if (idx < 0) {
+			cli_error(ctx, "cannot pass the bundle: %s", strerror(-idx));
+			return CLI_EXIT_FAIL;
+		}
+		json_object_object_add(params, "fd", json_object_new_int(idx));
 	}
-	json_object_object_add(params, "fd", json_object_new_int(idx));
 	ui.tty = isatty(STDERR_FILENO);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup_json.h"
+#include "conf.h"
 #include "cli.h"
 #include "keyring.h"
 #include "layout.h"
@@ -49,6 +50,18 @@ static void on_region(void *userdata, const struct provision_region *r)
 	printf("\n");
 }
 
+/* flashd.conf's state dir (its default when the file is missing or bad:
+ * the records there are what a stale one would be read from). */
+static const char *system_state_dir(struct conf **conf)
+{
+	struct error err = {};
+
+	if (conf_new(conf) < 0)
+		return NULL;
+	(void)conf_load(*conf, CONF_DEFAULT_PATH, true, &err);
+	return (*conf)->state_dir;
+}
+
 static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -62,10 +75,12 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		{ "initial-env", required_argument, NULL, 'e' },
 		{ "sysfs", required_argument, NULL, 's' },
 		{ "cmdline", required_argument, NULL, 'c' },
+		{ "state-dir", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_layout_ struct layout *l = NULL;
 	_cleanup_(keyring_freep) struct keyring *k = NULL;
+	_cleanup_conf_ struct conf *conf = NULL;
 	_cleanup_json_ struct json_object *out = NULL;
 	struct error lerr = {};
 	struct error kerr = {};
@@ -88,6 +103,7 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		case 'e': p.initial_env = optarg; break;
 		case 's': p.sysfs = optarg; break;
 		case 'c': p.cmdline = optarg; break;
+		case 'S': p.state_dir = optarg; break;
 		default: return CLI_EXIT_USAGE;
 		}
 	}
@@ -113,6 +129,9 @@ static int provision_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	p.layout = l;
 	p.target = argv[optind];
+	/* on the running system, the daemon's block records of the slots */
+	if (!p.state_dir && !strcmp(p.target, "system"))
+		p.state_dir = system_state_dir(&conf);
 	p.keyring = k;
 	p.report = on_region;
 	p.userdata = &po;

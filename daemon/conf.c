@@ -1,5 +1,6 @@
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@ enum conf_kind {
 	CONF_STRING,
 	CONF_BOOL,
 	CONF_SECONDS,
+	CONF_COUNT,       /* 0..1000 */
+	CONF_MSEC,        /* 1..600000 */
+	CONF_LIST,        /* repeatable: each line adds one */
 	_CONF_KIND_MAX,
 };
 
@@ -38,6 +42,27 @@ static const struct conf_key {
 	{ "health", "command", CONF_STRING, offsetof(struct conf, health_command) },
 	{ "health", "timeout", CONF_SECONDS, offsetof(struct conf, health_timeout) },
 	{ "health", "reboot-on-failure", CONF_BOOL, offsetof(struct conf, health_reboot) },
+	{ "network", "ca-file", CONF_STRING, offsetof(struct conf, ca_file) },
+	{ "network", "client-cert", CONF_STRING, offsetof(struct conf, client_cert) },
+	{ "network", "client-key", CONF_STRING, offsetof(struct conf, client_key) },
+	{ "network", "header", CONF_LIST, offsetof(struct conf, headers) },
+	{ "network", "connect-timeout", CONF_SECONDS, offsetof(struct conf, connect_timeout) },
+	{ "network", "stall-timeout", CONF_SECONDS, offsetof(struct conf, stall_timeout) },
+	{ "network", "retries", CONF_COUNT, offsetof(struct conf, retries) },
+	{ "network", "retry-delay", CONF_MSEC, offsetof(struct conf, retry_delay_ms) },
+	{ "network", "redirect-other-host", CONF_BOOL, offsetof(struct conf, redirect_other_host) },
+};
+
+/* the sections of conf_keys, in the order flashd.conf(5) lists them */
+static const char *const conf_sections[] = { "flashd", "health", "network" };
+
+static const struct {
+	uint64_t min, max;
+	const char *what;
+} conf_ranges[_CONF_KIND_MAX] = {
+	[CONF_SECONDS] = { 1, 86400, "a number of seconds" },
+	[CONF_COUNT] = { 0, 1000, "a count" },
+	[CONF_MSEC] = { 1, 600000, "a number of milliseconds" },
 };
 
 static const struct {
@@ -75,6 +100,10 @@ int conf_new(struct conf **ret)
 	c->health_timeout = 60;
 	c->idle_timeout = PROTO_IDLE_TIMEOUT_DEFAULT;
 	c->health_reboot = true;
+	c->connect_timeout = 30;
+	c->stall_timeout = 60;
+	c->retries = 5;
+	c->retry_delay_ms = 1000;
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -91,6 +120,12 @@ void conf_free(struct conf *c)
 	free(c->state_dir);
 	free(c->cmdline);
 	free(c->health_command);
+	free(c->ca_file);
+	free(c->client_cert);
+	free(c->client_key);
+	for (char **h = c->headers; h && *h; h++)
+		free(*h);
+	free(c->headers);
 	free(c);
 }
 
@@ -104,11 +139,40 @@ static int parse_bool(const char *v, bool *ret)
 	return -EINVAL;
 }
 
+static int list_add(char ***list, const char *value)
+{
+	size_t n = 0;
+	char **l;
+
+	while (*list && (*list)[n])
+		n++;
+	l = realloc(*list, (n + 2) * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	*list = l;
+	l[n] = strdup(value);
+	l[n + 1] = NULL;
+	return l[n] ? 0 : -ENOMEM;
+}
+
+static int set_number(const struct conf_key *k, void *field, const char *value,
+		      struct error *err)
+{
+	uint64_t n;
+	int r = util_parse_size(value, &n);
+
+	if (r < 0 || n < conf_ranges[k->kind].min || n > conf_ranges[k->kind].max)
+		return error_set(err, -EINVAL, "'%s' is not %s (%" PRIu64 "..%" PRIu64 ")", value,
+				 conf_ranges[k->kind].what, conf_ranges[k->kind].min,
+				 conf_ranges[k->kind].max);
+	*(uint32_t *)field = n;
+	return 0;
+}
+
 static int set_value(struct conf *c, const struct conf_key *k, const char *value,
 		     struct error *err)
 {
 	void *field = (char *)c + k->offset;
-	uint64_t n;
 	int r;
 
 	switch (k->kind) {
@@ -124,12 +188,14 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 					 value);
 		return r;
 	case CONF_SECONDS:
-		r = util_parse_size(value, &n);
-		if (r < 0 || n == 0 || n > 86400)
-			return error_set(err, -EINVAL, "'%s' is not a number of seconds (1..86400)",
-					 value);
-		*(uint32_t *)field = n;
-		return 0;
+	case CONF_COUNT:
+	case CONF_MSEC:
+		return set_number(k, field, value, err);
+	case CONF_LIST:
+		if (!*value)
+			return error_set(err, -EINVAL, "empty value");
+		r = list_add(field, value);
+		return r < 0 ? error_set(err, r, "out of memory") : r;
 	case _CONF_KIND_MAX:
 		break;
 	}
@@ -164,6 +230,14 @@ static char *strip(char *s)
 	return s;
 }
 
+static bool known_section(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(conf_sections); i++)
+		if (!strcmp(name, conf_sections[i]))
+			return true;
+	return false;
+}
+
 static int parse_line(struct conf *c, char *line, char *section, size_t seclen,
 		      struct error *err)
 {
@@ -176,8 +250,9 @@ static int parse_line(struct conf *c, char *line, char *section, size_t seclen,
 		if (!end || end[1] != '\0')
 			return error_set(err, -EINVAL, "malformed section header '%s'", s);
 		*end = '\0';
-		if (strcmp(s + 1, "flashd") && strcmp(s + 1, "health"))
-			return error_set(err, -EINVAL, "unknown section [%s] (known: [flashd], [health])", s + 1);
+		if (!known_section(s + 1))
+			return error_set(err, -EINVAL, "unknown section [%s] (known: [flashd], "
+					 "[health], [network])", s + 1);
 		snprintf(section, seclen, "%s", s + 1);
 		return 0;
 	}

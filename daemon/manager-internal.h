@@ -41,6 +41,8 @@ struct install_report {
 	enum install_phase phase;
 	unsigned percent;
 	uint64_t done, total;
+	uint64_t downloaded;           /* bundle bytes received from the URL */
+	bool from_url;
 	char image[64];
 	char slot[64];
 	char version[BUNDLE_VERSION_MAX + 1];
@@ -59,6 +61,7 @@ struct operation {
 	struct worker *worker;
 	struct proto_call *call;
 	int bundle_fd;
+	char *url;                     /* the bundle's http(s) URL, instead of bundle_fd */
 	char *slot;                    /* requested target */
 	struct oplock *lock;           /* the board's lock, until the worker has it */
 	bool activate;

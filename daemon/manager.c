@@ -82,6 +82,7 @@ void manager_op_clear(struct manager *m)
 	if (op->bundle_fd >= 0)
 		close(op->bundle_fd);
 	free(op->slot);
+	free(op->url);
 	oplock_release(op->lock);
 	sd_event_source_disable_unref(op->timeout);
 	*op = (struct operation){ .bundle_fd = -1 };

@@ -16,6 +16,8 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "record.h"
+#include "source.h"
+#include "source_http.h"
 #include "util.h"
 
 #define jstr manager_jstr
@@ -51,6 +53,8 @@ struct json_object *manager_install_progress_json(const struct install_report *p
 	json_object_object_add(o, "image", jstr(str_or_null(p->image)));
 	json_object_object_add(o, "slot", jstr(str_or_null(p->slot)));
 	json_object_object_add(o, "version", jstr(str_or_null(p->version)));
+	json_object_object_add(o, "bytes_downloaded",
+			       p->from_url ? json_object_new_int64(p->downloaded) : NULL);
 	return o;
 }
 
@@ -59,6 +63,7 @@ struct job_ctx {
 	unsigned last_percent;
 	enum install_phase last_phase;
 	struct install *in;
+	struct source *src;            /* a URL's source, NULL for an fd */
 };
 
 static void job_progress(void *userdata, const struct install_progress *p)
@@ -67,6 +72,7 @@ static void job_progress(void *userdata, const struct install_progress *p)
 	const struct bundle_manifest *man = install_get_manifest(ctx->in);
 	struct install_report rep = {
 		.phase = p->phase, .percent = p->percent, .done = p->done, .total = p->total,
+		.downloaded = ctx->src ? source_http_received(ctx->src) : 0, .from_url = ctx->src,
 	};
 
 	/* one report per percent or step keeps the pipe and the client calm */
@@ -94,13 +100,15 @@ static bool bundle_error_class(int r)
 	return false;
 }
 
-static void final_report(struct install *in, int r, const struct error *err,
-			 struct install_report *rep)
+static void final_report(struct install *in, const struct source *src, int r,
+			 const struct error *err, struct install_report *rep)
 {
 	const struct bundle_manifest *man = install_get_manifest(in);
 
 	*rep = (struct install_report) {
 		.final = true,
+		.downloaded = src ? source_http_received(src) : 0,
+		.from_url = src,
 		.phase = r < 0 ? INSTALL_PHASE_FAILED : INSTALL_PHASE_DONE,
 		.percent = r < 0 ? 0 : 100,
 		.error = r < 0 ? r : 0,
@@ -115,6 +123,23 @@ static void final_report(struct install *in, int r, const struct error *err,
 	COPY(rep->signer, man && man->is_signed ? man->signer_name : NULL);
 }
 
+static void network_conf(const struct conf *c, volatile int *cancel,
+			 struct source_http_conf *ret)
+{
+	*ret = (struct source_http_conf){
+		.ca_file = c->ca_file,
+		.client_cert = c->client_cert,
+		.client_key = c->client_key,
+		.headers = c->headers,
+		.connect_timeout = c->connect_timeout,
+		.stall_timeout = c->stall_timeout,
+		.retries = c->retries,
+		.retry_delay_ms = c->retry_delay_ms,
+		.redirect_other_host = c->redirect_other_host,
+		.cancel = cancel,
+	};
+}
+
 /* Runs in the worker process. */
 static int install_job(int report_fd, volatile int *cancel, void *userdata)
 {
@@ -125,6 +150,8 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	struct error err = {};
 	struct install_report fin;
 	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
+	_cleanup_source_ struct source *src = NULL;
+	struct source_http_conf net;
 	struct install_params p = {
 		.target = m->conf->target,
 		.group = m->group,
@@ -132,6 +159,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		.slot = m->op.slot,
 		.allow_unsigned = m->conf->allow_unsigned,
 		.activate = m->op.activate,
+		.state_dir = m->conf->state_dir,
 		.progress = job_progress,
 		.userdata = &ctx,
 	};
@@ -164,8 +192,19 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	if (r < 0)
 		return r;
 	ctx.in = in;
-	r = install_run_fd(in, m->op.bundle_fd, cancel, &err);
-	final_report(in, r, &err, &fin);
+	if (m->op.url) {
+		/* fetched here, by root's worker, never by the client */
+		network_conf(m->conf, cancel, &net);
+		r = source_http_new(m->op.url, &net, &src, &err);
+		ctx.src = src;
+	} else {
+		r = source_new_fd(m->op.bundle_fd, &src, &err);
+	}
+	/* one engine entry for both: adaptive when the source can seek and
+	 * the bundle has an index, a stream otherwise */
+	if (r >= 0)
+		r = install_run_source(in, src, cancel, &err);
+	final_report(in, ctx.src, r, &err, &fin);
 	worker_report(report_fd, &fin, sizeof(fin));
 	return r;
 }
@@ -257,6 +296,8 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 
 		COPY(done.slot, f->slot);
 		COPY(done.version, f->version);
+		done.downloaded = f->downloaded;
+		done.from_url = f->from_url;
 		o = manager_install_progress_json(&done);
 		proto_reply(call, o);
 		return;
@@ -270,7 +311,7 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	struct manager *m = userdata;
 	const struct install_report *f = &m->op.final;
 	const char *result, *error = f->message;
-	char why[160];
+	char why[160], dl[48] = "";
 	struct proto_call *call = m->op.call;
 
 	if (!f->final) {
@@ -283,10 +324,12 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	} else {
 		result = f->error == 0 ? "success" : f->error == -ECANCELED ? "cancelled" : "failed";
 	}
+	if (f->from_url)
+		snprintf(dl, sizeof(dl), "; %" PRIu64 " bytes downloaded", f->downloaded);
 	if (f->final && f->error == 0)
 		log_info("installed version %s into slot %s (%" PRIu64 " bytes, %" PRIu64
-			 " erases, %" PRIu64 " unchanged blocks skipped)", f->version, f->slot,
-			 f->stats.bytes_written, f->stats.erases, f->stats.blocks_skipped);
+			 " erases, %" PRIu64 " unchanged blocks skipped%s)", f->version, f->slot,
+			 f->stats.bytes_written, f->stats.erases, f->stats.blocks_skipped, dl);
 	else
 		log_error("install %s: %s", result, error);
 	install_record(m, result, f->final && f->error == 0 ? NULL : error);
@@ -321,6 +364,8 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
 {
 	struct json_object *v;
 
+	if (json_object_object_get_ex(params, "url", &v) && v)
+		return -EUCLEAN; /* not a descriptor: the worker fetches it */
 	if (json_object_object_get_ex(params, "fd", &v) && v)
 		return proto_call_take_fd(call, json_object_get_int(v));
 	if (json_object_object_get_ex(params, "path", &v) && v) {
@@ -389,7 +434,7 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	struct json_object *v;
-	const char *slot;
+	const char *slot, *url;
 	struct error err = {};
 	int fd, r, target;
 
@@ -413,16 +458,25 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	r = manager_lock_board(m, "flashd install", &lock, &err);
 	if (r < 0)
 		return manager_reply_lock_error(call, r, &err);
-	fd = install_open_bundle(call, params);
+	url = manager_param_str(params, "url");
+	if (url && (manager_param_str(params, "path") || json_object_object_get_ex(params, "fd", NULL)))
+		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "url");
+	if (url && source_http_check_url(url, &err) < 0) {
+		log_warning("install refused: %s", error_message(&err));
+		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "url");
+	}
+	fd = url ? -1 : install_open_bundle(call, params);
 	if (fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL))
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
-	if (fd < 0)
-		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, or an "
-					 "absolute path the daemon can read)");
+	if (fd < 0 && !url)
+		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, an "
+					 "absolute path the daemon can read, or an http(s) URL)");
 	m->op = (struct operation){ .name = "install", .bundle_fd = fd, .activate = true,
 				    .started = time(NULL), .lock = TAKE_PTR(lock) };
 	if (slot)
 		m->op.slot = strdup(slot);
+	if (url)
+		m->op.url = strdup(url);
 	if (json_object_object_get_ex(params, "activate", &v) && v)
 		m->op.activate = json_object_get_boolean(v);
 	m->op.call = proto_call_ref(call);
@@ -436,8 +490,8 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	/* the worker holds the lock now, until it exits however it exits */
 	oplock_release(m->op.lock);
 	m->op.lock = NULL;
-	log_info("install started by uid %u (worker pid %d)", proto_call_peer(call)->uid,
-		 (int)worker_pid(m->op.worker));
+	log_info("install%s%s started by uid %u (worker pid %d)", url ? " from " : "", url ? url : "",
+		 proto_call_peer(call)->uid, (int)worker_pid(m->op.worker));
 	sd_notify(0, "STATUS=installing");
 	return 0;
 }

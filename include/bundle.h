@@ -38,8 +38,11 @@
 struct json_object;
 
 #define BUNDLE_MAGIC "FLASHDBL"
-#define BUNDLE_FORMAT_MAJOR 1
+/* The newest format this flashd writes and reads; 1.0 (no block index)
+ * is still read, and written by `bundle create --no-index`. */
+#define BUNDLE_FORMAT_MAJOR 2
 #define BUNDLE_FORMAT_MINOR 0
+#define BUNDLE_FORMAT_MAJOR_OLDEST 1
 #define BUNDLE_HEADER_SIZE 32
 #define BUNDLE_SIG_ENTRY_SIZE (KEYRING_ID_SIZE + KEYRING_SIG_SIZE)
 #define BUNDLE_MAX_SIGNATURES 4
@@ -52,6 +55,13 @@ struct json_object;
 #define BUNDLE_DESCRIPTION_MAX 256
 #define BUNDLE_BUILD_DATE_LEN 20 /* "2026-12-01T12:00:00Z" */
 #define BUNDLE_INFLATE_CHUNK (64 * 1024)
+/* The block-hash index (format 2): one SHA-256 per block_size chunk of
+ * each image's uncompressed data. */
+#define BUNDLE_BLOCK_SIZE_DEFAULT (128 * 1024)
+#define BUNDLE_BLOCK_SIZE_MIN 4096
+#define BUNDLE_BLOCK_SIZE_MAX (16 * 1024 * 1024)
+#define BUNDLE_HASH_SIZE 32
+#define BUNDLE_MAX_INDEX (8 * 1024 * 1024) /* 262144 blocks: 32 GiB at 128 KiB */
 
 enum bundle_image_type {
 	BUNDLE_IMAGE_SQUASHFS,
@@ -82,6 +92,8 @@ struct bundle_image {
 	uint64_t stored_size;                /* bytes in the bundle */
 	uint8_t sha256[32];                  /* of the uncompressed image */
 	uint64_t offset;                     /* of the payload from the start of the bundle */
+	/* format 2: this image's hashes are index entries first..first+n_blocks-1 */
+	uint64_t index_first, n_blocks;
 };
 
 struct bundle_manifest {
@@ -92,6 +104,10 @@ struct bundle_manifest {
 	char description[BUNDLE_DESCRIPTION_MAX + 1];
 	struct bundle_image images[BUNDLE_MAX_IMAGES];
 	size_t n_images;
+	/* format 2: the signed block-hash index (0 / none in format 1) */
+	uint32_t block_size;
+	uint64_t index_size;                 /* bytes: 32 x all images' blocks */
+	uint8_t index_sha256[32];
 	/* filled by the reader, not part of the signed JSON: */
 	enum bundle_trust trust;
 	bool is_signed;                      /* trust == BUNDLE_TRUST_VERIFIED */
@@ -99,6 +115,7 @@ struct bundle_manifest {
 	uint8_t signer_id[KEYRING_ID_SIZE];  /* valid when is_signed */
 	char signer_name[256];               /* keyring file of the signer, when is_signed */
 	uint32_t manifest_size;
+	uint64_t index_offset;               /* first index byte (format 2) */
 	uint64_t payload_offset;             /* first payload byte */
 	uint64_t total_size;                 /* whole bundle */
 };
@@ -121,6 +138,17 @@ int bundle_manifest_check(const struct bundle_manifest *m, const char *compatibl
  * the fuzzers. Trust fields are left zero. */
 int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *ret,
 			  struct error *err);
+/* SHA-256 of len bytes (the index as a whole, or one block). */
+int bundle_index_sha256(const void *buf, uint64_t len, uint8_t ret[32]);
+/* Blocks of block_size in size bytes (the last one may be short). */
+static inline uint64_t bundle_blocks(uint64_t size, uint32_t block_size)
+{
+	return block_size ? (size + block_size - 1) / block_size : 0;
+}
+/* The offsets a manifest implies, with the framing around it: index and
+ * payloads follow the header, the manifest and n_sigs signatures. Fills
+ * index_offset, payload_offset, each image's offset, total_size. */
+void bundle_manifest_layout(struct bundle_manifest *m, unsigned n_sigs);
 /* JSON view of a manifest (for flashctl --json and the daemon status). */
 int bundle_manifest_to_json(const struct bundle_manifest *m, struct json_object **ret);
 
@@ -140,7 +168,8 @@ bool bundle_slot_name_valid(const char *s);
 
 /* The 32-byte header (docs/bundle-format.md): build one, or check one and
  * return its fields. */
-void bundle_header_build(uint8_t h[BUNDLE_HEADER_SIZE], uint32_t manifest_size, unsigned n_sigs);
+void bundle_header_build(uint8_t h[BUNDLE_HEADER_SIZE], unsigned major, unsigned minor,
+			 uint32_t manifest_size, unsigned n_sigs);
 int bundle_header_parse(const uint8_t h[BUNDLE_HEADER_SIZE], unsigned *ret_major,
 			unsigned *ret_minor, uint32_t *ret_manifest_size, unsigned *ret_sigs,
 			struct error *err);

@@ -25,6 +25,10 @@ struct bundle_create_params {
 	void *const *keys;                   /* EVP_PKEY * Ed25519 private keys; none = unsigned */
 	size_t n_keys;
 	int gzip_level;                      /* 0: Z_DEFAULT_COMPRESSION */
+	/* The block-hash index (format 2.0): block_size 0 = 128 KiB; no_index
+	 * writes a format 1.0 bundle (no index) for devices with an older flashd. */
+	uint32_t block_size;
+	bool no_index;
 };
 
 struct bundle_create_result {

@@ -30,6 +30,10 @@ struct bundle_policy {
 #define BUNDLE_STOP 1
 struct bundle_reader_ops {
 	int (*manifest)(void *userdata, const struct bundle_manifest *m, struct error *err);
+	/* Format 2: the block index, verified against the signed manifest
+	 * (m->index_size bytes, valid for the reader's lifetime). */
+	int (*index)(void *userdata, const struct bundle_manifest *m, const uint8_t *index,
+		     struct error *err);
 	int (*image_begin)(void *userdata, const struct bundle_image *img, struct error *err);
 	int (*image_data)(void *userdata, const struct bundle_image *img, const void *buf,
 			  size_t len, struct error *err);
@@ -57,6 +61,9 @@ int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct error *err);
 
 /* NULL until the manifest was verified and parsed. */
 const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader *r);
+/* Format 2: the verified block index (NULL before, or without one).
+ * Image img's block b has the hash at (img->index_first + b) * 32. */
+const uint8_t *bundle_reader_index(const struct bundle_reader *r);
 bool bundle_reader_done(const struct bundle_reader *r);
 uint64_t bundle_reader_offset(const struct bundle_reader *r);  /* bytes consumed */
 /* Heap bytes the reader holds now / held at most (its own buffers and

@@ -19,6 +19,16 @@ struct conf {
 	char *health_command;  /* [health] command= run when the booted slot is on trial */
 	uint32_t health_timeout; /* [health] timeout= seconds */
 	bool health_reboot;    /* [health] reboot-on-failure= */
+	/* [network]: installs from http(s) URLs (source_http.h) */
+	char *ca_file;         /* ca-file= PEM CA bundle; unset: the system's */
+	char *client_cert;     /* client-cert= PEM certificate (and key) */
+	char *client_key;      /* client-key= PEM key, when not in client-cert */
+	char **headers;        /* header= "Name: value", repeatable; NULL-terminated */
+	uint32_t connect_timeout; /* connect-timeout= seconds */
+	uint32_t stall_timeout;   /* stall-timeout= seconds without a byte */
+	uint32_t retries;         /* retries= after a transient error, without progress */
+	uint32_t retry_delay_ms;  /* retry-delay= ms before the first retry (doubled after) */
+	bool redirect_other_host; /* redirect-other-host= follow redirects to other hosts */
 };
 
 #define CONF_DEFAULT_PATH SYSCONFDIR "/flashd/flashd.conf"

@@ -13,6 +13,8 @@
  *      (bad-block skipping, unchanged erase blocks skipped), hashed by the
  *      bundle reader on the way
  *   4. every written byte is read back and hashed against the manifest
+ *      (the adaptive path of install_run_source() writes block by block
+ *      against the signed index instead: install_index.h)
  *   5. ONE env store activates the slot (first in BOOT_ORDER, full tries,
  *      FLASHD_<slot>_VERSION set)
  *
@@ -32,6 +34,7 @@
 #include "error.h"
 #include "keyring.h"
 #include "layout.h"
+#include "source.h"
 
 enum install_phase {
 	INSTALL_PHASE_MANIFEST,   /* waiting for the signed manifest */
@@ -59,6 +62,12 @@ struct install_stats {
 	uint64_t blocks_written;
 	uint64_t blocks_skipped;  /* unchanged erase blocks left as they were */
 	uint64_t blocks_bad;      /* bad blocks skipped */
+	/* adaptive installs (install_run_source on a random-access source): */
+	uint64_t blocks_read;     /* flash blocks read to compare with the index */
+	uint64_t blocks_trusted;  /* skipped on the slot's block record, not read */
+	uint64_t bytes_fetched;   /* bundle bytes read from the source */
+	uint64_t blocks_copied;   /* written from the other slot instead of fetched */
+	bool adaptive;            /* the install took the adaptive path */
 	time_t started, finished;
 };
 
@@ -71,6 +80,11 @@ struct install_params {
 	const struct keyring *keyring;
 	bool allow_unsigned;
 	bool activate;                    /* step 5 (false: leave the slot written, marked bad) */
+	/* Where the slots' block records live (block_record.h): dropped
+	 * before a slot member is written, saved after it verified, used by
+	 * adaptive installs. NULL: none kept (an adaptive install then reads
+	 * and compares every block). */
+	const char *state_dir;
 	/* Called on every phase change and about every erase block of work. */
 	void (*progress)(void *userdata, const struct install_progress *p);
 	void *userdata;
@@ -100,6 +114,15 @@ void install_cancel(struct install *in);
  * (a signal handler may set it; a stalled pipe cannot delay a cancel). The
  * daemon's install worker and flashctl provision both run installs so. */
 int install_run_fd(struct install *in, int fd, volatile int *cancel, struct error *err);
+/* The same from a source (source.h). A random-access source with a format
+ * 2.0 bundle whose images are all uncompressed, for raw (NOR/NAND) slot
+ * partitions whose erase size is the index's block size, takes the
+ * adaptive path (install_index.h): only the blocks the slot does not
+ * already hold are fetched (source_pread) and written, only written
+ * blocks are read back, and an interrupted install resumes where it
+ * stopped. Anything else streams as install_run_fd does. */
+int install_run_source(struct install *in, struct source *src, volatile int *cancel,
+		       struct error *err);
 
 enum install_phase install_get_phase(const struct install *in);
 const char *install_phase_to_string(enum install_phase p);

@@ -61,6 +61,10 @@ struct provision_params {
 	const char *sysfs;                /* system targets: sysfs root (tests) */
 	const char *cmdline;              /* system targets: the booted slot's kernel command
 					   * line (NULL = /proc/cmdline) */
+	const char *state_dir;            /* flashd's state dir or NULL: the block records of
+					   * the slots are dropped before anything is erased
+					   * (a stale one would make the next install skip
+					   * blocks) and written for the images installed */
 	void (*report)(void *userdata, const struct provision_region *r);
 	void *userdata;
 };

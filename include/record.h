@@ -3,6 +3,7 @@
  * daemon's state dir (on the persistent overlay), replaced atomically
  * (write temp, fsync, rename, fsync dir), newest first, bounded. */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 #include <json-c/json.h>
@@ -27,5 +28,8 @@ struct record {
 
 /* Prepend r to DIR/installs.json (creating DIR), keeping RECORD_MAX. */
 int record_append(const char *dir, const struct record *r);
+/* Write buf to path (in dir) so that a power cut leaves either the old or
+ * the new file, never a torn one: temp file, fsync, rename, fsync dir. */
+int record_write_atomic(const char *dir, const char *path, const void *buf, size_t len);
 /* The records, newest first (a JSON array; an empty one if none). */
 int record_load(const char *dir, struct json_object **ret);

@@ -43,6 +43,10 @@ struct source {
 	const struct source_ops *ops;
 	uint64_t size;    /* bytes of the bundle; 0: not known (a stream) */
 	uint64_t fetched; /* bytes read from the origin so far (file, pipe or network) */
+	/* NULL, or set by the caller: a read waiting for data gives up with
+	 * -ECANCELED once *cancel is non-zero (a pipe that never sends more
+	 * must not keep a cancelled install alive) */
+	volatile int *cancel;
 };
 
 /* A source reading fd (borrowed, not closed): random access when fd is a

@@ -2,7 +2,8 @@
 # The flashd demo on the default simulated board (layouts/nandsim-128m.json):
 # provision a blank board with version 1.0 in slot A, start flashd, install
 # a signed version 2.0 bundle into slot B with progress, switch to it through
-# the boot script's choice, let the health check mark it good.
+# the boot script's choice, let the health check mark it good; then serve
+# version 3.0 from a local lighttpd and install it from its http:// URL.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -30,7 +31,35 @@ start_daemon() {
 	cat "$demo/flashd.log" >&2
 	exit 1
 }
-trap stop_daemon EXIT
+stop_httpd() {
+	if [ -f "$demo/lighttpd.pid" ]; then
+		kill "$(cat "$demo/lighttpd.pid")" 2>/dev/null || true
+		rm -f "$demo/lighttpd.pid"
+	fi
+}
+# lighttpd on 127.0.0.1 (a free port) serving $demo/www
+start_httpd() {
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	mkdir -p "$demo/www"
+	cat >"$demo/lighttpd.conf" <<CONF
+server.document-root = "$demo/www"
+server.bind = "127.0.0.1"
+server.port = $port
+server.errorlog = "$demo/lighttpd.log"
+mimetype.assign = ("" => "application/octet-stream")
+CONF
+	/usr/sbin/lighttpd -D -f "$demo/lighttpd.conf" >>"$demo/lighttpd.log" 2>&1 &
+	echo $! >"$demo/lighttpd.pid"
+	for _ in $(seq 50); do
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null &&
+			return 0
+		sleep 0.1
+	done
+	echo "lighttpd did not start; its log:" >&2
+	cat "$demo/lighttpd.log" >&2
+	exit 1
+}
+trap 'stop_daemon; stop_httpd' EXIT
 
 # A root filesystem image: busybox, an os-release with the version, and
 # some payload so that the install has work to do.
@@ -52,6 +81,7 @@ run "$flashctl" bundle keygen --out "$demo/release"
 cp "$demo/release.pub" "$demo/keyring/"
 make_root 1.0
 make_root 2.0
+make_root 3.0
 run "$flashctl" bundle create --layout "$layout" --version 1.0 \
 	--image rootfs="$demo/root-1.0.sqfs" --key "$demo/release.key" -o "$demo/v1.0.bundle"
 
@@ -99,6 +129,15 @@ done
 
 say "6. The health check passed: slot B is marked good"
 run "$flashctl" status
+
+say "7. Version 3.0 from a web server: flashd's worker downloads it itself (into slot A)"
+run "$flashctl" bundle create --layout "$layout" --version 3.0 \
+	--image rootfs="$demo/root-3.0.sqfs" --key "$demo/release.key" -o "$demo/v3.0.bundle"
+start_httpd
+cp "$demo/v3.0.bundle" "$demo/www/"
+echo "lighttpd serves $demo/www on http://127.0.0.1:$port/"
+run "$flashctl" install "http://127.0.0.1:$port/v3.0.bundle"
+run "$flashctl" status
 echo
 echo "flashd's log: $demo/flashd.log"
-grep -E "installed|health|marked" "$demo/flashd.log" | sed 's/^/  /'
+grep -E "install|health|marked" "$demo/flashd.log" | sed 's/^/  /'

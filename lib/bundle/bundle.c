@@ -277,8 +277,39 @@ static int parse_sha256(struct json_object *v, void *t, const char *path, struct
 	return 0;
 }
 
+static int parse_block_size(struct json_object *v, void *t, const char *path,
+			    struct error *err)
+{
+	struct bundle_manifest *m = t;
+	uint64_t bs;
+	int r = get_u64(v, path, BUNDLE_BLOCK_SIZE_MIN, BUNDLE_BLOCK_SIZE_MAX, &bs, err);
+
+	if (r < 0)
+		return r;
+	if (bs & (bs - 1))
+		return error_set(err, -EBADMSG, "manifest: %s: %" PRIu64 " is not a power of two",
+				 path, bs);
+	m->block_size = bs;
+	return 0;
+}
+
+static int parse_index_sha256(struct json_object *v, void *t, const char *path,
+			      struct error *err)
+{
+	struct bundle_manifest *m = t;
+	const char *s;
+	int r = get_string(v, path, &s, err);
+
+	if (r < 0)
+		return r;
+	if (parse_hex32(s, m->index_sha256) < 0)
+		return error_set(err, -EBADMSG, "manifest: %s: not 64 lower-case hex digits", path);
+	return 0;
+}
+
 static int parse_images(struct json_object *v, void *t, const char *path, struct error *err);
 
+/* block_size and index_sha256 are format 2's (required there, refused in 1.x) */
 static const struct field manifest_fields[] = {
 	{ "format_major", true, parse_format },
 	{ "format_minor", true, parse_format },
@@ -287,6 +318,8 @@ static const struct field manifest_fields[] = {
 	{ "build_date", true, parse_build_date },
 	{ "description", false, parse_description },
 	{ "images", true, parse_images },
+	{ "block_size", false, parse_block_size },
+	{ "index_sha256", false, parse_index_sha256 },
 };
 
 static const struct field image_fields[] = {
@@ -383,6 +416,61 @@ static int parse_images(struct json_object *v, void *t, const char *path, struct
 	return 0;
 }
 
+/* Format 2 has a block-hash index, format 1 none: place each image's
+ * hashes in it and bound its size. */
+static int index_check(struct bundle_manifest *m, struct error *err)
+{
+	uint64_t n = 0;
+
+	if (m->format_major < 2) {
+		if (m->block_size || !util_mem_is(m->index_sha256, 0, 32))
+			return error_set(err, -EBADMSG, "manifest: format %u.%u has no block index "
+					 "(block_size / index_sha256 are format 2 fields)",
+					 m->format_major, m->format_minor);
+		return 0;
+	}
+	if (!m->block_size)
+		return error_set(err, -EBADMSG, "manifest: missing field \"block_size\"");
+	if (util_mem_is(m->index_sha256, 0, 32))
+		return error_set(err, -EBADMSG, "manifest: missing field \"index_sha256\"");
+	for (size_t i = 0; i < m->n_images; i++) {
+		m->images[i].index_first = n;
+		m->images[i].n_blocks = bundle_blocks(m->images[i].size, m->block_size);
+		n += m->images[i].n_blocks;
+	}
+	if (n > BUNDLE_MAX_INDEX / BUNDLE_HASH_SIZE)
+		return error_set(err, -EBADMSG, "manifest: %" PRIu64 " blocks of %" PRIu32 " bytes: the "
+				 "index would exceed %d bytes (use a larger block size)", n,
+				 m->block_size, BUNDLE_MAX_INDEX);
+	m->index_size = n * BUNDLE_HASH_SIZE;
+	return 0;
+}
+
+int bundle_index_sha256(const void *buf, uint64_t len, uint8_t ret[32])
+{
+	unsigned mdlen = 0;
+
+	if (len > SIZE_MAX || EVP_Digest(buf, len, ret, &mdlen, EVP_sha256(), NULL) != 1 ||
+	    mdlen != 32)
+		return -EIO;
+	return 0;
+}
+
+void bundle_manifest_layout(struct bundle_manifest *m, unsigned n_sigs)
+{
+	uint64_t off = BUNDLE_HEADER_SIZE + (uint64_t)m->manifest_size +
+		       (uint64_t)n_sigs * BUNDLE_SIG_ENTRY_SIZE;
+
+	m->index_offset = off;
+	off += m->index_size;
+	m->payload_offset = off;
+	for (size_t i = 0; i < m->n_images; i++) {
+		m->images[i].offset = off;
+		off += m->images[i].stored_size;
+	}
+	m->total_size = off;
+}
+
 /* The signed bytes must be exactly what json-c's plain serialisation of
  * the parsed document produces: no whitespace, no duplicate keys, one
  * spelling per string and number. Two parsers can then never disagree on
@@ -448,9 +536,10 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 	r = get_u64(v, "format_major", 1, 65535, &major, err);
 	if (r < 0)
 		return r;
-	if (major != BUNDLE_FORMAT_MAJOR)
+	if (major < BUNDLE_FORMAT_MAJOR_OLDEST || major > BUNDLE_FORMAT_MAJOR)
 		return error_set(err, -EPROTONOSUPPORT, "manifest: format %" PRIu64 ".x, this flashd "
-			    "reads %d.x", major, BUNDLE_FORMAT_MAJOR);
+			    "reads %d.x to %d.x", major, BUNDLE_FORMAT_MAJOR_OLDEST,
+			    BUNDLE_FORMAT_MAJOR);
 	if (!json_object_object_get_ex(o, "format_minor", &v))
 		return error_set(err, -EBADMSG, "manifest: missing field \"format_minor\"");
 	r = get_u64(v, "format_minor", 0, 65535, &minor, err);
@@ -458,8 +547,9 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 		return r;
 	m.format_major = major;
 	m.format_minor = minor;
-	/* a newer minor may add fields an older reader safely ignores */
-	ictx.ignore_unknown = minor > BUNDLE_FORMAT_MINOR;
+	/* a newer minor may add fields an older reader safely ignores (every
+	 * major this flashd reads is known up to minor 0) */
+	ictx.ignore_unknown = minor > 0;
 	json_object_object_foreach(o, key, val) {
 		size_t i;
 		for (i = 0; i < ELEMENTSOF(manifest_fields); i++)
@@ -482,6 +572,9 @@ int bundle_manifest_parse(const void *buf, size_t len, struct bundle_manifest *r
 		    !json_object_object_get_ex(o, manifest_fields[i].name, NULL))
 			return error_set(err, -EBADMSG, "manifest: missing field \"%s\"",
 				    manifest_fields[i].name);
+	r = index_check(&m, err);
+	if (r < 0)
+		return r;
 	m.manifest_size = len;
 	*ret = m;
 	return 0;
@@ -551,6 +644,12 @@ int bundle_manifest_to_json(const struct bundle_manifest *m, struct json_object 
 	}
 	json_object_object_add(o, "manifest_size", json_object_new_int64(m->manifest_size));
 	json_object_object_add(o, "total_size", json_object_new_int64(m->total_size));
+	if (m->block_size) {
+		util_hex(m->index_sha256, 32, buf);
+		json_object_object_add(o, "block_size", json_object_new_int64(m->block_size));
+		json_object_object_add(o, "index_size", json_object_new_int64(m->index_size));
+		json_object_object_add(o, "index_sha256", json_object_new_string(buf));
+	}
 	for (size_t i = 0; i < m->n_images; i++) {
 		const struct bundle_image *img = &m->images[i];
 		struct json_object *j = json_object_new_object();
@@ -580,12 +679,13 @@ int bundle_manifest_to_json(const struct bundle_manifest *m, struct json_object 
  *   0  magic "FLASHDBL"      8  u16 format_major   10 u16 format_minor
  *  12  u32 manifest_size    16  u16 n_signatures   18 u16 reserved (0)
  *  20  u32 crc32 of bytes 0..19                    24 8 reserved (0) */
-void bundle_header_build(uint8_t h[BUNDLE_HEADER_SIZE], uint32_t manifest_size, unsigned n_sigs)
+void bundle_header_build(uint8_t h[BUNDLE_HEADER_SIZE], unsigned major, unsigned minor,
+			 uint32_t manifest_size, unsigned n_sigs)
 {
 	memset(h, 0, BUNDLE_HEADER_SIZE);
 	memcpy(h, BUNDLE_MAGIC, 8);
-	put16(h + 8, BUNDLE_FORMAT_MAJOR);
-	put16(h + 10, BUNDLE_FORMAT_MINOR);
+	put16(h + 8, major);
+	put16(h + 10, minor);
 	put32(h + 12, manifest_size);
 	put16(h + 16, n_sigs);
 	put32(h + 20, crc32(0, h, 20));
@@ -603,9 +703,10 @@ int bundle_header_parse(const uint8_t h[BUNDLE_HEADER_SIZE], unsigned *ret_major
 			    "\"%s\")", BUNDLE_MAGIC);
 	if (get32(h + 20) != crc32(0, h, 20))
 		return error_set(err, -EBADMSG, "bundle header corrupt (crc32 mismatch)");
-	if (get16(h + 8) != BUNDLE_FORMAT_MAJOR)
+	if (get16(h + 8) < BUNDLE_FORMAT_MAJOR_OLDEST || get16(h + 8) > BUNDLE_FORMAT_MAJOR)
 		return error_set(err, -EPROTONOSUPPORT, "bundle format %u.%u, this flashd reads %d.x "
-			    "only", get16(h + 8), get16(h + 10), BUNDLE_FORMAT_MAJOR);
+			    "to %d.x only", get16(h + 8), get16(h + 10), BUNDLE_FORMAT_MAJOR_OLDEST,
+			    BUNDLE_FORMAT_MAJOR);
 	msize = get32(h + 12);
 	sigs = get16(h + 16);
 	if (msize < 2 || msize > BUNDLE_MAX_MANIFEST)

@@ -26,6 +26,10 @@
 
 struct pass {
 	EVP_MD_CTX *sha;
+	EVP_MD_CTX *bsha;                /* the current block (index) */
+	uint32_t bs;                     /* block size; 0: no index */
+	uint8_t *hashes;                 /* one per block, grown as they come */
+	uint64_t n_hashes;
 	z_stream z;
 	bool gzip;
 	uint64_t in, out;
@@ -61,8 +65,40 @@ static int pass_deflate(struct pass *ps, const void *p, size_t n, int flush)
 	return 0;
 }
 
-/* One pass over an image file: hash, optionally compress, count or write. */
+/* The block hashes of the index: cut the data at block boundaries. */
+static int pass_blocks(struct pass *ps, const uint8_t *p, size_t n, bool end)
+{
+	uint64_t pos = ps->in - n; /* image offset of p */
+	unsigned mdlen = 0;
+
+	while (n > 0 || (end && pos % ps->bs)) {
+		size_t take = MIN((uint64_t)n, ps->bs - pos % ps->bs);
+		uint8_t *h;
+
+		if (EVP_DigestUpdate(ps->bsha, p, take) != 1)
+			return -EIO;
+		pos += take;
+		p += take;
+		n -= take;
+		if (pos % ps->bs && !(end && n == 0))
+			continue;
+		h = realloc(ps->hashes, (ps->n_hashes + 1) * BUNDLE_HASH_SIZE);
+		if (!h)
+			return -ENOMEM;
+		ps->hashes = h;
+		if (EVP_DigestFinal_ex(ps->bsha, h + ps->n_hashes++ * BUNDLE_HASH_SIZE, &mdlen) != 1 ||
+		    EVP_DigestInit_ex(ps->bsha, EVP_sha256(), NULL) != 1)
+			return -EIO;
+		if (end && n == 0)
+			break;
+	}
+	return 0;
+}
+
+/* One pass over an image file: hash (whole and, with block_size, per
+ * block into *ret_hashes), optionally compress, count or write. */
 static int image_pass(const struct bundle_create_image *ci, int level, int out_fd,
+		      uint32_t block_size, uint8_t **ret_hashes,
 		      uint8_t sha[32], uint64_t *ret_size, uint64_t *ret_stored,
 		      uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE], struct error *err)
 {
@@ -83,11 +119,18 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 		r = -ENOMEM;
 		goto out;
 	}
+	ps->bs = ret_hashes ? block_size : 0;
+	if (ps->bs && (!(ps->bsha = EVP_MD_CTX_new()) ||
+		       EVP_DigestInit_ex(ps->bsha, EVP_sha256(), NULL) != 1)) {
+		r = -ENOMEM;
+		goto out;
+	}
 	/* default gzip header (mtime 0): the same input gives the same bundle */
 	if (ps->gzip && deflateInit2(&ps->z, level ? level : Z_DEFAULT_COMPRESSION, Z_DEFLATED,
 				     15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		EVP_MD_CTX_free(ps->sha);
-		return -ENOMEM;
+		ps->gzip = false;
+		r = -ENOMEM;
+		goto out;
 	}
 	for (;;) {
 		ssize_t n = util_read_full(fd, in, BUNDLE_INFLATE_CHUNK);
@@ -102,7 +145,8 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 			r = error_set(err, -EFBIG, "%s: larger than the format's 1 TiB limit", ci->path);
 			goto out;
 		}
-		if (EVP_DigestUpdate(ps->sha, in, n) != 1) {
+		if (EVP_DigestUpdate(ps->sha, in, n) != 1 ||
+		    (ps->bs && pass_blocks(ps, in, n, n == 0) < 0)) {
 			r = -EIO;
 			goto out;
 		}
@@ -119,10 +163,14 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 		r = -EIO;
 	*ret_size = ps->in;
 	*ret_stored = ps->out;
+	if (ret_hashes)
+		*ret_hashes = TAKE_PTR(ps->hashes);
 out:
 	if (ps->gzip)
 		deflateEnd(&ps->z);
 	EVP_MD_CTX_free(ps->sha);
+	EVP_MD_CTX_free(ps->bsha);
+	free(ps->hashes);
 	return r;
 }
 
@@ -166,6 +214,38 @@ static int sign_manifest(EVP_PKEY *key, const void *msg, size_t len,
 	return 0;
 }
 
+static void index_freep(uint8_t *(*h)[BUNDLE_MAX_IMAGES])
+{
+	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++)
+		free((*h)[i]);
+}
+
+/* All images' block hashes, in manifest order: the index section. */
+static int index_build(uint8_t *const *hashes, const uint64_t *size, size_t n, uint32_t bs,
+		       uint8_t **ret, uint64_t *ret_size, struct error *err)
+{
+	uint64_t total = 0, at = 0;
+	uint8_t *idx;
+
+	for (size_t i = 0; i < n; i++)
+		total += bundle_blocks(size[i], bs) * BUNDLE_HASH_SIZE;
+	if (total > BUNDLE_MAX_INDEX)
+		return error_set(err, -EFBIG, "the block index would be %" PRIu64 " bytes, more than "
+				 "%d: use a larger --block-size than %" PRIu32, total,
+				 BUNDLE_MAX_INDEX, bs);
+	idx = malloc(total ? total : 1);
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t len = bundle_blocks(size[i], bs) * BUNDLE_HASH_SIZE;
+		memcpy(idx + at, hashes[i], len);
+		at += len;
+	}
+	*ret = idx;
+	*ret_size = total;
+	return 0;
+}
+
 int bundle_create(const struct bundle_create_params *p, int out_fd,
 		  struct bundle_create_result *ret, struct error *err)
 {
@@ -173,6 +253,12 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 	_cleanup_free_ struct bundle_create_result *res = calloc(1, sizeof(*res));
 	struct json_object *imgs = json_object_new_array();
 	uint8_t sha[BUNDLE_MAX_IMAGES][32];
+	_cleanup_(index_freep) uint8_t *hashes[BUNDLE_MAX_IMAGES] = { NULL };
+	_cleanup_free_ uint8_t *index = NULL;
+	uint32_t bs = p->no_index ? 0 : p->block_size ? p->block_size : BUNDLE_BLOCK_SIZE_DEFAULT;
+	unsigned major = bs ? BUNDLE_FORMAT_MAJOR : 1, minor = bs ? BUNDLE_FORMAT_MINOR : 0;
+	uint64_t index_size = 0;
+	uint8_t isha[32];
 	uint64_t size[BUNDLE_MAX_IMAGES], stored[BUNDLE_MAX_IMAGES];
 	uint8_t hdr[BUNDLE_HEADER_SIZE], sigs[BUNDLE_MAX_SIGNATURES * BUNDLE_SIG_ENTRY_SIZE];
 	char date[BUNDLE_BUILD_DATE_LEN + 1], shahex[65];
@@ -184,8 +270,13 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		json_object_put(imgs);
 		return -ENOMEM;
 	}
-	json_object_object_add(o, "format_major", json_object_new_int(BUNDLE_FORMAT_MAJOR));
-	json_object_object_add(o, "format_minor", json_object_new_int(BUNDLE_FORMAT_MINOR));
+	if (bs && (bs < BUNDLE_BLOCK_SIZE_MIN || bs > BUNDLE_BLOCK_SIZE_MAX || (bs & (bs - 1)))) {
+		json_object_put(imgs);
+		return error_set(err, -EINVAL, "block size %" PRIu32 ": must be a power of two from "
+				 "%d to %d", bs, BUNDLE_BLOCK_SIZE_MIN, BUNDLE_BLOCK_SIZE_MAX);
+	}
+	json_object_object_add(o, "format_major", json_object_new_int(major));
+	json_object_object_add(o, "format_minor", json_object_new_int(minor));
 	json_object_object_add(o, "compatible", json_object_new_string(p->compatible ? p->compatible : ""));
 	json_object_object_add(o, "version", json_object_new_string(p->version ? p->version : ""));
 	if (p->build_date)
@@ -214,7 +305,8 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		if (!bundle_slot_name_valid(ci->slot))
 			return error_set(err, -EINVAL, "\"%s\" is not a slot member name ([a-z0-9_-]{1,32})",
 				    ci->slot ? ci->slot : "");
-		r = image_pass(ci, p->gzip_level, -1, sha[i], &size[i], &stored[i], sb, err);
+		r = image_pass(ci, p->gzip_level, -1, bs, bs ? &hashes[i] : NULL, sha[i], &size[i],
+			       &stored[i], sb, err);
 		if (r < 0)
 			return r;
 		if (size[i] == 0)
@@ -242,6 +334,17 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		json_object_object_add(j, "stored_size", json_object_new_int64(stored[i]));
 		json_object_array_add(imgs, j);
 	}
+	if (bs) {
+		r = index_build(hashes, size, p->n_images, bs, &index, &index_size, err);
+		if (r < 0)
+			return r;
+		r = bundle_index_sha256(index, index_size, isha);
+		if (r < 0)
+			return r;
+		util_hex(isha, 32, shahex);
+		json_object_object_add(o, "block_size", json_object_new_int64(bs));
+		json_object_object_add(o, "index_sha256", json_object_new_string(shahex));
+	}
 	manifest = json_object_to_json_string_length(
 		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &mlen);
 	if (!manifest)
@@ -259,24 +362,23 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 				    KEYRING_ID_SIZE))
 				return error_set(err, -EINVAL, "signing key %zu given twice", k + 1);
 	}
-	bundle_header_build(hdr, mlen, p->n_keys);
+	bundle_header_build(hdr, major, minor, mlen, p->n_keys);
 	if ((r = (int)util_write_full(out_fd, hdr, sizeof(hdr))) < 0 ||
 	    (r = (int)util_write_full(out_fd, manifest, mlen)) < 0 ||
-	    (r = (int)util_write_full(out_fd, sigs, p->n_keys * BUNDLE_SIG_ENTRY_SIZE)) < 0)
+	    (r = (int)util_write_full(out_fd, sigs, p->n_keys * BUNDLE_SIG_ENTRY_SIZE)) < 0 ||
+	    (index_size && (r = (int)util_write_full(out_fd, index, index_size)) < 0))
 		return error_set(err, r, "writing the bundle: %s", strerror(-r));
 
 	/* pass 2: write payloads; the files must not have changed */
 	res->manifest.n_signatures = p->n_keys;
 	res->manifest.trust = BUNDLE_TRUST_UNCHECKED;
-	res->manifest.payload_offset = BUNDLE_HEADER_SIZE + mlen + p->n_keys * BUNDLE_SIG_ENTRY_SIZE;
-	res->manifest.total_size = res->manifest.payload_offset;
+	bundle_manifest_layout(&res->manifest, p->n_keys);
 	for (size_t i = 0; i < p->n_images; i++) {
 		uint8_t sha2[32];
 		uint64_t s2, st2;
 
-		res->manifest.images[i].offset = res->manifest.total_size;
-		res->manifest.total_size += stored[i];
-		r = image_pass(&p->images[i], p->gzip_level, out_fd, sha2, &s2, &st2, NULL, err);
+		r = image_pass(&p->images[i], p->gzip_level, out_fd, 0, NULL, sha2, &s2, &st2, NULL,
+			       err);
 		if (r < 0)
 			return r;
 		if (s2 != size[i] || st2 != stored[i] || memcmp(sha2, sha[i], 32))

@@ -29,6 +29,7 @@ enum reader_state {
 	RS_HEADER,
 	RS_MANIFEST,
 	RS_SIGS,
+	RS_INDEX,
 	RS_IMAGE,
 	RS_DONE,
 	RS_STOPPED,
@@ -53,6 +54,10 @@ struct bundle_reader {
 
 	struct bundle_manifest m;
 	bool have_manifest;
+	uint8_t *index;                  /* format 2: the block hashes, verified */
+	bool have_index;
+	EVP_MD_CTX *bsha;                /* hash of the current block */
+	uint64_t block;                  /* its number in the image */
 	size_t cur;                      /* image being read */
 	uint64_t stored_done, out_done;
 	EVP_MD_CTX *sha;
@@ -127,6 +132,8 @@ static void reader_image_reset(struct bundle_reader *r)
 	r->zout = NULL;
 	EVP_MD_CTX_free(r->sha);
 	r->sha = NULL;
+	EVP_MD_CTX_free(r->bsha);
+	r->bsha = NULL;
 }
 
 void bundle_reader_free(struct bundle_reader *r)
@@ -135,12 +142,18 @@ void bundle_reader_free(struct bundle_reader *r)
 		return;
 	reader_image_reset(r);
 	r_free(r, r->manifest_buf);
+	r_free(r, r->index);
 	free(r);
 }
 
 const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader *r)
 {
 	return r->have_manifest ? &r->m : NULL;
+}
+
+const uint8_t *bundle_reader_index(const struct bundle_reader *r)
+{
+	return r->have_index ? r->index : NULL;
 }
 
 bool bundle_reader_done(const struct bundle_reader *r)
@@ -229,7 +242,6 @@ static int verify_signatures(struct bundle_reader *r, struct error *err)
 static int process_manifest(struct bundle_reader *r, struct error *err)
 {
 	struct bundle_manifest parsed;
-	uint64_t off;
 	int r2;
 
 	/* signatures first: untrusted JSON is parsed only once it is known
@@ -249,13 +261,7 @@ static int process_manifest(struct bundle_reader *r, struct error *err)
 	parsed.trust = r->m.trust;
 	parsed.is_signed = r->m.is_signed;
 	parsed.n_signatures = r->m.n_signatures;
-	off = r->offset;
-	parsed.payload_offset = off;
-	for (size_t i = 0; i < parsed.n_images; i++) {
-		parsed.images[i].offset = off;
-		off += parsed.images[i].stored_size;
-	}
-	parsed.total_size = off;
+	bundle_manifest_layout(&parsed, r->n_sigs);
 	r->m = parsed;
 	r->have_manifest = true;
 	r_free(r, r->manifest_buf);
@@ -276,9 +282,15 @@ static int image_begin(struct bundle_reader *r, struct error *err)
 
 	r->stored_done = r->out_done = 0;
 	r->sb_fill = 0;
+	r->block = 0;
 	r->sha = EVP_MD_CTX_new();
 	if (!r->sha || EVP_DigestInit_ex(r->sha, EVP_sha256(), NULL) != 1)
 		return -ENOMEM;
+	if (r->have_index) {
+		r->bsha = EVP_MD_CTX_new();
+		if (!r->bsha || EVP_DigestInit_ex(r->bsha, EVP_sha256(), NULL) != 1)
+			return -ENOMEM;
+	}
 	if (img->compression == BUNDLE_COMPRESSION_GZIP) {
 		r->zout = r_alloc(r, BUNDLE_INFLATE_CHUNK);
 		if (!r->zout)
@@ -324,18 +336,72 @@ static int check_head(struct bundle_reader *r, const struct bundle_image *img,
 	return 0;
 }
 
-/* Uncompressed image bytes: hash, hold back the head until it is checked,
- * pass on. */
+/* A block is complete: it must be what the signed index says. Checked
+ * before its last bytes go to the caller, so a flash writer that buffers
+ * one erase block of block_size never programs a block that differs. */
+static int check_block(struct bundle_reader *r, const struct bundle_image *img,
+		       struct error *err)
+{
+	uint8_t md[32];
+	unsigned mdlen = 0;
+	const uint8_t *want = r->index + (img->index_first + r->block) * BUNDLE_HASH_SIZE;
+
+	if (EVP_DigestFinal_ex(r->bsha, md, &mdlen) != 1 || mdlen != 32 ||
+	    EVP_DigestInit_ex(r->bsha, EVP_sha256(), NULL) != 1)
+		return -EIO;
+	if (memcmp(md, want, 32))
+		return error_set(err, -EBADMSG, "image %u \"%s\": block %" PRIu64 " (bytes %" PRIu64
+				 "..%" PRIu64 ") does not match its sha256 in the signed index "
+				 "(payload corrupt or tampered)", img->index, img->slot, r->block,
+				 r->block * r->m.block_size, r->out_done - 1);
+	r->block++;
+	return 0;
+}
+
+static int emit_piece(struct bundle_reader *r, const uint8_t *p, size_t n, struct error *err);
+
+/* Uncompressed image bytes, cut at block boundaries when there is an
+ * index. */
 static int emit(struct bundle_reader *r, const uint8_t *p, size_t n, struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
-	size_t head = MIN(img->size, (uint64_t)SQUASHFS_SUPERBLOCK_SIZE);
+	uint32_t bs = r->m.block_size;
 	int ret;
 
 	if (n > img->size - r->out_done)
 		return error_set(err, -EBADMSG, "image %u \"%s\": data runs past its declared size "
 			    "%" PRIu64 " (corrupt or tampered payload)", img->index, img->slot,
 			    img->size);
+	if (!r->have_index)
+		return emit_piece(r, p, n, err);
+	while (n > 0) {
+		size_t take = MIN((uint64_t)n, bs - r->out_done % bs);
+
+		if (EVP_DigestUpdate(r->bsha, p, take) != 1)
+			return -EIO;
+		if ((r->out_done + take) % bs == 0 || r->out_done + take == img->size) {
+			r->out_done += take;
+			ret = check_block(r, img, err);
+			r->out_done -= take;
+			if (ret < 0)
+				return ret;
+		}
+		ret = emit_piece(r, p, take, err);
+		if (ret < 0)
+			return ret;
+		p += take;
+		n -= take;
+	}
+	return 0;
+}
+
+/* Hash, hold back the head until it is checked, pass on. */
+static int emit_piece(struct bundle_reader *r, const uint8_t *p, size_t n, struct error *err)
+{
+	const struct bundle_image *img = &r->m.images[r->cur];
+	size_t head = MIN(img->size, (uint64_t)SQUASHFS_SUPERBLOCK_SIZE);
+	int ret;
+
 	r->out_done += n;
 	if (EVP_DigestUpdate(r->sha, p, n) != 1)
 		return -EIO;
@@ -416,6 +482,24 @@ static int image_end(struct bundle_reader *r, struct error *err)
 	return 0;
 }
 
+/* The index is trusted only through the signed manifest's index_sha256. */
+static int index_verify(struct bundle_reader *r, struct error *err)
+{
+	uint8_t md[32];
+	int ret = bundle_index_sha256(r->index, r->m.index_size, md);
+
+	if (ret < 0)
+		return ret;
+	if (memcmp(md, r->m.index_sha256, 32))
+		return error_set(err, -EBADMSG, "block index (%" PRIu64 " bytes at bundle offset %"
+				 PRIu64 ") does not match the manifest's index_sha256 (corrupt "
+				 "or tampered)", r->m.index_size, r->m.index_offset);
+	r->have_index = true;
+	if (r->ops.index)
+		return call(r, r->ops.index(r->userdata, &r->m, r->index, err), "index", err);
+	return 0;
+}
+
 /* Gather a fixed-size part; true when complete. */
 static bool gather(struct bundle_reader *r, uint8_t *dst, size_t want, const uint8_t **p,
 		   size_t *n)
@@ -470,6 +554,22 @@ static int step(struct bundle_reader *r, const uint8_t **p, size_t *n, struct er
 			r->state = RS_STOPPED;
 			return BUNDLE_STOP;
 		}
+		if (r->m.index_size) {
+			r->index = r_alloc(r, r->m.index_size);
+			if (!r->index)
+				return -ENOMEM;
+			r->state = RS_INDEX;
+			return 0;
+		}
+		r->state = RS_IMAGE;
+		r->cur = 0;
+		return image_begin(r, err);
+	case RS_INDEX:
+		if (!gather(r, r->index, r->m.index_size, p, n))
+			return 0;
+		ret = index_verify(r, err);
+		if (ret < 0)
+			return ret;
 		r->state = RS_IMAGE;
 		r->cur = 0;
 		return image_begin(r, err);
@@ -556,8 +656,10 @@ int bundle_reader_finish(struct bundle_reader *r, struct error *err)
 			    "%" PRIu64 " bytes", r->offset);
 	case RS_MANIFEST:
 	case RS_SIGS:
+	case RS_INDEX:
 		return error_set(err, -ENODATA, "truncated bundle: stream ended in the %s at byte %"
-			    PRIu64, r->state == RS_MANIFEST ? "manifest" : "signatures", r->offset);
+			    PRIu64, r->state == RS_MANIFEST ? "manifest" : r->state == RS_SIGS ?
+			    "signatures" : "block index", r->offset);
 	case RS_IMAGE:
 		img = &r->m.images[r->cur];
 		return error_set(err, -ENODATA, "truncated bundle: stream ended in image %u \"%s\" after "

@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "board.h"
+#include "block_record.h"
 #include "bundle.h"
 #include "bundle_reader.h"
 #include "cleanup_json.h"
@@ -580,6 +581,7 @@ static int install_slot(struct prov *pv, struct board *b, const char *slot)
 		.keyring = pv->p->keyring,
 		.allow_unsigned = pv->p->allow_unsigned,
 		.activate = true,
+		.state_dir = pv->p->state_dir,
 	};
 	int r;
 
@@ -863,6 +865,26 @@ static int run(struct prov *pv)
 	return r;
 }
 
+/* Before anything is erased: no record may describe a slot that
+ * provisioning rewrites. One that cannot be deleted refuses the run. */
+static int drop_records(struct prov *pv)
+{
+	static const char *const members[] = { "rootfs", "kernel" };
+
+	for (size_t i = 0; i < pv->g->n_slots; i++) {
+		const char *slot = pv->g->slots[i].name;
+
+		for (size_t k = 0; k < ELEMENTSOF(members); k++) {
+			int r = block_record_drop(pv->p->state_dir, pv->g->name, slot, members[k]);
+			if (r < 0)
+				return error_set(pv->err, r, "cannot delete the block record of %s "
+						 "of slot %s in %s (nothing was erased): %s",
+						 members[k], slot, pv->p->state_dir, strerror(-r));
+		}
+	}
+	return 0;
+}
+
 int provision_run(const struct provision_params *p, bool *ret_written, struct error *err)
 {
 	bool written = false;
@@ -880,7 +902,9 @@ int provision_run(const struct provision_params *p, bool *ret_written, struct er
 		goto out;
 	}
 	*pv.written = false;
-	r = run(&pv);
+	r = p->dry_run || !p->state_dir ? 0 : drop_records(&pv);
+	if (r >= 0)
+		r = run(&pv);
 	if (pv.image_prefix && !p->dry_run)
 		unlink(sim_file(&pv));
 out:

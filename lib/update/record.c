@@ -59,9 +59,7 @@ static struct json_object *record_to_json(const struct record *r)
 	return o;
 }
 
-/* Write text to path so that a power cut leaves either the old or the
- * new file, never a torn one. */
-static int write_atomic(const char *dir, const char *path, const char *text)
+int record_write_atomic(const char *dir, const char *path, const void *buf, size_t len)
 {
 	_cleanup_free_ char *tmp = NULL;
 	_cleanup_close_ int fd = -1, dfd = -1;
@@ -72,7 +70,7 @@ static int write_atomic(const char *dir, const char *path, const char *text)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	n = util_write_full(fd, text, strlen(text));
+	n = util_write_full(fd, buf, len);
 	if (n < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
 		int r = n < 0 ? (int)n : -errno;
 		unlink(tmp);
@@ -89,6 +87,7 @@ int record_append(const char *dir, const struct record *r)
 	_cleanup_json_ struct json_object *old = NULL, *arr = NULL;
 	_cleanup_free_ char *path = NULL;
 	struct json_object *o;
+	const char *text;
 	int ret;
 
 	ret = util_mkdir_p(dir, 0755);
@@ -108,5 +107,6 @@ int record_append(const char *dir, const struct record *r)
 		json_object_array_add(arr, json_object_get(json_object_array_get_idx(old, i)));
 	if (asprintf(&path, "%s/%s", dir, RECORD_FILE) < 0)
 		return -ENOMEM;
-	return write_atomic(dir, path, json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+	text = json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY);
+	return record_write_atomic(dir, path, text, strlen(text));
 }

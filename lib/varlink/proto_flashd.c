@@ -6,6 +6,7 @@
 static const struct proto_param params_install[] = {
 	{ "fd", PROTO_TYPE_INT, false },
 	{ "path", PROTO_TYPE_STRING, false },
+	{ "url", PROTO_TYPE_STRING, false },
 	{ "slot", PROTO_TYPE_STRING, false },
 	{ "activate", PROTO_TYPE_BOOL, false },
 	{ NULL },

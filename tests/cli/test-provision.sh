@@ -100,5 +100,18 @@ check "NAND report lists blocks that must be good" python3 -c "
 import json; r=json.load(open('$T/nand.json')); assert len(r['must_be_good']) > 10, r['must_be_good']"
 check "no temporary simulator left" bash -c "! ls '$T'/*.sim.tmp 2>/dev/null"
 
+# block records (issue 17): a record left from before describes the old
+# content of the slots; provisioning must drop it before it erases, and
+# write one for what it installs (the next adaptive install trusts it)
+mkdir -p "$T/state"
+printf 'stale' >"$T/state/blocks-rootfs-B-rootfs.bin"
+printf 'stale' >"$T/state/blocks-rootfs-A-rootfs.bin"
+$fc provision --layout "$top/layouts/nandsim-128m.json" --bundle "$T/nandsim-128m.bundle" \
+	--keyring "$T/keyring" --state-dir "$T/state" "sim:$T/rec.sim" >"$T/rec.out" 2>&1
+check "provision with --state-dir succeeds" grep -q "^Done: slot A boots first" "$T/rec.out"
+check "a stale record of slot B is dropped" test ! -e "$T/state/blocks-rootfs-B-rootfs.bin"
+check "slot A's record is what was installed" bash -c \
+	"[ -s '$T/state/blocks-rootfs-A-rootfs.bin' ] && [ \"\$(cat '$T/state/blocks-rootfs-A-rootfs.bin')\" != stale ]"
+
 check_done
 say "all provisioning checks passed"

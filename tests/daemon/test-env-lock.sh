@@ -29,7 +29,7 @@ rm -f "$LOCK"
 chmod 0644 "$LOCK"
 as_nobody flock -s "$LOCK" sleep 30 &
 BG_PIDS="$BG_PIDS $!"
-wait_for 5 sh -c "! flock -n -x $LOCK true" || fail "nobody did not get its shared lock"
+wait_for 30 sh -c "! flock -n -x $LOCK true" || fail "nobody did not get its shared lock"
 
 t0=$(now)
 timeout 20 "$FLASHCTL" --json status > "$T/st.json" 2>&1 || fail "flashctl status with the lock held by nobody: rc $? $(cat "$T/st.json")"

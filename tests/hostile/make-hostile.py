@@ -156,7 +156,8 @@ for ms in (0, 1, 2, msize - 1, msize + 1, 65536, 65537, 0x7FFFFFFF, 0xFFFFFFFF, 
     emit("header-msize", f"{ms}", header(msize=ms, nsig=1) + body)
 for ns in (0, 2, 4, 5, 0xFFFF):
     emit("header-nsig", f"{ns}", header(msize=msize, nsig=ns) + body)
-emit("header", "major2", header(major=2, msize=msize) + body)
+emit("header", "major2", header(major=2, msize=msize) + body)  # a 1.0 manifest under it
+emit("header", "major3", header(major=3, msize=msize) + body)
 emit("header", "major0", header(major=0, msize=msize) + body)
 emit("header", "major65535", header(major=0xFFFF, msize=msize) + body)
 emit("header", "minor1", header(minor=1, msize=msize) + body)
@@ -215,6 +216,7 @@ cases = [
     ("compat", "long", setf(["compatible"], "x" * 65)),
     ("compat", "number", setf(["compatible"], 1)),
     ("version", "major2", setf(["format_major"], 2)),
+    ("version", "major3", setf(["format_major"], 3)),
     ("version", "major0", setf(["format_major"], 0)),
     ("version", "minor-mismatch", setf(["format_minor"], 1)),
     ("version", "major-string", setf(["format_major"], "1")),

@@ -15,6 +15,7 @@
 #include "bundle_reader.h"
 #include "cleanup.h"
 #include "cleanup_json.h"
+#include "testlib.h"
 
 /* Fixture: a trusted key (bundle_keygen), an untrusted one (openssl
  * command line), a keyring holding only the trusted public key, a real
@@ -267,7 +268,7 @@ static void check_roundtrip(const uint8_t *data, size_t len, size_t chunk)
 	seen_free(&s);
 }
 
-static void test_roundtrip_chunk_sizes(void **state)
+TEST(test_roundtrip_chunk_sizes)
 {
 	static const size_t chunks[] = { 1, 3, 7, 31, 95, 97, 4093, 65536, 65537, 1 << 20 };
 	size_t len;
@@ -281,7 +282,7 @@ static void test_roundtrip_chunk_sizes(void **state)
 	}
 }
 
-static void test_random_chunks(void **state)
+TEST(test_random_chunks)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -309,7 +310,7 @@ static void test_random_chunks(void **state)
 	free(b);
 }
 
-static void test_read_fd_from_pipe(void **state)
+TEST(test_read_fd_from_pipe)
 {
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 	struct bundle_policy pol = default_policy();
@@ -345,13 +346,13 @@ static void test_read_fd_from_pipe(void **state)
 
 /* ---- memory bound ---- */
 
-static size_t peak_for_image(size_t mib, bool gzip)
+static size_t peak_for_image(size_t mib, bool gzip, bool no_index)
 {
 	struct bundle_create_image img = { "kernel", NULL, BUNDLE_IMAGE_RAW,
 					   gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE };
 	struct bundle_create_params p = {
 		.compatible = "acme,board-v1", .version = "1", .images = &img, .n_images = 1,
-		.keys = &trusted, .n_keys = 1, .gzip_level = 1,
+		.keys = &trusted, .n_keys = 1, .gzip_level = 1, .no_index = no_index,
 	};
 	struct bundle_policy pol = default_policy();
 	struct error err = {};
@@ -378,24 +379,29 @@ static size_t peak_for_image(size_t mib, bool gzip)
 	return peak;
 }
 
-static void test_memory_bounded(void **state)
+TEST(test_memory_bounded)
 {
-	size_t gz1 = peak_for_image(1, true), gz16 = peak_for_image(16, true);
-	size_t raw1 = peak_for_image(1, false), raw16 = peak_for_image(16, false);
+	size_t gz1 = peak_for_image(1, true, true), gz16 = peak_for_image(16, true, true);
+	size_t raw1 = peak_for_image(1, false, true), raw16 = peak_for_image(16, false, true);
+	size_t ix1 = peak_for_image(1, false, false), ix16 = peak_for_image(16, false, false);
 
-	printf("reader peak heap: gzip 1 MiB %zu B, 16 MiB %zu B; raw 1 MiB %zu B, 16 MiB %zu B\n",
-	       gz1, gz16, raw1, raw16);
-	/* independent of the image size (the manifest differs by a few digits) */
+	printf("reader peak heap: gzip 1 MiB %zu B, 16 MiB %zu B; raw 1 MiB %zu B, 16 MiB %zu B; "
+	       "with index 1 MiB %zu B, 16 MiB %zu B\n", gz1, gz16, raw1, raw16, ix1, ix16);
+	/* format 1.0: independent of the image size (the manifest differs by a few digits) */
 	assert_true(gz16 <= gz1 + 16);
 	assert_true(raw16 <= raw1 + 16);
 	/* inflate window + state + one output chunk + manifest + reader */
 	assert_true(gz16 < 160 * 1024);
 	assert_true(raw16 < 16 * 1024);
+	/* format 2.0 adds the index: 32 bytes per 128 KiB block, nothing else */
+	assert_true(ix16 <= raw16 + 16 * 8 * BUNDLE_HASH_SIZE + 256);
+	assert_true(ix16 >= 16 * 8 * BUNDLE_HASH_SIZE);
+	assert_true(ix1 < ix16);
 }
 
 /* ---- trust ---- */
 
-static void test_unsigned(void **state)
+TEST(test_unsigned)
 {
 	struct spec sp = { .no_kernel = true };
 	struct bundle_policy pol = default_policy();
@@ -415,7 +421,7 @@ static void test_unsigned(void **state)
 	free(b);
 }
 
-static void test_unknown_key(void **state)
+TEST(test_unknown_key)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted }, .n_keys = 1 };
 	struct bundle_policy pol = default_policy();
@@ -437,7 +443,7 @@ static void test_unknown_key(void **state)
 	free(b);
 }
 
-static void test_two_signatures(void **state)
+TEST(test_two_signatures)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted, trusted }, .n_keys = 2 };
 	struct bundle_policy pol = default_policy();
@@ -459,7 +465,7 @@ static uint32_t manifest_size(const uint8_t *b)
 	return b[12] | b[13] << 8 | b[14] << 16 | (uint32_t)b[15] << 24;
 }
 
-static void test_wrong_signature(void **state)
+TEST(test_wrong_signature)
 {
 	size_t len;
 	uint8_t *b = signed_bundle(false, &len);
@@ -474,7 +480,7 @@ static void test_wrong_signature(void **state)
 	free(b);
 }
 
-static void test_tampered_manifest(void **state)
+TEST(test_tampered_manifest)
 {
 	size_t len;
 	uint8_t *b = signed_bundle(false, &len);
@@ -494,7 +500,7 @@ static void test_tampered_manifest(void **state)
 
 /* ---- payload ---- */
 
-static void test_tampered_payload(void **state)
+TEST(test_tampered_payload)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -509,21 +515,23 @@ static void test_tampered_payload(void **state)
 		int r;
 
 		assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
-		kernel_off = BUNDLE_HEADER_SIZE + ms + BUNDLE_SIG_ENTRY_SIZE + m.images[0].stored_size;
+		bundle_manifest_layout(&m, 1);
+		kernel_off = m.images[1].offset;
 		b[kernel_off + m.images[1].stored_size / 2] ^= 0x04;
 		r = feed_all(&pol, b, len, 65536, &s, &err, NULL);
 		assert_int_equal(r, -EBADMSG);
 		/* image 0 completed; image 1 did not reach image_end */
 		assert_string_equal(s.order, "MBEB");
 		assert_non_null(strstr(err.msg, "image 1 \"kernel\""));
+		/* the signed index names the block, before it reaches the caller whole */
 		if (!gzip)
-			assert_non_null(strstr(err.msg, "sha256 mismatch"));
+			assert_non_null(strstr(err.msg, "does not match its sha256 in the signed index"));
 		seen_free(&s);
 		free(b);
 	}
 }
 
-static void test_tampered_superblock(void **state)
+TEST(test_tampered_superblock)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -532,7 +540,11 @@ static void test_tampered_superblock(void **state)
 	struct seen s = { 0 };
 	struct error err = {};
 
-	b[BUNDLE_HEADER_SIZE + ms + BUNDLE_SIG_ENTRY_SIZE] = 'X';
+	struct bundle_manifest m;
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
+	bundle_manifest_layout(&m, 1);
+	b[m.payload_offset] = 'X';
 	assert_int_equal(feed_all(&pol, b, len, 13, &s, &err, NULL), -EBADMSG);
 	assert_non_null(strstr(err.msg, "image 0 \"rootfs\": not a squashfs"));
 	assert_int_equal(s.data_calls, 0); /* not one byte reached "flash" */
@@ -540,16 +552,24 @@ static void test_tampered_superblock(void **state)
 	free(b);
 }
 
-static void test_truncated(void **state)
+TEST(test_truncated)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
 	uint8_t *b = signed_bundle(true, &len);
 	uint32_t ms = manifest_size(b);
+	struct bundle_manifest m;
+	size_t ix;
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, NULL), 0);
+	bundle_manifest_layout(&m, 1);
+	ix = m.index_size;
 	const size_t cuts[] = { 0, 1, 31, 32, 33, 32 + ms - 1, 32 + ms, 32 + ms + 50,
-				32 + ms + 96, 32 + ms + 96 + 1000, len / 2, len - 1 };
+				32 + ms + 96, 32 + ms + 96 + ix - 1, 32 + ms + 96 + ix,
+				32 + ms + 96 + ix + 1000, len / 2, len - 1 };
 	const char *where[] = { "empty", "header", "header", "manifest", "manifest", "manifest",
-				"signatures", "signatures", "image 0", "image 0", "image", "image 1" };
+				"signatures", "signatures", "block index", "block index", "image 0",
+				"image 0", "image", "image 1" };
 
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		struct seen s = { 0 };
@@ -565,7 +585,7 @@ static void test_truncated(void **state)
 	free(b);
 }
 
-static void test_trailing_data(void **state)
+TEST(test_trailing_data)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -580,7 +600,7 @@ static void test_trailing_data(void **state)
 
 /* ---- policy ---- */
 
-static void test_compatible(void **state)
+TEST(test_compatible)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -599,7 +619,7 @@ static void test_compatible(void **state)
 	free(b);
 }
 
-static void test_slot_limits(void **state)
+TEST(test_slot_limits)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -634,7 +654,7 @@ static void test_slot_limits(void **state)
 /* A CramFS image (here a raw kernel whose first bytes are the cramfs magic,
  * as a hand-made bundle could carry) is refused by name before a single
  * byte of it reaches the caller, whatever the chunking. */
-static void test_cramfs_refused(void **state)
+TEST(test_cramfs_refused)
 {
 	static const uint8_t magic[4] = { 0x45, 0x3d, 0xcd, 0x28 };
 	struct spec sp = { .n_keys = 0 };
@@ -677,7 +697,7 @@ static void test_cramfs_refused(void **state)
 	free(b);
 }
 
-static void test_callbacks_refuse_and_stop(void **state)
+TEST(test_callbacks_refuse_and_stop)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -778,14 +798,26 @@ static void craft_expect(const char *manifest, unsigned major, unsigned minor, i
 	free(b);
 }
 
-static void test_crafted_manifests(void **state)
+TEST(test_crafted_manifests)
 {
 	/* the baseline is accepted: the test builder follows the spec */
 	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 0, 0, NULL);
 	/* versions */
-	craft_expect(HEAD "\"images\":[" IMG("") "]}", 2, 0, -EPROTONOSUPPORT, "format 2.0");
-	craft_expect("{\"format_major\":2,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT,
-		     "format 2.x");
+	craft_expect(HEAD "\"images\":[" IMG("") "]}", 3, 0, -EPROTONOSUPPORT, "format 3.0");
+	craft_expect("{\"format_major\":3,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT,
+		     "format 3.x");
+	craft_expect(HEAD "\"images\":[" IMG("") "]}", 2, 0, -EBADMSG,
+		     "header says format 2.0, the signed manifest 1.0");
+	/* format 1 has no index; format 2 must have one */
+	craft_expect(HEAD "\"images\":[" IMG("") "],\"block_size\":4096}", 1, 0, -EBADMSG,
+		     "has no block index");
+	craft_expect("{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 2, 0,
+		     -EBADMSG, "missing field \"block_size\"");
+	craft_expect("{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "],"
+		     "\"block_size\":5000,\"index_sha256\":\"" HELLO_SHA "\"}", 2, 0, -EBADMSG,
+		     "not a power of two");
 	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 1, -EBADMSG, "header says format 1.1");
 	/* unknown fields: refused at our minor, ignored from a newer minor */
 	craft_expect(HEAD "\"images\":[" IMG("") "],\"delta\":true}", 1, 0, -EBADMSG,
@@ -852,7 +884,7 @@ static void test_crafted_manifests(void **state)
 		     ":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG, "sha256 mismatch");
 }
 
-static void test_too_many_images(void **state)
+TEST(test_too_many_images)
 {
 	char m[8192];
 	size_t n = snprintf(m, sizeof(m), HEAD "\"images\":[");
@@ -865,7 +897,7 @@ static void test_too_many_images(void **state)
 	craft_expect(m, 1, 0, -EBADMSG, "9 images, must be 1..8");
 }
 
-static void test_crafted_framing(void **state)
+TEST(test_crafted_framing)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -899,7 +931,7 @@ static void test_crafted_framing(void **state)
 	}
 }
 
-static void test_crafted_gzip(void **state)
+TEST(test_crafted_gzip)
 {
 	/* gzip of "hello" followed by junk inside stored_size, and cut short */
 	uint8_t gz[64], payload[80];
@@ -950,7 +982,7 @@ static void test_crafted_gzip(void **state)
 	free(b);
 }
 
-static void test_not_squashfs_in_bundle(void **state)
+TEST(test_not_squashfs_in_bundle)
 {
 	struct bundle_policy pol = default_policy();
 	uint8_t img[4096];
@@ -973,7 +1005,7 @@ static void test_not_squashfs_in_bundle(void **state)
 
 /* ---- writer ---- */
 
-static void test_create_deterministic_and_openssl_verifiable(void **state)
+TEST(test_create_deterministic_and_openssl_verifiable)
 {
 	struct bundle_create_result res;
 	size_t l1, l2;
@@ -1006,7 +1038,7 @@ static void test_create_deterministic_and_openssl_verifiable(void **state)
 	free(pub);
 }
 
-static void test_create_refusals(void **state)
+TEST(test_create_refusals)
 {
 	struct bundle_create_image img = { "rootfs", NULL, BUNDLE_IMAGE_SQUASHFS,
 					   BUNDLE_COMPRESSION_NONE };
@@ -1041,7 +1073,7 @@ static void test_create_refusals(void **state)
 	close(fd);
 }
 
-static void test_keygen(void **state)
+TEST(test_keygen)
 {
 	char *priv = th_path("kg.key"), *pub = th_path("kg.pub");
 	struct error err = {};
@@ -1065,7 +1097,7 @@ static void test_keygen(void **state)
 	free(pub);
 }
 
-static void test_manifest_json(void **state)
+TEST(test_manifest_json)
 {
 	struct bundle_policy pol = default_policy();
 	size_t len;
@@ -1090,36 +1122,171 @@ static void test_manifest_json(void **state)
 	free(b);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_chunk_sizes),
-		cmocka_unit_test(test_random_chunks),
-		cmocka_unit_test(test_read_fd_from_pipe),
-		cmocka_unit_test(test_memory_bounded),
-		cmocka_unit_test(test_unsigned),
-		cmocka_unit_test(test_unknown_key),
-		cmocka_unit_test(test_two_signatures),
-		cmocka_unit_test(test_wrong_signature),
-		cmocka_unit_test(test_tampered_manifest),
-		cmocka_unit_test(test_tampered_payload),
-		cmocka_unit_test(test_tampered_superblock),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_trailing_data),
-		cmocka_unit_test(test_compatible),
-		cmocka_unit_test(test_slot_limits),
-		cmocka_unit_test(test_cramfs_refused),
-		cmocka_unit_test(test_callbacks_refuse_and_stop),
-		cmocka_unit_test(test_crafted_manifests),
-		cmocka_unit_test(test_too_many_images),
-		cmocka_unit_test(test_crafted_framing),
-		cmocka_unit_test(test_crafted_gzip),
-		cmocka_unit_test(test_not_squashfs_in_bundle),
-		cmocka_unit_test(test_create_deterministic_and_openssl_verifiable),
-		cmocka_unit_test(test_create_refusals),
-		cmocka_unit_test(test_keygen),
-		cmocka_unit_test(test_manifest_json),
-	};
+/* ---- the block-hash index (format 2.0) ---- */
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+/* A one-image raw bundle of data (len bytes) with block size bs. */
+static uint8_t *index_bundle(const uint8_t *data, size_t dlen, uint32_t bs, bool no_index,
+			     size_t *ret_len)
+{
+	char *in = th_path("ix.img"), *out = th_path("ix.fbd");
+	struct bundle_create_image img = { "kernel", in, BUNDLE_IMAGE_RAW, BUNDLE_COMPRESSION_NONE };
+	struct bundle_create_params p = {
+		.compatible = "acme,board-v1", .version = "1", .images = &img, .n_images = 1,
+		.keys = &trusted, .n_keys = 1, .block_size = bs, .no_index = no_index,
+	};
+	struct error err = {};
+	uint8_t *b;
+	int fd;
+
+	th_write(in, data, dlen);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	if (bundle_create(&p, fd, NULL, &err) < 0)
+		fail_msg("bundle_create: %s", err.msg);
+	close(fd);
+	b = th_read(out, ret_len);
+	free(in);
+	free(out);
+	return b;
 }
+
+static void parse_layout(const uint8_t *b, struct bundle_manifest *m)
+{
+	struct error err = {};
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, manifest_size(b), m, &err), 0);
+	bundle_manifest_layout(m, b[16]);
+}
+
+/* The index holds the SHA-256 of every block (the last one short), sits
+ * between the signatures and the payload, and payload offsets follow from
+ * the manifest alone (what a random-access install preads). */
+TEST(test_index_layout)
+{
+	const uint32_t bs = 4096;
+	size_t dlen = 5 * bs + 100, len;
+	uint8_t *data = malloc(dlen), md[32];
+	uint8_t *b;
+	struct bundle_manifest m;
+
+	th_fill(data, dlen, 77);
+	b = index_bundle(data, dlen, bs, false, &len);
+	parse_layout(b, &m);
+	assert_int_equal(m.format_major, 2);
+	assert_int_equal(m.block_size, bs);
+	assert_int_equal(m.images[0].n_blocks, 6);
+	assert_int_equal(m.index_size, 6 * 32);
+	assert_int_equal(m.index_offset, BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE);
+	assert_int_equal(m.payload_offset, m.index_offset + 6 * 32);
+	assert_int_equal(m.total_size, len);
+	assert_memory_equal(b + m.payload_offset, data, dlen);
+	for (int k = 0; k < 6; k++) {
+		assert_int_equal(bundle_index_sha256(data + k * bs, k < 5 ? bs : 100, md), 0);
+		assert_memory_equal(b + m.index_offset + k * 32, md, 32);
+	}
+	assert_int_equal(bundle_index_sha256(b + m.index_offset, m.index_size, md), 0);
+	assert_memory_equal(md, m.index_sha256, 32);
+	free(b);
+	free(data);
+}
+
+/* A damaged index is refused before any image byte reaches the caller. */
+TEST(test_index_corrupt)
+{
+	struct bundle_policy pol = default_policy();
+	size_t dlen = 3 * 4096, len;
+	uint8_t *data = malloc(dlen), *b;
+	struct bundle_manifest m;
+	struct seen s = { 0 };
+	struct error err = {};
+
+	th_fill(data, dlen, 78);
+	b = index_bundle(data, dlen, 4096, false, &len);
+	parse_layout(b, &m);
+	b[m.index_offset + 40] ^= 0x80;
+	assert_int_equal(feed_all(&pol, b, len, 1021, &s, &err, NULL), -EBADMSG);
+	assert_non_null(strstr(err.msg, "does not match the manifest's index_sha256"));
+	assert_int_equal(s.data_calls, 0);
+	assert_int_equal(s.begins, 0);
+	seen_free(&s);
+	free(b);
+	free(data);
+}
+
+/* A signed index that does not match the payload (another image of the
+ * same size spliced in): refused naming the block, and that block never
+ * reaches the caller whole, so a writer of block_size never programs it. */
+TEST(test_index_payload_mismatch)
+{
+	struct bundle_policy pol = default_policy();
+	const uint32_t bs = 4096;
+	size_t dlen = 6 * bs, len, len2;
+	uint8_t *data = malloc(dlen), *b, *b2;
+	struct bundle_manifest m;
+	struct seen s = { 0 };
+	struct error err = {};
+
+	th_fill(data, dlen, 79);
+	b = index_bundle(data, dlen, bs, false, &len);
+	data[3 * bs + 7] ^= 1;
+	b2 = index_bundle(data, dlen, bs, false, &len2);
+	assert_int_equal(len, len2);
+	parse_layout(b, &m);
+	memcpy(b + m.payload_offset, b2 + m.payload_offset, dlen);
+	assert_int_equal(feed_all(&pol, b, len, 1000, &s, &err, NULL), -EBADMSG);
+	assert_non_null(strstr(err.msg, "image 0 \"kernel\": block 3 (bytes 12288..16383) does not "
+				    "match its sha256 in the signed index"));
+	/* blocks 0..2 whole, block 3 never complete */
+	assert_true(s.bytes[0] >= 3 * bs && s.bytes[0] < 4 * bs);
+	assert_int_equal(s.ends, 0);
+	seen_free(&s);
+	free(b);
+	free(b2);
+	free(data);
+}
+
+/* --no-index writes format 1.0, which this reader still reads whole. */
+TEST(test_index_none_is_format_1_0)
+{
+	struct bundle_policy pol = default_policy();
+	size_t dlen = 3 * 4096 + 1, len;
+	uint8_t *data = malloc(dlen), *b;
+	struct bundle_manifest m;
+	struct seen s = { 0 };
+	struct error err = {};
+
+	th_fill(data, dlen, 80);
+	b = index_bundle(data, dlen, 0, true, &len);
+	parse_layout(b, &m);
+	assert_int_equal(m.format_major, 1);
+	assert_int_equal(m.format_minor, 0);
+	assert_int_equal(b[8], 1);
+	assert_int_equal(m.index_size, 0);
+	assert_null(memmem(b, len, "block_size", 10));
+	assert_int_equal(m.payload_offset, BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE);
+	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	assert_int_equal(s.ends, 1);
+	assert_int_equal(s.bytes[0], dlen);
+	seen_free(&s);
+	free(b);
+	free(data);
+}
+
+TEST(test_index_block_size_refused)
+{
+	uint8_t data[100] = { 1 };
+	char *in = th_path("ixr.img");
+	struct bundle_create_image img = { "kernel", in, BUNDLE_IMAGE_RAW, BUNDLE_COMPRESSION_NONE };
+	struct bundle_create_params p = {
+		.compatible = "acme,board-v1", .version = "1", .images = &img, .n_images = 1,
+		.block_size = 3000,
+	};
+	struct error err = {};
+
+	th_write(in, data, sizeof(data));
+	assert_int_equal(bundle_create(&p, 1, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "block size 3000: must be a power of two"));
+	free(in);
+}
+
+TEST_GROUP(setup, teardown);

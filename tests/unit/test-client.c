@@ -29,6 +29,7 @@
 #include "proto.h"
 #include "proto_flashd.h"
 #include "proto-test-helpers.h"
+#include "testlib.h"
 
 struct srv {
 	char dir[64];
@@ -238,7 +239,7 @@ static struct client *connect_client(void)
 
 /* ---- tests ---- */
 
-static void test_get_info(void **state)
+TEST(test_get_info)
 {
 	_cleanup_client_ struct client *c = connect_client();
 	_cleanup_json_ struct json_object *r = NULL;
@@ -256,7 +257,7 @@ static void test_get_info(void **state)
 	assert_null(client_error_name(c));
 }
 
-static void test_get_interface_description(void **state)
+TEST(test_get_interface_description)
 {
 	_cleanup_client_ struct client *c = connect_client();
 	_cleanup_json_ struct json_object *r = NULL, *p = json_object_new_object();
@@ -309,7 +310,7 @@ static int collect_cb(struct client *c, struct json_object *params, const char *
 	return 0;
 }
 
-static void test_streaming(void **state)
+TEST(test_streaming)
 {
 	_cleanup_client_ struct client *c = connect_client();
 	struct collect col = { 0 };
@@ -343,7 +344,7 @@ static int install_cb(struct client *c, struct json_object *params, const char *
 	return 0;
 }
 
-static void test_fd_passing(void **state)
+TEST(test_fd_passing)
 {
 	_cleanup_client_ struct client *c = connect_client();
 	_cleanup_json_ struct json_object *final = NULL, *p = json_object_new_object();
@@ -375,7 +376,7 @@ static void test_fd_passing(void **state)
 	assert_string_equal(client_error_name(c), PROTO_ERROR_INVALID_PARAMETER);
 }
 
-static void test_error_reply(void **state)
+TEST(test_error_reply)
 {
 	_cleanup_client_ struct client *c = connect_client();
 	_cleanup_json_ struct json_object *p = json_object_new_object();
@@ -398,7 +399,7 @@ static void test_error_reply(void **state)
 	assert_null(client_error_name(c));
 }
 
-static void test_async_reply_and_oneway(void **state)
+TEST(test_async_reply_and_oneway)
 {
 	_cleanup_client_ struct client *c = connect_client();
 	_cleanup_json_ struct json_object *r = NULL;
@@ -410,7 +411,7 @@ static void test_async_reply_and_oneway(void **state)
 	assert_string_equal(json_object_get_string(v), "B");
 }
 
-static void test_disconnect_mid_call(void **state)
+TEST(test_disconnect_mid_call)
 {
 	struct client *c = connect_client();
 	_cleanup_json_ struct json_object *p = json_object_new_object();
@@ -464,7 +465,7 @@ static size_t raw_read(int fd, char *buf, size_t len, int n)
 
 /* Two calls in one write; the first is answered asynchronously, yet the
  * replies come in call order. */
-static void test_pipelined_raw(void **state)
+TEST(test_pipelined_raw)
 {
 	static const char calls[] = "{\"method\":\"io.flashd.GetStatus\"}\0"
 				    "{\"method\":\"org.varlink.service.GetInfo\"}";
@@ -479,7 +480,7 @@ static void test_pipelined_raw(void **state)
 	assert_non_null(strstr(buf + strlen(buf) + 1, "\"vendor\":\"flashd\""));
 }
 
-static void test_oversized_raw(void **state)
+TEST(test_oversized_raw)
 {
 	_cleanup_close_ int fd = raw_connect();
 	size_t len = PROTO_MAX_MESSAGE + 4096;
@@ -507,7 +508,7 @@ static void test_oversized_raw(void **state)
 
 /* SO_PEERCRED: an unprivileged process is refused state-changing methods
  * but may read. */
-static void test_permission_denied(void **state)
+TEST(test_permission_denied)
 {
 	pid_t pid;
 	int status;
@@ -542,7 +543,7 @@ static void test_permission_denied(void **state)
 	assert_int_equal(client_call(c, "io.flashd.MarkGood", NULL, 0, NULL, NULL), 0);
 }
 
-static void test_listen(void **state)
+TEST(test_listen)
 {
 	char path[192], file[192];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -618,7 +619,7 @@ static int activated_child(int kind)
 	return r == -EINVAL && fd == -1 ? 0 : 24;
 }
 
-static void test_listen_activated(void **state)
+TEST(test_listen_activated)
 {
 	for (int kind = 0; kind < 3; kind++) {
 		pid_t pid = fork();
@@ -634,7 +635,7 @@ static void test_listen_activated(void **state)
 	(void) state;
 }
 
-static void test_error_to_errno(void **state)
+TEST(test_error_to_errno)
 {
 	_cleanup_json_ struct json_object *p = json_object_new_object();
 
@@ -647,24 +648,11 @@ static void test_error_to_errno(void **state)
 	(void) state;
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_get_info),
-		cmocka_unit_test(test_get_interface_description),
-		cmocka_unit_test(test_streaming),
-		cmocka_unit_test(test_fd_passing),
-		cmocka_unit_test(test_error_reply),
-		cmocka_unit_test(test_async_reply_and_oneway),
-		cmocka_unit_test(test_disconnect_mid_call),
-		cmocka_unit_test(test_pipelined_raw),
-		cmocka_unit_test(test_oversized_raw),
-		cmocka_unit_test(test_permission_denied),
-		cmocka_unit_test(test_listen),
-		cmocka_unit_test(test_listen_activated),
-		cmocka_unit_test(test_error_to_errno),
-	};
 
+static int group_setup(void **state)
+{
 	methods_init();
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return setup(state);
 }
+
+TEST_GROUP(group_setup, teardown);

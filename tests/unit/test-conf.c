@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "conf.h"
+#include "testlib.h"
 
 static char *write_tmp(const char *text)
 {
@@ -23,7 +24,7 @@ static char *write_tmp(const char *text)
 	return path;
 }
 
-static void test_defaults(void **state)
+TEST(test_defaults)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 
@@ -37,7 +38,7 @@ static void test_defaults(void **state)
 	assert_null(c->health_command);
 }
 
-static void test_load_values(void **state)
+TEST(test_load_values)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 	struct error err = {};
@@ -71,7 +72,7 @@ static void expect_error(const char *text, const char *msg)
 	free(p);
 }
 
-static void test_errors(void **state)
+TEST(test_errors)
 {
 	expect_error("bogus=1\n", ":1: unknown key 'bogus' in section [flashd]");
 	expect_error("\n[nope]\n", ":2: unknown section [nope]");
@@ -84,7 +85,38 @@ static void test_errors(void **state)
 	expect_error("[health]\nlayout=/x\n", "unknown key 'layout' in section [health]");
 }
 
-static void test_missing(void **state)
+/* [network]: header= repeats, the numbers have their ranges */
+TEST(test_network)
+{
+	_cleanup_conf_ struct conf *c = NULL;
+	struct error err = {};
+	char *p = write_tmp("[network]\nca-file=/etc/ca.pem\nheader=X-Device: 42\n"
+			    "header=Authorization: Bearer t\nretries=0\nretry-delay=250\n"
+			    "stall-timeout=7\nredirect-other-host=yes\n");
+
+	assert_int_equal(conf_new(&c), 0);
+	assert_null(c->headers);
+	assert_int_equal(c->retries, 5);
+	assert_int_equal(c->stall_timeout, 60);
+	assert_false(c->redirect_other_host);
+	assert_int_equal(conf_load(c, p, false, &err), 0);
+	assert_string_equal(c->ca_file, "/etc/ca.pem");
+	assert_string_equal(c->headers[0], "X-Device: 42");
+	assert_string_equal(c->headers[1], "Authorization: Bearer t");
+	assert_null(c->headers[2]);
+	assert_int_equal(c->retries, 0);
+	assert_int_equal(c->retry_delay_ms, 250);
+	assert_int_equal(c->stall_timeout, 7);
+	assert_true(c->redirect_other_host);
+	unlink(p);
+	free(p);
+	expect_error("[network]\nretries=1001\n", "[network] retries: '1001' is not a count (0..1000)");
+	expect_error("[network]\nretry-delay=0\n", "is not a number of milliseconds");
+	expect_error("[network]\nheader=\n", "[network] header: empty value");
+	expect_error("[network]\nproxy=x\n", "unknown key 'proxy' in section [network]");
+}
+
+TEST(test_missing)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 	struct error err = {};
@@ -93,15 +125,4 @@ static void test_missing(void **state)
 	assert_int_equal(conf_load(c, "/nonexistent/flashd.conf", true, &err), 0);
 	assert_int_equal(conf_load(c, "/nonexistent/flashd.conf", false, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "/nonexistent/flashd.conf"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_load_values),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_missing),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include "layout.h"
 #include "ubi_image.h"
 #include "util.h"
+#include "testlib.h"
 
 struct fx {
 	char dir[64];
@@ -92,7 +93,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void test_find_device(void **state)
+TEST_FIXTURE(test_find_device, setup, teardown)
 {
 	struct fx *f = *state;
 
@@ -102,7 +103,7 @@ static void test_find_device(void **state)
 	assert_int_equal(flash_ubi_find("/nonexistent/ubi", 3), -ENODEV);
 }
 
-static void test_volume_by_name(void **state)
+TEST_FIXTURE(test_volume_by_name, setup, teardown)
 {
 	struct fx *f = *state;
 	struct flash_ubi_volume v;
@@ -123,7 +124,7 @@ static void test_volume_by_name(void **state)
 	assert_int_equal(flash_ubi_volume_find(f->ubi, 0, "rootfs_a", &v), -ENOENT);
 }
 
-static void test_broken(void **state)
+TEST_FIXTURE(test_broken, setup, teardown)
 {
 	struct fx *f = *state;
 	struct flash_ubi_volume v;
@@ -142,7 +143,7 @@ static void test_broken(void **state)
 }
 
 /* status: the slot target's volume, found through the MTD name */
-static void test_target_broken(void **state)
+TEST_FIXTURE(test_target_broken, setup, teardown)
 {
 	struct fx *f = *state;
 	struct layout_partition part = { .name = "ubi" }, other = { .name = "env" };
@@ -164,15 +165,4 @@ static void test_target_broken(void **state)
 	t.storage = LAYOUT_STORAGE_NAND;
 	t.ubi_volume = (char *)"rootfs_a";
 	assert_null(ubi_image_target_broken(&t, f->mtd, f->ubi));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_find_device, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_volume_by_name, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_target_broken, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

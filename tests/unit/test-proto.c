@@ -24,6 +24,7 @@
 #include "proto.h"
 #include "proto_flashd.h"
 #include "proto-test-helpers.h"
+#include "testlib.h"
 
 /* ---- test methods ---- */
 
@@ -244,7 +245,7 @@ static void assert_protocol_error(struct fx *f, int r, int expect, const char *r
 
 /* ---- parser ---- */
 
-static void test_valid_call(void **state)
+TEST_FIXTURE(test_valid_call, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL;
@@ -262,7 +263,7 @@ static void test_valid_call(void **state)
 	assert_false(proto_conn_is_dead(f->conn));
 }
 
-static void test_get_info(void **state)
+TEST_FIXTURE(test_get_info, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL;
@@ -294,7 +295,7 @@ static void test_get_info(void **state)
 	assert_string_equal(get_str(rep, "parameters.version"), "9.9");
 }
 
-static void test_get_interface_description(void **state)
+TEST_FIXTURE(test_get_interface_description, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL;
@@ -324,7 +325,7 @@ static void test_get_interface_description(void **state)
 	assert_error(rep, PROTO_ERROR_INVALID_PARAMETER, "parameter", "interface");
 }
 
-static void test_bad_json(void **state)
+TEST_FIXTURE(test_bad_json, setup, teardown)
 {
 	struct fx *f = *state;
 
@@ -332,14 +333,14 @@ static void test_bad_json(void **state)
 			      "not valid JSON");
 }
 
-static void test_bad_json_garbage(void **state)
+TEST_FIXTURE(test_bad_json_garbage, setup, teardown)
 {
 	struct fx *f = *state;
 
 	assert_protocol_error(f, feed(f, "hello"), -EBADMSG, "not valid JSON");
 }
 
-static void test_trailing_data(void **state)
+TEST_FIXTURE(test_trailing_data, setup, teardown)
 {
 	struct fx *f = *state;
 
@@ -347,7 +348,7 @@ static void test_trailing_data(void **state)
 			      "not valid JSON: unexpected character (near byte 33)");
 }
 
-static void test_invalid_utf8(void **state)
+TEST_FIXTURE(test_invalid_utf8, setup, teardown)
 {
 	struct fx *f = *state;
 
@@ -355,7 +356,7 @@ static void test_invalid_utf8(void **state)
 			      -EBADMSG, "not valid JSON");
 }
 
-static void test_not_object(void **state)
+TEST_FIXTURE(test_not_object, setup, teardown)
 {
 	struct fx *f = *state;
 
@@ -367,7 +368,7 @@ static void test_not_object(void **state)
 }
 
 /* Envelope errors: the message is not a well-formed Varlink call. */
-static void test_envelope_types(void **state)
+TEST(test_envelope_types)
 {
 	static const struct {
 		const char *msg;
@@ -416,7 +417,7 @@ static void expect_errors(struct fx *f, const struct error_case *c, size_t n)
 	}
 }
 
-static void test_unknown_method(void **state)
+TEST_FIXTURE(test_unknown_method, setup, teardown)
 {
 	static const struct error_case cases[] = {
 		{ "{\"method\":\"io.flashd.Explode\"}",
@@ -441,7 +442,7 @@ static void test_unknown_method(void **state)
 	assert_string_equal(get_str(rep, "parameters.booted"), "A");
 }
 
-static void test_parameters(void **state)
+TEST_FIXTURE(test_parameters, setup, teardown)
 {
 	static const struct {
 		const char *params;
@@ -481,7 +482,7 @@ static void test_parameters(void **state)
 	}
 }
 
-static void test_oversized(void **state)
+TEST_FIXTURE(test_oversized, setup, teardown)
 {
 	struct fx *f = *state;
 	size_t n = PROTO_MAX_MESSAGE + 1;
@@ -497,7 +498,7 @@ static void test_oversized(void **state)
 }
 
 /* Regression: an oversized message whose NUL arrives in the same read. */
-static void test_oversized_one_read(void **state)
+TEST_FIXTURE(test_oversized_one_read, setup, teardown)
 {
 	struct fx *f = *state;
 	size_t n = PROTO_MAX_MESSAGE + 2;
@@ -510,7 +511,7 @@ static void test_oversized_one_read(void **state)
 			      "longer than 1 MiB");
 }
 
-static void test_large_but_allowed(void **state)
+TEST_FIXTURE(test_large_but_allowed, setup, teardown)
 {
 	struct fx *f = *state;
 	size_t vlen = PROTO_MAX_MESSAGE - 100;
@@ -535,7 +536,7 @@ static const char two_calls[] =
 
 /* Every split of a two-message stream into two reads gives the same
  * replies, and no reply comes before its message's NUL. */
-static void test_split_everywhere(void **state)
+TEST(test_split_everywhere)
 {
 	size_t total = sizeof(two_calls); /* with both NULs */
 	size_t first_nul = strlen(two_calls);
@@ -561,7 +562,7 @@ static void test_split_everywhere(void **state)
 	(void) state;
 }
 
-static void test_byte_by_byte(void **state)
+TEST_FIXTURE(test_byte_by_byte, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *a = NULL;
@@ -574,7 +575,7 @@ static void test_byte_by_byte(void **state)
 	assert_string_equal(get_str(json_object_array_get_idx(a, 1), "parameters.name"), "n");
 }
 
-static void test_multiple_in_one_read(void **state)
+TEST_FIXTURE(test_multiple_in_one_read, setup, teardown)
 {
 	static const char three[] =
 		"{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"a\"}}\0"
@@ -591,7 +592,7 @@ static void test_multiple_in_one_read(void **state)
 	assert_string_equal(get_str(json_object_array_get_idx(a, 2), "parameters.name"), "c");
 }
 
-static void test_oneway(void **state)
+TEST_FIXTURE(test_oneway, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL;
@@ -605,7 +606,7 @@ static void test_oneway(void **state)
 }
 
 /* A call answered later holds the calls behind it; replies stay in order. */
-static void test_async_in_order(void **state)
+TEST_FIXTURE(test_async_in_order, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *a = NULL, *b = NULL;
@@ -629,7 +630,7 @@ static void test_async_in_order(void **state)
 	assert_int_equal(held_disconnects, 0);
 }
 
-static void test_disconnect_handler(void **state)
+TEST_FIXTURE(test_disconnect_handler, setup, teardown)
 {
 	struct fx *f = *state;
 
@@ -644,7 +645,7 @@ static void test_disconnect_handler(void **state)
 	assert_int_equal(proto_server_n_connections(f->server), 0);
 }
 
-static void test_handler_failures(void **state)
+TEST_FIXTURE(test_handler_failures, setup, teardown)
 {
 	static const struct error_case cases[] = {
 		{ "{\"method\":\"io.flashd.Cancel\"}", PROTO_ERROR_INTERNAL, "errno_name", "EBUSY" },
@@ -655,7 +656,7 @@ static void test_handler_failures(void **state)
 	expect_errors(*state, cases, ELEMENTSOF(cases));
 }
 
-static void test_more(void **state)
+TEST_FIXTURE(test_more, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL, *a = NULL;
@@ -680,7 +681,7 @@ static void test_more(void **state)
 
 /* ---- authorization ---- */
 
-static void test_peer_authorized(void **state)
+TEST(test_peer_authorized)
 {
 	struct proto_peer p = { .pid = 99 };
 
@@ -728,7 +729,7 @@ static void auth_case(gid_t group, uid_t uid, gid_t gid, const char *msg, bool a
 	free(f);
 }
 
-static void test_dispatch_auth(void **state)
+TEST(test_dispatch_auth)
 {
 	static const char set[] = "{\"method\":\"io.flashd.SetEnv\",\"parameters\":{\"name\":\"x\"}}";
 	static const char get[] = "{\"method\":\"io.flashd.GetStatus\"}";
@@ -748,7 +749,7 @@ static void test_dispatch_auth(void **state)
 /* Connection limits (issue 13 item 10): users without rights get at most
  * PROTO_MAX_CONNECTIONS_PER_UID each and all of them together all but
  * PROTO_RESERVED_CONNECTIONS; root and the socket group get the rest. */
-static void test_connection_limits(void **state)
+TEST(test_connection_limits)
 {
 	_cleanup_proto_server_ struct proto_server *s = NULL;
 	struct proto_peer p = { .pid = 1 };
@@ -788,7 +789,7 @@ static void test_connection_limits(void **state)
 	(void) state;
 }
 
-static void test_auth_group_name(void **state)
+TEST_FIXTURE(test_auth_group_name, setup, teardown)
 {
 	struct fx *f = *state;
 
@@ -805,7 +806,7 @@ static bool fd_is_closed_peer(int wfd)
 	return write(wfd, "x", 1) < 0 && errno == EPIPE;
 }
 
-static void test_fd_passing(void **state)
+TEST_FIXTURE(test_fd_passing, setup, teardown)
 {
 	struct fx *f = *state;
 	_cleanup_json_ struct json_object *rep = NULL;
@@ -836,7 +837,7 @@ static void test_fd_passing(void **state)
 	close(p[1]);
 }
 
-static void test_fd_with_split_message(void **state)
+TEST_FIXTURE(test_fd_with_split_message, setup, teardown)
 {
 	struct fx *f = *state;
 	static const char inst[] = "{\"method\":\"io.flashd.Install\",\"parameters\":{\"fd\":0}}";
@@ -851,7 +852,7 @@ static void test_fd_with_split_message(void **state)
 	close(p[1]);
 }
 
-static void test_too_many_fds(void **state)
+TEST_FIXTURE(test_too_many_fds, setup, teardown)
 {
 	struct fx *f = *state;
 	int fds[PROTO_MAX_PENDING_FDS + 1], w[PROTO_MAX_PENDING_FDS + 1];
@@ -1102,7 +1103,7 @@ static bool idl_parse(struct idl *x, const char *text, const char *iface,
 	return true;
 }
 
-static void test_idl_syntax(void **state)
+TEST(test_idl_syntax)
 {
 	struct idl_method ms[32];
 	unsigned n;
@@ -1161,7 +1162,7 @@ static void check_params(const struct idl_method *im, const struct proto_param *
 
 /* The one io.flashd table (proto_flashd.c) and the IDL name the same
  * methods with the same parameters. */
-static void test_idl_matches_table(void **state)
+TEST(test_idl_matches_table)
 {
 	struct idl_method ms[32];
 	struct idl x = { 0 };
@@ -1190,7 +1191,7 @@ static void test_idl_matches_table(void **state)
 }
 
 /* The errors of the table module are the IDL's, both ways. */
-static void test_idl_errors(void **state)
+TEST(test_idl_errors)
 {
 	struct idl_method ms[32];
 	struct idl x = { 0 };
@@ -1227,7 +1228,7 @@ static void log_hook(void *userdata, const struct proto_peer *peer, const char *
 		 msg);
 }
 
-static void test_log_hook(void **state)
+TEST(test_log_hook)
 {
 	struct proto_peer peer = { .pid = 4711, .uid = 1002, .gid = 1002 };
 	struct fx *f = fx_new(&peer);
@@ -1245,7 +1246,7 @@ static void test_log_hook(void **state)
 	(void) state;
 }
 
-static void test_server_new_validates(void **state)
+TEST(test_server_new_validates)
 {
 	static const struct proto_method bad_iface[] = {
 		{ "flashd", "GetStatus", m_get_status, 0, NULL }, { NULL },
@@ -1262,47 +1263,12 @@ static void test_server_new_validates(void **state)
 	(void) state;
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-#define T(n) cmocka_unit_test_setup_teardown(n, setup, teardown)
-		T(test_valid_call),
-		T(test_get_info),
-		T(test_get_interface_description),
-		T(test_bad_json),
-		T(test_bad_json_garbage),
-		T(test_trailing_data),
-		T(test_invalid_utf8),
-		T(test_not_object),
-		cmocka_unit_test(test_envelope_types),
-		T(test_unknown_method),
-		T(test_parameters),
-		T(test_oversized),
-		T(test_oversized_one_read),
-		T(test_large_but_allowed),
-		cmocka_unit_test(test_split_everywhere),
-		T(test_byte_by_byte),
-		T(test_multiple_in_one_read),
-		T(test_oneway),
-		T(test_async_in_order),
-		T(test_disconnect_handler),
-		T(test_handler_failures),
-		T(test_more),
-		cmocka_unit_test(test_peer_authorized),
-		cmocka_unit_test(test_dispatch_auth),
-		T(test_auth_group_name),
-		T(test_fd_passing),
-		T(test_fd_with_split_message),
-		T(test_too_many_fds),
-		cmocka_unit_test(test_idl_syntax),
-		cmocka_unit_test(test_idl_matches_table),
-		cmocka_unit_test(test_idl_errors),
-		cmocka_unit_test(test_log_hook),
-		cmocka_unit_test(test_server_new_validates),
-		cmocka_unit_test(test_connection_limits),
-#undef T
-	};
 
+static int group_setup(void **state)
+{
+	(void)state;
 	methods_init();
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return 0;
 }
+
+TEST_GROUP(group_setup, NULL);

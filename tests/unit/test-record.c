@@ -11,6 +11,7 @@
 
 #include "cleanup_json.h"
 #include "record.h"
+#include "testlib.h"
 
 static const char *field(struct json_object *o, const char *k)
 {
@@ -19,7 +20,7 @@ static const char *field(struct json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
 }
 
-static void test_empty_and_append(void **state)
+TEST(test_empty_and_append)
 {
 	char dir[] = "/tmp/flashd-test-record-XXXXXX";
 	_cleanup_free_ char *sub = NULL;
@@ -49,7 +50,7 @@ static void test_empty_and_append(void **state)
 	assert_string_equal(field(json_object_array_get_idx(arr, RECORD_MAX - 1), "version"), "1.3");
 }
 
-static void test_damaged_file(void **state)
+TEST(test_damaged_file)
 {
 	char dir[] = "/tmp/flashd-test-record-XXXXXX";
 	_cleanup_free_ char *path = NULL;
@@ -69,13 +70,4 @@ static void test_damaged_file(void **state)
 	assert_int_equal(record_load(dir, &arr), 0);
 	assert_int_equal(json_object_array_length(arr), 1);
 	assert_string_equal(field(json_object_array_get_idx(arr, 0), "result"), "success");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_empty_and_append),
-		cmocka_unit_test(test_damaged_file),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

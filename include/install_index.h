@@ -1,0 +1,73 @@
+/* The adaptive write of one image onto a raw (NOR/NAND) slot partition,
+ * from a random-access bundle source and the bundle's signed block index
+ * (docs/bundle-format.md, "Adaptive install").
+ *
+ * Logical block k of the image goes to the k-th good erase block of the
+ * partition. For each block:
+ *   - the slot's trusted block record knows the block at the same
+ *     physical place: it holds the index's hash -> neither read nor
+ *     written; another hash -> fetched and written without a read;
+ *   - else the flash block is read and hashed: equal -> left alone;
+ *   - else the block is fetched (source_pread, after one source_plan()
+ *     of all such blocks), its hash checked against the index, erased,
+ *     programmed and read back; a block the other (running) slot's
+ *     trusted record holds is read there instead, checked the same way.
+ * So every block of the result is either read back, read and compared, or
+ * vouched for by a trusted record; each against the signed index, which
+ * covers every byte of the image. A block that goes bad on erase/program
+ * is marked bad, and the blocks after it move one good block on: they are
+ * classified again on their new place.
+ *
+ * The same path resumes an interrupted install: an install that stopped
+ * halfway left no record (it was dropped before the first write), so
+ * every block is read and compared, and only what was not yet written
+ * is fetched. */
+#pragma once
+#include <stdint.h>
+
+#include "block_record.h"
+#include "bundle.h"
+#include "error.h"
+#include "flash.h"
+#include "source.h"
+
+struct install_index_stats {
+	uint64_t blocks_read;      /* flash blocks read to compare (not read-back) */
+	uint64_t blocks_trusted;   /* skipped on the record's word, not read */
+	uint64_t blocks_same;      /* read, equal, left alone */
+	uint64_t blocks_written;
+	uint64_t blocks_copied;    /* of those, read from the other slot, not fetched */
+	uint64_t blocks_bad;       /* marked bad while writing */
+	uint64_t erases;
+	uint64_t bytes_written;    /* image bytes programmed */
+};
+
+struct install_index_image {
+	struct flash *flash;             /* the slot partition */
+	const struct bundle_image *img;  /* offset, size, n_blocks, index_first */
+	uint32_t block_size;             /* the manifest's = flash erase size */
+	const uint8_t *index;            /* the whole verified index */
+	const struct block_record *rec;  /* trusted record of the slot, or NULL */
+	/* The same member in the other (running) slot and its trusted
+	 * record, or NULL: a block it holds is read from there (and checked
+	 * against the index) instead of fetched. Only read, never written. */
+	struct flash *other;
+	const struct block_record *other_rec;
+	/* NULL, or called after each logical block is settled (compared,
+	 * skipped or written; done = blocks settled of this image): progress,
+	 * and a negative return (a cancel) stops the write with it. */
+	int (*tick)(void *userdata, uint64_t done, const struct install_index_stats *st);
+	void *userdata;
+};
+
+/* Write img adaptively. On success *ret_rec (when not NULL) describes what
+ * the partition now holds (hashes, physical blocks, bad-block map); the
+ * caller sets version and saves it. err names image and block. */
+int install_index_write(const struct install_index_image *ii, struct source *src,
+			struct install_index_stats *st, struct block_record **ret_rec,
+			struct error *err);
+/* A record of what f holds after a verified write of img whose blocks are
+ * described by index (the stream path): logical block k on the k-th good
+ * block. */
+int install_index_record(struct flash *f, const struct bundle_image *img, const uint8_t *index,
+			 struct block_record **ret);

@@ -1,0 +1,48 @@
+/* A bundle source for http(s) URLs (lib/update/source_http.c), libcurl
+ * loaded on first use (curl_dl.h).
+ *
+ * read() is a streaming GET (in doubling ranges at first); pread() and plan() use Range requests, one
+ * request per run of planned ranges that lie close together (see the
+ * file). A transfer that breaks (dropped connection, 5xx, no byte for
+ * stall_timeout seconds) is retried with backoff and resumed with
+ * "Range: bytes=N-" and "If-Range: <ETag or Last-Modified>", so a bundle
+ * that changed on the server is never spliced. Only http and https,
+ * also for redirects; a redirect to another host (or from https to http)
+ * is refused unless redirect_other_host. */
+#pragma once
+#include <stdbool.h>
+#include "source.h"
+
+struct source_http_conf {
+	const char *ca_file;        /* NULL: the system's CA store */
+	const char *client_cert;    /* PEM, NULL: none */
+	const char *client_key;     /* PEM, NULL: in client_cert */
+	char *const *headers;       /* "Name: value" lines, NULL-terminated; may be NULL */
+	unsigned connect_timeout;   /* seconds; 0: 30 */
+	unsigned stall_timeout;     /* seconds without a byte; 0: 60 */
+	unsigned retries;           /* attempts after a transient error without progress */
+	unsigned retry_delay_ms;    /* first backoff, doubled each time; 0: 1000 */
+	bool redirect_other_host;
+	volatile int *cancel;       /* polled every 200 ms while waiting; may be NULL */
+};
+
+/* Whether s names a URL at all ("scheme://"), to tell a URL from a path. */
+bool source_http_is_url(const char *s);
+/* -EPROTONOSUPPORT unless url is an http:// or https:// URL with a host. */
+int source_http_check_url(const char *url, struct error *err);
+/* Opens url: the first GET's headers have arrived when this returns (so
+ * a 404, a refused certificate or a dead host fail here) and size is
+ * known when the server sent it. conf (and its strings) must outlive the
+ * source. */
+int source_http_new(const char *url, const struct source_http_conf *conf, struct source **ret,
+		    struct error *err);
+/* fetched (source.h) counts every body byte received, also those of
+ * dropped gaps and retries; like every backend, the bytes read() and
+ * pread() return are added by source_read()/source_pread().
+ * Requests and retries so far (tests and the benchmark): */
+unsigned source_http_requests(const struct source *s);
+unsigned source_http_retries(const struct source *s);
+/* Body bytes received so far, used or not: what crossed the network (the
+ * bytes_downloaded of progress). fetched catches up when the source
+ * drops what it holds unused. */
+uint64_t source_http_received(const struct source *s);

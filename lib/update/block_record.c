@@ -1,0 +1,230 @@
+/* Slot block records (block_record.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+
+#include "block_record.h"
+#include "cleanup.h"
+#include "record.h"
+#include "util.h"
+
+#define BLOCK_RECORD_MAGIC "FLASHDBR"
+#define BLOCK_RECORD_VERSION 1
+#define BLOCK_RECORD_MAX_BLOCKS (1u << 20)
+
+/* The fixed part, then bad[], phys[], hashes[], then the SHA-256 of all
+ * the bytes before it. */
+struct block_record_head {
+	char magic[8];
+	uint32_t format;
+	uint32_t erasesize;
+	uint64_t size;
+	uint8_t image_sha256[32];
+	char version[BUNDLE_VERSION_MAX + 1];
+	uint8_t pad[3];
+	uint32_t part_blocks;
+	uint32_t n_blocks;
+};
+
+static size_t bad_bytes(uint32_t part_blocks) { return (part_blocks + 7) / 8; }
+
+static size_t record_bytes(uint32_t part_blocks, uint32_t n_blocks)
+{
+	return sizeof(struct block_record_head) + bad_bytes(part_blocks) +
+	       (size_t)n_blocks * (sizeof(uint32_t) + 32) + 32;
+}
+
+void block_record_free(struct block_record *r)
+{
+	if (!r)
+		return;
+	free(r->bad);
+	free(r->phys);
+	free(r->hashes);
+	free(r);
+}
+
+static int record_alloc(uint32_t part_blocks, uint32_t n_blocks, struct block_record **ret)
+{
+	struct block_record *r;
+
+	if (part_blocks > BLOCK_RECORD_MAX_BLOCKS || n_blocks > part_blocks)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->part_blocks = part_blocks;
+	r->n_blocks = n_blocks;
+	r->bad = calloc(1, bad_bytes(part_blocks) + 1);
+	r->phys = calloc(n_blocks + 1, sizeof(uint32_t));
+	r->hashes = calloc(n_blocks + 1, 32);
+	if (!r->bad || !r->phys || !r->hashes) {
+		block_record_free(r);
+		return -ENOMEM;
+	}
+	*ret = r;
+	return 0;
+}
+
+/* The bad-block map of f now. */
+static int bad_map(struct flash *f, uint8_t *bad, uint32_t part_blocks)
+{
+	for (uint32_t b = 0; b < part_blocks; b++) {
+		int r = flash_block_isbad(f, (uint64_t)b * f->info.erasesize);
+		if (r < 0)
+			return r;
+		if (r)
+			bad[b / 8] |= 1u << (b % 8);
+	}
+	return 0;
+}
+
+int block_record_new(struct flash *f, uint32_t n_blocks, struct block_record **ret)
+{
+	struct block_record *r;
+	int ret2 = record_alloc(flash_blocks(f), n_blocks, &r);
+
+	if (ret2 < 0)
+		return ret2;
+	r->erasesize = f->info.erasesize;
+	ret2 = bad_map(f, r->bad, r->part_blocks);
+	if (ret2 < 0) {
+		block_record_free(r);
+		return ret2;
+	}
+	*ret = r;
+	return 0;
+}
+
+bool block_record_matches_flash(const struct block_record *r, struct flash *f)
+{
+	_cleanup_free_ uint8_t *now = NULL;
+
+	if (r->erasesize != f->info.erasesize || r->part_blocks != flash_blocks(f))
+		return false;
+	now = calloc(1, bad_bytes(r->part_blocks) + 1);
+	if (!now || bad_map(f, now, r->part_blocks) < 0)
+		return false;
+	return !memcmp(now, r->bad, bad_bytes(r->part_blocks));
+}
+
+static int record_path(const char *dir, const char *group, const char *slot, const char *member,
+		       char **ret)
+{
+	return asprintf(ret, "%s/blocks-%s-%s-%s.bin", dir, group, slot, member) < 0 ? -ENOMEM : 0;
+}
+
+static int sha256(const void *buf, size_t len, uint8_t md[32])
+{
+	unsigned n = 0;
+
+	return EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL) == 1 && n == 32 ? 0 : -EIO;
+}
+
+int block_record_save(const char *dir, const char *group, const char *slot, const char *member,
+		      const struct block_record *r)
+{
+	size_t len = record_bytes(r->part_blocks, r->n_blocks);
+	_cleanup_free_ uint8_t *buf = calloc(1, len);
+	_cleanup_free_ char *path = NULL;
+	struct block_record_head h = {
+		.magic = BLOCK_RECORD_MAGIC, .format = BLOCK_RECORD_VERSION,
+		.erasesize = r->erasesize, .size = r->size, .part_blocks = r->part_blocks,
+		.n_blocks = r->n_blocks,
+	};
+	uint8_t *p = buf;
+	int ret;
+
+	if (!buf || record_path(dir, group, slot, member, &path) < 0)
+		return -ENOMEM;
+	memcpy(h.image_sha256, r->image_sha256, 32);
+	memcpy(h.version, r->version, sizeof(h.version));
+	memcpy(p, &h, sizeof(h));
+	p += sizeof(h);
+	memcpy(p, r->bad, bad_bytes(r->part_blocks));
+	p += bad_bytes(r->part_blocks);
+	memcpy(p, r->phys, (size_t)r->n_blocks * sizeof(uint32_t));
+	p += (size_t)r->n_blocks * sizeof(uint32_t);
+	memcpy(p, r->hashes, (size_t)r->n_blocks * 32);
+	p += (size_t)r->n_blocks * 32;
+	ret = sha256(buf, p - buf, p);
+	if (ret < 0)
+		return ret;
+	ret = util_mkdir_p(dir, 0755);
+	if (ret < 0)
+		return ret;
+	return record_write_atomic(dir, path, buf, len);
+}
+
+static int record_parse(const uint8_t *buf, size_t len, struct block_record **ret)
+{
+	struct block_record_head h;
+	struct block_record *r;
+	const uint8_t *p = buf + sizeof(h);
+	uint8_t md[32];
+	int ret2;
+
+	if (len < sizeof(h) + 32)
+		return -EBADMSG;
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, BLOCK_RECORD_MAGIC, 8) || h.format != BLOCK_RECORD_VERSION ||
+	    h.part_blocks > BLOCK_RECORD_MAX_BLOCKS || h.n_blocks > h.part_blocks ||
+	    len != record_bytes(h.part_blocks, h.n_blocks) || h.version[BUNDLE_VERSION_MAX])
+		return -EBADMSG;
+	if (sha256(buf, len - 32, md) < 0)
+		return -EIO;
+	if (memcmp(md, buf + len - 32, 32))
+		return -EBADMSG;
+	ret2 = record_alloc(h.part_blocks, h.n_blocks, &r);
+	if (ret2 < 0)
+		return ret2;
+	r->erasesize = h.erasesize;
+	r->size = h.size;
+	memcpy(r->image_sha256, h.image_sha256, 32);
+	memcpy(r->version, h.version, sizeof(r->version));
+	memcpy(r->bad, p, bad_bytes(h.part_blocks));
+	p += bad_bytes(h.part_blocks);
+	memcpy(r->phys, p, (size_t)h.n_blocks * sizeof(uint32_t));
+	p += (size_t)h.n_blocks * sizeof(uint32_t);
+	memcpy(r->hashes, p, (size_t)h.n_blocks * 32);
+	*ret = r;
+	return 0;
+}
+
+int block_record_load(const char *dir, const char *group, const char *slot, const char *member,
+		      struct block_record **ret)
+{
+	_cleanup_free_ char *path = NULL, *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	if (record_path(dir, group, slot, member, &path) < 0)
+		return -ENOMEM;
+	r = util_read_file(path, record_bytes(BLOCK_RECORD_MAX_BLOCKS, BLOCK_RECORD_MAX_BLOCKS), &buf, &len);
+	if (r < 0)
+		return r;
+	return record_parse((const uint8_t *)buf, len, ret);
+}
+
+int block_record_drop(const char *dir, const char *group, const char *slot, const char *member)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int dfd = -1;
+
+	if (record_path(dir, group, slot, member, &path) < 0)
+		return -ENOMEM;
+	if (unlink(path) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return -errno;
+	}
+	/* the deletion must be durable before the first write of the slot */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,323 @@
+/* Adaptive, resumable writes of an image onto a raw slot partition
+ * (install_index.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "flashio.h"
+#include "install_index.h"
+#include "util.h"
+
+enum block_state {
+	BLOCK_TRUSTED,   /* the record vouches for it */
+	BLOCK_SAME,      /* read, equal */
+	BLOCK_CHANGED,   /* to fetch and write */
+	BLOCK_COPY,      /* to write, from the other slot if it still holds it */
+};
+
+struct ix {
+	const struct install_index_image *ii;
+	struct source *src;
+	struct install_index_stats *st;
+	struct error *err;
+	uint32_t es, part_blocks;
+	uint64_t n;                  /* logical blocks */
+	uint32_t *map;               /* physical block of each logical block */
+	uint8_t *state;              /* enum block_state */
+	uint8_t *buf, *rbuf;         /* one erase block each */
+};
+
+static const uint8_t *want_hash(const struct ix *x, uint64_t k)
+{
+	return x->ii->index + (x->ii->img->index_first + k) * BUNDLE_HASH_SIZE;
+}
+
+static size_t block_len(const struct ix *x, uint64_t k)
+{
+	return (size_t)MIN((uint64_t)x->es, x->ii->img->size - k * x->es);
+}
+
+/* Logical blocks from k on go to the good blocks from physical p on. */
+static int map_from(struct ix *x, uint64_t k, uint32_t p)
+{
+	for (; k < x->n; k++, p++) {
+		int r;
+		while (p < x->part_blocks &&
+		       (r = flash_block_isbad(x->ii->flash, (uint64_t)p * x->es)) != 0) {
+			if (r < 0)
+				return error_set(x->err, r, "bad-block check of block %" PRIu32 ": %s", p,
+						 strerror(-r));
+			p++;
+		}
+		if (p == x->part_blocks)
+			return error_set(x->err, -ENOSPC, "no good erase block left for block %" PRIu64
+					 " of the image (too many bad blocks)", k);
+		x->map[k] = p;
+	}
+	return 0;
+}
+
+static bool hash_is(const void *buf, size_t len, const uint8_t *want)
+{
+	uint8_t md[32];
+
+	return bundle_index_sha256(buf, len, md) == 0 && !memcmp(md, want, 32);
+}
+
+/* What block k needs: the record's word, else read and compare. An ECC
+ * correction or failure makes it "changed": rewriting it scrubs it. */
+static int classify(struct ix *x, uint64_t k)
+{
+	const struct block_record *rec = x->ii->rec;
+	size_t len = block_len(x, k);
+	int r;
+
+	/* the record knows what is there: equal is skipped, different is
+	 * fetched, neither is read */
+	if (rec && k < rec->n_blocks && rec->phys[k] == x->map[k]) {
+		bool same = !memcmp(rec->hashes + k * 32, want_hash(x, k), 32);
+		x->state[k] = same ? BLOCK_TRUSTED : BLOCK_CHANGED;
+		x->st->blocks_trusted += same;
+		return 0;
+	}
+	r = flash_read(x->ii->flash, (uint64_t)x->map[k] * x->es, x->buf, len);
+	x->st->blocks_read++;
+	if (r < 0 && r != -EUCLEAN && r != -EBADMSG)
+		return error_set(x->err, r, "reading block %" PRIu64 " (erase block %" PRIu32 "): %s",
+				 k, x->map[k], strerror(-r));
+	x->state[k] = r == 0 && hash_is(x->buf, len, want_hash(x, k)) ? BLOCK_SAME : BLOCK_CHANGED;
+	if (x->state[k] == BLOCK_SAME)
+		x->st->blocks_same++;
+	return 0;
+}
+
+/* The erase block of the other slot that its record says holds what
+ * block k needs, or -1. */
+static int64_t other_has(const struct ix *x, uint64_t k)
+{
+	const struct block_record *o = x->ii->other_rec;
+
+	for (uint32_t j = 0; o && x->ii->other && j < o->n_blocks; j++)
+		/* equal hashes: equal bytes, of equal length */
+		if (!memcmp(o->hashes + (uint64_t)j * 32, want_hash(x, k), 32))
+			return o->phys[j];
+	return -1;
+}
+
+/* One source_plan() for the blocks to fetch from k on, adjacent ones
+ * coalesced: a network source fetches them in few requests. */
+static int plan(struct ix *x, uint64_t k)
+{
+	_cleanup_free_ struct source_range *rs = NULL;
+	size_t n = 0;
+
+	rs = calloc(x->n - k + 1, sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+	for (; k < x->n; k++) {
+		uint64_t off = x->ii->img->offset + k * x->es;
+		if (x->state[k] == BLOCK_CHANGED && other_has(x, k) >= 0)
+			x->state[k] = BLOCK_COPY;
+		if (x->state[k] != BLOCK_CHANGED)
+			continue;
+		if (n && rs[n - 1].off + rs[n - 1].len == off)
+			rs[n - 1].len += block_len(x, k);
+		else
+			rs[n++] = (struct source_range){ off, block_len(x, k) };
+	}
+	return n ? source_plan(x->src, rs, n, x->err) : 0;
+}
+
+/* From the other slot, when it still holds what its record says (a
+ * block that reads otherwise is fetched after all). 1: copied. */
+static int copy_local(struct ix *x, uint64_t k)
+{
+	int64_t p = other_has(x, k);
+	size_t len = block_len(x, k);
+	int r;
+
+	if (p < 0)
+		return 0;
+	r = flash_read(x->ii->other, (uint64_t)p * x->es, x->buf, len);
+	if ((r < 0 && r != -EUCLEAN) || !hash_is(x->buf, len, want_hash(x, k)))
+		return 0;
+	x->st->blocks_copied++;
+	return 1;
+}
+
+static int fetch(struct ix *x, uint64_t k)
+{
+	size_t len = block_len(x, k);
+	uint64_t off = x->ii->img->offset + k * x->es;
+	ssize_t n = source_pread(x->src, x->buf, len, off, x->err);
+
+	if (n < 0)
+		return error_prefix(x->err, (int)n, "fetching block %" PRIu64, k);
+	if ((size_t)n != len)
+		return error_set(x->err, -ENODATA, "fetching block %" PRIu64 ": the bundle ends at "
+				 "byte %" PRIu64 " (truncated)", k, off + n);
+	/* what the source sent must be what was signed, before it is written */
+	if (!hash_is(x->buf, len, want_hash(x, k)))
+		return error_set(x->err, -EBADMSG, "block %" PRIu64 " (bundle bytes %" PRIu64 "..%"
+				 PRIu64 ") does not match its sha256 in the signed index: the source "
+				 "sent other bytes", k, off, off + len - 1);
+	return 0;
+}
+
+/* Erase, program and read back block k at its place. 1: the block went
+ * bad (marked), nothing written. */
+static int program(struct ix *x, uint64_t k)
+{
+	_cleanup_flash_ struct flash *w = NULL;
+	_cleanup_flashio_writer_ struct flashio_writer *wr = NULL;
+	uint64_t at = (uint64_t)x->map[k] * x->es;
+	size_t len = block_len(x, k);
+	const struct flashio_stats *fs;
+	int r;
+
+	r = flash_open_window(x->ii->flash, NULL, at, x->es, &w);
+	if (r >= 0)
+		r = flashio_writer_new(w, FLASHIO_MARK_BAD, &wr);
+	if (r >= 0)
+		r = flashio_writer_write_all(wr, x->buf, len);
+	if (r >= 0)
+		r = (int)MIN(flashio_writer_finish(wr), 0);
+	if (wr) {
+		fs = flashio_writer_stats(wr);
+		x->st->erases += fs->erases;
+		x->st->blocks_bad += fs->blocks_marked_bad;
+		if (fs->blocks_marked_bad)
+			return 1;
+	}
+	if (r < 0)
+		return error_set(x->err, r, "writing block %" PRIu64 " to erase block %" PRIu32 ": %s",
+				 k, x->map[k], strerror(-r));
+	x->st->blocks_written++;
+	x->st->bytes_written += len;
+	r = flash_read(x->ii->flash, at, x->rbuf, len);
+	if ((r < 0 && r != -EUCLEAN) || !hash_is(x->rbuf, len, want_hash(x, k)))
+		return error_set(x->err, r < 0 ? r : -EIO, "read-back of block %" PRIu64 " (erase "
+				 "block %" PRIu32 ") does not match what was written%s", k, x->map[k],
+				 r == -EBADMSG ? ": uncorrectable ECC error" : "");
+	return 0;
+}
+
+/* Classify, plan, fetch and write from logical block k0 on. Returns the
+ * block that went bad (its successors must be placed again), or n. */
+static int tick(struct ix *x, uint64_t done)
+{
+	return x->ii->tick ? x->ii->tick(x->ii->userdata, done, x->st) : 0;
+}
+
+static int64_t pass(struct ix *x, uint64_t k0)
+{
+	int r;
+
+	/* a compare read settles nothing yet: progress 0 until the writes */
+	for (uint64_t k = k0; k < x->n; k++)
+		if ((r = classify(x, k)) < 0 || (r = tick(x, k0)) < 0)
+			return r;
+	if ((r = plan(x, k0)) < 0)
+		return r;
+	for (uint64_t k = k0; k < x->n; k++) {
+		if ((r = tick(x, k)) < 0)
+			return r;
+		if (x->state[k] != BLOCK_CHANGED && x->state[k] != BLOCK_COPY)
+			continue;
+		r = x->state[k] == BLOCK_COPY ? copy_local(x, k) : 0;
+		if (r == 0)
+			r = fetch(x, k);
+		if (r < 0)
+			return r;
+		r = program(x, k);
+		if (r < 0)
+			return r;
+		if (r == 1)
+			return (int64_t)k;
+	}
+	r = tick(x, x->n);
+	return r < 0 ? r : (int64_t)x->n;
+}
+
+static int run(struct ix *x)
+{
+	uint64_t k = 0;
+	int r = map_from(x, 0, 0);
+
+	while (r >= 0 && k < x->n) {
+		int64_t bad = pass(x, k);
+		if (bad < 0)
+			return (int)bad;
+		if ((uint64_t)bad == x->n)
+			break;
+		/* block `bad` found its erase block failing: it and all after
+		 * it move on to the next good blocks */
+		k = bad;
+		r = map_from(x, k, x->map[k] + 1);
+	}
+	return r;
+}
+
+int install_index_write(const struct install_index_image *ii, struct source *src,
+			struct install_index_stats *st, struct block_record **ret_rec,
+			struct error *err)
+{
+	_cleanup_block_record_ struct block_record *rec = NULL;
+	struct ix x = {
+		.ii = ii, .src = src, .st = st, .err = err, .es = ii->flash->info.erasesize,
+		.part_blocks = flash_blocks(ii->flash), .n = ii->img->n_blocks,
+	};
+	int r;
+
+	if (ii->block_size != x.es)
+		return error_set(err, -EINVAL, "index block size %" PRIu32 " is not the erase size %"
+				 PRIu32, ii->block_size, x.es);
+	if (x.n > x.part_blocks)
+		return error_set(err, -EFBIG, "%" PRIu64 " blocks do not fit %" PRIu32 " erase blocks",
+				 x.n, x.part_blocks);
+	x.map = calloc(x.n + 1, sizeof(*x.map));
+	x.state = calloc(x.n + 1, 1);
+	x.buf = malloc(x.es);
+	x.rbuf = malloc(x.es);
+	r = x.map && x.state && x.buf && x.rbuf ? run(&x) : -ENOMEM;
+	if (r >= 0 && ret_rec && (r = block_record_new(ii->flash, x.n, &rec)) >= 0) {
+		rec->size = ii->img->size;
+		memcpy(rec->image_sha256, ii->img->sha256, 32);
+		memcpy(rec->phys, x.map, x.n * sizeof(*x.map));
+		memcpy(rec->hashes, want_hash(&x, 0), x.n * BUNDLE_HASH_SIZE);
+		*ret_rec = TAKE_PTR(rec);
+	}
+	free(x.map);
+	free(x.state);
+	free(x.buf);
+	free(x.rbuf);
+	return r;
+}
+
+int install_index_record(struct flash *f, const struct bundle_image *img, const uint8_t *index,
+			 struct block_record **ret)
+{
+	_cleanup_block_record_ struct block_record *rec = NULL;
+	struct error err = {};
+	struct install_index_image ii = { .flash = f, .img = img, .index = index };
+	struct ix x = { .ii = &ii, .err = &err, .es = f->info.erasesize,
+			.part_blocks = flash_blocks(f), .n = img->n_blocks };
+	int r;
+
+	if (x.n > x.part_blocks)
+		return -EFBIG;
+	r = block_record_new(f, x.n, &rec);
+	if (r < 0)
+		return r;
+	x.map = rec->phys;
+	r = map_from(&x, 0, 0);
+	if (r < 0)
+		return r;
+	rec->size = img->size;
+	memcpy(rec->image_sha256, img->sha256, 32);
+	memcpy(rec->hashes, index + img->index_first * BUNDLE_HASH_SIZE, x.n * BUNDLE_HASH_SIZE);
+	*ret = TAKE_PTR(rec);
+	return 0;
+}
