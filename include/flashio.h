@@ -4,9 +4,10 @@
  *
  * Everything is incremental and bounded so the daemon can run it from its
  * event loop: the writer buffers at most one erase block and one call does
- * at most one erase block of flash I/O (plus a retry on the next block when
- * a block goes bad under FLASHIO_MARK_BAD); the reader returns at most the
- * rest of the current erase block per call. */
+ * the I/O of at most one erase block (compare read, erase, program,
+ * read-back; plus a retry on the next block when a block goes bad under
+ * FLASHIO_MARK_BAD); the reader returns at most the rest of the current
+ * erase block per call. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +26,13 @@ enum {
 	/* On -EIO from erase/program: mark the block bad and put the same
 	 * data on the next good block (nandwrite -m). */
 	FLASHIO_MARK_BAD = 1u << 1,
+	/* Read every programmed block back right after programming it and
+	 * compare it with what was written: the data is still in memory, so
+	 * the check is exact and needs no hash. A block that FLASHIO_CHANGED_ONLY
+	 * found identical was compared in full by that read and is not read
+	 * again. Errors: -EBADMSG uncorrectable read-back, -EILSEQ the flash
+	 * did not keep what was programmed (at flashio_writer_offset()). */
+	FLASHIO_VERIFY = 1u << 2,
 };
 
 struct flashio_stats {
@@ -36,6 +44,8 @@ struct flashio_stats {
 	uint64_t erases;             /* erase ops issued */
 	uint64_t erases_skipped;     /* NOR blocks already erased */
 	uint64_t corrected;          /* reads that needed ECC correction */
+	uint64_t bytes_read;         /* flash bytes read (compare and read-back) */
+	uint64_t bytes_verified;     /* FLASHIO_VERIFY: logical bytes known to be on flash */
 };
 
 struct flashio_writer;

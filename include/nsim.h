@@ -13,7 +13,8 @@
  *     The free OOB bytes of a page (AUTO layout) may be programmed once
  *     per erase, independently of the page data (like JFFS2 cleanmarkers).
  *   - bad blocks refuse read, program and erase with -EIO.
- *   - faults: program/erase failure of a block (-EIO, nothing applied);
+ *   - faults: program/erase failure of a block (-EIO, nothing applied),
+ *     or a program that silently leaves one bit erased (a stuck cell);
  *     bitflips on read (per block, or a seeded global rate per page read):
  *     corrected -> data correct + -EUCLEAN, uncorrectable -> data with a
  *     flipped bit + -EBADMSG.
@@ -47,6 +48,10 @@ enum nsim_flip {
 enum {
 	NSIM_FAULT_PROGRAM = 1u << 0,
 	NSIM_FAULT_ERASE = 1u << 1,
+	/* A program reports success but one cell of it stays erased: in each
+	 * program op the lowest bit that should go to 0 in the first byte that
+	 * has one stays 1. No ECC notices on NOR; only a read-back does. */
+	NSIM_FAULT_STUCK_BIT = 1u << 2,
 };
 
 struct nsim_geometry {

@@ -35,6 +35,8 @@ uint64_t nsim_data_offset(void)
 	return NSIM_HEADER_SIZE;
 }
 
+#define NSIM_FAULTS (NSIM_FAULT_PROGRAM | NSIM_FAULT_ERASE | NSIM_FAULT_STUCK_BIT)
+
 static const char *const nsim_type_table[_NSIM_TYPE_MAX] = {
 	[NSIM_NOR] = "nor",
 	[NSIM_NAND] = "nand",
@@ -485,6 +487,23 @@ static int write_validate(struct nsim *s, uint64_t off, const uint8_t *buf, size
 	return 0;
 }
 
+/* NSIM_FAULT_STUCK_BIT: the first byte of the n just programmed at fileoff
+ * that has a 0 bit gets its lowest 0 bit back to 1. */
+static int stick_bit(struct nsim *s, const uint8_t *buf, size_t n, uint64_t fileoff)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t v = buf[i];
+		ssize_t q;
+
+		if (v == 0xff)
+			continue;
+		v |= (uint8_t)(~v & (v + 1));
+		q = util_pwrite_full(s->fd, &v, 1, fileoff + i);
+		return q < 0 ? (int)q : 0;
+	}
+	return 0;
+}
+
 static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len)
 {
 	uint64_t pos = off, end = off + len;
@@ -514,6 +533,11 @@ static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len
 		q = util_pwrite_full(s->fd, buf + (pos - off), n, NSIM_HEADER_SIZE + pos);
 		if (q < 0)
 			return q;
+		if (m.faults & NSIM_FAULT_STUCK_BIT) {
+			r = stick_bit(s, buf + (pos - off), n, NSIM_HEADER_SIZE + pos);
+			if (r < 0)
+				return r;
+		}
 		if (s->h.type == NSIM_NAND) {
 			uint64_t page = pos / s->h.writesize;
 			uint8_t st;
@@ -857,7 +881,7 @@ static int meta_update(struct nsim *s, uint64_t block, int (*fn)(struct nsim *s,
 
 static int set_faults_fn(struct nsim *s, uint64_t b, struct nsim_meta *m, uintptr_t v)
 {
-	m->faults = v & (NSIM_FAULT_PROGRAM | NSIM_FAULT_ERASE);
+	m->faults = v & NSIM_FAULTS;
 	return 0;
 }
 
@@ -871,7 +895,7 @@ static int set_flip_fn(struct nsim *s, uint64_t b, struct nsim_meta *m, uintptr_
 
 int nsim_set_block_faults(struct nsim *s, uint64_t block, unsigned faults)
 {
-	if (faults & ~(unsigned)(NSIM_FAULT_PROGRAM | NSIM_FAULT_ERASE))
+	if (faults & ~(unsigned)NSIM_FAULTS)
 		return -EINVAL;
 	return meta_update(s, block, set_faults_fn, faults);
 }

@@ -18,7 +18,7 @@ struct flashio_writer {
 	struct flash *f;
 	unsigned flags;
 	uint8_t *buf;    /* one erase block of pending data */
-	uint8_t *cmp;    /* FLASHIO_CHANGED_ONLY: the block as it is on flash */
+	uint8_t *cmp;    /* the block as it is on flash (compare, read-back) */
 	size_t fill;
 	uint64_t pos;    /* next physical block in the window */
 	int error;       /* sticky */
@@ -38,7 +38,7 @@ int flashio_writer_new(struct flash *f, unsigned flags, struct flashio_writer **
 
 	if (!f->writable)
 		return -EROFS;
-	if (flags & ~(unsigned)(FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD))
+	if (flags & ~(unsigned)(FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD | FLASHIO_VERIFY))
 		return -EINVAL;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -46,9 +46,9 @@ int flashio_writer_new(struct flash *f, unsigned flags, struct flashio_writer **
 	w->f = f;
 	w->flags = flags;
 	w->buf = malloc(f->info.erasesize);
-	if (flags & FLASHIO_CHANGED_ONLY)
+	if (flags & (FLASHIO_CHANGED_ONLY | FLASHIO_VERIFY))
 		w->cmp = malloc(f->info.erasesize);
-	if (!w->buf || ((flags & FLASHIO_CHANGED_ONLY) && !w->cmp)) {
+	if (!w->buf || ((flags & (FLASHIO_CHANGED_ONLY | FLASHIO_VERIFY)) && !w->cmp)) {
 		flashio_writer_free(w);
 		return -ENOMEM;
 	}
@@ -142,7 +142,6 @@ static int erase_program(struct flashio_writer *w, bool erase)
 	return r;
 }
 
-/* Put w->buf (a full block, padded with 0xFF) on the next good block. */
 /* NAND, FLASHIO_CHANGED_ONLY: is the block at w->pos already w->buf?
  * Compared a page at a time and stopped at the first difference, so
  * writing into an erased or different slot costs one page read per block,
@@ -154,6 +153,8 @@ static int nand_block_same(struct flashio_writer *w)
 
 	for (uint32_t off = 0; off < es; off += ps) {
 		int r = flash_read(f, w->pos + off, w->cmp + off, ps);
+
+		w->st.bytes_read += ps;
 		if (r == -EUCLEAN) {
 			w->st.corrected++; /* rewrite it: scrubbing a weak block */
 			return 0;
@@ -168,6 +169,37 @@ static int nand_block_same(struct flashio_writer *w)
 	return 1;
 }
 
+/* The block at w->pos is programmed and, under FLASHIO_VERIFY, read back:
+ * one read of the whole block, compared with what was programmed. Corrected
+ * bitflips are fine: the data is intact. */
+static int readback_block(struct flashio_writer *w)
+{
+	uint32_t es = w->f->info.erasesize;
+	int r = flash_read(w->f, w->pos, w->cmp, es);
+
+	w->st.bytes_read += es;
+	if (r == -EUCLEAN)
+		w->st.corrected++;
+	else if (r < 0)
+		return r;
+	return memcmp(w->cmp, w->buf, es) ? -EILSEQ : 0;
+}
+
+/* The block at w->pos holds w->buf: left as it was (identical, which the
+ * compare read proved in full) or written. */
+static int block_done(struct flashio_writer *w, bool identical)
+{
+	if (identical)
+		w->st.blocks_identical++;
+	else
+		w->st.blocks_written++;
+	if (w->flags & FLASHIO_VERIFY)
+		w->st.bytes_verified += w->fill;
+	w->pos += w->f->info.erasesize;
+	return 0;
+}
+
+/* Put w->buf (a full block, padded with 0xFF) on the next good block. */
 static int flush_block(struct flashio_writer *w)
 {
 	struct flash *f = w->f;
@@ -190,22 +222,17 @@ static int flush_block(struct flashio_writer *w)
 			r = nand_block_same(w);
 			if (r < 0)
 				return r;
-			if (r == 1) {
-				w->st.blocks_identical++;
-				w->pos += es;
-				return 0;
-			}
+			if (r == 1)
+				return block_done(w, true);
 		} else if (w->flags & FLASHIO_CHANGED_ONLY) {
 			r = flash_read(f, w->pos, w->cmp, es);
+			w->st.bytes_read += es;
 			if (r == -EUCLEAN)
 				w->st.corrected++; /* rewrite it: scrubbing a weak block */
 			else if (r < 0 && r != -EBADMSG)
 				return r;
-			if (r == 0 && memcmp(w->cmp, w->buf, es) == 0) {
-				w->st.blocks_identical++;
-				w->pos += es;
-				return 0;
-			}
+			if (r == 0 && memcmp(w->cmp, w->buf, es) == 0)
+				return block_done(w, true);
 			if (r == 0 && f->info.type == FLASH_NOR && util_mem_is(w->cmp, 0xff, es)) {
 				erase = false;
 				w->st.erases_skipped++;
@@ -216,9 +243,12 @@ static int flush_block(struct flashio_writer *w)
 			return r;
 		if (r > 0)
 			continue; /* retired: the next good block */
-		w->st.blocks_written++;
-		w->pos += es;
-		return 0;
+		if (w->flags & FLASHIO_VERIFY) {
+			r = readback_block(w);
+			if (r < 0)
+				return r;
+		}
+		return block_done(w, false);
 	}
 }
 

@@ -21,8 +21,10 @@
 #include "util.h"
 
 /* How payloads are written: unchanged erase blocks are left alone, blocks
- * failing erase/program are marked bad and the data moves on. */
-#define WRITE_FLAGS (FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD)
+ * failing erase/program are marked bad and the data moves on, and every
+ * programmed block is read back once, right away, and compared with the
+ * bytes it was programmed from (which the bundle's sha256 covers). */
+#define WRITE_FLAGS (FLASHIO_CHANGED_ONLY | FLASHIO_MARK_BAD | FLASHIO_VERIFY)
 
 struct install_target {
 	const struct bundle_image *img;      /* from the manifest */
@@ -45,7 +47,8 @@ struct target_ops {
 	int (*begin)(struct install *in, struct install_target *t);
 	int (*data)(struct install *in, struct install_target *t, const void *buf, size_t len);
 	int (*end)(struct install *in, struct install_target *t);
-	/* read-back: buffer size, start, next bytes (0 at the end) */
+	/* read-back: buffer size, start, next bytes (0 at the end); NULL
+	 * when the writer read each block back as it went */
 	size_t (*read_unit)(const struct install_target *t);
 	int (*verify_begin)(struct install *in, struct install_target *t);
 	ssize_t (*read)(struct install *in, struct install_target *t, void *buf, size_t len);
@@ -73,7 +76,6 @@ struct install {
 	bool recorded;                       /* its failed/cancelled store was tried */
 	/* verify state */
 	size_t verify_idx;
-	struct flashio_reader *vreader;
 	bool verifying;                      /* verify_begin done for targets[verify_idx] */
 	EVP_MD_CTX *md;
 	uint64_t vleft;
@@ -301,7 +303,8 @@ static int open_target(struct install *in, struct install_target *t)
 /* A writer holds one erase block, and its compare copy for CHANGED_ONLY. */
 static size_t writer_mem(const struct install_target *t)
 {
-	return (size_t)t->flash->info.erasesize * ((WRITE_FLAGS & FLASHIO_CHANGED_ONLY) ? 2 : 1);
+	return (size_t)t->flash->info.erasesize *
+	       ((WRITE_FLAGS & (FLASHIO_CHANGED_ONLY | FLASHIO_VERIFY)) ? 2 : 1);
 }
 
 static int on_manifest(void *userdata, const struct bundle_manifest *m, struct error *err)
@@ -427,6 +430,7 @@ static void sync_writer_stats(struct install *in, const struct install_target *t
 	in->stats.blocks_skipped = in->closed.blocks_skipped + st->blocks_identical;
 	in->stats.blocks_bad = in->closed.blocks_bad + st->blocks_bad_skipped +
 			       st->blocks_marked_bad;
+	in->stats.bytes_verified = in->closed.bytes_verified + st->bytes_verified;
 }
 
 static int raw_begin(struct install *in, struct install_target *t)
@@ -440,17 +444,28 @@ static int raw_begin(struct install *in, struct install_target *t)
 	return 0;
 }
 
+/* The writer failed at the block at flashio_writer_offset(): in the write,
+ * or in the read-back of a block it programmed. */
+static int raw_write_failed(struct install *in, struct install_target *t, int r)
+{
+	uint64_t at = flashio_writer_offset(t->writer);
+
+	if (r == -EBADMSG || r == -EILSEQ)
+		return fail(in, -EBADMSG, "read-back of image '%s' from partition '%s' at 0x%"
+			    PRIx64 ": %s; slot %s stays marked bad", t->img->slot,
+			    t->lt->part->name, at, r == -EBADMSG ? "uncorrectable ECC error" :
+			    "the flash did not keep what was written", slot_name(in));
+	return fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
+		    t->img->slot, t->lt->part->name, at,
+		    r == -ENOSPC ? "no good erase block left (too many bad blocks)" : strerror(-r));
+}
+
 static int raw_data(struct install *in, struct install_target *t, const void *buf, size_t len)
 {
 	int r = flashio_writer_write_all(t->writer, buf, len);
 
 	sync_writer_stats(in, t);
-	if (r < 0)
-		return fail(in, r, "writing image '%s' to partition '%s' at offset 0x%" PRIx64 ": %s",
-			    t->img->slot, t->lt->part->name, flashio_writer_offset(t->writer),
-			    r == -ENOSPC ? "no good erase block left (too many bad blocks)" :
-			    strerror(-r));
-	return 0;
+	return r < 0 ? raw_write_failed(in, t, r) : 0;
 }
 
 static int raw_end(struct install *in, struct install_target *t)
@@ -458,8 +473,7 @@ static int raw_end(struct install *in, struct install_target *t)
 	t->written = flashio_writer_finish(t->writer);
 	sync_writer_stats(in, t);
 	if (t->written < 0)
-		return fail(in, (int)t->written, "finishing image '%s' on partition '%s': %s",
-			    t->img->slot, t->lt->part->name, strerror((int)-t->written));
+		return raw_write_failed(in, t, (int)t->written);
 	flashio_writer_free(t->writer);
 	t->writer = NULL;
 	return 0;
@@ -591,7 +605,6 @@ void install_free(struct install *in)
 		block_record_free(in->other_recs[i]);
 		flash_close(in->other_flash[i]);
 	}
-	flashio_reader_free(in->vreader);
 	EVP_MD_CTX_free(in->md);
 	free(in->vbuf);
 	bundle_reader_free(in->reader);
@@ -644,17 +657,13 @@ void install_cancel(struct install *in)
 		     "is unchanged");
 }
 
-/* ---- verify: read every written byte back, one erase block per step ---- */
+/* ---- verify: read every written byte back, one erase block per step ----
+ * Raw partitions need no step here: their writer read each programmed block
+ * back as it went (WRITE_FLAGS). UBI volumes are read back and hashed. */
 
-static size_t raw_read_unit(const struct install_target *t) { return t->flash->info.erasesize; }
 static size_t ubi_read_unit(const struct install_target *t)
 {
 	return ubi_image_volume(t->ubi)->leb_size;
-}
-
-static int raw_verify_begin(struct install *in, struct install_target *t)
-{
-	return flashio_reader_new(t->flash, &in->vreader);
 }
 
 static int ubi_verify_begin(struct install *in, struct install_target *t)
@@ -662,21 +671,6 @@ static int ubi_verify_begin(struct install *in, struct install_target *t)
 	(void)in;
 	(void)t;
 	return 0;
-}
-
-static ssize_t raw_read(struct install *in, struct install_target *t, void *buf, size_t len)
-{
-	ssize_t n = flashio_reader_read(in->vreader, buf, len);
-
-	if (n == 0)
-		n = -ENOSPC;
-	if (n < 0)
-		return fail(in, (int)n, "read-back of image '%s' from partition '%s' at 0x%" PRIx64
-			    ": %s; slot %s stays marked bad", t->img->slot, t->lt->part->name,
-			    flashio_reader_offset(in->vreader),
-			    n == -EBADMSG ? "uncorrectable ECC error" : strerror((int)-n),
-			    slot_name(in));
-	return n;
 }
 
 /* Through the volume: UBI has corrected what it could (and scrubs the PEB);
@@ -712,8 +706,7 @@ static void ubi_close(struct install_target *t)
 
 static const struct target_ops raw_ops = {
 	.open = raw_open, .begin = raw_begin, .data = raw_data, .end = raw_end,
-	.read_unit = raw_read_unit, .verify_begin = raw_verify_begin, .read = raw_read,
-	.close = raw_close,
+	.close = raw_close, /* verified while written */
 };
 
 static const struct target_ops ubi_ops = {
@@ -764,8 +757,6 @@ static int verify_end(struct install *in, struct install_target *t)
 		return fail(in, -EBADMSG, "read-back of image '%s' from %s does not "
 			    "match its sha256: the flash did not keep what was written; slot %s "
 			    "stays marked bad", t->img->slot, t->where, slot_name(in));
-	flashio_reader_free(in->vreader);
-	in->vreader = NULL;
 	in->verifying = false;
 	in->verify_idx++;
 	return 0;
@@ -777,6 +768,10 @@ static int verify_step(struct install *in)
 	ssize_t n;
 	int r;
 
+	if (!t->ops->read) {
+		in->verify_idx++;
+		return 0;
+	}
 	if (!in->verifying && (r = verify_begin(in, t)) < 0)
 		return fail(in, r, "verify of image '%s': %s", t->img->slot, strerror(-r));
 	if (in->vleft == 0)

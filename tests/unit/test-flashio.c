@@ -245,6 +245,61 @@ static void test_changed_only_skips_identical_blocks(void **state)
 	assert_int_equal(fx->f->stats.writes, 9 * ES - 0); /* 8 blocks + 1 rewritten */
 }
 
+/* FLASHIO_VERIFY: every block is read from flash once per write. A block
+ * written into an erased slot: one compare page, then its read-back; a
+ * block found identical: the compare read of the whole block, nothing
+ * more. Before FLASHIO_VERIFY the caller read the whole slot back again. */
+static void test_verify_reads_each_block_once(void **state)
+{
+	struct fx *fx = *state;
+	size_t len = 6 * ES + 1000; /* 7 blocks, the last one partial */
+	_cleanup_free_ uint8_t *img = image(len, 7);
+	const unsigned flags = FLASHIO_CHANGED_ONLY | FLASHIO_VERIFY;
+	struct flashio_stats st;
+	uint64_t reads = fx->f->stats.reads;
+
+	write_image(fx->f, flags, img, len, &st);
+	assert_int_equal(st.blocks_written, 7);
+	assert_int_equal(st.bytes_verified, len);
+	assert_int_equal(st.bytes_read, 7 * (PS + ES));
+	assert_int_equal(fx->f->stats.reads - reads, 7 * (PS + ES));
+
+	reads = fx->f->stats.reads;
+	write_image(fx->f, flags, img, len, &st);
+	assert_int_equal(st.blocks_identical, 7);
+	assert_int_equal(st.erases, 0);
+	assert_int_equal(st.bytes_verified, len);
+	assert_int_equal(st.bytes_read, 7 * ES);
+	assert_int_equal(fx->f->stats.reads - reads, 7 * ES);
+
+	/* without the compare: the read-back only */
+	reads = fx->f->stats.reads;
+	write_image(fx->f, FLASHIO_VERIFY, img, len, &st);
+	assert_int_equal(st.blocks_written, 7);
+	assert_int_equal(fx->f->stats.reads - reads, 7 * ES);
+	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
+}
+
+/* A program that reports success but does not keep a bit: the read-back
+ * stops the write at that block (-EILSEQ, its offset), the blocks before
+ * it count as verified. */
+static void test_verify_catches_stuck_bit(void **state)
+{
+	struct fx *fx = *state;
+	size_t len = 4 * ES;
+	_cleanup_free_ uint8_t *img = image(len, 8);
+	_cleanup_(flashio_writer_freep) struct flashio_writer *w = NULL;
+
+	/* logical block 2 is physical block 3 (block 2 is bad) */
+	assert_int_equal(nsim_set_block_faults(fx->s, 3, NSIM_FAULT_STUCK_BIT), 0);
+	assert_int_equal(flashio_writer_new(fx->f, FLASHIO_VERIFY | FLASHIO_MARK_BAD, &w), 0);
+	assert_int_equal(flashio_writer_write_all(w, img, len), -EILSEQ);
+	assert_int_equal(flashio_writer_offset(w), 3 * ES);
+	assert_int_equal(flashio_writer_stats(w)->bytes_verified, 2 * ES);
+	assert_int_equal(flashio_writer_stats(w)->blocks_marked_bad, 0);
+	assert_int_equal(flashio_writer_finish(w), -EILSEQ);
+}
+
 static void test_changed_only_scrubs_corrected_block(void **state)
 {
 	struct fx *fx = *state;
@@ -432,6 +487,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_out_of_good_blocks, setup_nand, teardown),
 		cmocka_unit_test_setup_teardown(test_changed_only_skips_identical_blocks, setup_nand,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_verify_reads_each_block_once, setup_nand,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_verify_catches_stuck_bit, setup_nand, teardown),
 		cmocka_unit_test_setup_teardown(test_changed_only_scrubs_corrected_block, setup_nand,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_nor_changed_only_skips_erase_of_erased, setup_nor,
