@@ -129,7 +129,7 @@ static uint32_t erase_count(struct fx *fx, unsigned b)
 	return blk.erase_count;
 }
 
-static void test_write_read_across_bad_blocks(void **state)
+TEST_FIXTURE(test_write_read_across_bad_blocks, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 10 * ES + 3 * PS + 100; /* ends inside a page */
@@ -165,7 +165,7 @@ static void test_write_read_across_bad_blocks(void **state)
 	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
 }
 
-static void test_skipped_ff_pages_are_not_programmed(void **state)
+TEST_FIXTURE(test_skipped_ff_pages_are_not_programmed, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_free_ uint8_t *img = malloc(2 * ES);
@@ -182,7 +182,7 @@ static void test_skipped_ff_pages_are_not_programmed(void **state)
 	assert_int_equal(verify_buf(fx->f, img, 2 * ES, NULL), 0);
 }
 
-static void test_out_of_good_blocks(void **state)
+TEST_FIXTURE(test_out_of_good_blocks, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_flash_ struct flash *w = NULL;
@@ -216,7 +216,7 @@ static void test_out_of_good_blocks(void **state)
 	}
 }
 
-static void test_changed_only_skips_identical_blocks(void **state)
+TEST_FIXTURE(test_changed_only_skips_identical_blocks, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 8 * ES;
@@ -249,7 +249,7 @@ static void test_changed_only_skips_identical_blocks(void **state)
  * written into an erased slot: one compare page, then its read-back; a
  * block found identical: the compare read of the whole block, nothing
  * more. Before FLASHIO_VERIFY the caller read the whole slot back again. */
-static void test_verify_reads_each_block_once(void **state)
+TEST_FIXTURE(test_verify_reads_each_block_once, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 6 * ES + 1000; /* 7 blocks, the last one partial */
@@ -283,7 +283,7 @@ static void test_verify_reads_each_block_once(void **state)
 /* A program that reports success but does not keep a bit: the read-back
  * stops the write at that block (-EILSEQ, its offset), the blocks before
  * it count as verified. */
-static void test_verify_catches_stuck_bit(void **state)
+TEST_FIXTURE(test_verify_catches_stuck_bit, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 4 * ES;
@@ -300,7 +300,7 @@ static void test_verify_catches_stuck_bit(void **state)
 	assert_int_equal(flashio_writer_finish(w), -EILSEQ);
 }
 
-static void test_changed_only_scrubs_corrected_block(void **state)
+TEST_FIXTURE(test_changed_only_scrubs_corrected_block, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_free_ uint8_t *img = image(2 * ES, 4);
@@ -315,7 +315,7 @@ static void test_changed_only_scrubs_corrected_block(void **state)
 	assert_int_equal(erase_count(fx, 1), 2);
 }
 
-static void test_nor_changed_only_skips_erase_of_erased(void **state)
+TEST_FIXTURE(test_nor_changed_only_skips_erase_of_erased, setup_nor, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_free_ uint8_t *img = image(3 * 64 * 1024, 5);
@@ -334,7 +334,7 @@ static void test_nor_changed_only_skips_erase_of_erased(void **state)
 	assert_int_equal(st.erases, 3);
 }
 
-static void test_mark_bad_moves_data_on(void **state)
+TEST_FIXTURE(test_mark_bad_moves_data_on, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 4 * ES;
@@ -365,7 +365,7 @@ static void test_mark_bad_moves_data_on(void **state)
 	assert_int_equal(flash_count_bad(fx->f), 4);
 }
 
-static void test_incremental_bounded(void **state)
+TEST_FIXTURE(test_incremental_bounded, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_free_ uint8_t *img = image(3 * ES, 7);
@@ -390,7 +390,7 @@ static void test_incremental_bounded(void **state)
 	assert_int_equal(flashio_writer_write(w, img, 1), -EINVAL);
 }
 
-static void test_verify_reports_mismatch(void **state)
+TEST_FIXTURE(test_verify_reports_mismatch, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 3 * ES + 17;
@@ -408,7 +408,7 @@ static void test_verify_reports_mismatch(void **state)
 /* The read-back hash of a write: the bytes written (bad blocks skipped),
  * not the bytes at the same offsets; a changed byte changes it; more than
  * the good blocks hold is -ENOSPC. */
-static void test_read_sha256(void **state)
+TEST_FIXTURE(test_read_sha256, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 3 * ES + 17;
@@ -432,7 +432,7 @@ static void test_read_sha256(void **state)
 	assert_int_equal(at, 3 * ES);
 }
 
-static void test_reader_uncorrectable(void **state)
+TEST_FIXTURE(test_reader_uncorrectable, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_free_ uint8_t *img = image(2 * ES, 9);
@@ -449,7 +449,7 @@ static void test_reader_uncorrectable(void **state)
 	assert_int_equal(verify_buf(fx->f, img, 2 * ES, NULL), -EBADMSG);
 }
 
-static void test_erase_all_skips_bad(void **state)
+TEST_FIXTURE(test_erase_all_skips_bad, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	struct flashio_stats st;
@@ -464,7 +464,7 @@ static void test_erase_all_skips_bad(void **state)
 	assert_int_equal(erase_count(fx, 3), 2);
 }
 
-static void test_writer_refuses_readonly(void **state)
+TEST_FIXTURE(test_writer_refuses_readonly, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	_cleanup_flash_ struct flash *ro = NULL;
@@ -476,32 +476,4 @@ static void test_writer_refuses_readonly(void **state)
 	assert_int_equal(flashio_writer_new(ro, 0, &w), -EROFS);
 	assert_int_equal(flashio_writer_new(fx->f, 0x80, &w), -EINVAL);
 	assert_null(w);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_write_read_across_bad_blocks, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_skipped_ff_pages_are_not_programmed, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_out_of_good_blocks, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_changed_only_skips_identical_blocks, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_verify_reads_each_block_once, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_verify_catches_stuck_bit, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_changed_only_scrubs_corrected_block, setup_nand,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_nor_changed_only_skips_erase_of_erased, setup_nor,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_mark_bad_moves_data_on, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_incremental_bounded, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_verify_reports_mismatch, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_read_sha256, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_reader_uncorrectable, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_erase_all_skips_bad, setup_nand, teardown),
-		cmocka_unit_test_setup_teardown(test_writer_refuses_readonly, setup_nand, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
