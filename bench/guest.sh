@@ -190,7 +190,11 @@ erase_end() {
 }
 
 # ---- common per-install bookkeeping ---------------------------------------------
+# A slot written outside flashd must lose flashd's block records of it
+# (docs/bundle-format.md): they describe what flashd last wrote there.
+drop_records_b() { rm -f "$tmp"/flashd/state/blocks-*-B-* "$tmp"/flashd/net-state-*/blocks-*-B-*; }
 empty_slot_b() {
+	drop_records_b
 	if [ $UBI = 1 ]; then # a 0-byte volume update: the volume's LEBs unmapped and erased
 		ubiupdatevol -t "$DEV_B" >/dev/null 2>&1 || die "ubiupdatevol -t $DEV_B failed"
 		ubi_settle
@@ -212,6 +216,7 @@ median() { tr ' ' '\n' <<<"$*" | grep . | sort -g | awk '{ v[NR] = $1 } END { pr
 maxof() { tr ' ' '\n' <<<"$*" | grep . | sort -g | tail -1; }
 # restore_v1: slot B holds image 1 again (untimed; what an install leaves)
 restore_v1() {
+	drop_records_b
 	if [ $UBI = 1 ]; then
 		ubiupdatevol "$DEV_B" "$img_v1" && ubi_settle
 	elif [ "$TYPE" = nand ]; then
@@ -335,6 +340,13 @@ sampler_start() {
 }
 sampler_stop() { touch $tmp/sampler.stop; wait "$sampler" 2>/dev/null; }
 
+restore_v1_flashd() {
+	fd_start
+	FLASHD_SOCKET=$FD/flashd.sock bounded "$FLASHCTL" -q install "$tmp/flashd-$layout_base-v1.bundle" \
+		>$FD/restore.log 2>&1 || { fd_stop; restore_v1; return; }
+	fd_stop
+}
+
 run_flashd() {
 	local w b t0 t1 rc rec lat=${1:-}
 	if [ -n "$prov_error" ]; then
@@ -359,7 +371,9 @@ EOT
 	for r in $(seq $n); do
 		b=$tmp/flashd-$layout_base-v$(image_for "${w/latency/full}").bundle
 		[ "$w" = full ] || [ "$w" = latency ] && empty_slot_b
-		[ "$w" = changed ] && [ "$r" -gt 1 ] && restore_v1
+		# later runs of "changed": slot B back to image 1 through flashd
+		# itself (untimed), so that its block record is what it would be
+		[ "$w" = changed ] && [ "$r" -gt 1 ] && restore_v1_flashd
 		fd_start
 		# the idle daemon: started, answered one status call, nothing to do
 		FLASHD_SOCKET=$FD/flashd.sock "$FLASHCTL" status >/dev/null 2>&1
