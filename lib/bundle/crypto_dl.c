@@ -10,47 +10,22 @@
  * A missing libcrypto is a broken installation, as a missing library at
  * start-up would be: the call aborts with a message (the dynamic loader
  * would not have started the program at all). */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "dl.h"
+
 static void *crypto_dl_sym(const char *name)
 {
 	static void *lib;
-	void *p;
 
-	if (!lib)
-		lib = dlopen(CRYPTO_SONAME, RTLD_NOW | RTLD_LOCAL);
-	p = lib ? dlsym(lib, name) : NULL;
-	if (!p) {
-		fprintf(stderr, "flashd: cannot load %s from %s: %s\n", name, CRYPTO_SONAME, dlerror());
-		abort();
-	}
-	return p;
+	return dl_sym(&lib, CRYPTO_SONAME, name);
 }
 
-/* One forwarding definition per function: the prototype comes from the
- * OpenSSL header, so a changed signature fails to build. */
-#define CRYPTO_DL(ret, name, params, args)					\
-	ret name params								\
-	{									\
-		static __typeof__(&name) fn;					\
-		if (!fn)							\
-			fn = (__typeof__(&name))crypto_dl_sym(#name);		\
-		return fn args;							\
-	}
-#define CRYPTO_DL_VOID(name, params, args)					\
-	void name params							\
-	{									\
-		static __typeof__(&name) fn;					\
-		if (!fn)							\
-			fn = (__typeof__(&name))crypto_dl_sym(#name);		\
-		fn args;							\
-	}
+#define CRYPTO_DL(ret, name, params, args) DL_FORWARD(crypto_dl_sym, ret, name, params, args)
+#define CRYPTO_DL_VOID(name, params, args) DL_FORWARD_VOID(crypto_dl_sym, name, params, args)
 
 CRYPTO_DL(BIO *, BIO_new_mem_buf, (const void *buf, int len), (buf, len))
 CRYPTO_DL(int, BIO_free, (BIO *a), (a))

@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "curl_dl.h"
+#include "dl.h"
 
 static void *curl_dl_lib;
 
@@ -37,37 +38,15 @@ int curl_dl_load(struct error *err)
 	return 0;
 }
 
+/* curl_dl_load() succeeded before any call: a missing symbol is a
+ * libcurl older than the one flashd was built against */
 static void *curl_dl_sym(const char *name)
 {
-	void *p = curl_dl_lib ? dlsym(curl_dl_lib, name) : NULL;
-
-	/* curl_dl_load() succeeded before any call: a missing symbol is a
-	 * libcurl older than the one flashd was built against */
-	if (!p) {
-		fprintf(stderr, "flashd: cannot find %s in %s: %s\n", name, CURL_SONAME, dlerror());
-		abort();
-	}
-	return p;
+	return dl_sym(&curl_dl_lib, CURL_SONAME, name);
 }
 
-/* One forwarding definition per function: the prototype comes from the
- * libcurl header, so a changed signature fails to build. */
-#define CURL_DL(ret, name, params, args)					\
-	ret name params								\
-	{									\
-		static __typeof__(&name) fn;					\
-		if (!fn)							\
-			fn = (__typeof__(&name))curl_dl_sym(#name);		\
-		return fn args;							\
-	}
-#define CURL_DL_VOID(name, params, args)					\
-	void name params							\
-	{									\
-		static __typeof__(&name) fn;					\
-		if (!fn)							\
-			fn = (__typeof__(&name))curl_dl_sym(#name);		\
-		fn args;							\
-	}
+#define CURL_DL(ret, name, params, args) DL_FORWARD(curl_dl_sym, ret, name, params, args)
+#define CURL_DL_VOID(name, params, args) DL_FORWARD_VOID(curl_dl_sym, name, params, args)
 
 CURL_DL(CURLcode, curl_global_init, (long flags), (flags))
 CURL_DL(CURL *, curl_easy_init, (void), ())

@@ -1,0 +1,33 @@
+/* A shared library loaded on first use instead of at start-up (libcrypto:
+ * crypto_dl.c, libcurl: curl_dl.c): the library's functions are defined
+ * under their own names, each forwarding to the symbol dlsym() finds the
+ * first time it is called. The prototype comes from the library's header,
+ * so a changed signature fails to build.
+ *
+ *   static void *crypto_sym(const char *name) { static void *lib;
+ *           return dl_sym(&lib, "libcrypto.so.3", name); }
+ *   DL_FORWARD(crypto_sym, int, BIO_free, (BIO *a), (a))
+ */
+#pragma once
+
+/* The address of name in soname, which is dlopen()ed into *lib on first
+ * use. A missing library or symbol is a broken installation, as it would
+ * be for the dynamic loader at start-up: it aborts with a message. */
+void *dl_sym(void **lib, const char *soname, const char *name);
+
+#define DL_FORWARD(getsym, ret, name, params, args)                    \
+	ret name params                                                \
+	{                                                              \
+		static __typeof__(&name) fn;                           \
+		if (!fn)                                               \
+			fn = (__typeof__(&name))getsym(#name);         \
+		return fn args;                                        \
+	}
+#define DL_FORWARD_VOID(getsym, name, params, args)                    \
+	void name params                                               \
+	{                                                              \
+		static __typeof__(&name) fn;                           \
+		if (!fn)                                               \
+			fn = (__typeof__(&name))getsym(#name);         \
+		fn args;                                               \
+	}
