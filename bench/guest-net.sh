@@ -51,11 +51,12 @@ EOT
 	return 1
 }
 
-# net_bytes: body bytes and requests the server logged since net_mark
-# (lighttpd writes its access log at least once a second)
-net_mark() { sleep 1.5; net_logpos=$(stat -c %s $NET/access.log 2>/dev/null || echo 0); }
+# net_bytes: body bytes and requests the server logged since net_mark.
+# lighttpd buffers its access log; SIGHUP (log rotation) writes it out.
+net_flush() { kill -HUP "$net_httpd" 2>/dev/null; sleep 1; }
+net_mark() { net_flush; net_logpos=$(stat -c %s $NET/access.log 2>/dev/null || echo 0); }
 net_bytes() {
-	sleep 1.5
+	net_flush
 	tail -c +$((net_logpos + 1)) $NET/access.log 2>/dev/null |
 		awk '{ if ($2 ~ /^[0-9]+$/) b += $2; n++ } END { printf "%d %d\n", b, n }'
 }
@@ -97,7 +98,7 @@ net_install() {
 		wait $cpid 2>/dev/null
 		NET_RC=0
 	else
-		FLASHD_SOCKET=$FD/flashd.sock bounded "$FLASHCTL" -q install "$url" >$NET/$1.log 2>&1
+		FLASHD_SOCKET=$FD/flashd.sock bounded "$FLASHCTL" --json install "$url" >$NET/$1.json 2>$NET/$1.log
 		NET_RC=$?
 	fi
 	t1=$(now)
@@ -117,6 +118,7 @@ net_emit() { # WORKLOAD IMAGE BUNDLE BYTES REQUESTS [KEY=VALUE...]
 	rec=$(jq -c '.[0] | {erases, blocks_skipped, result}' $NET_STATE/installs.json 2>/dev/null)
 	emit kind=install contender=flashd-http workload="$w" seconds="$NET_SECONDS" \
 		downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$b")" \
+		client_downloaded="$(tail -n 1 $NET/$w.json 2>/dev/null | jq -r '.bytes_downloaded // empty' 2>/dev/null)" \
 		erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" \
 		own_erases="$(jq -r '.erases' <<<"$rec")" own_skipped="$(jq -r '.blocks_skipped' <<<"$rec")" \
 		prefix_bytes="$("$FLASHCTL" --json bundle info "$NET/www/$b" 2>/dev/null | jq -r '.images[0].offset // empty')" \

@@ -335,8 +335,16 @@ NOTES = """\
 """
 
 
+def net_dl(r):
+    """Bytes downloaded: the server's access log when it logged the requests,
+    else what flashd counted (body bytes received)."""
+    if r.get("requests") or not isinstance(r.get("client_downloaded"), int):
+        return r["downloaded"]
+    return r["client_downloaded"]
+
+
 def net_pct(r):
-    return 100 * r["downloaded"] / r["bundle_bytes"] if r.get("bundle_bytes") else None
+    return 100 * net_dl(r) / r["bundle_bytes"] if r.get("bundle_bytes") else None
 
 
 def net_targets(target, v, get):
@@ -347,7 +355,7 @@ def net_targets(target, v, get):
                (ch or {}).get("error", "no row"))
     else:
         target("URL, 10%-changed: downloads ≤ 15% of the bundle", v,
-               f"{ch['downloaded']} of {ch['bundle_bytes']} B = {net_pct(ch):.1f}%", "15%",
+               f"{net_dl(ch)} of {ch['bundle_bytes']} B = {net_pct(ch):.1f}%", "15%",
                net_pct(ch) <= 100 * LIMITS["net_changed_bytes"])
         if v == "nand-delay" and fl and fl.get("seconds"):
             t = ch["seconds"] / fl["seconds"]
@@ -358,8 +366,8 @@ def net_targets(target, v, get):
     if re and "downloaded" in re:
         pre = re.get("prefix_bytes")
         target("URL, unchanged: downloads only manifest + index, erases nothing", v,
-               f"{re['downloaded']} B (manifest + index: {pre} B), {re.get('erases_slot')} erases",
-               "manifest + index, 0", isinstance(pre, int) and re["downloaded"] <= pre
+               f"{net_dl(re)} B (manifest + index: {pre} B), {re.get('erases_slot')} erases",
+               "manifest + index, 0", isinstance(pre, int) and net_dl(re) <= pre
                and re.get("erases_slot", 1) == 0)
     one = get(v, "flashd-http", "net-onebyte")
     if one and "erases_slot" in one:
@@ -368,7 +376,7 @@ def net_targets(target, v, get):
     rs = get(v, "flashd-http", "net-resume")
     if rs and "downloaded" in rs:
         target("URL, cut at 50% then resumed: ≤ 55% of the bundle in total", v,
-               f"{rs['downloaded']} of {rs['bundle_bytes']} B = {net_pct(rs):.1f}% "
+               f"{net_dl(rs)} of {rs['bundle_bytes']} B = {net_pct(rs):.1f}% "
                f"(cut run {rs.get('cut_downloaded')} B)", "55%",
                net_pct(rs) <= 100 * LIMITS["net_resume_bytes"])
 
@@ -393,8 +401,10 @@ def net_table(v, get):
             continue
         ratio = r["seconds"] / fl["seconds"] if fl and fl.get("seconds") else None
         own = f" ({r['own_erases']})" if r.get("own_erases") not in (None, "null") else ""
-        note = f"cut run fetched {r['cut_downloaded']} B" if "cut_downloaded" in r else ""
-        md.append(f"| {name} | {c} | {fmt(r.get('seconds'))} | {fmt(ratio)} | {r['downloaded']} | "
+        note = f"flashd counted {r['client_downloaded']} B" if "client_downloaded" in r else ""
+        if "cut_downloaded" in r:
+            note += f"; cut run fetched {r['cut_downloaded']} B"
+        md.append(f"| {name} | {c} | {fmt(r.get('seconds'))} | {fmt(ratio)} | {net_dl(r)} | "
                   f"{fmt(net_pct(r), 1)} | {r.get('requests')} | {fmt(r.get('erases_slot'))}{own} | "
                   f"{r.get('verified', '?')} | {note} |")
     return md

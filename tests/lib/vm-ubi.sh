@@ -62,3 +62,26 @@ ubi_start_daemon() { # DIR
 }
 
 ubi_stop_daemon() { kill $UBI_DAEMON 2>/dev/null; wait $UBI_DAEMON 2>/dev/null; UBI_DAEMON=; }
+
+# ubi_bundle VERSION MIB: $T/VERSION.{sqfs,kernel,bundle}: a bootable root
+# with MIB MiB of random payload and a kernel stand-in, signed with $T/k.key
+# for layout $L
+ubi_bundle() {
+	boot_image $T/$1
+	echo "VERSION_ID=$1" >$T/$1/etc/os-release
+	head -c $(($2 * 1024 * 1024)) /dev/urandom >$T/$1/payload
+	vm_run mksquashfs $T/$1 $T/$1.sqfs -noappend -quiet -all-root
+	head -c $((300 * 1024 + $2)) /dev/urandom >$T/$1.kernel
+	vm_run "$FLASHCTL" -q bundle create --layout "$L" --version "$1" \
+		--image rootfs=$T/$1.sqfs --image kernel=$T/$1.kernel --key $T/k.key -o $T/$1.bundle
+}
+
+# ubi_holds VOLUME FILE [WHAT]: the volume is complete (no update marker)
+# and holds exactly FILE
+ubi_holds() {
+	local w=${3:+$3: }
+	vm_expect_eq "$(ubi_vattr "$1" upd_marker)" 0 "${w}update marker of $1"
+	vm_expect_eq "$(ubi_vattr "$1" data_bytes)" "$(stat -c %s "$2")" "${w}data bytes of $1"
+	cmp "$(ubi_vol "$1")" "$2" || vm_fail "${w}volume $1 differs from $2"
+	echo "ok: ${w}$1 holds $(basename "$2")"
+}

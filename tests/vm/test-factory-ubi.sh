@@ -30,21 +30,6 @@ rm -rf $T; mkdir -p $T/keyring
 EB=131072
 OOB_EB=$((EB / 2048 * (2048 + 64)))    # an erase block in the data+OOB image
 
-mkimg() { # VERSION MIB
-	boot_image $T/$1
-	echo "VERSION_ID=$1" >$T/$1/etc/os-release
-	head -c $(($2 * 1024 * 1024)) /dev/urandom >$T/$1/payload
-	vm_run mksquashfs $T/$1 $T/$1.sqfs -noappend -quiet -all-root
-	head -c $((300 * 1024 + $2)) /dev/urandom >$T/$1.kernel
-	vm_run "$FLASHCTL" -q bundle create --layout "$L" --version "$1" \
-		--image rootfs=$T/$1.sqfs --image kernel=$T/$1.kernel --key $T/k.key -o $T/$1.bundle
-}
-holds() { # VOLUME FILE
-	vm_expect_eq "$(ubi_vattr "$1" upd_marker)" 0 "update marker of $1"
-	vm_expect_eq "$(ubi_vattr "$1" data_bytes)" "$(stat -c %s "$2")" "data bytes of $1"
-	cmp "$(ubi_vol "$1")" "$2" || vm_fail "volume $1 differs from $2"
-	echo "ok: $1 holds $(basename "$2")"
-}
 part() { jq -r ".partitions[] | select(.name==\"$1\") | .$2" $T/f.json; }
 # nandwrite -o N erase blocks of the data+OOB image from the partition's start
 program() { # PARTITION BLOCKS
@@ -56,7 +41,7 @@ program() { # PARTITION BLOCKS
 
 vm_run "$FLASHCTL" -q bundle keygen --out $T/k
 cp $T/k.pub $T/keyring/
-mkimg 1.0 3
+ubi_bundle 1.0 3
 
 vm_log "factory image: provision --both-slots image:"
 vm_run "$FLASHCTL" provision --both-slots --layout "$L" --bundle $T/1.0.bundle --keyring $T/keyring \
@@ -85,10 +70,10 @@ for v in kernel_a rootfs_a kernel_b rootfs_b overlay; do
 done
 for v in kernel_a rootfs_a kernel_b rootfs_b; do vm_expect_eq "$(ubi_vattr $v type)" static "type of $v"; done
 vm_expect_eq "$(ubi_vattr overlay type)" dynamic "type of overlay"
-holds kernel_a $T/1.0.kernel
-holds rootfs_a $T/1.0.sqfs
-holds kernel_b $T/1.0.kernel
-holds rootfs_b $T/1.0.sqfs
+ubi_holds kernel_a $T/1.0.kernel
+ubi_holds rootfs_a $T/1.0.sqfs
+ubi_holds kernel_b $T/1.0.kernel
+ubi_holds rootfs_b $T/1.0.sqfs
 lebs=$(ubi_vattr overlay reserved_ebs)
 [ "$lebs" -gt 67 ] || vm_fail "overlay: $lebs LEBs, the autoresize flag did not grow it beyond 8 MiB (67)"
 echo "ok: overlay grew to $lebs LEBs at attach (autoresize)"

@@ -32,27 +32,12 @@ trap '[ -n "$UBI_DAEMON" ] && kill $UBI_DAEMON 2>/dev/null' EXIT
 ubimtd=$UBI_MTD
 envmtd=$(vm_mtd_by_name u-boot-env)
 
-mkimg() { # VERSION MIB
-	boot_image $T/$1
-	echo "VERSION_ID=$1" >$T/$1/etc/os-release
-	head -c $(($2 * 1024 * 1024)) /dev/urandom >$T/$1/payload
-	vm_run mksquashfs $T/$1 $T/$1.sqfs -noappend -quiet -all-root
-	head -c $((300 * 1024 + $2)) /dev/urandom >$T/$1.kernel
-	vm_run "$FLASHCTL" -q bundle create --layout "$L" --version "$1" \
-		--image rootfs=$T/$1.sqfs --image kernel=$T/$1.kernel --key $T/k.key -o $T/$1.bundle
-}
-holds() { # VOLUME FILE WHAT
-	vm_expect_eq "$(ubi_vattr "$1" upd_marker)" 0 "$3: update marker of $1"
-	vm_expect_eq "$(ubi_vattr "$1" data_bytes)" "$(stat -c %s "$2")" "$3: data bytes of $1"
-	cmp "$(ubi_vol "$1")" "$2" || vm_fail "$3: volume $1 differs from $2"
-	echo "ok: $3: $1 holds $(basename "$2")"
-}
 env_sum() { nanddump -q -f - "$envmtd" 2>/dev/null | sha256sum; }
 
 vm_run "$FLASHCTL" -q bundle keygen --out $T/k
 cp $T/k.pub $T/keyring/
-mkimg 1.0 3
-mkimg 2.0 4
+ubi_bundle 1.0 3
+ubi_bundle 2.0 4
 
 # ---- dry run, and refusals before anything is erased -------------------------
 vm_log "provision --dry-run"
@@ -101,8 +86,8 @@ for s in a b; do
 	[ -n "$id" ] || vm_fail "the boot script has no root=/dev/ubiblock${u}_<id> for rootfs_$s: $(grep flashd_root $T/boot.scr)"
 	vm_expect_eq "$(cat /sys/class/ubi/ubi${u}_$id/name)" "rootfs_$s" "the volume the boot script mounts for slot $s"
 done
-holds rootfs_a $T/1.0.sqfs "provisioned"
-holds kernel_a $T/1.0.kernel "provisioned"
+ubi_holds rootfs_a $T/1.0.sqfs "provisioned"
+ubi_holds kernel_a $T/1.0.kernel "provisioned"
 vm_expect_eq "$(ubi_vattr rootfs_b data_bytes)" 0 "rootfs_b empty"
 ec1=$(cat /sys/class/ubi/ubi$u/max_ec)
 vm_expect_eq "$("$FLASHCTL" slot boot-select --layout "$L" --target system)" flashd.slot=A "boot choice"
@@ -113,7 +98,7 @@ u=$(ubi_num)
 ec2=$(cat /sys/class/ubi/ubi$u/max_ec)
 [ "$ec2" -gt "$ec1" ] || vm_fail "max_ec $ec1 -> $ec2: the erase counters were not kept"
 echo "ok: max_ec $ec1 -> $ec2 over a second provision"
-holds rootfs_a $T/1.0.sqfs "re-provisioned"
+ubi_holds rootfs_a $T/1.0.sqfs "re-provisioned"
 
 # ---- boot A --------------------------------------------------------------
 echo "flashd.slot=A" >$T/cmdline
@@ -132,7 +117,7 @@ ubi_start_daemon $T
 vm_log "the booted slot is refused"
 out=$("$FLASHCTL" install --slot A $T/2.0.bundle 2>&1) && vm_fail "install into the booted slot A: $out"
 grep -q "booted slot" <<<"$out" || vm_fail "refusal of slot A: $out"
-holds rootfs_a $T/1.0.sqfs "after the refusal"
+ubi_holds rootfs_a $T/1.0.sqfs "after the refusal"
 vm_log "a target volume another writer holds refuses the install, env unchanged"
 mkfifo $T/busy.fifo
 ubiupdatevol -s $((1024 * 1024)) "$(ubi_vol rootfs_b)" $T/busy.fifo &
@@ -163,9 +148,9 @@ t0=$(date +%s%N)
 	vm_fail "second install failed: $(cat $T/install2.out)"
 echo "re-install of the same v2 took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 ubi_stop_daemon
-holds rootfs_b $T/2.0.sqfs "installed"
-holds kernel_b $T/2.0.kernel "installed"
-holds rootfs_a $T/1.0.sqfs "the booted slot after the install"
+ubi_holds rootfs_b $T/2.0.sqfs "installed"
+ubi_holds kernel_b $T/2.0.kernel "installed"
+ubi_holds rootfs_a $T/1.0.sqfs "the booted slot after the install"
 sel=$("$FLASHCTL" slot boot-select --layout "$L" --target system)
 vm_expect_eq "$sel" flashd.slot=B "boot choice after the install"
 
