@@ -61,18 +61,6 @@ net_bytes() {
 		awk '{ if ($2 ~ /^[0-9]+$/) b += $2; n++ } END { printf "%d %d\n", b, n }'
 }
 
-net_conf() { # STATE_DIR
-	mkdir -p "$1"
-	cat >$FD/flashd.conf <<EOT
-[flashd]
-layout=$layout
-target=system
-keyring=$work/keyring
-socket=$FD/flashd.sock
-state-dir=$1
-cmdline=$FD/cmdline
-EOT
-}
 
 # net_install NAME BUNDLE [CUT_AT_BYTES]: one timed install from the URL;
 # with CUT_AT_BYTES, the daemon and its worker are killed (-9) as soon as
@@ -142,10 +130,9 @@ run_flashd_http() {
 	cp "$work/flashd-$layout_base-v3.bundle" $NET/www/ 2>/dev/null
 	cp "$work/v3.img" $v3 2>/dev/null
 	mkdir -p $FD
-	echo "flashd.slot=A" >$FD/cmdline
 
 	NET_STATE=$FD/net-state-1
-	net_conf $NET_STATE
+	fd_conf $NET_STATE
 	empty_slot_b
 	for w in full:1 reinstall:1 changed:2 onebyte:3; do
 		b=flashd-$layout_base-v${w#*:}.bundle
@@ -161,7 +148,7 @@ run_flashd_http() {
 
 	# resume: an empty slot and no record, cut at half the bundle, again
 	NET_STATE=$FD/net-state-2
-	net_conf $NET_STATE
+	fd_conf $NET_STATE
 	empty_slot_b
 	b=flashd-$layout_base-v1.bundle
 	half=$(( $(stat -c %s "$NET/www/$b") / 2 ))

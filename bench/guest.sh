@@ -340,6 +340,22 @@ sampler_start() {
 }
 sampler_stop() { touch $tmp/sampler.stop; wait "$sampler" 2>/dev/null; }
 
+# fd_conf STATE_DIR: flashd.conf for the board (booted slot A, the
+# system's MTD partitions) with its block records in STATE_DIR
+fd_conf() {
+	mkdir -p "$1"
+	echo "flashd.slot=A" >$FD/cmdline
+	cat >$FD/flashd.conf <<EOT
+[flashd]
+layout=$layout
+target=system
+keyring=$work/keyring
+socket=$FD/flashd.sock
+state-dir=$1
+cmdline=$FD/cmdline
+EOT
+}
+
 restore_v1_flashd() {
 	fd_start
 	FLASHD_SOCKET=$FD/flashd.sock bounded "$FLASHCTL" -q install "$tmp/flashd-$layout_base-v1.bundle" \
@@ -353,17 +369,7 @@ run_flashd() {
 		for w in $workloads; do emit kind=install contender=flashd workload="$w" error="$prov_error"; done
 		return
 	fi
-	mkdir -p $FD/state
-	echo "flashd.slot=A" >$FD/cmdline
-	cat >$FD/flashd.conf <<EOT
-[flashd]
-layout=$layout
-target=system
-keyring=$work/keyring
-socket=$FD/flashd.sock
-state-dir=$FD/state
-cmdline=$FD/cmdline
-EOT
+	fd_conf $FD/state
 	local times rss crss r n idle
 	for w in $workloads ${lat:+latency}; do
 	times="" rss="" crss="" idle="" rc=0 n=$REPS
