@@ -329,10 +329,14 @@ fd_stop() {
 	wait "$fd_time" 2>/dev/null
 	fd_pid=""
 }
-# sampler: VmHWM of flashd and its children (the install worker)
+# sampler: VmHWM of flashd and its children (the install worker). Every
+# 250 ms, not 10: under TCG a Python walk of /proc every 10 ms took a vCPU
+# from the timed install (flashd's full install ran 1.5x the floor with it,
+# its runs 11-16 s) while the other contenders ran without one. VmHWM is
+# the kernel's high-water mark, so a late sample still sees the peak.
 sampler_start() {
 	rm -f $tmp/sampler.ready $tmp/sampler.stop
-	"$PY" "$B/rss-sample.py" "$1" $tmp/sampler.json $tmp/sampler.ready $tmp/sampler.stop &
+	"$PY" "$B/rss-sample.py" "$1" $tmp/sampler.json $tmp/sampler.ready $tmp/sampler.stop 0.25 &
 	sampler=$!
 	local i
 	for i in $(seq 200); do [ -f $tmp/sampler.ready ] && return 0; sleep 0.05; done

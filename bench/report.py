@@ -153,6 +153,18 @@ def main():
                 pass
     for v in variants:
         net_targets(target, v, get)
+    sim = sim_latency(rows)
+    if sim:
+        target("GetStatus p99 ≤ 1 ms idle", "sim", f"{sim['idle']['p99_ms']} ms (n={sim['idle']['n']})",
+               "1 ms", sim["idle"]["p99_ms"] <= LIMITS["status_idle_ms"])
+        target("GetStatus p99 ≤ 5 ms during an install", "sim",
+               f"{sim['during']['p99_ms']} ms (n={sim['during']['n']}, errors {sim['during']['errors']})",
+               "5 ms", sim["during"]["p99_ms"] <= LIMITS["status_busy_ms"]
+               and not sim["during"]["errors"])
+        idle_kib = max(sim["idle_rss_detail"].values(), default=None)
+        if idle_kib:
+            target("daemon RSS idle ≤ 3 MiB", "sim", f"{idle_kib} KiB",
+                   f"{LIMITS['idle_rss_kib']} KiB", idle_kib <= LIMITS["idle_rss_kib"])
     sizes = {r["name"]: r for r in rows if r.get("kind") == "size"}
     if "flashd" in sizes and "bytes" in sizes["flashd"]:
         kib = sizes["flashd"]["bytes"] / 1024
@@ -260,6 +272,8 @@ def main():
                          (fb or {}).get("error", "not measured")) + ".")
         elif bb:
             md.append(f"Boot assembly: {bb.get('error')}")
+    if sim:
+        md.extend(sim_section(sim))
     md.append("")
     md.append("## Binary size (stripped, shared libraries excluded)")
     md.append("")
@@ -333,6 +347,31 @@ NOTES = """\
 * Timing noise: the VM shares 2 host cores with other work (other VMs ran at the same
   time); compare ratios from one VM boot, and see the listed runs.
 """
+
+
+def sim_latency(rows):
+    """bench/status-sim.sh's line: the daemon on the userspace simulator."""
+    r = next((r for r in rows if r.get("kind") == "latency" and r.get("variant") == "sim"), None)
+    if not r or "error" in r:
+        return None
+    try:
+        return dict(r, **{k: json.loads(r[k]) for k in ("idle", "during", "getinfo")})
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def sim_section(sim):
+    gi, idle, run = sim["getinfo"], sim["idle"], sim["during"]
+    return ["", "## Host: the daemon on the userspace simulator (no VM)", "",
+            "`bench/status-sim.sh`: a `sim:` board on the host, the same 1,000 back-to-back calls "
+            f"on one connection. `org.varlink.service.GetInfo` p50 {gi['p50_ms']} ms / p99 "
+            f"{gi['p99_ms']} ms; `io.flashd.GetStatus` idle p50 {idle['p50_ms']} ms / p99 "
+            f"{idle['p99_ms']} ms; during a 32 MiB install ({sim['seconds']} s, "
+            f"{run['during_install']} of {run['n']} replies saw it running) p50 {run['p50_ms']} ms / "
+            f"p99 {run['p99_ms']} ms / max {run['max_ms']} ms, errors {run['errors']}. Peak RSS "
+            "(VmHWM): idle daemon " + ", ".join(f"{k} {v} KiB" for k, v in sim["idle_rss_detail"].items())
+            + "; during the install " + ", ".join(f"{k} {v} KiB" for k, v in sorted(sim["rss_detail"].items()))
+            + " (the second is the install worker)."]
 
 
 def net_dl(r):

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Peak RSS (VmHWM) of a process and all its descendants, sampled.
 
-  rss-sample.py PID OUT.json READY-FILE STOP-FILE
+  rss-sample.py PID OUT.json READY-FILE STOP-FILE [INTERVAL_S]
 
-Polls /proc every 10 ms until STOP-FILE exists or PID is gone and writes
+Polls /proc every INTERVAL_S (default 0.01 s) until STOP-FILE exists or PID is gone and writes
 {"<comm>[<pid>]": peak KiB, ...} to OUT.json. VmHWM is the kernel's own
 high-water mark, so a sample only has to come before the process exits;
 a child that lives shorter than one interval can be missed (bench/run
@@ -15,6 +15,7 @@ import sys
 import time
 
 root, out, ready, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+interval = float(sys.argv[5]) if len(sys.argv) > 5 else 0.01
 peak = {}
 
 
@@ -47,6 +48,6 @@ def sample(pid):
 open(ready, "w").close()
 while not os.path.exists(stop) and os.path.exists(f"/proc/{root}"):
     sample(root)
-    time.sleep(0.01)
+    time.sleep(interval)
 with open(out, "w") as f:
     json.dump(peak, f, sort_keys=True)
