@@ -17,6 +17,7 @@
 #include "flashio.h"
 #include "jffs2.h"
 #include "nsim.h"
+#include "nsim_json.h"
 #include "nsim_spec.h"
 #include "util.h"
 
@@ -205,17 +206,8 @@ static int info_build(struct cli_ctx *ctx, const char *spec, struct flash *f,
 		add_u64(o, "erase_count_min", min == UINT64_MAX ? 0 : min);
 		add_u64(o, "erase_count_max", max);
 		add_u64(o, "erase_count_total", sum);
-		json_object_object_add(o, "power_cut", json_object_new_boolean(i.power_cut));
-		json_object_object_add(o, "powercut_left", json_object_new_int64(i.powercut_left));
-		json_object_object_add(o, "tear", json_object_new_boolean(i.tear));
-		add_u64(o, "flip_ppm", i.flip_ppm);
-		add_u64(o, "fail_ppm", i.fail_ppm);
-		add_u64(o, "seed", i.seed);
-		add_u64(o, "erases", i.cnt.erases);
-		add_u64(o, "programs", i.cnt.programs);
-		add_u64(o, "oob_programs", i.cnt.oob_programs);
-		add_u64(o, "page_reads", i.cnt.page_reads);
-		add_u64(o, "mutations", i.cnt.mutations);
+		nsim_json_add_state(o, &i);
+		nsim_json_add_counters(o, &i.cnt);
 	}
 	if (flash_mtd_get_sysfs(f, &sys) >= 0) {
 		struct json_object *o = json_object_new_object();

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <json-c/json.h>
 
 #include "cleanup.h"
 #include "nsim.h"
+#include "nsim_json.h"
 #include "nsim_spec.h"
 #include "util.h"
 
@@ -113,19 +113,8 @@ static int cmd_info(int argc, char **argv)
 		U(j, "blocks", i.blocks);
 		U(j, "bad_blocks", i.bad_blocks);
 		U(j, "data_offset", nsim_data_offset());
-		json_object_object_add(j, "power_cut", json_object_new_boolean(i.power_cut));
-		json_object_object_add(j, "powercut_left", json_object_new_int64(i.powercut_left));
-		json_object_object_add(j, "tear", json_object_new_boolean(i.tear));
-		U(j, "flip_ppm", i.flip_ppm);
-		U(j, "fail_ppm", i.fail_ppm);
-		U(j, "seed", i.seed);
-		U(cnt, "erases", i.cnt.erases);
-		U(cnt, "programs", i.cnt.programs);
-		U(cnt, "oob_programs", i.cnt.oob_programs);
-		U(cnt, "page_reads", i.cnt.page_reads);
-		U(cnt, "corrected", i.cnt.corrected);
-		U(cnt, "failed", i.cnt.failed);
-		U(cnt, "mutations", i.cnt.mutations);
+		nsim_json_add_state(j, &i);
+		nsim_json_add_counters(cnt, &i.cnt);
 		json_object_object_add(j, "counters", cnt);
 		if (blocks) {
 			arr = json_object_new_array();
