@@ -37,17 +37,9 @@ uint64_t nsim_data_offset(void)
 
 #define NSIM_FAULTS (NSIM_FAULT_PROGRAM | NSIM_FAULT_ERASE | NSIM_FAULT_STUCK_BIT)
 
-static const char *const nsim_type_table[_NSIM_TYPE_MAX] = {
-	[NSIM_NOR] = "nor",
-	[NSIM_NAND] = "nand",
-};
+static const char *const nsim_type_table[] = { NSIM_TYPE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(nsim_type, enum nsim_type)
-
-static const char *const nsim_flip_table[_NSIM_FLIP_MAX] = {
-	[NSIM_FLIP_NONE] = "none",
-	[NSIM_FLIP_CORRECTED] = "corrected",
-	[NSIM_FLIP_UNCORRECTABLE] = "uncorrectable",
-};
+static const char *const nsim_flip_table[] = { NSIM_FLIP_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(nsim_flip, enum nsim_flip)
 
 int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flags)

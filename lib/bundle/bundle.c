@@ -30,22 +30,11 @@ static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); 
 
 /* ---- enums ---- */
 
-static const char *const bundle_image_type_table[_BUNDLE_IMAGE_TYPE_MAX] = {
-	[BUNDLE_IMAGE_SQUASHFS] = "squashfs",
-	[BUNDLE_IMAGE_RAW] = "raw",
-};
+static const char *const bundle_image_type_table[] = { BUNDLE_IMAGE_TYPE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(bundle_image_type, enum bundle_image_type)
-static const char *const bundle_compression_table[_BUNDLE_COMPRESSION_MAX] = {
-	[BUNDLE_COMPRESSION_NONE] = "none",
-	[BUNDLE_COMPRESSION_GZIP] = "gzip",
-};
+static const char *const bundle_compression_table[] = { BUNDLE_COMPRESSION_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(bundle_compression, enum bundle_compression)
-static const char *const bundle_trust_table[_BUNDLE_TRUST_MAX] = {
-	[BUNDLE_TRUST_VERIFIED] = "verified",
-	[BUNDLE_TRUST_UNSIGNED] = "unsigned",
-	[BUNDLE_TRUST_UNKNOWN_KEY] = "unknown-key",
-	[BUNDLE_TRUST_UNCHECKED] = "unchecked",
-};
+static const char *const bundle_trust_table[] = { BUNDLE_TRUST_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(bundle_trust, enum bundle_trust)
 
 /* ---- manifest parsing ---- */
