@@ -521,17 +521,26 @@ static int ubi_end(struct install *in, struct install_target *t)
 	return 0;
 }
 
+/* The image being written, once its slot is marked bad (mark_bad_once). */
+static int current_target(struct install *in, struct install_target **ret, struct error *err)
+{
+	int r = mark_bad_once(in, err);
+
+	if (r < 0)
+		return r;
+	*ret = in->current;
+	return 0;
+}
+
 static int on_image_data(void *userdata, const struct bundle_image *img, const void *buf,
 			 size_t len, struct error *err)
 {
 	struct install *in = userdata;
-	struct install_target *t = in->current;
-	int r;
+	struct install_target *t;
+	int r = current_target(in, &t, err);
 
-	r = mark_bad_once(in, err);
-	if (r < 0)
-		return r;
-	r = t->ops->data(in, t, buf, len);
+	if (r >= 0)
+		r = t->ops->data(in, t, buf, len);
 	if (r < 0)
 		return r;
 	in->stats.bytes_written += len;
@@ -539,18 +548,15 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 	return 0;
 }
 
-
 static int on_image_end(void *userdata, const struct bundle_image *img, struct error *err)
 {
 	struct install *in = userdata;
-	struct install_target *t = in->current;
-	int r;
-
+	struct install_target *t;
 	/* an empty image still changes the slot: never written unmarked */
-	r = mark_bad_once(in, err);
-	if (r < 0)
-		return r;
-	r = t->ops->end(in, t);
+	int r = current_target(in, &t, err);
+
+	if (r >= 0)
+		r = t->ops->end(in, t);
 	if (r < 0)
 		return r;
 	in->closed = in->stats;
