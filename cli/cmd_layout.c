@@ -311,30 +311,44 @@ static int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* --device NAME, else dflt. */
+static int device_arg(struct cli_ctx *ctx, const struct layout_args *a, const struct layout *l,
+		      const struct layout_device *dflt, const struct layout_device **ret)
+{
+	const struct layout_device *d = a->device ? layout_find_device(l, a->device) : dflt;
+
+	if (a->device && !d) {
+		cli_error(ctx, "%s: no device named \"%s\"", a->file, a->device);
+		return CLI_EXIT_USAGE;
+	}
+	*ret = d;
+	return 0;
+}
+
+/* mtdparts= of device d, or of every device when d is NULL. */
+static int mtdparts_arg(struct cli_ctx *ctx, const struct layout_args *a, const struct layout *l,
+			const struct layout_device *d, char **ret)
+{
+	int r = d ? layout_kernel_mtdparts_device(l, d, ret) : layout_kernel_mtdparts(l, ret);
+
+	if (r < 0) {
+		cli_error(ctx, "%s: cannot build mtdparts: %s", a->file, strerror(-r));
+		return CLI_EXIT_FAIL;
+	}
+	return 0;
+}
+
 static int cmd_mtdparts(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_layout_ struct layout *l = NULL;
 	_cleanup_free_ char *s = NULL;
+	const struct layout_device *d;
 	struct layout_args a = { 0 };
 	int r;
 
-	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)))
+	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)) ||
+	    (r = device_arg(ctx, &a, l, NULL, &d)) || (r = mtdparts_arg(ctx, &a, l, d, &s)))
 		return r;
-	if (a.device) {
-		const struct layout_device *d = layout_find_device(l, a.device);
-
-		if (!d) {
-			cli_error(ctx, "%s: no device named \"%s\"", a.file, a.device);
-			return CLI_EXIT_USAGE;
-		}
-		r = layout_kernel_mtdparts_device(l, d, &s);
-	} else {
-		r = layout_kernel_mtdparts(l, &s);
-	}
-	if (r < 0) {
-		cli_error(ctx, "%s: cannot build mtdparts: %s", a.file, strerror(-r));
-		return CLI_EXIT_FAIL;
-	}
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();
 
@@ -355,13 +369,9 @@ static int cmd_nandsim(struct cli_ctx *ctx, int argc, char **argv)
 	const char *module = NULL;
 	int r;
 
-	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)))
+	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)) ||
+	    (r = device_arg(ctx, &a, l, &l->devices[0], &d)))
 		return r;
-	d = a.device ? layout_find_device(l, a.device) : &l->devices[0];
-	if (!d) {
-		cli_error(ctx, "%s: no device named \"%s\"", a.file, a.device);
-		return CLI_EXIT_USAGE;
-	}
 	r = layout_kernel_nandsim(l, d, &module, &params);
 	if (r == -E2BIG) {
 		cli_error(ctx, "%s: device \"%s\" needs more than 32 nandsim partitions "
@@ -377,11 +387,9 @@ static int cmd_nandsim(struct cli_ctx *ctx, int argc, char **argv)
 			  strerror(-r));
 		return CLI_EXIT_FAIL;
 	}
-	r = layout_kernel_mtdparts_device(l, d, &mtdparts);
-	if (r < 0) {
-		cli_error(ctx, "%s: cannot build mtdparts: %s", a.file, strerror(-r));
-		return CLI_EXIT_FAIL;
-	}
+	r = mtdparts_arg(ctx, &a, l, d, &mtdparts);
+	if (r)
+		return r;
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();
 
