@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "nsim.h"
 #include "nsim_json.h"
 #include "nsim_spec.h"
+#include "tool.h"
 #include "util.h"
 
 enum { EXIT_USAGE = 2 };
@@ -23,18 +23,7 @@ struct cmd {
 	int (*run)(int argc, char **argv);
 };
 
-static int fail(const char *fmt, ...) _printf_(1, 2);
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("nsimctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return EXIT_FAILURE;
-}
+#define fail(...) tool_fail("nsimctl", __VA_ARGS__)
 
 static int open_sim(const char *path, bool writable, struct nsim **ret)
 {
