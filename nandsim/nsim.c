@@ -261,6 +261,16 @@ static int op_begin_setting(struct nsim *s)
 	return s->writable ? op_begin(s, false) : -EROFS;
 }
 
+/* op_begin_setting for a block's setting; -EINVAL (op ended) past the last block. */
+static int op_begin_block_setting(struct nsim *s, uint64_t block)
+{
+	int r = op_begin_setting(s);
+
+	if (r < 0)
+		return r;
+	return block < s->blocks ? 0 : op_end(s, -EINVAL);
+}
+
 static int meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
 	ssize_t n = util_pread_full(s->fd, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
@@ -279,6 +289,16 @@ static int meta_store(struct nsim *s, uint64_t b, const struct nsim_meta *m)
 	nsim_format_meta_swap(&d);
 	n = util_pwrite_full(s->fd, &d, sizeof(d), s->h.meta_offset + b * sizeof(d));
 	return n < 0 ? (int)n : 0;
+}
+
+/* A block's metadata; -EIO for a bad block: reads and programs refuse it. */
+static int meta_load_good(struct nsim *s, uint64_t b, struct nsim_meta *m)
+{
+	int r = meta_load(s, b, m);
+
+	if (r < 0)
+		return r;
+	return m->flags & BLK_BAD ? -EIO : 0;
 }
 
 /* The metadata of the block holding off: -EINVAL past the end of the chip
@@ -385,12 +405,10 @@ static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
 		uint64_t e = chunk_end(s, pos, end);
 		struct nsim_meta m;
 		ssize_t n;
-		int r = meta_load(s, pos / s->h.erasesize, &m);
+		int r = meta_load_good(s, pos / s->h.erasesize, &m);
 
 		if (r < 0)
 			return r;
-		if (m.flags & BLK_BAD)
-			return -EIO;
 		n = util_pread_full(s->fd, buf + (pos - off), e - pos, NSIM_HEADER_SIZE + pos);
 		if (n != (ssize_t)(e - pos))
 			return n < 0 ? (int)n : -EIO;
@@ -454,12 +472,10 @@ static int write_validate(struct nsim *s, uint64_t off, const uint8_t *buf, size
 	while (pos < end) {
 		uint64_t e = chunk_end(s, pos, end), b = pos / s->h.erasesize;
 		struct nsim_meta m;
-		int r = meta_load(s, b, &m);
+		int r = meta_load_good(s, b, &m);
 
 		if (r < 0)
 			return r;
-		if (m.flags & BLK_BAD)
-			return -EIO;
 		if (s->h.type == NSIM_NAND) {
 			uint64_t page = pos / s->h.writesize;
 			uint8_t st;
@@ -723,9 +739,7 @@ int nsim_read_oob(struct nsim *s, uint64_t off, void *buf, size_t len)
 		return r;
 	r = oob_check(s, off, len, s->h.oobfree_len);
 	if (r >= 0)
-		r = meta_load(s, off / s->h.erasesize, &m);
-	if (r >= 0 && (m.flags & BLK_BAD))
-		r = -EIO;
+		r = meta_load_good(s, off / s->h.erasesize, &m);
 	if (r >= 0)
 		r = pread_exact(s, buf, len, s->h.oob_offset +
 				off / s->h.writesize * s->h.oobsize + s->h.oobfree_off);
@@ -745,11 +759,9 @@ static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t
 	r = oob_check(s, off, len, s->h.oobfree_len);
 	if (r < 0)
 		return r;
-	r = meta_load(s, b, &m);
+	r = meta_load_good(s, b, &m);
 	if (r < 0)
 		return r;
-	if (m.flags & BLK_BAD)
-		return -EIO;
 	r = page_state(s, page, &st);
 	if (r < 0)
 		return r;
@@ -856,13 +868,10 @@ static int meta_update(struct nsim *s, uint64_t block, int (*fn)(struct nsim *s,
 		       uintptr_t v)
 {
 	struct nsim_meta m;
-	int r;
+	int r = op_begin_block_setting(s, block);
 
-	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
-	if (block >= s->blocks)
-		return op_end(s, -EINVAL);
 	r = meta_load(s, block, &m);
 	if (r >= 0)
 		r = fn(s, block, &m, v);
@@ -901,14 +910,9 @@ int nsim_set_block_flip(struct nsim *s, uint64_t block, enum nsim_flip flip)
 
 int nsim_set_factory_bad(struct nsim *s, uint64_t block)
 {
-	int r;
+	int r = op_begin_block_setting(s, block);
 
-	r = op_begin_setting(s);
-	if (r < 0)
-		return r;
-	if (block >= s->blocks)
-		return op_end(s, -EINVAL);
-	return op_end(s, set_bad(s, block, BLK_BAD | BLK_FACTORY_BAD));
+	return r < 0 ? r : op_end(s, set_bad(s, block, BLK_BAD | BLK_FACTORY_BAD));
 }
 
 int nsim_set_flip_rate(struct nsim *s, uint32_t flip_ppm, uint32_t fail_ppm, uint64_t seed)
