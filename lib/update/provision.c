@@ -508,7 +508,7 @@ static int erase_regions(struct prov *pv, struct board *b)
 			return error_set(pv->err, ret, "partition %s: %s", r->part->name, strerror(-ret));
 		if (r->action == PROVISION_OVERLAY) {
 			struct jffs2_erase_stats st = { 0 };
-			ret = jffs2_erase_partition(f, FLASHIO_MARK_BAD, &st);
+			ret = jffs2_erase_partition(f, JFFS2_ERASE_MARK_BAD, &st);
 			r->erased = st.erased;
 			r->bad = st.bad + st.marked_bad;
 		} else {
