@@ -59,21 +59,30 @@ static int parse_args(struct cli_ctx *ctx, int argc, char **argv, const char *al
 	return 0;
 }
 
+/* A layout that does not load (system: that loads but differs from the
+ * running kernel's MTD table): the JSON answer with --json, the message. */
+static void check_failed(struct cli_ctx *ctx, const char *file, bool system, const char *msg)
+{
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "valid", json_object_new_boolean(system));
+		if (system)
+			json_object_object_add(j, "system", json_object_new_boolean(false));
+		json_object_object_add(j, "file", json_object_new_string(file));
+		json_object_object_add(j, "error", json_object_new_string(msg));
+		cli_print_json(j);
+	}
+	cli_error(ctx, "%s", msg);
+}
+
 static int load(struct cli_ctx *ctx, const char *file, struct layout **ret)
 {
 	struct error err = {};
 	int r = layout_load(file, ret, &err);
 
 	if (r < 0) {
-		if (ctx->json) {
-			struct json_object *j = json_object_new_object();
-
-			json_object_object_add(j, "valid", json_object_new_boolean(false));
-			json_object_object_add(j, "file", json_object_new_string(file));
-			json_object_object_add(j, "error", json_object_new_string(err.msg));
-			cli_print_json(j);
-		}
-		cli_error(ctx, "%s", err.msg);
+		check_failed(ctx, file, false, err.msg);
 		return r == -ENOENT || r == -EACCES ? CLI_EXIT_FAIL : CLI_EXIT_INVALID;
 	}
 	return 0;
@@ -266,16 +275,7 @@ static int cmd_check(struct cli_ctx *ctx, int argc, char **argv)
 	if (a.system) {
 		r = layout_kernel_check_system(l, root, &err);
 		if (r < 0) {
-			if (ctx->json) {
-				struct json_object *j = json_object_new_object();
-
-				json_object_object_add(j, "valid", json_object_new_boolean(true));
-				json_object_object_add(j, "system", json_object_new_boolean(false));
-				json_object_object_add(j, "file", json_object_new_string(a.file));
-				json_object_object_add(j, "error", json_object_new_string(err.msg));
-				cli_print_json(j);
-			}
-			cli_error(ctx, "%s", err.msg);
+			check_failed(ctx, a.file, true, err.msg);
 			return CLI_EXIT_INVALID;
 		}
 	}
