@@ -89,14 +89,7 @@ struct install {
 	size_t buf_peak;                     /* largest writer / read-back buffers held */
 };
 
-static const char *const install_phase_table[_INSTALL_PHASE_MAX] = {
-	[INSTALL_PHASE_MANIFEST] = "manifest",
-	[INSTALL_PHASE_WRITE] = "write",
-	[INSTALL_PHASE_VERIFY] = "verify",
-	[INSTALL_PHASE_ACTIVATE] = "activate",
-	[INSTALL_PHASE_DONE] = "done",
-	[INSTALL_PHASE_FAILED] = "failed",
-};
+static const char *const install_phase_table[] = { INSTALL_PHASE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(install_phase, enum install_phase)
 
 static int env_change(struct install *in, enum slot_op op, const char *version);
