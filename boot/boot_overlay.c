@@ -20,10 +20,8 @@
 #include "jffs2.h"
 #include "util.h"
 
-static const char *const boot_overlay_medium_table[_BOOT_OVERLAY_MEDIUM_MAX] = {
-	[BOOT_OVERLAY_MEDIUM_ERASED] = "erased",
-	[BOOT_OVERLAY_MEDIUM_JFFS2] = "jffs2",
-	[BOOT_OVERLAY_MEDIUM_FOREIGN] = "foreign",
+static const char *const boot_overlay_medium_table[] = {
+	BOOT_OVERLAY_MEDIUM_LIST(STRING_TABLE_NAME)
 };
 DEFINE_STRING_TABLE_TO(boot_overlay_medium, enum boot_overlay_medium)
 

@@ -21,11 +21,6 @@
 
 #define LAYOUT_NAME_MAX 63         /* struct flash_info.name[64] */
 
-static const char *const flash_type_names[_FLASH_TYPE_MAX] = {
-	[FLASH_NOR] = "nor",
-	[FLASH_NAND] = "nand",
-};
-
 /* Image formats a slot may hold. */
 static const char *const image_types[] = { "squashfs" };
 
@@ -330,7 +325,7 @@ static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 	if ((r = CHECK_KEYS(c, o, base, device_keys)) < 0 ||
 	    (r = dup_string(c, o, base, "name", true, &d->name)) < 0 ||
 	    (r = check_name(c, pkey(p, base, "name"), d->name)) < 0 ||
-	    (r = get_enum(c, o, base, "type", true, flash_type_names, _FLASH_TYPE_MAX, &t)) < 0 ||
+	    (r = get_enum(c, o, base, "type", true, flash_type_table, _FLASH_TYPE_MAX, &t)) < 0 ||
 	    (r = get_size(c, o, base, "size", true, &d->size)) < 0 ||
 	    (r = get_size(c, o, base, "erase_block", true, &v)) < 0)
 		return r;
