@@ -366,12 +366,18 @@ static enum nsim_flip page_flip(struct nsim *s, const struct nsim_meta *m, uint6
 	return NSIM_FLIP_NONE;
 }
 
-/* A framed mutating op on the block at off. */
-static int op_block(struct nsim *s, int (*fn)(struct nsim *s, uint64_t off), uint64_t off)
+/* A framed mutating op on the block at off (aligned: its start), given
+ * the block's number and metadata. */
+static int op_block(struct nsim *s, uint64_t off, bool aligned,
+		    int (*fn)(struct nsim *s, uint64_t b, struct nsim_meta *m))
 {
+	struct nsim_meta m;
 	int r = op_begin(s, true);
 
-	return r < 0 ? r : op_end(s, fn(s, off));
+	if (r < 0)
+		return r;
+	r = block_at(s, off, aligned, &m);
+	return op_end(s, r < 0 ? r : fn(s, off / s->h.erasesize, &m));
 }
 
 /* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
@@ -610,18 +616,14 @@ static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
 	return 0;
 }
 
-static int do_erase(struct nsim *s, uint64_t off)
+static int do_erase(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	uint64_t b = off / s->h.erasesize;
-	struct nsim_meta m;
 	bool cut;
-	int r = block_at(s, off, true, &m);
+	int r;
 
-	if (r < 0)
-		return r;
-	if (m.flags & BLK_BAD)
+	if (m->flags & BLK_BAD)
 		return -EIO;
-	if (m.faults & NSIM_FAULT_ERASE)
+	if (m->faults & NSIM_FAULT_ERASE)
 		return -EIO;
 	cut = powercut_tick(s);
 	if (cut && !(s->h.flags & HDR_TEAR))
@@ -631,10 +633,10 @@ static int do_erase(struct nsim *s, uint64_t off)
 	r = erase_range(s, b, cut ? s->h.erasesize / 2 : s->h.erasesize);
 	if (r < 0)
 		return r;
-	m.erase_count++;
+	m->erase_count++;
 	if (!cut)
-		m.next_page = 0;
-	r = meta_store(s, b, &m);
+		m->next_page = 0;
+	r = meta_store(s, b, m);
 	if (r < 0)
 		return r;
 	if (cut)
@@ -646,7 +648,7 @@ static int do_erase(struct nsim *s, uint64_t off)
 
 int nsim_erase(struct nsim *s, uint64_t off)
 {
-	return op_block(s, do_erase, off);
+	return op_block(s, off, true, do_erase);
 }
 
 int nsim_block_isbad(struct nsim *s, uint64_t off)
@@ -683,15 +685,11 @@ static int set_bad(struct nsim *s, uint64_t b, uint8_t flags)
 	return 0;
 }
 
-static int do_markbad(struct nsim *s, uint64_t off)
+static int do_markbad(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	uint64_t b = off / s->h.erasesize;
-	struct nsim_meta m;
-	int r = block_at(s, off, false, &m);
+	int r;
 
-	if (r < 0)
-		return r;
-	if (m.flags & BLK_BAD)
+	if (m->flags & BLK_BAD)
 		return 0;
 	if (powercut_tick(s))
 		return -ESHUTDOWN;
@@ -704,7 +702,7 @@ static int do_markbad(struct nsim *s, uint64_t off)
 
 int nsim_block_markbad(struct nsim *s, uint64_t off)
 {
-	return op_block(s, do_markbad, off);
+	return op_block(s, off, false, do_markbad);
 }
 
 /* ---- OOB ------------------------------------------------------------------ */
