@@ -33,10 +33,7 @@
 #include "slot.h"
 #include "util.h"
 
-static const char *const boot_mode_table[_BOOT_MODE_MAX] = {
-	[BOOT_MODE_INITRAMFS] = "initramfs",
-	[BOOT_MODE_PREINIT] = "preinit",
-};
+static const char *const boot_mode_table[] = { BOOT_MODE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(boot_mode, enum boot_mode)
 
 /* ---- logging: stderr and the kernel log (the console may be gone) ---- */

@@ -161,11 +161,22 @@ static int copy_dir_contents(struct mig *m, int ofd, int nfd, const char *rel)
 	return 0;
 }
 
+/* The xattrs, owner, mode and times of st from the open fd in onto the open
+ * fd out (the copy of rel). */
+static int copy_attrs_fd(struct mig *m, int in, int out, const struct stat *st, const char *rel)
+{
+	struct xnode xs = { .fd = in }, xd = { .fd = out };
+	int r = copy_xattrs(&xs, &xd);
+
+	if (r >= 0)
+		r = copy_meta_at(-1, NULL, out, st);
+	return r < 0 ? mig_fail(m, r, "attributes of", rel) : 0;
+}
+
 static int copy_dir(struct mig *m, int odir, int ndir, const char *name, const char *rel,
 		    const struct stat *st)
 {
 	_cleanup_close_ int ofd = -1, nfd = -1;
-	struct xnode xs, xd;
 	struct stat nst;
 	int r;
 
@@ -184,12 +195,7 @@ static int copy_dir(struct mig *m, int odir, int ndir, const char *name, const c
 	r = copy_dir_contents(m, ofd, nfd, rel);
 	if (r < 0)
 		return r;
-	xs = (struct xnode){ .fd = ofd };
-	xd = (struct xnode){ .fd = nfd };
-	r = copy_xattrs(&xs, &xd);
-	if (r >= 0)
-		r = copy_meta_at(-1, NULL, nfd, st);
-	return r < 0 ? mig_fail(m, r, "attributes of", rel) : 0;
+	return copy_attrs_fd(m, ofd, nfd, st, rel);
 }
 
 static int copy_reg(struct mig *m, int odir, int ndir, const char *name, const char *rel,
@@ -197,10 +203,8 @@ static int copy_reg(struct mig *m, int odir, int ndir, const char *name, const c
 {
 	_cleanup_close_ int in = -1, out = -1;
 	struct stat ist, ost;
-	struct xnode xs, xd;
 	char buf[65536];
 	ssize_t n;
-	int r;
 
 	in = openat(odir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0 || fstat(in, &ist) < 0)
@@ -224,12 +228,7 @@ static int copy_reg(struct mig *m, int odir, int ndir, const char *name, const c
 		return mig_fail(m, (int)n, "reading", rel);
 	if (fsync(out) < 0)
 		return mig_fail(m, -errno, "writing", rel);
-	xs = (struct xnode){ .fd = in };
-	xd = (struct xnode){ .fd = out };
-	r = copy_xattrs(&xs, &xd);
-	if (r >= 0)
-		r = copy_meta_at(-1, NULL, out, st);
-	return r < 0 ? mig_fail(m, r, "attributes of", rel) : 0;
+	return copy_attrs_fd(m, in, out, st, rel);
 }
 
 /* symlinks and whiteouts: made by name, xattrs through O_PATH fds */

@@ -20,10 +20,8 @@
 #include "jffs2.h"
 #include "util.h"
 
-static const char *const boot_overlay_medium_table[_BOOT_OVERLAY_MEDIUM_MAX] = {
-	[BOOT_OVERLAY_MEDIUM_ERASED] = "erased",
-	[BOOT_OVERLAY_MEDIUM_JFFS2] = "jffs2",
-	[BOOT_OVERLAY_MEDIUM_FOREIGN] = "foreign",
+static const char *const boot_overlay_medium_table[] = {
+	BOOT_OVERLAY_MEDIUM_LIST(STRING_TABLE_NAME)
 };
 DEFINE_STRING_TABLE_TO(boot_overlay_medium, enum boot_overlay_medium)
 
@@ -139,14 +137,14 @@ int boot_overlay_probe(const char *dir, struct boot_overlay_probe *ret)
 
 /* ---- factory reset and first-boot format ---- */
 
-static int jffs2_format(const char *mtd, struct jffs2_erase_stats *st, struct error *err)
+static int jffs2_format(const char *mtd, struct flashio_stats *st, struct error *err)
 {
 	_cleanup_flash_ struct flash *f = NULL;
 	int r = flash_open(mtd, true, &f);
 
 	if (r < 0)
 		return error_set(err, r, "%s: %s", mtd, strerror(-r));
-	r = jffs2_erase_partition(f, JFFS2_ERASE_MARK_BAD, st);
+	r = jffs2_erase_partition(f, FLASHIO_MARK_BAD, st);
 	if (r < 0)
 		return error_set(err, r, "erasing %s with cleanmarkers: %s", mtd, strerror(-r));
 	return 0;

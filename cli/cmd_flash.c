@@ -17,6 +17,7 @@
 #include "flashio.h"
 #include "jffs2.h"
 #include "nsim.h"
+#include "nsim_json.h"
 #include "nsim_spec.h"
 #include "util.h"
 
@@ -205,17 +206,8 @@ static int info_build(struct cli_ctx *ctx, const char *spec, struct flash *f,
 		add_u64(o, "erase_count_min", min == UINT64_MAX ? 0 : min);
 		add_u64(o, "erase_count_max", max);
 		add_u64(o, "erase_count_total", sum);
-		json_object_object_add(o, "power_cut", json_object_new_boolean(i.power_cut));
-		json_object_object_add(o, "powercut_left", json_object_new_int64(i.powercut_left));
-		json_object_object_add(o, "tear", json_object_new_boolean(i.tear));
-		add_u64(o, "flip_ppm", i.flip_ppm);
-		add_u64(o, "fail_ppm", i.fail_ppm);
-		add_u64(o, "seed", i.seed);
-		add_u64(o, "erases", i.cnt.erases);
-		add_u64(o, "programs", i.cnt.programs);
-		add_u64(o, "oob_programs", i.cnt.oob_programs);
-		add_u64(o, "page_reads", i.cnt.page_reads);
-		add_u64(o, "mutations", i.cnt.mutations);
+		nsim_json_add_state(o, &i);
+		nsim_json_add_counters(o, &i.cnt);
 	}
 	if (flash_mtd_get_sysfs(f, &sys) >= 0) {
 		struct json_object *o = json_object_new_object();
@@ -344,7 +336,8 @@ static int cmd_erase(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_flash_ struct flash *f = NULL;
 	struct dev_opts d = { 0 };
 	bool jffs2 = false, markbad = false;
-	uint64_t erased, bad, marked;
+	struct flashio_stats st = { 0 };
+	flashio_erase_fn *erase;
 	const char *spec;
 	int c, r;
 
@@ -366,43 +359,29 @@ static int cmd_erase(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "%s: cannot unlock: %s", spec, strerror(-r));
 		return CLI_EXIT_FAIL;
 	}
-	if (jffs2) {
-		struct jffs2_erase_stats st = { 0 };
-
-		for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
-			r = jffs2_erase_block(f, off, markbad ? JFFS2_ERASE_MARK_BAD : 0, &st);
-			if (r < 0) {
-				cli_error(ctx, "%s: erase with clean marker failed at offset %#" PRIx64
-					  ": %s%s", spec, off, strerror(-r), io_hint(r));
-				return CLI_EXIT_FAIL;
-			}
+	/* block by block, not flashio_erase_each: a failure names its offset */
+	erase = jffs2 ? jffs2_erase_block : flashio_erase_block;
+	for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
+		r = erase(f, off, markbad ? FLASHIO_MARK_BAD : 0, &st);
+		if (r < 0) {
+			cli_error(ctx, "%s: erase%s failed at offset %#" PRIx64 ": %s%s", spec,
+				  jffs2 ? " with clean marker" : "", off, strerror(-r), io_hint(r));
+			return CLI_EXIT_FAIL;
 		}
-		erased = st.erased, bad = st.bad, marked = st.marked_bad;
-	} else {
-		struct flashio_stats st = { 0 };
-
-		for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
-			r = flashio_erase_block(f, off, markbad ? FLASHIO_MARK_BAD : 0, &st);
-			if (r < 0) {
-				cli_error(ctx, "%s: erase failed at offset %#" PRIx64 ": %s%s", spec,
-					  off, strerror(-r), io_hint(r));
-				return CLI_EXIT_FAIL;
-			}
-		}
-		erased = st.erases, bad = st.blocks_bad_skipped, marked = st.blocks_marked_bad;
 	}
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();
 
 		json_object_object_add(j, "device", json_object_new_string(spec));
 		json_object_object_add(j, "jffs2", json_object_new_boolean(jffs2));
-		add_u64(j, "erased", erased);
-		add_u64(j, "bad_skipped", bad);
-		add_u64(j, "marked_bad", marked);
+		add_u64(j, "erased", st.erases);
+		add_u64(j, "bad_skipped", st.blocks_bad_skipped);
+		add_u64(j, "marked_bad", st.blocks_marked_bad);
 		cli_print_json(j);
 	} else if (!ctx->quiet) {
 		printf("%s: erased %" PRIu64 " blocks%s, skipped %" PRIu64 " bad, marked %" PRIu64
-		       " bad\n", spec, erased, jffs2 ? " with JFFS2 clean markers" : "", bad, marked);
+		       " bad\n", spec, st.erases, jffs2 ? " with JFFS2 clean markers" : "",
+		       st.blocks_bad_skipped, st.blocks_marked_bad);
 	}
 	return CLI_EXIT_OK;
 }

@@ -59,21 +59,30 @@ static int parse_args(struct cli_ctx *ctx, int argc, char **argv, const char *al
 	return 0;
 }
 
+/* A layout that does not load (system: that loads but differs from the
+ * running kernel's MTD table): the JSON answer with --json, the message. */
+static void check_failed(struct cli_ctx *ctx, const char *file, bool system, const char *msg)
+{
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "valid", json_object_new_boolean(system));
+		if (system)
+			json_object_object_add(j, "system", json_object_new_boolean(false));
+		json_object_object_add(j, "file", json_object_new_string(file));
+		json_object_object_add(j, "error", json_object_new_string(msg));
+		cli_print_json(j);
+	}
+	cli_error(ctx, "%s", msg);
+}
+
 static int load(struct cli_ctx *ctx, const char *file, struct layout **ret)
 {
 	struct error err = {};
 	int r = layout_load(file, ret, &err);
 
 	if (r < 0) {
-		if (ctx->json) {
-			struct json_object *j = json_object_new_object();
-
-			json_object_object_add(j, "valid", json_object_new_boolean(false));
-			json_object_object_add(j, "file", json_object_new_string(file));
-			json_object_object_add(j, "error", json_object_new_string(err.msg));
-			cli_print_json(j);
-		}
-		cli_error(ctx, "%s", err.msg);
+		check_failed(ctx, file, false, err.msg);
 		return r == -ENOENT || r == -EACCES ? CLI_EXIT_FAIL : CLI_EXIT_INVALID;
 	}
 	return 0;
@@ -266,16 +275,7 @@ static int cmd_check(struct cli_ctx *ctx, int argc, char **argv)
 	if (a.system) {
 		r = layout_kernel_check_system(l, root, &err);
 		if (r < 0) {
-			if (ctx->json) {
-				struct json_object *j = json_object_new_object();
-
-				json_object_object_add(j, "valid", json_object_new_boolean(true));
-				json_object_object_add(j, "system", json_object_new_boolean(false));
-				json_object_object_add(j, "file", json_object_new_string(a.file));
-				json_object_object_add(j, "error", json_object_new_string(err.msg));
-				cli_print_json(j);
-			}
-			cli_error(ctx, "%s", err.msg);
+			check_failed(ctx, a.file, true, err.msg);
 			return CLI_EXIT_INVALID;
 		}
 	}
@@ -311,30 +311,44 @@ static int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* --device NAME, else dflt. */
+static int device_arg(struct cli_ctx *ctx, const struct layout_args *a, const struct layout *l,
+		      const struct layout_device *dflt, const struct layout_device **ret)
+{
+	const struct layout_device *d = a->device ? layout_find_device(l, a->device) : dflt;
+
+	if (a->device && !d) {
+		cli_error(ctx, "%s: no device named \"%s\"", a->file, a->device);
+		return CLI_EXIT_USAGE;
+	}
+	*ret = d;
+	return 0;
+}
+
+/* mtdparts= of device d, or of every device when d is NULL. */
+static int mtdparts_arg(struct cli_ctx *ctx, const struct layout_args *a, const struct layout *l,
+			const struct layout_device *d, char **ret)
+{
+	int r = d ? layout_kernel_mtdparts_device(l, d, ret) : layout_kernel_mtdparts(l, ret);
+
+	if (r < 0) {
+		cli_error(ctx, "%s: cannot build mtdparts: %s", a->file, strerror(-r));
+		return CLI_EXIT_FAIL;
+	}
+	return 0;
+}
+
 static int cmd_mtdparts(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_layout_ struct layout *l = NULL;
 	_cleanup_free_ char *s = NULL;
+	const struct layout_device *d;
 	struct layout_args a = { 0 };
 	int r;
 
-	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)))
+	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)) ||
+	    (r = device_arg(ctx, &a, l, NULL, &d)) || (r = mtdparts_arg(ctx, &a, l, d, &s)))
 		return r;
-	if (a.device) {
-		const struct layout_device *d = layout_find_device(l, a.device);
-
-		if (!d) {
-			cli_error(ctx, "%s: no device named \"%s\"", a.file, a.device);
-			return CLI_EXIT_USAGE;
-		}
-		r = layout_kernel_mtdparts_device(l, d, &s);
-	} else {
-		r = layout_kernel_mtdparts(l, &s);
-	}
-	if (r < 0) {
-		cli_error(ctx, "%s: cannot build mtdparts: %s", a.file, strerror(-r));
-		return CLI_EXIT_FAIL;
-	}
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();
 
@@ -355,13 +369,9 @@ static int cmd_nandsim(struct cli_ctx *ctx, int argc, char **argv)
 	const char *module = NULL;
 	int r;
 
-	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)))
+	if ((r = parse_args(ctx, argc, argv, "device", &a)) || (r = load(ctx, a.file, &l)) ||
+	    (r = device_arg(ctx, &a, l, &l->devices[0], &d)))
 		return r;
-	d = a.device ? layout_find_device(l, a.device) : &l->devices[0];
-	if (!d) {
-		cli_error(ctx, "%s: no device named \"%s\"", a.file, a.device);
-		return CLI_EXIT_USAGE;
-	}
 	r = layout_kernel_nandsim(l, d, &module, &params);
 	if (r == -E2BIG) {
 		cli_error(ctx, "%s: device \"%s\" needs more than 32 nandsim partitions "
@@ -377,11 +387,9 @@ static int cmd_nandsim(struct cli_ctx *ctx, int argc, char **argv)
 			  strerror(-r));
 		return CLI_EXIT_FAIL;
 	}
-	r = layout_kernel_mtdparts_device(l, d, &mtdparts);
-	if (r < 0) {
-		cli_error(ctx, "%s: cannot build mtdparts: %s", a.file, strerror(-r));
-		return CLI_EXIT_FAIL;
-	}
+	r = mtdparts_arg(ctx, &a, l, d, &mtdparts);
+	if (r)
+		return r;
 	if (ctx->json) {
 		struct json_object *j = json_object_new_object();
 

@@ -1,6 +1,7 @@
 /* flashctl slot status|mark-good|mark-bad|activate|rollback|reset-counters
  * |init|bootscript: A/B state in the U-Boot env; each change is one env
  * write (slot.h). */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -292,29 +293,13 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	return print_status(ctx, &s, "offline");
 }
 
-static int slot_activate_cmd(struct cli_ctx *ctx, int argc, char **argv)
+/* The commands named as their slot_op (mark-good, activate, ...). */
+static int slot_op_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return run_op(ctx, argc, argv, SLOT_OP_ACTIVATE);
-}
-static int slot_mark_good_cmd(struct cli_ctx *ctx, int argc, char **argv)
-{
-	return run_op(ctx, argc, argv, SLOT_OP_MARK_GOOD);
-}
-static int slot_mark_bad_cmd(struct cli_ctx *ctx, int argc, char **argv)
-{
-	return run_op(ctx, argc, argv, SLOT_OP_MARK_BAD);
-}
-static int slot_rollback_cmd(struct cli_ctx *ctx, int argc, char **argv)
-{
-	return run_op(ctx, argc, argv, SLOT_OP_ROLLBACK);
-}
-static int slot_reset_cmd(struct cli_ctx *ctx, int argc, char **argv)
-{
-	return run_op(ctx, argc, argv, SLOT_OP_RESET_COUNTERS);
-}
-static int slot_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
-{
-	return run_op(ctx, argc, argv, SLOT_OP_INIT);
+	int op = slot_op_from_string(argv[0]);
+
+	assert(op >= 0);
+	return run_op(ctx, argc, argv, op);
 }
 
 /* What U-Boot does at power-on, for simulated boards: choose, decrement,
@@ -417,16 +402,16 @@ const struct cli_cmd cli_slot_cmds[] = {
 	{ "status", "[--cmdline FILE] " CLI_ENV_USAGE,
 	  "booted slot, BOOT_ORDER, tries left, trial and fallback state", slot_status_cmd, NULL },
 	{ "mark-good", SLOT_USAGE, "full tries for SLOT (default: the booted one)",
-	  slot_mark_good_cmd, NULL },
+	  slot_op_cmd, NULL },
 	{ "mark-bad", SLOT_USAGE, "take SLOT (default: booted) out of BOOT_ORDER, 0 tries",
-	  slot_mark_bad_cmd, NULL },
-	{ "activate", SLOT_USAGE, "make SLOT primary with full tries", slot_activate_cmd, NULL },
+	  slot_op_cmd, NULL },
+	{ "activate", SLOT_USAGE, "make SLOT primary with full tries", slot_op_cmd, NULL },
 	{ "rollback", SLOT_USAGE, "make the next verified slot primary (from SLOT, default: "
-	  "the primary); fails when nothing changes", slot_rollback_cmd, NULL },
-	{ "reset-counters", SLOT_USAGE, "full tries for every slot in BOOT_ORDER", slot_reset_cmd,
+	  "the primary); fails when nothing changes", slot_op_cmd, NULL },
+	{ "reset-counters", SLOT_USAGE, "full tries for every slot in BOOT_ORDER", slot_op_cmd,
 	  NULL },
 	{ "init", SLOT_USAGE, "BOOT_ORDER = every verified slot, full tries (provisioning)",
-	  slot_init_cmd, NULL },
+	  slot_op_cmd, NULL },
 	{ "boot-select", "[--cmdline FILE] " CLI_ENV_USAGE,
 	  "do what the boot script does at power-on (pick, decrement, save); for simulated boards",
 	  slot_boot_select_cmd, NULL },

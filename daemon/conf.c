@@ -177,9 +177,10 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 
 	switch (k->kind) {
 	case CONF_STRING:
+	case CONF_LIST:
 		if (!*value)
 			return error_set(err, -EINVAL, "empty value");
-		r = set_string(field, value);
+		r = k->kind == CONF_LIST ? list_add(field, value) : set_string(field, value);
 		return r < 0 ? error_set(err, r, "out of memory") : r;
 	case CONF_BOOL:
 		r = parse_bool(value, field);
@@ -191,11 +192,6 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 	case CONF_COUNT:
 	case CONF_MSEC:
 		return set_number(k, field, value, err);
-	case CONF_LIST:
-		if (!*value)
-			return error_set(err, -EINVAL, "empty value");
-		r = list_add(field, value);
-		return r < 0 ? error_set(err, r, "out of memory") : r;
 	case _CONF_KIND_MAX:
 		break;
 	}

@@ -49,11 +49,21 @@ static int env_refused(struct proto_call *call, const char *name, const char *re
 	return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
 }
 
+/* One variable in one env store; the caller holds the board lock. */
+static int store_var(struct manager *m, const char *name, const char *value, struct error *err)
+{
+	_cleanup_env_ struct env *e = NULL;
+	int r;
+
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
+	r = manager_open_env(m, &e, err);
+	return r < 0 ? r : env_store_var(e, name, value, err);
+}
+
 int manager_env_set(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
-	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
 	struct error serr = {};
 	const char *name = manager_param_str(params, "name"), *value = manager_param_str(params, "value");
@@ -77,10 +87,7 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	r = manager_lock_board(m, "flashd SetEnv", &lock, &eerr);
 	if (r < 0)
 		return manager_reply_lock_error(call, r, &eerr);
-	manager_status_invalidate(m, MANAGER_STATUS_ENV);
-	r = manager_open_env(m, &e, &eerr);
-	if (r >= 0)
-		r = env_store_var(e, name, nv, &eerr);
+	r = store_var(m, name, nv, &eerr);
 	if (r < 0)
 		return env_refused(call, name, eerr.msg[0] ? eerr.msg : strerror(-r));
 	log_notice("env %s %s by uid %u%s", value ? "set" : "delete", name,
@@ -114,7 +121,6 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 {
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
-	_cleanup_env_ struct env *e = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct error eerr = {};
 	int r;
@@ -128,10 +134,7 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 	if (r < 0)
 		return manager_reply_lock_error(call, r, &eerr);
 	/* flashd boot erases the overlay at the next boot, then clears this */
-	manager_status_invalidate(m, MANAGER_STATUS_ENV);
-	r = manager_open_env(m, &e, &eerr);
-	if (r >= 0)
-		r = env_store_var(e, MANAGER_OVERLAY_RESET_VAR, "1", &eerr);
+	r = store_var(m, MANAGER_OVERLAY_RESET_VAR, "1", &eerr);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &eerr);
 	log_notice("overlay reset requested by uid %u: takes effect at the next boot",

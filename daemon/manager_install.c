@@ -22,14 +22,9 @@
 
 #define jstr manager_jstr
 
-static const char *const step_names[_INSTALL_PHASE_MAX] = {
-	[INSTALL_PHASE_MANIFEST] = "verify",
-	[INSTALL_PHASE_WRITE] = "write",
-	[INSTALL_PHASE_VERIFY] = "readback",
-	[INSTALL_PHASE_ACTIVATE] = "activate",
-	[INSTALL_PHASE_DONE] = "done",
-	[INSTALL_PHASE_FAILED] = "failed",
-};
+#define STEP_NAME(v, s, step) [v] = step,
+static const char *const step_names[] = { INSTALL_PHASE_LIST(STEP_NAME) };
+#undef STEP_NAME
 
 static const char *str_or_null(const char *s)
 {

@@ -12,9 +12,10 @@
 #include "boot_root.h"
 #include "layout.h"
 
+#define BOOT_MODE_LIST(X) X(BOOT_MODE_INITRAMFS, "initramfs") X(BOOT_MODE_PREINIT, "preinit")
+
 enum boot_mode {
-	BOOT_MODE_INITRAMFS,
-	BOOT_MODE_PREINIT,
+	BOOT_MODE_LIST(STRING_TABLE_ENUM)
 	_BOOT_MODE_MAX,
 };
 

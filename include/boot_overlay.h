@@ -17,10 +17,16 @@
 #include "flash.h"
 #include "layout.h"
 
+#define BOOT_OVERLAY_MEDIUM_LIST(X)                                     \
+	/* all 0xFF, no cleanmarkers: never formatted */                \
+	X(BOOT_OVERLAY_MEDIUM_ERASED, "erased")                         \
+	/* cleanmarkers or JFFS2 nodes */                               \
+	X(BOOT_OVERLAY_MEDIUM_JFFS2, "jffs2")                           \
+	/* something else: left alone */                                \
+	X(BOOT_OVERLAY_MEDIUM_FOREIGN, "foreign")
+
 enum boot_overlay_medium {
-	BOOT_OVERLAY_MEDIUM_ERASED,   /* all 0xFF, no cleanmarkers: never formatted */
-	BOOT_OVERLAY_MEDIUM_JFFS2,    /* cleanmarkers or JFFS2 nodes */
-	BOOT_OVERLAY_MEDIUM_FOREIGN,  /* something else: left alone */
+	BOOT_OVERLAY_MEDIUM_LIST(STRING_TABLE_ENUM)
 	_BOOT_OVERLAY_MEDIUM_MAX,
 };
 

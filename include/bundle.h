@@ -63,23 +63,32 @@ struct json_object;
 #define BUNDLE_HASH_SIZE 32
 #define BUNDLE_MAX_INDEX (8 * 1024 * 1024) /* 262144 blocks: 32 GiB at 128 KiB */
 
+#define BUNDLE_IMAGE_TYPE_LIST(X) X(BUNDLE_IMAGE_SQUASHFS, "squashfs") X(BUNDLE_IMAGE_RAW, "raw")
+
 enum bundle_image_type {
-	BUNDLE_IMAGE_SQUASHFS,
-	BUNDLE_IMAGE_RAW,
+	BUNDLE_IMAGE_TYPE_LIST(STRING_TABLE_ENUM)
 	_BUNDLE_IMAGE_TYPE_MAX,
 };
 
+#define BUNDLE_COMPRESSION_LIST(X) X(BUNDLE_COMPRESSION_NONE, "none") X(BUNDLE_COMPRESSION_GZIP, "gzip")
+
 enum bundle_compression {
-	BUNDLE_COMPRESSION_NONE,
-	BUNDLE_COMPRESSION_GZIP,
+	BUNDLE_COMPRESSION_LIST(STRING_TABLE_ENUM)
 	_BUNDLE_COMPRESSION_MAX,
 };
 
+#define BUNDLE_TRUST_LIST(X)                                                          \
+	/* a trusted key's signature verified */                                     \
+	X(BUNDLE_TRUST_VERIFIED, "verified")                                          \
+	/* no signature; accepted by allow_unsigned */                                \
+	X(BUNDLE_TRUST_UNSIGNED, "unsigned")                                          \
+	/* signed by keys not in the keyring; accepted by allow_unsigned */           \
+	X(BUNDLE_TRUST_UNKNOWN_KEY, "unknown-key")                                    \
+	/* signatures not looked at (policy.skip_signatures) */                       \
+	X(BUNDLE_TRUST_UNCHECKED, "unchecked")
+
 enum bundle_trust {
-	BUNDLE_TRUST_VERIFIED,    /* a trusted key's signature verified */
-	BUNDLE_TRUST_UNSIGNED,    /* no signature; accepted by allow_unsigned */
-	BUNDLE_TRUST_UNKNOWN_KEY, /* signed by keys not in the keyring; accepted by allow_unsigned */
-	BUNDLE_TRUST_UNCHECKED,   /* signatures not looked at (policy.skip_signatures) */
+	BUNDLE_TRUST_LIST(STRING_TABLE_ENUM)
 	_BUNDLE_TRUST_MAX,
 };
 

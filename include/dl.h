@@ -15,19 +15,23 @@
  * be for the dynamic loader at start-up: it aborts with a message. */
 void *dl_sym(void **lib, const char *soname, const char *name);
 
+/* The library's function name, looked up through getsym on the first call
+ * only: for the forwarders below and those written by hand (variadic). */
+#define DL_FN(getsym, name)                                            \
+	({                                                             \
+		static __typeof__(&name) dl_fn_;                       \
+		if (!dl_fn_)                                           \
+			dl_fn_ = (__typeof__(&name))getsym(#name);     \
+		dl_fn_;                                                \
+	})
+
 #define DL_FORWARD(getsym, ret, name, params, args)                    \
 	ret name params                                                \
 	{                                                              \
-		static __typeof__(&name) fn;                           \
-		if (!fn)                                               \
-			fn = (__typeof__(&name))getsym(#name);         \
-		return fn args;                                        \
+		return DL_FN(getsym, name) args;                       \
 	}
 #define DL_FORWARD_VOID(getsym, name, params, args)                    \
 	void name params                                               \
 	{                                                              \
-		static __typeof__(&name) fn;                           \
-		if (!fn)                                               \
-			fn = (__typeof__(&name))getsym(#name);         \
-		fn args;                                               \
+		DL_FN(getsym, name) args;                              \
 	}

@@ -15,9 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cleanup.h"
+
+#define FLASH_TYPE_LIST(X) X(FLASH_NOR, "nor") X(FLASH_NAND, "nand")
+
 enum flash_type {
-	FLASH_NOR,
-	FLASH_NAND,
+	FLASH_TYPE_LIST(STRING_TABLE_ENUM)
 	_FLASH_TYPE_MAX,
 };
 
@@ -86,6 +89,8 @@ static inline void flash_closep(struct flash **f) { if (*f) flash_close(*f); }
 
 const char *flash_type_to_string(enum flash_type t);
 int flash_type_from_string(const char *s); /* -EINVAL if unknown */
+/* The names, indexed by the enum (for the layout parser). */
+extern const char *const flash_type_table[_FLASH_TYPE_MAX];
 
 /* Bounds- and alignment-checked wrappers; offsets relative to the window.
  * Reads of any length; writes must be writesize-aligned on NAND. */

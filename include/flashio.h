@@ -87,8 +87,20 @@ static inline void flashio_reader_freep(struct flashio_reader **r) { flashio_rea
  * *ret_at (physical offset in f), if not NULL. */
 int flashio_read_sha256(struct flash *f, uint64_t len, uint8_t ret_sha256[32], uint64_t *ret_at);
 
-/* Erase one block unless it is bad: 0 erased, 1 skipped (bad, or marked bad
- * now under FLASHIO_MARK_BAD after -EIO), -errno. Updates st if not NULL. */
+/* An eraser of one block (flashio_erase_block, jffs2_erase_block): 0
+ * erased, 1 skipped (bad, or marked bad now under FLASHIO_MARK_BAD after
+ * -EIO), -errno. Counts erases, blocks_bad_skipped and blocks_marked_bad
+ * in st if not NULL. */
+typedef int flashio_erase_fn(struct flash *f, uint64_t off, unsigned flags,
+			     struct flashio_stats *st);
+/* Erase one block unless it is bad (flash_erase semantics). */
 int flashio_erase_block(struct flash *f, uint64_t off, unsigned flags, struct flashio_stats *st);
+/* The same, then then(f, off) on the erased block (a JFFS2 clean marker);
+ * -EIO from either marks the block bad under FLASHIO_MARK_BAD. */
+int flashio_erase_block_then(struct flash *f, uint64_t off, unsigned flags,
+			     int (*then)(struct flash *f, uint64_t off), struct flashio_stats *st);
+/* Every block of f through erase; *ret (if not NULL) is set on success. */
+int flashio_erase_each(struct flash *f, flashio_erase_fn *erase, unsigned flags,
+		       struct flashio_stats *ret);
 /* Erase every good block of f (flash_erase semantics). */
 int flashio_erase_all(struct flash *f, unsigned flags, struct flashio_stats *ret);

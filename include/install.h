@@ -36,13 +36,22 @@
 #include "layout.h"
 #include "source.h"
 
+/* The phases: the enum, their names (install_phase_to_string) and the
+ * step the daemon reports for each (its "step" in the install progress). */
+#define INSTALL_PHASE_LIST(X)                                          \
+	/* waiting for the signed manifest */                          \
+	X(INSTALL_PHASE_MANIFEST, "manifest", "verify")                \
+	/* streaming payloads to flash */                              \
+	X(INSTALL_PHASE_WRITE, "write", "write")                       \
+	/* reading back */                                             \
+	X(INSTALL_PHASE_VERIFY, "verify", "readback")                  \
+	/* the env store */                                            \
+	X(INSTALL_PHASE_ACTIVATE, "activate", "activate")              \
+	X(INSTALL_PHASE_DONE, "done", "done")                          \
+	X(INSTALL_PHASE_FAILED, "failed", "failed")
+
 enum install_phase {
-	INSTALL_PHASE_MANIFEST,   /* waiting for the signed manifest */
-	INSTALL_PHASE_WRITE,      /* streaming payloads to flash */
-	INSTALL_PHASE_VERIFY,     /* reading back */
-	INSTALL_PHASE_ACTIVATE,   /* the env store */
-	INSTALL_PHASE_DONE,
-	INSTALL_PHASE_FAILED,
+	INSTALL_PHASE_LIST(STRING_TABLE_ENUM)
 	_INSTALL_PHASE_MAX,
 };
 

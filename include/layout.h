@@ -15,24 +15,38 @@
  * prefix exists) and the daemon both look: one path for both. */
 #define LAYOUT_DEFAULT_PATH "/etc/flashd/layout.json"
 
+#define LAYOUT_STORAGE_LIST(X)                                  \
+	/* raw NOR partition */                                 \
+	X(LAYOUT_STORAGE_NOR, "nor")                            \
+	/* raw NAND partition (bad-block skipping) */           \
+	X(LAYOUT_STORAGE_NAND, "nand")                          \
+	/* UBI volume */                                        \
+	X(LAYOUT_STORAGE_UBI, "ubi")                            \
+	/* image file on a mounted filesystem */                \
+	X(LAYOUT_STORAGE_FILE, "file")
+
 enum layout_storage {
-	LAYOUT_STORAGE_NOR,   /* raw NOR partition */
-	LAYOUT_STORAGE_NAND,  /* raw NAND partition (bad-block skipping) */
-	LAYOUT_STORAGE_UBI,   /* UBI volume */
-	LAYOUT_STORAGE_FILE,  /* image file on a mounted filesystem */
+	LAYOUT_STORAGE_LIST(STRING_TABLE_ENUM)
 	_LAYOUT_STORAGE_MAX,
 };
 
+#define LAYOUT_OVERLAY_TYPE_LIST(X)                             \
+	/* JFFS2 on a raw partition */                          \
+	X(LAYOUT_OVERLAY_JFFS2, "jffs2")                        \
+	/* UBIFS on a UBI volume */                             \
+	X(LAYOUT_OVERLAY_UBIFS, "ubifs")                        \
+	/* volatile */                                          \
+	X(LAYOUT_OVERLAY_TMPFS, "tmpfs")
+
 enum layout_overlay_type {
-	LAYOUT_OVERLAY_JFFS2,  /* JFFS2 on a raw partition */
-	LAYOUT_OVERLAY_UBIFS,  /* UBIFS on a UBI volume */
-	LAYOUT_OVERLAY_TMPFS,  /* volatile */
+	LAYOUT_OVERLAY_TYPE_LIST(STRING_TABLE_ENUM)
 	_LAYOUT_OVERLAY_MAX,
 };
 
+#define LAYOUT_UBI_VOL_TYPE_LIST(X) X(LAYOUT_UBI_DYNAMIC, "dynamic") X(LAYOUT_UBI_STATIC, "static")
+
 enum layout_ubi_vol_type {
-	LAYOUT_UBI_DYNAMIC,
-	LAYOUT_UBI_STATIC,
+	LAYOUT_UBI_VOL_TYPE_LIST(STRING_TABLE_ENUM)
 	_LAYOUT_UBI_MAX,
 };
 

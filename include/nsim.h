@@ -30,17 +30,24 @@
 
 #define NSIM_HEADER_SIZE 4096u
 
+/* Stored in the file's header: append only. */
+#define NSIM_TYPE_LIST(X) X(NSIM_NOR, "nor") X(NSIM_NAND, "nand")
+
 enum nsim_type {
-	NSIM_NOR,
-	NSIM_NAND,
+	NSIM_TYPE_LIST(STRING_TABLE_ENUM)
 	_NSIM_TYPE_MAX,
 };
 
-/* Per-block injected read behaviour. */
+/* Per-block injected read behaviour (stored in the file: append only). */
+#define NSIM_FLIP_LIST(X)                                   \
+	X(NSIM_FLIP_NONE, "none")                           \
+	/* -EUCLEAN, data correct */                        \
+	X(NSIM_FLIP_CORRECTED, "corrected")                 \
+	/* -EBADMSG, data corrupted */                      \
+	X(NSIM_FLIP_UNCORRECTABLE, "uncorrectable")
+
 enum nsim_flip {
-	NSIM_FLIP_NONE,
-	NSIM_FLIP_CORRECTED,     /* -EUCLEAN, data correct */
-	NSIM_FLIP_UNCORRECTABLE, /* -EBADMSG, data corrupted */
+	NSIM_FLIP_LIST(STRING_TABLE_ENUM)
 	_NSIM_FLIP_MAX,
 };
 

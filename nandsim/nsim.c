@@ -37,17 +37,9 @@ uint64_t nsim_data_offset(void)
 
 #define NSIM_FAULTS (NSIM_FAULT_PROGRAM | NSIM_FAULT_ERASE | NSIM_FAULT_STUCK_BIT)
 
-static const char *const nsim_type_table[_NSIM_TYPE_MAX] = {
-	[NSIM_NOR] = "nor",
-	[NSIM_NAND] = "nand",
-};
+static const char *const nsim_type_table[] = { NSIM_TYPE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(nsim_type, enum nsim_type)
-
-static const char *const nsim_flip_table[_NSIM_FLIP_MAX] = {
-	[NSIM_FLIP_NONE] = "none",
-	[NSIM_FLIP_CORRECTED] = "corrected",
-	[NSIM_FLIP_UNCORRECTABLE] = "uncorrectable",
-};
+static const char *const nsim_flip_table[] = { NSIM_FLIP_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(nsim_flip, enum nsim_flip)
 
 int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flags)
@@ -269,6 +261,16 @@ static int op_begin_setting(struct nsim *s)
 	return s->writable ? op_begin(s, false) : -EROFS;
 }
 
+/* op_begin_setting for a block's setting; -EINVAL (op ended) past the last block. */
+static int op_begin_block_setting(struct nsim *s, uint64_t block)
+{
+	int r = op_begin_setting(s);
+
+	if (r < 0)
+		return r;
+	return block < s->blocks ? 0 : op_end(s, -EINVAL);
+}
+
 static int meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
 	ssize_t n = util_pread_full(s->fd, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
@@ -287,6 +289,16 @@ static int meta_store(struct nsim *s, uint64_t b, const struct nsim_meta *m)
 	nsim_format_meta_swap(&d);
 	n = util_pwrite_full(s->fd, &d, sizeof(d), s->h.meta_offset + b * sizeof(d));
 	return n < 0 ? (int)n : 0;
+}
+
+/* A block's metadata; -EIO for a bad block: reads and programs refuse it. */
+static int meta_load_good(struct nsim *s, uint64_t b, struct nsim_meta *m)
+{
+	int r = meta_load(s, b, m);
+
+	if (r < 0)
+		return r;
+	return m->flags & BLK_BAD ? -EIO : 0;
 }
 
 /* The metadata of the block holding off: -EINVAL past the end of the chip
@@ -354,12 +366,18 @@ static enum nsim_flip page_flip(struct nsim *s, const struct nsim_meta *m, uint6
 	return NSIM_FLIP_NONE;
 }
 
-/* A framed mutating op on the block at off. */
-static int op_block(struct nsim *s, int (*fn)(struct nsim *s, uint64_t off), uint64_t off)
+/* A framed mutating op on the block at off (aligned: its start), given
+ * the block's number and metadata. */
+static int op_block(struct nsim *s, uint64_t off, bool aligned,
+		    int (*fn)(struct nsim *s, uint64_t b, struct nsim_meta *m))
 {
+	struct nsim_meta m;
 	int r = op_begin(s, true);
 
-	return r < 0 ? r : op_end(s, fn(s, off));
+	if (r < 0)
+		return r;
+	r = block_at(s, off, aligned, &m);
+	return op_end(s, r < 0 ? r : fn(s, off / s->h.erasesize, &m));
 }
 
 /* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
@@ -393,12 +411,10 @@ static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
 		uint64_t e = chunk_end(s, pos, end);
 		struct nsim_meta m;
 		ssize_t n;
-		int r = meta_load(s, pos / s->h.erasesize, &m);
+		int r = meta_load_good(s, pos / s->h.erasesize, &m);
 
 		if (r < 0)
 			return r;
-		if (m.flags & BLK_BAD)
-			return -EIO;
 		n = util_pread_full(s->fd, buf + (pos - off), e - pos, NSIM_HEADER_SIZE + pos);
 		if (n != (ssize_t)(e - pos))
 			return n < 0 ? (int)n : -EIO;
@@ -462,12 +478,10 @@ static int write_validate(struct nsim *s, uint64_t off, const uint8_t *buf, size
 	while (pos < end) {
 		uint64_t e = chunk_end(s, pos, end), b = pos / s->h.erasesize;
 		struct nsim_meta m;
-		int r = meta_load(s, b, &m);
+		int r = meta_load_good(s, b, &m);
 
 		if (r < 0)
 			return r;
-		if (m.flags & BLK_BAD)
-			return -EIO;
 		if (s->h.type == NSIM_NAND) {
 			uint64_t page = pos / s->h.writesize;
 			uint8_t st;
@@ -602,18 +616,14 @@ static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
 	return 0;
 }
 
-static int do_erase(struct nsim *s, uint64_t off)
+static int do_erase(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	uint64_t b = off / s->h.erasesize;
-	struct nsim_meta m;
 	bool cut;
-	int r = block_at(s, off, true, &m);
+	int r;
 
-	if (r < 0)
-		return r;
-	if (m.flags & BLK_BAD)
+	if (m->flags & BLK_BAD)
 		return -EIO;
-	if (m.faults & NSIM_FAULT_ERASE)
+	if (m->faults & NSIM_FAULT_ERASE)
 		return -EIO;
 	cut = powercut_tick(s);
 	if (cut && !(s->h.flags & HDR_TEAR))
@@ -623,10 +633,10 @@ static int do_erase(struct nsim *s, uint64_t off)
 	r = erase_range(s, b, cut ? s->h.erasesize / 2 : s->h.erasesize);
 	if (r < 0)
 		return r;
-	m.erase_count++;
+	m->erase_count++;
 	if (!cut)
-		m.next_page = 0;
-	r = meta_store(s, b, &m);
+		m->next_page = 0;
+	r = meta_store(s, b, m);
 	if (r < 0)
 		return r;
 	if (cut)
@@ -638,7 +648,7 @@ static int do_erase(struct nsim *s, uint64_t off)
 
 int nsim_erase(struct nsim *s, uint64_t off)
 {
-	return op_block(s, do_erase, off);
+	return op_block(s, off, true, do_erase);
 }
 
 int nsim_block_isbad(struct nsim *s, uint64_t off)
@@ -675,15 +685,11 @@ static int set_bad(struct nsim *s, uint64_t b, uint8_t flags)
 	return 0;
 }
 
-static int do_markbad(struct nsim *s, uint64_t off)
+static int do_markbad(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	uint64_t b = off / s->h.erasesize;
-	struct nsim_meta m;
-	int r = block_at(s, off, false, &m);
+	int r;
 
-	if (r < 0)
-		return r;
-	if (m.flags & BLK_BAD)
+	if (m->flags & BLK_BAD)
 		return 0;
 	if (powercut_tick(s))
 		return -ESHUTDOWN;
@@ -696,7 +702,7 @@ static int do_markbad(struct nsim *s, uint64_t off)
 
 int nsim_block_markbad(struct nsim *s, uint64_t off)
 {
-	return op_block(s, do_markbad, off);
+	return op_block(s, off, false, do_markbad);
 }
 
 /* ---- OOB ------------------------------------------------------------------ */
@@ -731,9 +737,7 @@ int nsim_read_oob(struct nsim *s, uint64_t off, void *buf, size_t len)
 		return r;
 	r = oob_check(s, off, len, s->h.oobfree_len);
 	if (r >= 0)
-		r = meta_load(s, off / s->h.erasesize, &m);
-	if (r >= 0 && (m.flags & BLK_BAD))
-		r = -EIO;
+		r = meta_load_good(s, off / s->h.erasesize, &m);
 	if (r >= 0)
 		r = pread_exact(s, buf, len, s->h.oob_offset +
 				off / s->h.writesize * s->h.oobsize + s->h.oobfree_off);
@@ -753,11 +757,9 @@ static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t
 	r = oob_check(s, off, len, s->h.oobfree_len);
 	if (r < 0)
 		return r;
-	r = meta_load(s, b, &m);
+	r = meta_load_good(s, b, &m);
 	if (r < 0)
 		return r;
-	if (m.flags & BLK_BAD)
-		return -EIO;
 	r = page_state(s, page, &st);
 	if (r < 0)
 		return r;
@@ -864,13 +866,10 @@ static int meta_update(struct nsim *s, uint64_t block, int (*fn)(struct nsim *s,
 		       uintptr_t v)
 {
 	struct nsim_meta m;
-	int r;
+	int r = op_begin_block_setting(s, block);
 
-	r = op_begin_setting(s);
 	if (r < 0)
 		return r;
-	if (block >= s->blocks)
-		return op_end(s, -EINVAL);
 	r = meta_load(s, block, &m);
 	if (r >= 0)
 		r = fn(s, block, &m, v);
@@ -909,14 +908,9 @@ int nsim_set_block_flip(struct nsim *s, uint64_t block, enum nsim_flip flip)
 
 int nsim_set_factory_bad(struct nsim *s, uint64_t block)
 {
-	int r;
+	int r = op_begin_block_setting(s, block);
 
-	r = op_begin_setting(s);
-	if (r < 0)
-		return r;
-	if (block >= s->blocks)
-		return op_end(s, -EINVAL);
-	return op_end(s, set_bad(s, block, BLK_BAD | BLK_FACTORY_BAD));
+	return r < 0 ? r : op_end(s, set_bad(s, block, BLK_BAD | BLK_FACTORY_BAD));
 }
 
 int nsim_set_flip_rate(struct nsim *s, uint32_t flip_ppm, uint32_t fail_ppm, uint64_t seed)

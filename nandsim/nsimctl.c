@@ -3,15 +3,15 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <json-c/json.h>
 
 #include "cleanup.h"
 #include "nsim.h"
+#include "nsim_json.h"
 #include "nsim_spec.h"
+#include "tool.h"
 #include "util.h"
 
 enum { EXIT_USAGE = 2 };
@@ -23,18 +23,9 @@ struct cmd {
 	int (*run)(int argc, char **argv);
 };
 
-static int fail(const char *fmt, ...) _printf_(1, 2);
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("nsimctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return EXIT_FAILURE;
-}
+#define fail(...) tool_fail("nsimctl", __VA_ARGS__)
+/* "usage: nsimctl NAME USAGE" from the command table; EXIT_USAGE. */
+static int usage_error(const char *name);
 
 static int open_sim(const char *path, bool writable, struct nsim **ret)
 {
@@ -92,7 +83,7 @@ static int cmd_info(int argc, char **argv)
 			return EXIT_USAGE;
 	}
 	if (argc - optind != 1)
-		return fail("usage: nsimctl info FILE [--json] [--blocks]"), EXIT_USAGE;
+		return usage_error(argv[0]);
 	if (open_sim(argv[optind], false, &s) < 0)
 		return EXIT_FAILURE;
 	r = nsim_get_info(s, &i);
@@ -113,19 +104,8 @@ static int cmd_info(int argc, char **argv)
 		U(j, "blocks", i.blocks);
 		U(j, "bad_blocks", i.bad_blocks);
 		U(j, "data_offset", nsim_data_offset());
-		json_object_object_add(j, "power_cut", json_object_new_boolean(i.power_cut));
-		json_object_object_add(j, "powercut_left", json_object_new_int64(i.powercut_left));
-		json_object_object_add(j, "tear", json_object_new_boolean(i.tear));
-		U(j, "flip_ppm", i.flip_ppm);
-		U(j, "fail_ppm", i.fail_ppm);
-		U(j, "seed", i.seed);
-		U(cnt, "erases", i.cnt.erases);
-		U(cnt, "programs", i.cnt.programs);
-		U(cnt, "oob_programs", i.cnt.oob_programs);
-		U(cnt, "page_reads", i.cnt.page_reads);
-		U(cnt, "corrected", i.cnt.corrected);
-		U(cnt, "failed", i.cnt.failed);
-		U(cnt, "mutations", i.cnt.mutations);
+		nsim_json_add_state(j, &i);
+		nsim_json_add_counters(cnt, &i.cnt);
 		json_object_object_add(j, "counters", cnt);
 		if (blocks) {
 			arr = json_object_new_array();
@@ -227,8 +207,7 @@ static int cmd_fault(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1 || block == UINT64_MAX)
-		return fail("usage: nsimctl fault FILE --block N [--program] [--erase] "
-			    "[--flip none|corrected|uncorrectable] [--clear]"), EXIT_USAGE;
+		return usage_error(argv[0]);
 	if (open_sim(argv[optind], true, &s) < 0)
 		return EXIT_FAILURE;
 	if (faults || clear) {
@@ -262,8 +241,7 @@ static int cmd_flip_rate(int argc, char **argv)
 			return EXIT_USAGE;
 	}
 	if (argc - optind != 1 || corr > 1000000 || unc > 1000000)
-		return fail("usage: nsimctl flip-rate FILE --corrected PPM --uncorrectable PPM "
-			    "[--seed N]"), EXIT_USAGE;
+		return usage_error(argv[0]);
 	if (open_sim(argv[optind], true, &s) < 0)
 		return EXIT_FAILURE;
 	r = nsim_set_flip_rate(s, corr, unc, seed);
@@ -296,7 +274,7 @@ static int cmd_powercut(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1 || (after == UINT64_MAX) == !off)
-		return fail("usage: nsimctl powercut FILE --after N [--tear] | --off"), EXIT_USAGE;
+		return usage_error(argv[0]);
 	if (open_sim(argv[optind], true, &s) < 0)
 		return EXIT_FAILURE;
 	r = nsim_set_powercut(s, off ? -1 : (int64_t)after, tear);
@@ -309,7 +287,7 @@ static int cmd_power_on(int argc, char **argv)
 	int r;
 
 	if (argc != 2)
-		return fail("usage: nsimctl power-on FILE"), EXIT_USAGE;
+		return usage_error(argv[0]);
 	if (open_sim(argv[1], true, &s) < 0)
 		return EXIT_FAILURE;
 	r = nsim_power_on(s);
@@ -323,7 +301,7 @@ static int cmd_markbad(int argc, char **argv)
 	int r;
 
 	if (argc != 3)
-		return fail("usage: nsimctl markbad FILE BLOCK"), EXIT_USAGE;
+		return usage_error(argv[0]);
 	if (parse_u64("BLOCK", argv[2], &b) < 0)
 		return EXIT_USAGE;
 	if (open_sim(argv[1], true, &s) < 0)
@@ -373,8 +351,7 @@ static int cmd_dump(int argc, char **argv)
 			return EXIT_USAGE;
 	}
 	if (argc - optind != 1)
-		return fail("usage: nsimctl dump FILE [--block N | --page N | --offset O --length L] "
-			    "[--oob]"), EXIT_USAGE;
+		return usage_error(argv[0]);
 	if (open_sim(argv[optind], false, &s) < 0 || nsim_get_info(s, &i) < 0)
 		return EXIT_FAILURE;
 	if (block != UINT64_MAX) {
@@ -432,6 +409,14 @@ static const struct cmd cmds[] = {
 	{ "dump", "FILE [--block N | --page N | --offset O --length L] [--oob]",
 	  "hex dump of data or raw OOB", cmd_dump },
 };
+
+static int usage_error(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
+		if (!strcmp(cmds[i].name, name))
+			fail("usage: nsimctl %s %s", name, cmds[i].usage);
+	return EXIT_USAGE;
+}
 
 static void usage(FILE *out)
 {

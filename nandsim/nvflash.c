@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +35,7 @@
 #include <mtd/mtd-user.h>
 
 #include "cleanup.h"
+#include "tool.h"
 
 #define NVFLASH_MAGIC "FDNVFL02"
 #define NVFLASH_END "FDNVEND\n"
@@ -73,18 +73,7 @@ struct nvflash_chip {
 	bool nand;
 };
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("nvflash: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return EXIT_FAILURE;
-}
+#define fail(...) tool_fail("nvflash", __VA_ARGS__)
 
 static double now_ms(void)
 {

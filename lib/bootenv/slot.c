@@ -338,25 +338,30 @@ static void set_order(struct slot_state *st, const size_t *idx, size_t n)
 	st->order_foreign = false;
 }
 
-static void move_first(struct slot_state *st, size_t slot)
+/* BOOT_ORDER without slot into idx (room for SLOT_MAX); returns the count. */
+static size_t order_without(const struct slot_state *st, size_t slot, size_t *idx)
 {
-	size_t idx[SLOT_MAX], n = 0;
+	size_t n = 0;
 
-	idx[n++] = slot;
 	for (size_t k = 0; k < st->n_order; k++)
 		if (st->order[k] != slot)
 			idx[n++] = st->order[k];
-	set_order(st, idx, n);
+	return n;
+}
+
+static void move_first(struct slot_state *st, size_t slot)
+{
+	size_t idx[SLOT_MAX + 1];
+
+	idx[0] = slot;
+	set_order(st, idx, 1 + order_without(st, slot, idx + 1));
 }
 
 static void remove_from_order(struct slot_state *st, size_t slot)
 {
-	size_t idx[SLOT_MAX], n = 0;
+	size_t idx[SLOT_MAX];
 
-	for (size_t k = 0; k < st->n_order; k++)
-		if (st->order[k] != slot)
-			idx[n++] = st->order[k];
-	set_order(st, idx, n);
+	set_order(st, idx, order_without(st, slot, idx));
 }
 
 static void append_to_order(struct slot_state *st, size_t slot)

@@ -30,22 +30,11 @@ static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); 
 
 /* ---- enums ---- */
 
-static const char *const bundle_image_type_table[_BUNDLE_IMAGE_TYPE_MAX] = {
-	[BUNDLE_IMAGE_SQUASHFS] = "squashfs",
-	[BUNDLE_IMAGE_RAW] = "raw",
-};
+static const char *const bundle_image_type_table[] = { BUNDLE_IMAGE_TYPE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(bundle_image_type, enum bundle_image_type)
-static const char *const bundle_compression_table[_BUNDLE_COMPRESSION_MAX] = {
-	[BUNDLE_COMPRESSION_NONE] = "none",
-	[BUNDLE_COMPRESSION_GZIP] = "gzip",
-};
+static const char *const bundle_compression_table[] = { BUNDLE_COMPRESSION_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(bundle_compression, enum bundle_compression)
-static const char *const bundle_trust_table[_BUNDLE_TRUST_MAX] = {
-	[BUNDLE_TRUST_VERIFIED] = "verified",
-	[BUNDLE_TRUST_UNSIGNED] = "unsigned",
-	[BUNDLE_TRUST_UNKNOWN_KEY] = "unknown-key",
-	[BUNDLE_TRUST_UNCHECKED] = "unchecked",
-};
+static const char *const bundle_trust_table[] = { BUNDLE_TRUST_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(bundle_trust, enum bundle_trust)
 
 /* ---- manifest parsing ---- */
@@ -217,36 +206,43 @@ static int parse_slot(struct json_object *v, void *t, const char *path, struct e
 	return 0;
 }
 
-static int parse_type(struct json_object *v, void *t, const char *path, struct error *err)
+/* A name of an enum (from_string: its lookup): the value, or -EBADMSG
+ * naming what and the accepted names. */
+static int get_enum(struct json_object *v, const char *path, int (*from_string)(const char *s),
+		    const char *what, const char *names, struct error *err)
 {
-	struct bundle_image *img = t;
 	const char *s;
 	int r = get_string(v, path, &s, err);
 
 	if (r < 0)
 		return r;
-	r = bundle_image_type_from_string(s);
+	r = from_string(s);
 	if (r < 0)
-		return error_set(err, -EBADMSG, "manifest: %s: unknown image type \"%.40s\" "
-			    "(squashfs, raw)", path, s);
-	img->type = r;
+		return error_set(err, -EBADMSG, "manifest: %s: unknown %s \"%.40s\" (%s)", path,
+				 what, s, names);
+	return r;
+}
+
+static int parse_type(struct json_object *v, void *t, const char *path, struct error *err)
+{
+	int r = get_enum(v, path, bundle_image_type_from_string, "image type", "squashfs, raw",
+			 err);
+
+	if (r < 0)
+		return r;
+	((struct bundle_image *)t)->type = r;
 	return 0;
 }
 
 static int parse_compression(struct json_object *v, void *t, const char *path,
 			     struct error *err)
 {
-	struct bundle_image *img = t;
-	const char *s;
-	int r = get_string(v, path, &s, err);
+	int r = get_enum(v, path, bundle_compression_from_string, "compression", "none, gzip",
+			 err);
 
 	if (r < 0)
 		return r;
-	r = bundle_compression_from_string(s);
-	if (r < 0)
-		return error_set(err, -EBADMSG, "manifest: %s: unknown compression \"%.40s\" "
-			    "(none, gzip)", path, s);
-	img->compression = r;
+	((struct bundle_image *)t)->compression = r;
 	return 0;
 }
 
@@ -264,17 +260,22 @@ static int parse_stored_size(struct json_object *v, void *t, const char *path,
 		       &((struct bundle_image *)t)->stored_size, err);
 }
 
-static int parse_sha256(struct json_object *v, void *t, const char *path, struct error *err)
+static int get_sha256(struct json_object *v, const char *path, uint8_t out[32],
+		      struct error *err)
 {
-	struct bundle_image *img = t;
 	const char *s;
 	int r = get_string(v, path, &s, err);
 
 	if (r < 0)
 		return r;
-	if (parse_hex32(s, img->sha256) < 0)
+	if (parse_hex32(s, out) < 0)
 		return error_set(err, -EBADMSG, "manifest: %s: not 64 lower-case hex digits", path);
 	return 0;
+}
+
+static int parse_sha256(struct json_object *v, void *t, const char *path, struct error *err)
+{
+	return get_sha256(v, path, ((struct bundle_image *)t)->sha256, err);
 }
 
 static int parse_block_size(struct json_object *v, void *t, const char *path,
@@ -296,15 +297,7 @@ static int parse_block_size(struct json_object *v, void *t, const char *path,
 static int parse_index_sha256(struct json_object *v, void *t, const char *path,
 			      struct error *err)
 {
-	struct bundle_manifest *m = t;
-	const char *s;
-	int r = get_string(v, path, &s, err);
-
-	if (r < 0)
-		return r;
-	if (parse_hex32(s, m->index_sha256) < 0)
-		return error_set(err, -EBADMSG, "manifest: %s: not 64 lower-case hex digits", path);
-	return 0;
+	return get_sha256(v, path, ((struct bundle_manifest *)t)->index_sha256, err);
 }
 
 static int parse_images(struct json_object *v, void *t, const char *path, struct error *err);

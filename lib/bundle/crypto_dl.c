@@ -68,9 +68,5 @@ CRYPTO_DL(int, PEM_write_PrivateKey, (FILE *fp, const EVP_PKEY *x, const EVP_CIP
  * (ED25519), so none is passed on. */
 EVP_PKEY *EVP_PKEY_Q_keygen(OSSL_LIB_CTX *libctx, const char *propq, const char *type, ...)
 {
-	static __typeof__(&EVP_PKEY_Q_keygen) fn;
-
-	if (!fn)
-		fn = (__typeof__(&EVP_PKEY_Q_keygen))crypto_dl_sym("EVP_PKEY_Q_keygen");
-	return fn(libctx, propq, type);
+	return DL_FN(crypto_dl_sym, EVP_PKEY_Q_keygen)(libctx, propq, type);
 }

@@ -18,10 +18,7 @@ static const struct {
 	{ "/dev/mtd", false, &flash_mtd_ops },
 };
 
-static const char *const flash_type_table[_FLASH_TYPE_MAX] = {
-	[FLASH_NOR] = "nor",
-	[FLASH_NAND] = "nand",
-};
+const char *const flash_type_table[_FLASH_TYPE_MAX] = { FLASH_TYPE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE(flash_type, enum flash_type)
 
 int flash_spec_split(const char *spec, char **ret_base, uint64_t *ret_off, uint64_t *ret_size)

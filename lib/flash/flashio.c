@@ -408,7 +408,8 @@ int flashio_read_sha256(struct flash *f, uint64_t len, uint8_t ret_sha256[32], u
 
 /* ---- erasing ------------------------------------------------------------------ */
 
-int flashio_erase_block(struct flash *f, uint64_t off, unsigned flags, struct flashio_stats *st)
+int flashio_erase_block_then(struct flash *f, uint64_t off, unsigned flags,
+			     int (*then)(struct flash *f, uint64_t off), struct flashio_stats *st)
 {
 	int r = flash_block_isbad(f, off);
 
@@ -420,6 +421,8 @@ int flashio_erase_block(struct flash *f, uint64_t off, unsigned flags, struct fl
 		return 1;
 	}
 	r = flash_erase_block(f, off);
+	if (r >= 0 && then)
+		r = then(f, off);
 	if (r == -EIO && (flags & FLASHIO_MARK_BAD)) {
 		r = flash_block_markbad(f, off);
 		if (r < 0)
@@ -435,16 +438,27 @@ int flashio_erase_block(struct flash *f, uint64_t off, unsigned flags, struct fl
 	return 0;
 }
 
-int flashio_erase_all(struct flash *f, unsigned flags, struct flashio_stats *ret)
+int flashio_erase_block(struct flash *f, uint64_t off, unsigned flags, struct flashio_stats *st)
+{
+	return flashio_erase_block_then(f, off, flags, NULL, st);
+}
+
+int flashio_erase_each(struct flash *f, flashio_erase_fn *erase, unsigned flags,
+		       struct flashio_stats *ret)
 {
 	struct flashio_stats st = { 0 };
 
 	for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
-		int r = flashio_erase_block(f, off, flags, &st);
+		int r = erase(f, off, flags, &st);
 		if (r < 0)
 			return r;
 	}
 	if (ret)
 		*ret = st;
 	return 0;
+}
+
+int flashio_erase_all(struct flash *f, unsigned flags, struct flashio_stats *ret)
+{
+	return flashio_erase_each(f, flashio_erase_block, flags, ret);
 }

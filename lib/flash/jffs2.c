@@ -68,52 +68,14 @@ static int write_marker(struct flash *f, uint64_t off)
 	}
 }
 
-static int retire(struct flash *f, uint64_t off, struct jffs2_erase_stats *st)
+int jffs2_erase_block(struct flash *f, uint64_t off, unsigned flags, struct flashio_stats *st)
 {
-	int r = flash_block_markbad(f, off);
-
-	if (r < 0)
-		return r;
-	if (st)
-		st->marked_bad++;
-	return 1;
+	return flashio_erase_block_then(f, off, flags, write_marker, st);
 }
 
-int jffs2_erase_block(struct flash *f, uint64_t off, unsigned flags, struct jffs2_erase_stats *st)
+int jffs2_erase_partition(struct flash *f, unsigned flags, struct flashio_stats *ret)
 {
-	int r = flash_block_isbad(f, off);
-
-	if (r < 0)
-		return r;
-	if (r > 0) {
-		if (st)
-			st->bad++;
-		return 1;
-	}
-	r = flash_erase_block(f, off);
-	if (r >= 0)
-		r = write_marker(f, off);
-	if (r == -EIO && (flags & JFFS2_ERASE_MARK_BAD))
-		return retire(f, off, st);
-	if (r < 0)
-		return r;
-	if (st)
-		st->erased++;
-	return 0;
-}
-
-int jffs2_erase_partition(struct flash *f, unsigned flags, struct jffs2_erase_stats *ret)
-{
-	struct jffs2_erase_stats st = { 0 };
-
-	for (uint64_t off = 0; off < f->info.size; off += f->info.erasesize) {
-		int r = jffs2_erase_block(f, off, flags, &st);
-		if (r < 0)
-			return r;
-	}
-	if (ret)
-		*ret = st;
-	return 0;
+	return flashio_erase_each(f, jffs2_erase_block, flags, ret);
 }
 
 int jffs2_block_is_clean(struct flash *f, uint64_t off)

@@ -18,23 +18,15 @@
 /* ---------- string tables ---------- */
 
 const char *const layout_storage_table[_LAYOUT_STORAGE_MAX] = {
-	[LAYOUT_STORAGE_NOR] = "nor",
-	[LAYOUT_STORAGE_NAND] = "nand",
-	[LAYOUT_STORAGE_UBI] = "ubi",
-	[LAYOUT_STORAGE_FILE] = "file",
+	LAYOUT_STORAGE_LIST(STRING_TABLE_NAME)
 };
 DEFINE_STRING_TABLE_TO(layout_storage, enum layout_storage)
-
 const char *const layout_overlay_type_table[_LAYOUT_OVERLAY_MAX] = {
-	[LAYOUT_OVERLAY_JFFS2] = "jffs2",
-	[LAYOUT_OVERLAY_UBIFS] = "ubifs",
-	[LAYOUT_OVERLAY_TMPFS] = "tmpfs",
+	LAYOUT_OVERLAY_TYPE_LIST(STRING_TABLE_NAME)
 };
 DEFINE_STRING_TABLE_TO(layout_overlay_type, enum layout_overlay_type)
-
 const char *const layout_ubi_vol_type_table[_LAYOUT_UBI_MAX] = {
-	[LAYOUT_UBI_DYNAMIC] = "dynamic",
-	[LAYOUT_UBI_STATIC] = "static",
+	LAYOUT_UBI_VOL_TYPE_LIST(STRING_TABLE_NAME)
 };
 DEFINE_STRING_TABLE_TO(layout_ubi_vol_type, enum layout_ubi_vol_type)
 

@@ -21,11 +21,6 @@
 
 #define LAYOUT_NAME_MAX 63         /* struct flash_info.name[64] */
 
-static const char *const flash_type_names[_FLASH_TYPE_MAX] = {
-	[FLASH_NOR] = "nor",
-	[FLASH_NAND] = "nand",
-};
-
 /* Image formats a slot may hold. */
 static const char *const image_types[] = { "squashfs" };
 
@@ -86,6 +81,13 @@ static const char *pidx(char *buf, const char *base, size_t i)
 static const char *jtype(struct json_object *o)
 {
 	return o ? json_type_to_name(json_object_get_type(o)) : "null";
+}
+
+static int check_object(struct ctx *c, struct json_object *o, const char *path)
+{
+	if (json_object_get_type(o) == json_type_object)
+		return 0;
+	return fail(c, -EINVAL, path, "expected an object, got %s", jtype(o));
 }
 
 static int check_keys(struct ctx *c, struct json_object *o, const char *base,
@@ -318,12 +320,12 @@ static int parse_device(struct ctx *c, struct json_object *o, const char *base,
 	uint64_t v;
 	int r, t;
 
-	if (json_object_get_type(o) != json_type_object)
-		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
+	if (check_object(c, o, base) < 0)
+		return -EINVAL;
 	if ((r = CHECK_KEYS(c, o, base, device_keys)) < 0 ||
 	    (r = dup_string(c, o, base, "name", true, &d->name)) < 0 ||
 	    (r = check_name(c, pkey(p, base, "name"), d->name)) < 0 ||
-	    (r = get_enum(c, o, base, "type", true, flash_type_names, _FLASH_TYPE_MAX, &t)) < 0 ||
+	    (r = get_enum(c, o, base, "type", true, flash_type_table, _FLASH_TYPE_MAX, &t)) < 0 ||
 	    (r = get_size(c, o, base, "size", true, &d->size)) < 0 ||
 	    (r = get_size(c, o, base, "erase_block", true, &v)) < 0)
 		return r;
@@ -427,8 +429,8 @@ static int parse_partition(struct ctx *c, struct json_object *o, const char *bas
 	bool have_off = false;
 	int r;
 
-	if (json_object_get_type(o) != json_type_object)
-		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
+	if (check_object(c, o, base) < 0)
+		return -EINVAL;
 	if ((r = CHECK_KEYS(c, o, base, partition_keys)) < 0 ||
 	    (r = dup_string(c, o, base, "name", true, &pt->name)) < 0 ||
 	    (r = check_name(c, pkey(p, base, "name"), pt->name)) < 0 ||
@@ -533,8 +535,8 @@ static int parse_env(struct ctx *c, struct json_object *o)
 		uint64_t eb;
 
 		pidx(base, "env.copies", i);
-		if (json_object_get_type(e) != json_type_object)
-			return fail(c, -EINVAL, base, "expected an object, got %s", jtype(e));
+		if (check_object(c, e, base) < 0)
+			return -EINVAL;
 		if ((r = CHECK_KEYS(c, e, base, env_copy_keys)) < 0 ||
 		    (r = ref_partition(c, e, base, "partition", &cp->part)) < 0 ||
 		    (r = get_size(c, e, base, "offset", false, &cp->offset)) < 0 ||
@@ -593,8 +595,8 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 	size_t n;
 	int r;
 
-	if (json_object_get_type(o) != json_type_object)
-		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
+	if (check_object(c, o, base) < 0)
+		return -EINVAL;
 	if ((r = CHECK_KEYS(c, o, base, ubi_keys)) < 0 ||
 	    (r = ref_partition(c, o, base, "partition", &u->part)) < 0)
 		return r;
@@ -620,8 +622,8 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 		int t = LAYOUT_UBI_DYNAMIC;
 
 		util_snprintf(vb, sizeof(vb), "%s.volumes[%zu]", base, i);
-		if (json_object_get_type(e) != json_type_object)
-			return fail(c, -EINVAL, vb, "expected an object, got %s", jtype(e));
+		if (check_object(c, e, vb) < 0)
+			return -EINVAL;
 		if ((r = CHECK_KEYS(c, e, vb, ubi_vol_keys)) < 0 ||
 		    (r = dup_string(c, e, vb, "name", true, &v->name)) < 0)
 			return r;
@@ -704,7 +706,10 @@ static int check_abs_path(struct ctx *c, const char *path, const char *s)
 
 /* ---------- image targets (slots and lowers) ---------- */
 
-static const char *const target_keys_by_storage[_LAYOUT_STORAGE_MAX][3] = {
+/* the keys of each kind of an object with kinds (get_kinded_object) */
+#define KINDED_MAX_KEYS 4
+
+static const char *const target_keys_by_storage[_LAYOUT_STORAGE_MAX][KINDED_MAX_KEYS] = {
 	[LAYOUT_STORAGE_NOR] = { "storage", "partition" },
 	[LAYOUT_STORAGE_NAND] = { "storage", "partition" },
 	[LAYOUT_STORAGE_UBI] = { "storage", "ubi", "volume" },
@@ -720,26 +725,43 @@ static size_t n_keys(const char *const *k, size_t max)
 	return n;
 }
 
-/* extra: one more key the caller allows at this level (e.g. "name"), or NULL */
-static int parse_target(struct ctx *c, struct json_object *o, const char *base, const char *extra,
-			const char *role, struct layout_image_target *t)
+/* An object whose kind is the enum name at key (names: table of n), with
+ * the keys that kind allows (keys_by_kind: n rows of KINDED_MAX_KEYS,
+ * NULL-padded) plus extra (or NULL). */
+static int get_kinded_object(struct ctx *c, struct json_object *o, const char *base,
+			     const char *key, const char *const *table, size_t n,
+			     const char *const (*keys_by_kind)[KINDED_MAX_KEYS], const char *extra,
+			     int *ret)
 {
-	const char *keys[4];
-	char p[PATHLEN];
+	const char *keys[KINDED_MAX_KEYS + 1];
 	size_t nk;
-	int r, s;
+	int r, kind;
 
-	if (json_object_get_type(o) != json_type_object)
-		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
-	if ((r = get_enum(c, o, base, "storage", true, layout_storage_table, _LAYOUT_STORAGE_MAX, &s)) < 0)
+	if (check_object(c, o, base) < 0)
+		return -EINVAL;
+	if ((r = get_enum(c, o, base, key, true, table, n, &kind)) < 0)
 		return r;
-	t->storage = s;
-	nk = n_keys(target_keys_by_storage[s], 3);
-	memcpy(keys, target_keys_by_storage[s], nk * sizeof(*keys));
+	nk = n_keys(keys_by_kind[kind], KINDED_MAX_KEYS);
+	memcpy(keys, keys_by_kind[kind], nk * sizeof(*keys));
 	if (extra)
 		keys[nk++] = extra;
 	if ((r = check_keys(c, o, base, keys, nk)) < 0)
 		return r;
+	*ret = kind;
+	return 0;
+}
+
+/* extra: one more key the caller allows at this level (e.g. "name"), or NULL */
+static int parse_target(struct ctx *c, struct json_object *o, const char *base, const char *extra,
+			const char *role, struct layout_image_target *t)
+{
+	char p[PATHLEN];
+	int r, s;
+
+	if ((r = get_kinded_object(c, o, base, "storage", layout_storage_table, _LAYOUT_STORAGE_MAX,
+				   target_keys_by_storage, extra, &s)) < 0)
+		return r;
+	t->storage = s;
 	switch (t->storage) {
 	case LAYOUT_STORAGE_NOR:
 	case LAYOUT_STORAGE_NAND: {
@@ -822,8 +844,8 @@ static int parse_group(struct ctx *c, struct json_object *o, const char *base, s
 	int r, it;
 	size_t n;
 
-	if (json_object_get_type(o) != json_type_object)
-		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
+	if (check_object(c, o, base) < 0)
+		return -EINVAL;
 	if ((r = CHECK_KEYS(c, o, base, group_keys)) < 0 ||
 	    (r = dup_string(c, o, base, "name", true, &g->name)) < 0 ||
 	    (r = check_name(c, pkey(p, base, "name"), g->name)) < 0)
@@ -868,8 +890,8 @@ static int parse_group(struct ctx *c, struct json_object *o, const char *base, s
 		g->n_slots++;
 		if ((r = check_slot_name(c, sb, sname)) < 0)
 			return r;
-		if (json_object_get_type(sobj) != json_type_object)
-			return fail(c, -EINVAL, sb, "expected an object, got %s", jtype(sobj));
+		if (check_object(c, sobj, sb) < 0)
+			return -EINVAL;
 		if ((r = CHECK_KEYS(c, sobj, sb, slot_keys)) < 0 ||
 		    (r = get_object(c, sobj, sb, "rootfs", true, &k)) < 0 ||
 		    (r = parse_target(c, k, pkey(tb, sb, "rootfs"), NULL, "image", &s->rootfs)) < 0 ||
@@ -890,7 +912,7 @@ static int parse_group(struct ctx *c, struct json_object *o, const char *base, s
 
 /* ---------- overlays and lowers ---------- */
 
-static const char *const overlay_keys_by_type[_LAYOUT_OVERLAY_MAX][4] = {
+static const char *const overlay_keys_by_type[_LAYOUT_OVERLAY_MAX][KINDED_MAX_KEYS] = {
 	[LAYOUT_OVERLAY_JFFS2] = { "path", "type", "partition" },
 	[LAYOUT_OVERLAY_UBIFS] = { "path", "type", "ubi", "volume" },
 	[LAYOUT_OVERLAY_TMPFS] = { "path", "type", "size" },
@@ -904,13 +926,10 @@ static int parse_overlay(struct ctx *c, struct json_object *o, const char *base,
 	char p[PATHLEN];
 	int r, t;
 
-	if (json_object_get_type(o) != json_type_object)
-		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
-	if ((r = get_enum(c, o, base, "type", true, layout_overlay_type_table, _LAYOUT_OVERLAY_MAX, &t)) < 0)
+	if ((r = get_kinded_object(c, o, base, "type", layout_overlay_type_table, _LAYOUT_OVERLAY_MAX,
+				   overlay_keys_by_type, NULL, &t)) < 0)
 		return r;
 	ov->type = t;
-	if ((r = check_keys(c, o, base, overlay_keys_by_type[t], n_keys(overlay_keys_by_type[t], 4))) < 0)
-		return r;
 	if (!json_object_object_get_ex(o, "path", NULL)) {
 		ov->path = strdup("/");
 		if (!ov->path)
@@ -952,8 +971,8 @@ static int parse_lower(struct ctx *c, struct json_object *o, const char *base, s
 	char p[PATHLEN];
 	int r;
 
-	if (json_object_get_type(o) != json_type_object)
-		return fail(c, -EINVAL, base, "expected an object, got %s", jtype(o));
+	if (check_object(c, o, base) < 0)
+		return -EINVAL;
 	if ((r = dup_string(c, o, base, "name", true, &lw->name)) < 0 ||
 	    (r = check_name(c, pkey(p, base, "name"), lw->name)) < 0)
 		return r;

@@ -76,12 +76,10 @@ CURL_DL_VOID(curl_free, (void *p), (p))
  * (CURLOPTTYPE_*), so it is passed on as that type. */
 CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
 {
-	static __typeof__(&curl_easy_setopt) fn;
+	__typeof__(&curl_easy_setopt) fn = DL_FN(curl_dl_sym, curl_easy_setopt);
 	CURLcode r;
 	va_list ap;
 
-	if (!fn)
-		fn = (__typeof__(&curl_easy_setopt))curl_dl_sym("curl_easy_setopt");
 	va_start(ap, opt);
 	if (opt < CURLOPTTYPE_OBJECTPOINT)
 		r = fn(c, opt, va_arg(ap, long));
@@ -100,12 +98,10 @@ CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
 /* Every CURLINFO takes a pointer. */
 CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
 {
-	static __typeof__(&curl_easy_getinfo) fn;
+	__typeof__(&curl_easy_getinfo) fn = DL_FN(curl_dl_sym, curl_easy_getinfo);
 	CURLcode r;
 	va_list ap;
 
-	if (!fn)
-		fn = (__typeof__(&curl_easy_getinfo))curl_dl_sym("curl_easy_getinfo");
 	va_start(ap, info);
 	r = fn(c, info, va_arg(ap, void *));
 	va_end(ap);

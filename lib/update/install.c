@@ -92,14 +92,7 @@ struct install {
 	size_t buf_peak;                     /* largest writer / read-back buffers held */
 };
 
-static const char *const install_phase_table[_INSTALL_PHASE_MAX] = {
-	[INSTALL_PHASE_MANIFEST] = "manifest",
-	[INSTALL_PHASE_WRITE] = "write",
-	[INSTALL_PHASE_VERIFY] = "verify",
-	[INSTALL_PHASE_ACTIVATE] = "activate",
-	[INSTALL_PHASE_DONE] = "done",
-	[INSTALL_PHASE_FAILED] = "failed",
-};
+static const char *const install_phase_table[] = { INSTALL_PHASE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(install_phase, enum install_phase)
 
 static int env_change(struct install *in, enum slot_op op, const char *version);
@@ -524,17 +517,26 @@ static int ubi_end(struct install *in, struct install_target *t)
 	return 0;
 }
 
+/* The image being written, once its slot is marked bad (mark_bad_once). */
+static int current_target(struct install *in, struct install_target **ret, struct error *err)
+{
+	int r = mark_bad_once(in, err);
+
+	if (r < 0)
+		return r;
+	*ret = in->current;
+	return 0;
+}
+
 static int on_image_data(void *userdata, const struct bundle_image *img, const void *buf,
 			 size_t len, struct error *err)
 {
 	struct install *in = userdata;
-	struct install_target *t = in->current;
-	int r;
+	struct install_target *t;
+	int r = current_target(in, &t, err);
 
-	r = mark_bad_once(in, err);
-	if (r < 0)
-		return r;
-	r = t->ops->data(in, t, buf, len);
+	if (r >= 0)
+		r = t->ops->data(in, t, buf, len);
 	if (r < 0)
 		return r;
 	in->stats.bytes_written += len;
@@ -542,18 +544,15 @@ static int on_image_data(void *userdata, const struct bundle_image *img, const v
 	return 0;
 }
 
-
 static int on_image_end(void *userdata, const struct bundle_image *img, struct error *err)
 {
 	struct install *in = userdata;
-	struct install_target *t = in->current;
-	int r;
-
+	struct install_target *t;
 	/* an empty image still changes the slot: never written unmarked */
-	r = mark_bad_once(in, err);
-	if (r < 0)
-		return r;
-	r = t->ops->end(in, t);
+	int r = current_target(in, &t, err);
+
+	if (r >= 0)
+		r = t->ops->end(in, t);
 	if (r < 0)
 		return r;
 	in->closed = in->stats;

@@ -498,6 +498,7 @@ static int erase_regions(struct prov *pv, struct board *b)
 	for (size_t i = 0; i < pv->l->n_partitions; i++) {
 		struct provision_region *r = &pv->regions[i];
 		_cleanup_flash_ struct flash *f = NULL;
+		struct flashio_stats st = { 0 };
 		int ret;
 
 		if (r->action == PROVISION_KEEP || r->action == PROVISION_UNSUPPORTED ||
@@ -506,17 +507,11 @@ static int erase_regions(struct prov *pv, struct board *b)
 		ret = board_open_partition(b, r->part, &f);
 		if (ret < 0)
 			return error_set(pv->err, ret, "partition %s: %s", r->part->name, strerror(-ret));
-		if (r->action == PROVISION_OVERLAY) {
-			struct jffs2_erase_stats st = { 0 };
-			ret = jffs2_erase_partition(f, FLASHIO_MARK_BAD, &st);
-			r->erased = st.erased;
-			r->bad = st.bad + st.marked_bad;
-		} else {
-			struct flashio_stats st = { 0 };
-			ret = flashio_erase_all(f, FLASHIO_MARK_BAD, &st);
-			r->erased = st.erases;
-			r->bad = st.blocks_bad_skipped + st.blocks_marked_bad;
-		}
+		/* an overlay gets JFFS2 clean markers */
+		ret = flashio_erase_each(f, r->action == PROVISION_OVERLAY ? jffs2_erase_block :
+					 flashio_erase_block, FLASHIO_MARK_BAD, &st);
+		r->erased = st.erases;
+		r->bad = st.blocks_bad_skipped + st.blocks_marked_bad;
 		if (ret < 0)
 			return error_set(pv->err, ret, "erasing partition %s: %s", r->part->name, strerror(-ret));
 	}

@@ -76,7 +76,7 @@ TEST(test_erase_partition_nor)
 	_cleanup_flash_ struct flash *f = open_sim(path);
 	_cleanup_free_ uint8_t *blk = malloc(g.erasesize);
 	uint8_t marker[12];
-	struct jffs2_erase_stats st;
+	struct flashio_stats st;
 
 	/* old contents everywhere, as if an older filesystem lived here */
 	memset(blk, 0x12, g.erasesize);
@@ -84,8 +84,8 @@ TEST(test_erase_partition_nor)
 		assert_int_equal(flash_write(f, (uint64_t)b * g.erasesize, blk, g.erasesize), 0);
 	assert_int_equal(jffs2_block_is_clean(f, 0), 0);
 	assert_int_equal(jffs2_erase_partition(f, 0, &st), 0);
-	assert_int_equal(st.erased, 8);
-	assert_int_equal(st.bad, 0);
+	assert_int_equal(st.erases, 8);
+	assert_int_equal(st.blocks_bad_skipped, 0);
 	jffs2_cleanmarker_nor(marker);
 	for (unsigned b = 0; b < 8; b++) {
 		assert_int_equal(flash_read(f, (uint64_t)b * g.erasesize, blk, g.erasesize), 0);
@@ -103,14 +103,14 @@ TEST(test_erase_partition_nand_oob)
 	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, bad, 1);
 	_cleanup_flash_ struct flash *f = open_sim(path);
 	_cleanup_free_ uint8_t *page = malloc(2048);
-	struct jffs2_erase_stats st;
+	struct flashio_stats st;
 	struct nsim *s = flash_sim_nsim(f);
 	uint8_t raw[64], marker[8];
 	struct nsim_block b;
 
 	assert_int_equal(jffs2_erase_partition(f, 0, &st), 0);
-	assert_int_equal(st.erased, 15);
-	assert_int_equal(st.bad, 1);
+	assert_int_equal(st.erases, 15);
+	assert_int_equal(st.blocks_bad_skipped, 1);
 	jffs2_cleanmarker_nand(marker);
 	for (unsigned blk = 0; blk < 16; blk++) {
 		uint64_t off = (uint64_t)blk * g.erasesize;
@@ -142,19 +142,19 @@ TEST(test_erase_failure_marks_bad)
 	struct nsim_geometry g = { NSIM_NAND, 8 * 16 * 1024, 16 * 1024, 512, 16 };
 	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
 	_cleanup_flash_ struct flash *f = open_sim(path);
-	struct jffs2_erase_stats st;
+	struct flashio_stats st;
 
 	assert_int_equal(nsim_set_block_faults(flash_sim_nsim(f), 5, NSIM_FAULT_ERASE), 0);
 	assert_int_equal(jffs2_erase_partition(f, 0, &st), -EIO);
 	assert_int_equal(flash_block_isbad(f, 5 * g.erasesize), 0);
-	assert_int_equal(jffs2_erase_partition(f, JFFS2_ERASE_MARK_BAD, &st), 0);
-	assert_int_equal(st.erased, 7);
-	assert_int_equal(st.marked_bad, 1);
+	assert_int_equal(jffs2_erase_partition(f, FLASHIO_MARK_BAD, &st), 0);
+	assert_int_equal(st.erases, 7);
+	assert_int_equal(st.blocks_marked_bad, 1);
 	assert_int_equal(flash_block_isbad(f, 5 * g.erasesize), 1);
 	/* the next run simply skips it */
 	assert_int_equal(jffs2_erase_partition(f, 0, &st), 0);
-	assert_int_equal(st.bad, 1);
-	assert_int_equal(st.erased, 7);
+	assert_int_equal(st.blocks_bad_skipped, 1);
+	assert_int_equal(st.erases, 7);
 }
 
 TEST(test_erase_window_only)
@@ -163,11 +163,11 @@ TEST(test_erase_window_only)
 	_cleanup_unlink_ char *path = testlib_sim_new("jffs2", &g, NULL, 0);
 	_cleanup_flash_ struct flash *f = open_sim(path);
 	_cleanup_flash_ struct flash *w = NULL;
-	struct jffs2_erase_stats st;
+	struct flashio_stats st;
 
 	assert_int_equal(flash_open_window(f, "rootfs_data", 2 * g.erasesize, 3 * g.erasesize, &w), 0);
 	assert_int_equal(jffs2_erase_partition(w, 0, &st), 0);
-	assert_int_equal(st.erased, 3);
+	assert_int_equal(st.erases, 3);
 	assert_int_equal(jffs2_block_is_clean(f, 1 * g.erasesize), 0);
 	assert_int_equal(jffs2_block_is_clean(f, 2 * g.erasesize), 1);
 	assert_int_equal(jffs2_block_is_clean(f, 4 * g.erasesize), 1);
