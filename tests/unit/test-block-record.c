@@ -21,13 +21,6 @@ static const struct nsim_geometry geo = {
 	.type = NSIM_NAND, .size = 64 * 16384, .erasesize = 16384, .writesize = 512, .oobsize = 16,
 };
 
-static void rm_rf(const char *dir)
-{
-	_cleanup_free_ char *cmd = testlib_asprintf("rm -rf '%s'", dir);
-
-	assert_int_equal(system(cmd), 0);
-}
-
 static struct block_record *sample(struct flash *f)
 {
 	struct block_record *r = NULL;
@@ -73,7 +66,7 @@ TEST(test_roundtrip_and_match)
 	block_record_free(TAKE_PTR(back));
 	assert_int_equal(block_record_load(dir, "rootfs", "A", "rootfs", &back), -ENOENT);
 	assert_int_equal(block_record_load(dir, "rootfs", "B", "kernel", &back), -ENOENT);
-	rm_rf(dir);
+	testlib_rm_rf(dir);
 }
 
 TEST(test_damaged_refused)
@@ -106,5 +99,5 @@ TEST(test_damaged_refused)
 	assert_int_equal(block_record_drop(dir, "rootfs", "B", "rootfs"), 0);
 	assert_int_equal(access(path, F_OK), -1);
 	assert_int_equal(block_record_drop(dir, "rootfs", "B", "rootfs"), 0);
-	rm_rf(dir);
+	testlib_rm_rf(dir);
 }

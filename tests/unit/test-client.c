@@ -218,14 +218,12 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[160];
-
 	(void) eventfd_write(srv.stop_fd, 1);
 	pthread_join(srv.thread, NULL);
 	close(srv.stop_fd);
 	close(srv.disconnect_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", srv.dir);
-	return system(cmd) == 0 ? 0 : -1;
+	testlib_rm_rf(srv.dir);
+	return 0;
 }
 
 static struct client *connect_client(void)

@@ -148,11 +148,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *fx = *state;
-	char cmd[128];
 
 	watched[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(fx->dir);
 	free(fx);
 	return 0;
 }

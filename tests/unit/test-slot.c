@@ -818,7 +818,7 @@ static struct env *file_env(char *dir, char *file, size_t len, struct env_device
  * and reads back as computed. */
 TEST(test_apply_one_store)
 {
-	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64];
 	struct error eerr = {};
 	struct error serr = {};
 	struct env_device devs[2];
@@ -861,8 +861,7 @@ TEST(test_apply_one_store)
 		env_close(e);
 	}
 	watched[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(dir);
 }
 
 static char *env_str(struct env *e, const char *name)
@@ -874,7 +873,7 @@ static char *env_str(struct env *e, const char *name)
  * refusal or an unknown slot writes nothing. */
 TEST(test_slot_change)
 {
-	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64];
 	struct env_device devs[2];
 	struct slot_change_result res;
 	struct error err = { 0 };
@@ -918,7 +917,6 @@ TEST(test_slot_change)
 	assert_null(env_str(e, "X"));
 	env_close(e);
 	watched[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(dir);
 	(void) state;
 }

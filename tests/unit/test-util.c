@@ -107,10 +107,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tmp *t = *state;
-	char p[160];
 
-	snprintf(p, sizeof(p), "rm -rf '%s'", t->dir);
-	assert_int_equal(system(p), 0);
+	testlib_rm_rf(t->dir);
 	free(t);
 	return 0;
 }

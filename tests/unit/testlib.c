@@ -1,5 +1,6 @@
 /* Fixtures shared by the unit tests (see testlib.h). */
 #include <errno.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -114,6 +116,26 @@ struct layout *testlib_layout_parse(const char *json)
 	if (layout_parse(json, "test layout", &l, &err) < 0)
 		fail_msg("test layout: %s", error_message(&err));
 	return l;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	if (remove(path) < 0)
+		fail_msg("remove %s: %s", path, strerror(errno));
+	return 0;
+}
+
+void testlib_rm_rf(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 && errno == ENOENT)
+		return;
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		fail_msg("walking %s: %s", path, strerror(errno));
 }
 
 void testlib_unlinkp(char **path)
