@@ -227,16 +227,19 @@ static void assert_error(struct json_object *reply, const char *error, const cha
 	}
 }
 
-static void assert_protocol_error(struct fx *f, int r, int expect, const char *reason_part)
+/* `what` (the message fed) names the case when it fails. */
+static void assert_protocol_error(struct fx *f, const char *what, int r, int expect,
+				  const char *reason_part)
 {
 	_cleanup_json_ struct json_object *rep = NULL;
 
-	assert_int_equal(r, expect);
+	if (r != expect)
+		fail_msg("%s: %d, expected %d", what, r, expect);
 	rep = one_reply(f);
 	assert_error(rep, PROTO_ERROR_PROTOCOL, NULL, NULL);
 	if (!strstr(get_str(rep, "parameters.reason"), reason_part))
-		fail_msg("reason \"%s\" does not contain \"%s\"", get_str(rep, "parameters.reason"),
-			 reason_part);
+		fail_msg("%s: reason \"%s\" does not contain \"%s\"", what,
+			 get_str(rep, "parameters.reason"), reason_part);
 	assert_true(proto_conn_is_dead(f->conn));
 	/* nothing more is read from a dead connection */
 	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\"}"), -EPIPE);
@@ -325,55 +328,23 @@ TEST_FIXTURE(test_get_interface_description, setup, teardown)
 	assert_error(rep, PROTO_ERROR_INVALID_PARAMETER, "parameter", "interface");
 }
 
-TEST_FIXTURE(test_bad_json, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "{\"method\": \"io.flashd.GetStatus\""), -EBADMSG,
-			      "not valid JSON");
-}
-
-TEST_FIXTURE(test_bad_json_garbage, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "hello"), -EBADMSG, "not valid JSON");
-}
-
-TEST_FIXTURE(test_trailing_data, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "{\"method\":\"io.flashd.GetStatus\"} {}"), -EBADMSG,
-			      "not valid JSON: unexpected character (near byte 33)");
-}
-
-TEST_FIXTURE(test_invalid_utf8, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "{\"method\":\"io.flashd.GetStatus\",\"x\":\"\xff\xfe\"}"),
-			      -EBADMSG, "not valid JSON");
-}
-
-TEST_FIXTURE(test_not_object, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "[\"io.flashd.GetStatus\"]"), -EBADMSG, "not a JSON object");
-	f = fx_new(NULL);
-	assert_protocol_error(f, feed(f, "42"), -EBADMSG, "not a JSON object");
-	proto_server_free(f->server);
-	free(f);
-}
-
-/* Envelope errors: the message is not a well-formed Varlink call. */
-TEST(test_envelope_types)
+/* Messages the connection dies on: not JSON, not an object, not a
+ * well-formed Varlink call. */
+TEST(test_protocol_errors)
 {
 	static const struct {
 		const char *msg;
 		const char *reason;
 	} cases[] = {
+		/* framing */
+		{ "{\"method\": \"io.flashd.GetStatus\"", "not valid JSON" },
+		{ "hello", "not valid JSON" },
+		{ "{\"method\":\"io.flashd.GetStatus\"} {}",
+		  "not valid JSON: unexpected character (near byte 33)" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"x\":\"\xff\xfe\"}", "not valid JSON" },
+		{ "[\"io.flashd.GetStatus\"]", "not a JSON object" },
+		{ "42", "not a JSON object" },
+		/* envelope */
 		{ "{\"parameters\":{}}", "\"method\"" },
 		{ "{\"method\":42}", "\"method\"" },
 		{ "{\"method\":null}", "\"method\"" },
@@ -394,7 +365,8 @@ TEST(test_envelope_types)
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		struct fx *f = fx_new(NULL);
 
-		assert_protocol_error(f, feed(f, cases[i].msg), -EBADMSG, cases[i].reason);
+		assert_protocol_error(f, cases[i].msg, feed(f, cases[i].msg), -EBADMSG,
+				      cases[i].reason);
 		proto_server_free(f->server);
 		free(f);
 	}
@@ -484,31 +456,25 @@ TEST_FIXTURE(test_parameters, setup, teardown)
 
 TEST_FIXTURE(test_oversized, setup, teardown)
 {
-	struct fx *f = *state;
-	size_t n = PROTO_MAX_MESSAGE + 1;
-	_cleanup_free_ char *big = malloc(n);
-
-	assert_non_null(big);
-	memset(big, ' ', n);
-	/* in pieces: nothing happens until the limit is crossed */
-	assert_int_equal(proto_conn_feed(f->conn, big, n - 1, NULL, 0), 0);
-	assert_false(proto_conn_is_dead(f->conn));
-	assert_protocol_error(f, proto_conn_feed(f->conn, big, 1, NULL, 0), -EMSGSIZE,
-			      "longer than 1 MiB");
-}
-
-/* Regression: an oversized message whose NUL arrives in the same read. */
-TEST_FIXTURE(test_oversized_one_read, setup, teardown)
-{
-	struct fx *f = *state;
+	struct fx *f = *state, *f2;
 	size_t n = PROTO_MAX_MESSAGE + 2;
 	_cleanup_free_ char *big = malloc(n);
 
 	assert_non_null(big);
 	memset(big, ' ', n);
+	/* in pieces: nothing happens until the limit is crossed */
+	assert_int_equal(proto_conn_feed(f->conn, big, PROTO_MAX_MESSAGE, NULL, 0), 0);
+	assert_false(proto_conn_is_dead(f->conn));
+	assert_protocol_error(f, "1 MiB + 1 in pieces", proto_conn_feed(f->conn, big, 1, NULL, 0),
+			      -EMSGSIZE, "longer than 1 MiB");
+
+	/* Regression: an oversized message whose NUL arrives in the same read. */
+	f2 = fx_new(NULL);
 	big[n - 1] = '\0';
-	assert_protocol_error(f, proto_conn_feed(f->conn, big, n, NULL, 0), -EMSGSIZE,
-			      "longer than 1 MiB");
+	assert_protocol_error(f2, "1 MiB + 1 and its NUL", proto_conn_feed(f2->conn, big, n, NULL, 0),
+			      -EMSGSIZE, "longer than 1 MiB");
+	proto_server_free(f2->server);
+	free(f2);
 }
 
 TEST_FIXTURE(test_large_but_allowed, setup, teardown)
@@ -865,7 +831,8 @@ TEST_FIXTURE(test_too_many_fds, setup, teardown)
 		fds[i] = p[0];
 		w[i] = p[1];
 	}
-	assert_protocol_error(f, proto_conn_feed(f->conn, "{", 1, fds, ELEMENTSOF(fds)), -ENOBUFS,
+	assert_protocol_error(f, "too many fds",
+			      proto_conn_feed(f->conn, "{", 1, fds, ELEMENTSOF(fds)), -ENOBUFS,
 			      "file descriptors");
 	proto_conn_free(f->conn);
 	f->conn = NULL;
