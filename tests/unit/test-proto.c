@@ -104,14 +104,6 @@ static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	[PROTO_FLASHD_OVERLAY_RESET] = m_overlay_reset,
 };
 
-/* The io.flashd table with the handlers above (proto-test-helpers.h). */
-static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
-
-static void methods_init(void)
-{
-	test_methods_bind(methods, handlers, m_rollback);
-}
-
 /* ---- fixture ---- */
 
 struct fx {
@@ -126,8 +118,7 @@ static struct fx *fx_new(const struct proto_peer *peer)
 	struct fx *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	assert_int_equal(proto_server_new(NULL, -1, methods, NULL, &f->server), 0);
-	assert_int_equal(proto_conn_new(f->server, -1, peer ? peer : &root_peer, &f->conn), 0);
+	assert_int_equal(test_server_new(peer ? peer : &root_peer, &f->server, &f->conn), 0);
 	return f;
 }
 
@@ -722,7 +713,7 @@ TEST(test_connection_limits)
 	struct proto_conn *c;
 	unsigned n = 0;
 
-	assert_int_equal(proto_server_new(NULL, -1, methods, NULL, &s), 0);
+	assert_int_equal(proto_server_new(NULL, -1, test_methods, NULL, &s), 0);
 	proto_server_set_auth_group(s, 4242);
 	/* one uid: its limit */
 	p.uid = p.gid = 1000;
@@ -1225,7 +1216,7 @@ TEST(test_server_new_validates)
 
 	assert_int_equal(proto_server_new(NULL, -1, bad_iface, NULL, &s), -EINVAL);
 	assert_int_equal(proto_server_new(NULL, -1, bad_name, NULL, &s), -EINVAL);
-	assert_int_equal(proto_server_new(NULL, 3, methods, NULL, &s), -EINVAL);
+	assert_int_equal(proto_server_new(NULL, 3, test_methods, NULL, &s), -EINVAL);
 	assert_null(s);
 	(void) state;
 }
@@ -1234,7 +1225,8 @@ TEST(test_server_new_validates)
 static int group_setup(void **state)
 {
 	(void)state;
-	methods_init();
+	/* the io.flashd table with the handlers above, Stream = m_rollback */
+	test_methods_bind(handlers, m_rollback);
 	return 0;
 }
 
