@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <ftw.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/xattr.h>
@@ -23,6 +22,7 @@
 #include "cleanup.h"
 #include "util.h"
 #include "testlib.h"
+#include "tree-digest.h"
 
 static char base[256];
 
@@ -80,46 +80,14 @@ static bool exists(const char *rel)
 	return lstat(path, &st) == 0;
 }
 
-/* A digest of a tree: every name, type, mode, size, link target and byte,
- * not following symlinks (so "unchanged" is checked, not assumed). */
-static uint64_t tree_hash_;
-
-static void hash_bytes(const void *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		tree_hash_ = (tree_hash_ ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-}
-
-static int hash_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	char buf[4096];
-	ssize_t n;
-
-	hash_bytes(path, strlen(path));
-	hash_bytes(&st->st_mode, sizeof(st->st_mode));
-	if (S_ISREG(st->st_mode)) {
-		int fd = open(path, O_RDONLY | O_NOFOLLOW);
-		hash_bytes(&st->st_size, sizeof(st->st_size));
-		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-			hash_bytes(buf, n);
-		if (fd >= 0)
-			close(fd);
-	} else if (S_ISLNK(st->st_mode) && (n = readlink(path, buf, sizeof(buf))) > 0) {
-		hash_bytes(buf, n);
-	}
-	(void)flag;
-	(void)f;
-	return 0;
-}
-
 static uint64_t tree_hash(const char *rel)
 {
 	char path[512];
+	uint64_t h;
 
 	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	tree_hash_ = 14695981039346656037ull;
-	assert_int_equal(nftw(path, hash_one, 16, FTW_PHYS), 0);
-	return tree_hash_;
+	assert_int_equal(tree_digest(path, &h), 0);
+	return h;
 }
 
 static void link_to(const char *target, const char *rel)
