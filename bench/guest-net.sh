@@ -98,16 +98,13 @@ net_install() {
 net_emit() { # WORKLOAD IMAGE BUNDLE BYTES REQUESTS [KEY=VALUE...]
 	local w=$1 img=$2 b=$3 bytes=$4 reqs=$5 rec
 	shift 5
-	if [ "$NET_RC" != 0 ]; then
-		emit kind=install contender=flashd-http workload="$w" \
-			error="flashctl install URL $(why $NET_RC): $(tail -c 300 $NET/$w.log) / $(tail -n 3 $FD/flashd.log)"
+	install_failed flashd-http "$w" "$NET_RC" \
+		"flashctl install URL $(why $NET_RC): $(tail -c 300 $NET/$w.log) / $(tail -n 3 $FD/flashd.log)" &&
 		return
-	fi
 	rec=$(jq -c '.[0] | {erases, blocks_skipped, result}' $NET_STATE/installs.json 2>/dev/null)
-	emit kind=install contender=flashd-http workload="$w" seconds="$NET_SECONDS" \
+	install_row flashd-http "$w" "$NET_SECONDS" \
 		downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$b")" \
 		client_downloaded="$(tail -n 1 $NET/$w.json 2>/dev/null | jq -r '.bytes_downloaded // empty' 2>/dev/null)" \
-		erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" \
 		own_erases="$(jq -r '.erases' <<<"$rec")" own_skipped="$(jq -r '.blocks_skipped' <<<"$rec")" \
 		prefix_bytes="$("$FLASHCTL" --json bundle info "$NET/www/$b" 2>/dev/null | jq -r '.images[0].offset // empty')" \
 		verified="$(verified "$img")" "$@" \
@@ -189,14 +186,11 @@ run_swupdate_http() {
 		t1=$(now)
 		erase_end
 		read -r bytes reqs < <(net_bytes)
-		if [ $rc != 0 ]; then
-			emit kind=install contender=swupdate-http workload="net-${w%:*}" \
-				error="swupdate -d $(why $rc): $(grep -E 'ERROR|error' $SD/net-install.log | tail -n 3)"
-			continue
-		fi
-		emit kind=install contender=swupdate-http workload="net-${w%:*}" seconds="$(elapsed "$t0" "$t1")" \
+		install_failed swupdate-http "net-${w%:*}" $rc \
+			"swupdate -d $(why $rc): $(grep -E 'ERROR|error' $SD/net-install.log | tail -n 3)" && continue
+		install_row swupdate-http "net-${w%:*}" "$(elapsed "$t0" "$t1")" \
 			downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$s")" \
-			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" verified="$(verified "$tmp/v${w#*:}.img")" \
+			verified="$(verified "$tmp/v${w#*:}.img")" \
 			how="swupdate -d '-u URL' (its downloader; flash handler)"
 	done
 }
