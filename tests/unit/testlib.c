@@ -1,5 +1,7 @@
 /* Fixtures shared by the unit tests (see testlib.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +118,17 @@ struct layout *testlib_layout_parse(const char *json)
 	if (layout_parse(json, "test layout", &l, &err) < 0)
 		fail_msg("test layout: %s", error_message(&err));
 	return l;
+}
+
+void testlib_poke(const char *path, uint64_t off, uint8_t byte)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		fail_msg("open %s: %s", path, strerror(errno));
+	if (pwrite(fd, &byte, 1, (off_t)off) != 1)
+		fail_msg("%s: write at %" PRIu64 ": %s", path, off, strerror(errno));
+	close(fd);
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
