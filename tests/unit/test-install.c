@@ -619,6 +619,19 @@ static void boot_never_b(struct rig *r, const char *ctx)
 	fail_msg("%s: A failed %u times and the script still boots it", ctx, st.max_tries + 1);
 }
 
+/* After a failed install: slot B is marked bad (env_b_marked_bad), the
+ * board boots A and never tries B. */
+static void expect_b_marked_bad(struct rig *r, const char *ctx)
+{
+	char *want = env_b_marked_bad(r);
+
+	expect_env(r, want, ctx);
+	free(want);
+	if (boot_pick(r) != 0)
+		fail_msg("%s: the board does not boot A", ctx);
+	boot_never_b(r, ctx);
+}
+
 /* sha256 of the first len bytes of the logical stream (bad blocks
  * skipped, as the kernel's mtdblock/nanddump --bb=skipbad would see it). */
 static void member_sha(struct rig *r, int slot, const char *member, uint64_t len, uint8_t out[32])
@@ -1141,7 +1154,7 @@ TEST(test_no_good_blocks_left)
 	struct image kernel = make_raw("nospc-kernel.bin", 30 * 128 * 1024, 12);
 	const struct layout_partition *kb;
 	struct nsim *s;
-	char *bundle, *want;
+	char *bundle;
 	int k;
 
 	rig_new(&r, "nandsim-128m", "nand-nospc.sim");
@@ -1157,11 +1170,7 @@ TEST(test_no_good_blocks_left)
 	if (k != -ENOSPC || !strstr(res.err.msg, "partition 'kernel-b'") ||
 	    !strstr(res.err.msg, "no good erase block left"))
 		fail_msg("got %d \"%s\"", k, res.err.msg);
-	want = env_b_marked_bad(&r);
-	expect_env(&r, want, "after -ENOSPC");
-	assert_int_equal(boot_pick(&r), 0);
-	boot_never_b(&r, "-ENOSPC");
-	free(want);
+	expect_b_marked_bad(&r, "after -ENOSPC");
 	free(bundle);
 	image_free(&rootfs);
 	image_free(&kernel);
@@ -1178,7 +1187,7 @@ TEST(test_readback)
 	struct image rootfs = make_sqfs("rb-rootfs.sqfs", 500 * 1024, 60);
 	const struct layout_partition *rb;
 	struct nsim *s;
-	char *bundle, *want;
+	char *bundle;
 	int k;
 
 	rig_new(&r, "nandsim-128m", "nand-readback.sim");
@@ -1197,17 +1206,13 @@ TEST(test_readback)
 	/* block 2 is read back right after it is programmed: the write stops there */
 	assert_true(res.stats.bytes_written < rootfs.len);
 	assert_int_equal(res.stats.bytes_verified, 2 * r.eb);
-	want = env_b_marked_bad(&r);
-	expect_env(&r, want, "after a failed read-back");
-	assert_int_equal(boot_pick(&r), 0);
-	boot_never_b(&r, "failed read-back");
+	expect_b_marked_bad(&r, "after a failed read-back");
 
 	s = sim_open(&r);
 	assert_int_equal(nsim_set_block_flip(s, part_block(&r, rb, 2), NSIM_FLIP_CORRECTED), 0);
 	nsim_close(s);
 	install_ok(&r, bundle, NULL, &res);
 	expect_installed_b(&r, "2.0", &rootfs, NULL);
-	free(want);
 	free(bundle);
 	image_free(&rootfs);
 	rig_free(&r);
@@ -1817,7 +1822,7 @@ TEST(test_readback_silent)
 	struct image rootfs = make_sqfs("rbs-rootfs.sqfs", 300 * 1024, 61);
 	const struct layout_partition *p;
 	struct nsim *s;
-	char *bundle, *want;
+	char *bundle;
 	int k;
 
 	rig_new(&r, "nor-router-16m", "nor-readback.sim");
@@ -1832,10 +1837,7 @@ TEST(test_readback_silent)
 	    !strstr(res.err.msg, "'rootfs-b'") || !strstr(res.err.msg, "slot B stays marked bad"))
 		fail_msg("got %d \"%s\"", k, res.err.msg);
 	assert_int_equal(res.stats.bytes_verified, 3 * r.eb);
-	want = env_b_marked_bad(&r);
-	expect_env(&r, want, "after a read-back mismatch");
-	boot_never_b(&r, "read-back mismatch");
-	free(want);
+	expect_b_marked_bad(&r, "after a read-back mismatch");
 	free(bundle);
 	image_free(&rootfs);
 	rig_free(&r);
