@@ -20,7 +20,7 @@
 /* Fixture: a trusted key (bundle_keygen), an untrusted one (openssl
  * command line), a keyring holding only the trusted public key, a real
  * squashfs rootfs and a raw kernel image. */
-static char *ring_dir, *trusted_key, *untrusted_key, *rootfs_path, *kernel_path;
+static char *rootfs_path, *kernel_path;
 static void *trusted, *untrusted;
 static struct keyring *ring;
 static uint8_t rootfs_sha[32], kernel_sha[32];
@@ -35,9 +35,6 @@ static void sha256(const void *p, size_t n, uint8_t out[32])
 
 static int setup(void **state)
 {
-	struct error err = {};
-	struct error kerr = {};
-	char *pub;
 	uint8_t *buf;
 
 	rootfs_path = th_make_squashfs("rootfs.sqfs", "gzip", 384, NULL);
@@ -45,17 +42,7 @@ static int setup(void **state)
 		fprintf(stderr, "mksquashfs or openssl missing: skipping\n");
 		exit(77);
 	}
-	ring_dir = th_path("ring");
-	trusted_key = th_path("trusted.key");
-	untrusted_key = th_path("untrusted.key");
-	pub = th_path("ring/trusted.pub");
-	assert_int_equal(mkdir(ring_dir, 0755), 0);
-	assert_int_equal(bundle_create_keygen(trusted_key, pub, NULL, &err), 0);
-	assert_int_equal(th_sh("openssl genpkey -algorithm ed25519 -out %s", untrusted_key), 0);
-	assert_int_equal(bundle_create_key_load(trusted_key, &trusted, &err), 0);
-	assert_int_equal(bundle_create_key_load(untrusted_key, &untrusted, &err), 0);
-	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
-	free(pub);
+	th_keys_new(true, &trusted, &untrusted, &ring);
 
 	kernel_path = th_path("zImage");
 	kernel_len = 300 * 1024 + 17;
@@ -73,12 +60,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	bundle_create_key_free(trusted);
-	bundle_create_key_free(untrusted);
-	keyring_free(ring);
-	free(ring_dir);
-	free(trusted_key);
-	free(untrusted_key);
+	th_keys_free(trusted, untrusted, ring);
 	free(rootfs_path);
 	free(kernel_path);
 	return 0;

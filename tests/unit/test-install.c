@@ -52,23 +52,11 @@ static char *lock;
 
 static int group_setup(void **state)
 {
-	struct error err = {};
-	struct error kerr = {};
-	char *ring_dir = th_path("ring"), *other = th_path("other");
-
 	if (th_sh("mksquashfs -version >/dev/null 2>&1") != 0) {
 		fprintf(stderr, "mksquashfs (squashfs-tools) missing: skipping\n");
 		exit(77);
 	}
-	assert_int_equal(mkdir(ring_dir, 0755), 0);
-	assert_int_equal(mkdir(other, 0755), 0);
-	char *priv = th_path("release.key"), *pub = th_path("ring/release.pub");
-	char *upriv = th_path("stranger.key"), *upub = th_path("other/stranger.pub");
-	assert_int_equal(bundle_create_keygen(priv, pub, NULL, &err), 0);
-	assert_int_equal(bundle_create_keygen(upriv, upub, NULL, &err), 0);
-	assert_int_equal(bundle_create_key_load(priv, &key_trusted, &err), 0);
-	assert_int_equal(bundle_create_key_load(upriv, &key_untrusted, &err), 0);
-	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
+	th_keys_new(false, &key_trusted, &key_untrusted, &ring);
 	assert_int_equal(keyring_count(ring), 1);
 	cmdline_a = th_path("cmdline-a");
 	th_write(cmdline_a, "console=ttyS0,115200 flashd.slot=A ro\n", 39);
@@ -78,21 +66,13 @@ static int group_setup(void **state)
 	/* a private env lock: the host's is shared with every other test */
 	lock = th_path("fw_printenv.lock");
 	env_set_lock(lock, ENV_LOCK_TIMEOUT_MS);
-	free(ring_dir);
-	free(other);
-	free(priv);
-	free(pub);
-	free(upriv);
-	free(upub);
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	free(lock);
-	bundle_create_key_free(key_trusted);
-	bundle_create_key_free(key_untrusted);
-	keyring_free(ring);
+	th_keys_free(key_trusted, key_untrusted, ring);
 	free(cmdline_a);
 	free(cmdline_factory);
 	return 0;
