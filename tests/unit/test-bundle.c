@@ -236,6 +236,35 @@ static void expect_refusal(const struct bundle_policy *pol, const uint8_t *data,
 	seen_free(&s);
 }
 
+/* A signed bundle of the two images (fixture state), and the default policy */
+struct signed_fx {
+	struct bundle_policy pol;
+	uint8_t *b;
+	size_t len;
+};
+
+static int setup_signed(void **state, bool gzip)
+{
+	struct signed_fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->pol = default_policy();
+	f->b = signed_bundle(gzip, &f->len);
+	*state = f;
+	return 0;
+}
+
+static int setup_plain(void **state) { return setup_signed(state, false); }
+static int setup_gzip(void **state) { return setup_signed(state, true); }
+
+static int teardown_signed(void **state)
+{
+	_cleanup_free_ struct signed_fx *f = *state;
+
+	free(f->b);
+	return 0;
+}
+
 /* ---- round trips ---- */
 
 static void check_roundtrip(const uint8_t *data, size_t len, size_t chunk)
@@ -275,11 +304,9 @@ TEST(test_roundtrip_chunk_sizes)
 	}
 }
 
-TEST(test_random_chunks)
+TEST_FIXTURE(test_random_chunks, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
+	struct signed_fx *f = *state;
 	uint32_t x = 12345;
 
 	for (int round = 0; round < 5; round++) {
@@ -288,11 +315,11 @@ TEST(test_random_chunks)
 		struct seen s = { 0 };
 		size_t off = 0;
 
-		assert_int_equal(bundle_reader_new(&pol, &collect_ops, &s, &r), 0);
-		while (off < len) {
+		assert_int_equal(bundle_reader_new(&f->pol, &collect_ops, &s, &r), 0);
+		while (off < f->len) {
 			x = x * 1103515245 + 12345;
-			size_t n = MIN((size_t)(x >> 8) % 20000, len - off); /* includes 0 */
-			assert_int_equal(bundle_reader_feed(r, b + off, n, &err), 0);
+			size_t n = MIN((size_t)(x >> 8) % 20000, f->len - off); /* includes 0 */
+			assert_int_equal(bundle_reader_feed(r, f->b + off, n, &err), 0);
 			off += n;
 		}
 		assert_int_equal(bundle_reader_finish(r, &err), 0);
@@ -300,7 +327,6 @@ TEST(test_random_chunks)
 		assert_memory_equal(s.md[1], kernel_sha, 32);
 		seen_free(&s);
 	}
-	free(b);
 }
 
 TEST(test_read_fd_from_pipe)
@@ -455,35 +481,29 @@ static uint32_t manifest_size(const uint8_t *b)
 	return b[12] | b[13] << 8 | b[14] << 16 | (uint32_t)b[15] << 24;
 }
 
-TEST(test_wrong_signature)
+TEST_FIXTURE(test_wrong_signature, setup_plain, teardown_signed)
 {
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
-	size_t sig = BUNDLE_HEADER_SIZE + manifest_size(b) + KEYRING_ID_SIZE;
-	struct bundle_policy pol = default_policy();
+	struct signed_fx *f = *state;
+	size_t sig = BUNDLE_HEADER_SIZE + manifest_size(f->b) + KEYRING_ID_SIZE;
 
-	b[sig + 5] ^= 0x20;
-	expect_refusal(&pol, b, len, -EKEYREJECTED, "does not verify");
+	f->b[sig + 5] ^= 0x20;
+	expect_refusal(&f->pol, f->b, f->len, -EKEYREJECTED, "does not verify");
 	/* a bad signature by a trusted key is refused even when unsigned is allowed */
-	pol.allow_unsigned = true;
-	expect_refusal(&pol, b, len, -EKEYREJECTED, "does not verify");
-	free(b);
+	f->pol.allow_unsigned = true;
+	expect_refusal(&f->pol, f->b, f->len, -EKEYREJECTED, "does not verify");
 }
 
-TEST(test_tampered_manifest)
+TEST_FIXTURE(test_tampered_manifest, setup_plain, teardown_signed)
 {
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
-	struct bundle_policy pol = default_policy();
-	char *v = memmem(b, len, "2026.12.1", 9);
+	struct signed_fx *f = *state;
+	char *v = memmem(f->b, f->len, "2026.12.1", 9);
 	struct seen s = { 0 };
 
 	assert_non_null(v);
 	v[8] = '2';  /* same length, still valid JSON */
-	expect_read(&pol, b, len, 100, -EKEYREJECTED, "manifest tampered", &s);
+	expect_read(&f->pol, f->b, f->len, 100, -EKEYREJECTED, "manifest tampered", &s);
 	assert_int_equal(s.manifests, 0); /* nothing reached the caller */
 	assert_int_equal(s.data_calls, 0);
-	free(b);
 }
 
 /* ---- payload ---- */
@@ -519,41 +539,36 @@ TEST(test_tampered_payload)
 	}
 }
 
-TEST(test_tampered_superblock)
+TEST_FIXTURE(test_tampered_superblock, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
-	uint32_t ms = manifest_size(b);
+	struct signed_fx *f = *state;
+	uint32_t ms = manifest_size(f->b);
 	struct seen s = { 0 };
 	struct error err = {};
 
 	struct bundle_manifest m;
 
-	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
+	assert_int_equal(bundle_manifest_parse(f->b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
 	bundle_manifest_layout(&m, 1);
-	b[m.payload_offset] = 'X';
-	expect_read(&pol, b, len, 13, -EBADMSG, "image 0 \"rootfs\": not a squashfs", &s);
+	f->b[m.payload_offset] = 'X';
+	expect_read(&f->pol, f->b, f->len, 13, -EBADMSG, "image 0 \"rootfs\": not a squashfs", &s);
 	assert_int_equal(s.data_calls, 0); /* not one byte reached "flash" */
 	seen_free(&s);
-	free(b);
 }
 
-TEST(test_truncated)
+TEST_FIXTURE(test_truncated, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
-	uint32_t ms = manifest_size(b);
+	struct signed_fx *f = *state;
+	uint32_t ms = manifest_size(f->b);
 	struct bundle_manifest m;
 	size_t ix;
 
-	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, NULL), 0);
+	assert_int_equal(bundle_manifest_parse(f->b + BUNDLE_HEADER_SIZE, ms, &m, NULL), 0);
 	bundle_manifest_layout(&m, 1);
 	ix = m.index_size;
 	const size_t cuts[] = { 0, 1, 31, 32, 33, 32 + ms - 1, 32 + ms, 32 + ms + 50,
 				32 + ms + 96, 32 + ms + 96 + ix - 1, 32 + ms + 96 + ix,
-				32 + ms + 96 + ix + 1000, len / 2, len - 1 };
+				32 + ms + 96 + ix + 1000, f->len / 2, f->len - 1 };
 	const char *where[] = { "empty", "header", "header", "manifest", "manifest", "manifest",
 				"signatures", "signatures", "block index", "block index", "image 0",
 				"image 0", "image", "image 1" };
@@ -561,7 +576,7 @@ TEST(test_truncated)
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		struct seen s = { 0 };
 		struct error err = {};
-		int r = feed_all(&pol, b, cuts[i], 4096, &s, &err, NULL);
+		int r = feed_all(&f->pol, f->b, cuts[i], 4096, &s, &err, NULL);
 
 		if (r != -ENODATA || !strstr(err.msg, where[i]))
 			fail_msg("cut at %zu: %d \"%s\", expected \"%s\"", cuts[i], r, err.msg,
@@ -569,48 +584,40 @@ TEST(test_truncated)
 		assert_int_equal(s.ends == 2, false);
 		seen_free(&s);
 	}
-	free(b);
 }
 
-TEST(test_trailing_data)
+TEST_FIXTURE(test_trailing_data, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len), *b2 = malloc(len + 3);
+	struct signed_fx *f = *state;
+	uint8_t *b2 = malloc(f->len + 3);
 
-	memcpy(b2, b, len);
-	memcpy(b2 + len, "xyz", 3);
-	expect_refusal(&pol, b2, len + 3, -EBADMSG, "trailing data");
-	free(b);
+	memcpy(b2, f->b, f->len);
+	memcpy(b2 + f->len, "xyz", 3);
+	expect_refusal(&f->pol, b2, f->len + 3, -EBADMSG, "trailing data");
 	free(b2);
 }
 
 /* ---- policy ---- */
 
-TEST(test_compatible)
+TEST_FIXTURE(test_compatible, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
+	struct signed_fx *f = *state;
 	struct seen s = { 0 };
 	struct error err = {};
 
-	pol.compatible = "acme,board-v2";
-	expect_refusal(&pol, b, len, -EMEDIUMTYPE, "bundle is for \"acme,board-v1\", this system "
-		       "is \"acme,board-v2\"");
-	pol.compatible = "acme,board-v1";
-	expect_read(&pol, b, len, 8192, 0, NULL, &s);
+	f->pol.compatible = "acme,board-v2";
+	expect_refusal(&f->pol, f->b, f->len, -EMEDIUMTYPE,
+		       "bundle is for \"acme,board-v1\", this system is \"acme,board-v2\"");
+	f->pol.compatible = "acme,board-v1";
+	expect_read(&f->pol, f->b, f->len, 8192, 0, NULL, &s);
 	assert_int_equal(bundle_manifest_check(&s.m, "other", NULL, 0, &err), -EMEDIUMTYPE);
 	assert_int_equal(bundle_manifest_check(&s.m, NULL, NULL, 0, &err), 0);
 	seen_free(&s);
-	free(b);
 }
 
-TEST(test_slot_limits)
+TEST_FIXTURE(test_slot_limits, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
+	struct signed_fx *f = *state;
 	struct bundle_slot_limit fits[] = { { "rootfs", rootfs_len, "squashfs" },
 					    { "kernel", 4 << 20, NULL } };
 	struct bundle_slot_limit small[] = { { "rootfs", rootfs_len - 1, NULL },
@@ -620,21 +627,20 @@ TEST(test_slot_limits)
 						       { "kernel", 4 << 20, "squashfs" } };
 	struct seen s = { 0 };
 
-	pol.slots = fits;
-	pol.n_slots = 2;
-	expect_read(&pol, b, len, 8192, 0, NULL, &s);
-	pol.slots = small;
-	expect_refusal(&pol, b, len, -EFBIG, "image 0 \"rootfs\"");
-	pol.slots = no_kernel;
-	pol.n_slots = 1;
-	expect_refusal(&pol, b, len, -ENXIO, "no \"kernel\" member");
+	f->pol.slots = fits;
+	f->pol.n_slots = 2;
+	expect_read(&f->pol, f->b, f->len, 8192, 0, NULL, &s);
+	f->pol.slots = small;
+	expect_refusal(&f->pol, f->b, f->len, -EFBIG, "image 0 \"rootfs\"");
+	f->pol.slots = no_kernel;
+	f->pol.n_slots = 1;
+	expect_refusal(&f->pol, f->b, f->len, -ENXIO, "no \"kernel\" member");
 	/* the layout's image type is enforced before any image byte */
-	pol.slots = raw_kernel_only;
-	pol.n_slots = 2;
-	expect_refusal(&pol, b, len, -EMEDIUMTYPE, "\"kernel\" is of type raw; the layout's "
+	f->pol.slots = raw_kernel_only;
+	f->pol.n_slots = 2;
+	expect_refusal(&f->pol, f->b, f->len, -EMEDIUMTYPE, "\"kernel\" is of type raw; the layout's "
 		       "slots take a squashfs image");
 	seen_free(&s);
-	free(b);
 }
 
 /* A CramFS image (here a raw kernel whose first bytes are the cramfs magic,
@@ -683,25 +689,23 @@ TEST(test_cramfs_refused)
 	free(b);
 }
 
-TEST(test_callbacks_refuse_and_stop)
+TEST_FIXTURE(test_callbacks_refuse_and_stop, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
+	struct signed_fx *f = *state;
 	struct error err = {};
 	struct seen s = { .fail_data = -EIO };
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 
-	expect_read(&pol, b, len, 8192, -EIO, "refused by the caller", &s);
+	expect_read(&f->pol, f->b, f->len, 8192, -EIO, "refused by the caller", &s);
 	seen_free(&s);
 
 	/* errors are sticky */
 	memset(&s, 0, sizeof(s));
 	s.fail_data = -ENOSPC;
-	assert_int_equal(bundle_reader_new(&pol, &collect_ops, &s, &r), 0);
-	assert_int_equal(bundle_reader_feed(r, b, len, &err), -ENOSPC);
+	assert_int_equal(bundle_reader_new(&f->pol, &collect_ops, &s, &r), 0);
+	assert_int_equal(bundle_reader_feed(r, f->b, f->len, &err), -ENOSPC);
 	err.msg[0] = '\0';
-	assert_int_equal(bundle_reader_feed(r, b, 10, &err), -ENOSPC);
+	assert_int_equal(bundle_reader_feed(r, f->b, 10, &err), -ENOSPC);
 	assert_non_null(strstr(err.msg, "refused"));
 	assert_int_equal(bundle_reader_finish(r, &err), -ENOSPC);
 	seen_free(&s);
@@ -709,13 +713,12 @@ TEST(test_callbacks_refuse_and_stop)
 	/* info-style: stop after the manifest, even on a truncated stream */
 	memset(&s, 0, sizeof(s));
 	s.stop_after_manifest = BUNDLE_STOP;
-	pol.skip_signatures = true;
-	pol.keyring = NULL;
-	expect_read(&pol, b, len - 1000, 8192, 0, NULL, &s);
+	f->pol.skip_signatures = true;
+	f->pol.keyring = NULL;
+	expect_read(&f->pol, f->b, f->len - 1000, 8192, 0, NULL, &s);
 	assert_string_equal(s.order, "M");
 	assert_int_equal(s.m.trust, BUNDLE_TRUST_UNCHECKED);
 	seen_free(&s);
-	free(b);
 }
 
 /* ---- hand-made bundles: framing and manifest refusals ---- */
@@ -1111,16 +1114,14 @@ TEST(test_keygen)
 	free(pub);
 }
 
-TEST(test_manifest_json)
+TEST_FIXTURE(test_manifest_json, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
+	struct signed_fx *f = *state;
 	struct seen s = { 0 };
 	_cleanup_json_ struct json_object *j = NULL;
 	struct json_object *v, *img;
 
-	expect_read(&pol, b, len, 65536, 0, NULL, &s);
+	expect_read(&f->pol, f->b, f->len, 65536, 0, NULL, &s);
 	assert_int_equal(bundle_manifest_to_json(&s.m, &j), 0);
 	assert_true(json_object_object_get_ex(j, "trust", &v));
 	assert_string_equal(json_object_get_string(v), "verified");
@@ -1132,14 +1133,32 @@ TEST(test_manifest_json)
 	assert_true(json_object_object_get_ex(img, "size", &v));
 	assert_int_equal(json_object_get_int64(v), kernel_len);
 	seen_free(&s);
-	free(b);
 }
 
 /* ---- the block-hash index (format 2.0) ---- */
 
-/* A one-image raw bundle of data (len bytes) with block size bs. */
+static void parse_layout(const uint8_t *b, struct bundle_manifest *m)
+{
+	struct error err = {};
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, manifest_size(b), m, &err), 0);
+	bundle_manifest_layout(m, b[16]);
+}
+
+/* Incompressible-enough test data (th_fill), malloc'd */
+static uint8_t *random_data(size_t len, uint32_t seed)
+{
+	uint8_t *d = malloc(len);
+
+	assert_non_null(d);
+	th_fill(d, len, seed);
+	return d;
+}
+
+/* A one-image raw bundle of data (len bytes) with block size bs; its
+ * manifest, laid out, in ret_m unless NULL. */
 static uint8_t *index_bundle(const uint8_t *data, size_t dlen, uint32_t bs, bool no_index,
-			     size_t *ret_len)
+			     size_t *ret_len, struct bundle_manifest *ret_m)
 {
 	char *in = th_path("ix.img"), *out = th_path("ix.fbd");
 	struct bundle_create_image img = { "kernel", in, BUNDLE_IMAGE_RAW, BUNDLE_COMPRESSION_NONE };
@@ -1160,16 +1179,11 @@ static uint8_t *index_bundle(const uint8_t *data, size_t dlen, uint32_t bs, bool
 	b = th_read(out, ret_len);
 	free(in);
 	free(out);
+	if (ret_m)
+		parse_layout(b, ret_m);
 	return b;
 }
 
-static void parse_layout(const uint8_t *b, struct bundle_manifest *m)
-{
-	struct error err = {};
-
-	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, manifest_size(b), m, &err), 0);
-	bundle_manifest_layout(m, b[16]);
-}
 
 /* The index holds the SHA-256 of every block (the last one short), sits
  * between the signatures and the payload, and payload offsets follow from
@@ -1178,13 +1192,11 @@ TEST(test_index_layout)
 {
 	const uint32_t bs = 4096;
 	size_t dlen = 5 * bs + 100, len;
-	uint8_t *data = malloc(dlen), md[32];
+	uint8_t *data = random_data(dlen, 77), md[32];
 	uint8_t *b;
 	struct bundle_manifest m;
 
-	th_fill(data, dlen, 77);
-	b = index_bundle(data, dlen, bs, false, &len);
-	parse_layout(b, &m);
+	b = index_bundle(data, dlen, bs, false, &len, &m);
 	assert_int_equal(m.format_major, 2);
 	assert_int_equal(m.block_size, bs);
 	assert_int_equal(m.images[0].n_blocks, 6);
@@ -1208,13 +1220,11 @@ TEST(test_index_corrupt)
 {
 	struct bundle_policy pol = default_policy();
 	size_t dlen = 3 * 4096, len;
-	uint8_t *data = malloc(dlen), *b;
+	uint8_t *data = random_data(dlen, 78), *b;
 	struct bundle_manifest m;
 	struct seen s = { 0 };
 
-	th_fill(data, dlen, 78);
-	b = index_bundle(data, dlen, 4096, false, &len);
-	parse_layout(b, &m);
+	b = index_bundle(data, dlen, 4096, false, &len, &m);
 	b[m.index_offset + 40] ^= 0x80;
 	expect_read(&pol, b, len, 1021, -EBADMSG, "does not match the manifest's index_sha256", &s);
 	assert_int_equal(s.data_calls, 0);
@@ -1232,16 +1242,14 @@ TEST(test_index_payload_mismatch)
 	struct bundle_policy pol = default_policy();
 	const uint32_t bs = 4096;
 	size_t dlen = 6 * bs, len, len2;
-	uint8_t *data = malloc(dlen), *b, *b2;
+	uint8_t *data = random_data(dlen, 79), *b, *b2;
 	struct bundle_manifest m;
 	struct seen s = { 0 };
 
-	th_fill(data, dlen, 79);
-	b = index_bundle(data, dlen, bs, false, &len);
+	b = index_bundle(data, dlen, bs, false, &len, &m);
 	data[3 * bs + 7] ^= 1;
-	b2 = index_bundle(data, dlen, bs, false, &len2);
+	b2 = index_bundle(data, dlen, bs, false, &len2, NULL);
 	assert_int_equal(len, len2);
-	parse_layout(b, &m);
 	memcpy(b + m.payload_offset, b2 + m.payload_offset, dlen);
 	expect_read(&pol, b, len, 1000, -EBADMSG, "image 0 \"kernel\": block 3 (bytes 12288..16383) "
 		    "does not match its sha256 in the signed index", &s);
@@ -1259,13 +1267,11 @@ TEST(test_index_none_is_format_1_0)
 {
 	struct bundle_policy pol = default_policy();
 	size_t dlen = 3 * 4096 + 1, len;
-	uint8_t *data = malloc(dlen), *b;
+	uint8_t *data = random_data(dlen, 80), *b;
 	struct bundle_manifest m;
 	struct seen s = { 0 };
 
-	th_fill(data, dlen, 80);
-	b = index_bundle(data, dlen, 0, true, &len);
-	parse_layout(b, &m);
+	b = index_bundle(data, dlen, 0, true, &len, &m);
 	assert_int_equal(m.format_major, 1);
 	assert_int_equal(m.format_minor, 0);
 	assert_int_equal(b[8], 1);
