@@ -515,42 +515,44 @@ static char *env_b_marked_bad(struct rig *r)
 	return env_b_record(r, "failed");
 }
 
-/* Raw bytes of the env copies in the simulator file. */
-static uint8_t *env_raw(struct rig *r, size_t *ret_len)
+/* The env copies in the simulator file, one after the other in buf:
+ * read into it, or written from it. */
+static void env_copies_io(struct rig *r, uint8_t *buf, bool write)
 {
-	int fd = open(r->sim, O_RDONLY | O_CLOEXEC);
-	size_t total = 0;
-	uint8_t *buf;
-
-	assert_true(fd >= 0);
-	for (size_t i = 0; i < r->l->env.n_copies; i++)
-		total += r->l->env.copies[i].size;
-	buf = malloc(total);
-	total = 0;
-	for (size_t i = 0; i < r->l->env.n_copies; i++) {
-		const struct layout_env_copy *c = &r->l->env.copies[i];
-		assert_int_equal(util_pread_full(fd, buf + total, c->size, nsim_data_offset() +
-						 c->part->offset + c->offset), (ssize_t)c->size);
-		total += c->size;
-	}
-	close(fd);
-	*ret_len = total;
-	return buf;
-}
-
-static void env_raw_restore(struct rig *r, const uint8_t *raw)
-{
-	int fd = open(r->sim, O_WRONLY | O_CLOEXEC);
+	int fd = open(r->sim, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
 	size_t pos = 0;
 
 	assert_true(fd >= 0);
 	for (size_t i = 0; i < r->l->env.n_copies; i++) {
 		const struct layout_env_copy *c = &r->l->env.copies[i];
-		assert_int_equal(util_pwrite_full(fd, raw + pos, c->size, nsim_data_offset() +
-						  c->part->offset + c->offset), (ssize_t)c->size);
+		off_t at = nsim_data_offset() + c->part->offset + c->offset;
+
+		assert_int_equal(write ? util_pwrite_full(fd, buf + pos, c->size, at) :
+					 util_pread_full(fd, buf + pos, c->size, at),
+				 (ssize_t)c->size);
 		pos += c->size;
 	}
 	close(fd);
+}
+
+/* Raw bytes of the env copies in the simulator file. */
+static uint8_t *env_raw(struct rig *r, size_t *ret_len)
+{
+	size_t total = 0;
+	uint8_t *buf;
+
+	for (size_t i = 0; i < r->l->env.n_copies; i++)
+		total += r->l->env.copies[i].size;
+	buf = malloc(total);
+	assert_non_null(buf);
+	env_copies_io(r, buf, false);
+	*ret_len = total;
+	return buf;
+}
+
+static void env_raw_restore(struct rig *r, uint8_t *raw)
+{
+	env_copies_io(r, raw, true);
 }
 
 /* ---- what U-Boot boots, and what is in a slot ---- */
@@ -1915,6 +1917,14 @@ struct adaptive {
 	uint64_t n, prefix;       /* blocks of the image, bytes before its payload */
 };
 
+/* A signed bundle NAME of the rootfs image img alone, for the adaptive board */
+static char *adaptive_bundle(struct adaptive *a, const char *name, const char *version,
+			     const struct image *img)
+{
+	return make_bundle(name, a->r.l->compatible, &(struct bspec){ version, img, NULL, NULL,
+			   key_trusted, NULL, false });
+}
+
 static void adaptive_new(struct adaptive *a, const char *name)
 {
 	char *sim = testlib_asprintf("%s.sim", name), *img = testlib_asprintf("%s-v1.sqfs", name);
@@ -1924,8 +1934,7 @@ static void adaptive_new(struct adaptive *a, const char *name)
 	rig_new(&a->r, "nandsim-128m", sim);
 	a->state = th_path(st);
 	a->v1 = make_sqfs(img, 20 * 128 * 1024 + 5000, 91);
-	a->b1 = make_bundle(b, a->r.l->compatible, &(struct bspec){ "1.0", &a->v1, NULL, NULL,
-			    key_trusted, NULL, false });
+	a->b1 = adaptive_bundle(a, b, "1.0", &a->v1);
 	m = bundle_manifest_of(a->b1);
 	bundle_manifest_layout(&m, 1);
 	assert_int_equal(m.block_size, a->r.eb);
@@ -1950,6 +1959,21 @@ static void adaptive_ok(struct adaptive *a, const char *bundle, struct rres *res
 {
 	install_ok(&a->r, bundle, &(struct ropts){ .state_dir = a->state, .source = true }, res);
 	assert_true(res->stats.adaptive);
+}
+
+/* The adaptive board NAME with v1 installed (adaptively), and ret_v2: v1
+ * with the blocks changed[] changed, in the bundle returned (NAME-v2.fbd). */
+static char *adaptive_v2(struct adaptive *a, const char *name, const unsigned *changed, size_t n,
+			 struct image *ret_v2)
+{
+	_cleanup_free_ char *img = testlib_asprintf("%s-v2.sqfs", name);
+	_cleanup_free_ char *bundle = testlib_asprintf("%s-v2.fbd", name);
+	struct rres res;
+
+	adaptive_new(a, name);
+	adaptive_ok(a, a->b1, &res);
+	*ret_v2 = image_variant(&a->r, &a->v1, img, changed, n);
+	return adaptive_bundle(a, bundle, "2.0", ret_v2);
 }
 
 static void print_row(const char *what, const struct rres *res, uint64_t bundle_size)
@@ -1996,8 +2020,7 @@ TEST(test_adaptive_counts)
 	expect_installed_b(&a.r, "1.0", &a.v1, NULL);
 
 	v2 = image_variant(&a.r, &a.v1, "ad-v2.sqfs", one, 1);
-	b2 = make_bundle("ad-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL, NULL,
-			 key_trusted, NULL, false });
+	b2 = adaptive_bundle(&a, "ad-v2.fbd", "2.0", &v2);
 	adaptive_ok(&a, b2, &res);
 	print_row("1-byte change", &res, size);
 	assert_int_equal(res.stats.erases, 1);
@@ -2007,8 +2030,7 @@ TEST(test_adaptive_counts)
 	expect_installed_b(&a.r, "2.0", &v2, NULL);
 
 	v3 = image_variant(&a.r, &v2, "ad-v3.sqfs", ten, 2);
-	b3 = make_bundle("ad-v3.fbd", a.r.l->compatible, &(struct bspec){ "3.0", &v3, NULL, NULL,
-			 key_trusted, NULL, false });
+	b3 = adaptive_bundle(&a, "ad-v3.fbd", "3.0", &v3);
 	adaptive_ok(&a, b3, &res);
 	print_row("10% change (2 of 21)", &res, size);
 	assert_int_equal(res.stats.erases, 2);
@@ -2106,8 +2128,7 @@ TEST(test_adaptive_resume)
 	adaptive_new(&a, "ad-resume");
 	adaptive_ok(&a, a.b1, &res1);
 	v2 = make_sqfs("ad-resume-v2.sqfs", a.v1.len - 200, 92); /* every block differs */
-	b2 = make_bundle("ad-resume-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
+	b2 = adaptive_bundle(&a, "ad-resume-v2.fbd", "2.0", &v2);
 	size = a.prefix + v2.len;
 	/* the mark-bad store, then half the blocks (an erase and 64 pages each) */
 	ops = a.r.env_store_erases + a.r.env_store_programs + (a.n / 2) * (1 + 64);
@@ -2205,11 +2226,7 @@ TEST(test_adaptive_copy_from_other_slot)
 	const struct layout_partition *pa;
 
 	th_write(cmdline_b, "console=ttyS0 flashd.slot=B ro\n", 31);
-	adaptive_new(&a, "ad-copy");
-	adaptive_ok(&a, a.b1, &res);
-	v2 = image_variant(&a.r, &a.v1, "ad-copy-v2.sqfs", one, 1);
-	b2 = make_bundle("ad-copy-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
+	b2 = adaptive_v2(&a, "ad-copy", one, 1, &v2);
 	/* booted from B: v2 goes to A */
 	install_ok(&a.r, b2, &(struct ropts){ .cmdline = cmdline_b, .state_dir = a.state,
 					      .source = true }, &res);
@@ -2217,8 +2234,7 @@ TEST(test_adaptive_copy_from_other_slot)
 	assert_true(slot_holds(&a.r, 0, &v2, NULL));
 
 	v3 = image_variant(&a.r, &v2, "ad-copy-v3.sqfs", two, 2);
-	b3 = make_bundle("ad-copy-v3.fbd", a.r.l->compatible, &(struct bspec){ "3.0", &v3, NULL,
-			 NULL, key_trusted, NULL, false });
+	b3 = adaptive_bundle(&a, "ad-copy-v3.fbd", "3.0", &v3);
 	pa = member_part(&a.r, 0, "rootfs");
 	alen = pa->size;
 	a_before = malloc(alen);
@@ -2296,6 +2312,40 @@ static const struct source_ops plan_source_ops = {
 	.kind = "test", .read = ps_read, .pread = ps_pread, .plan = ps_plan, .free = ps_free,
 };
 
+/* An install on the adaptive board (into B, with its state dir) of the
+ * bundle file read through a plan_source with ops; x keeps the source,
+ * the board and the install (stats) for the test, ps_install_done()
+ * frees them. install_run_source()'s result. */
+struct ps_install {
+	struct plan_source ps;
+	struct board *b;
+	struct install *in;
+	int fd;
+};
+
+static int ps_install(struct adaptive *a, const char *bundle, const struct source_ops *ops,
+		      volatile int *cancel, struct ps_install *x, struct error *err)
+{
+	*x = (struct ps_install){ .ps = { .s = { .ops = ops } } };
+	x->fd = open(bundle, O_RDONLY | O_CLOEXEC);
+	assert_true(x->fd >= 0);
+	assert_int_equal(source_new_fd(x->fd, &x->ps.inner, NULL), 0);
+	x->ps.s.size = x->ps.inner->size; /* a random-access source knows its size */
+	assert_int_equal(board_open(a->r.l, a->r.target, true, &x->b), 0);
+	assert_int_equal(install_new(&(struct install_params){ .board = x->b, .target = a->r.target,
+				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
+				     .state_dir = a->state }, &x->in), 0);
+	return install_run_source(x->in, &x->ps.s, cancel, err);
+}
+
+static void ps_install_done(struct ps_install *x)
+{
+	install_free(x->in);
+	board_close(x->b);
+	ps_free(&x->ps.s);
+	close(x->fd);
+}
+
 /* Blocks 3, 4 and 13 changed: one plan, adjacent blocks coalesced into
  * one range, at the payload offsets the manifest gives; then exactly the
  * three blocks are pread. */
@@ -2305,40 +2355,21 @@ TEST(test_adaptive_plan)
 	const unsigned three[] = { 3, 4, 13 };
 	struct image v2;
 	char *b2;
-	struct plan_source ps = { .s = { .ops = &plan_source_ops } };
-	struct board *b = NULL;
-	struct install *in = NULL;
+	struct ps_install x;
 	struct error err = {};
-	struct rres res;
-	int fd;
 
-	adaptive_new(&a, "ad-plan");
-	adaptive_ok(&a, a.b1, &res);
-	v2 = image_variant(&a.r, &a.v1, "ad-plan-v2.sqfs", three, 3);
-	b2 = make_bundle("ad-plan-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
-	fd = open(b2, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(source_new_fd(fd, &ps.inner, NULL), 0);
-	ps.s.size = ps.inner->size; /* a random-access source knows its size */
-	assert_int_equal(board_open(a.r.l, a.r.target, true, &b), 0);
-	assert_int_equal(install_new(&(struct install_params){ .board = b, .target = a.r.target,
-				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
-				     .state_dir = a.state }, &in), 0);
-	if (install_run_source(in, &ps.s, NULL, &err) < 0)
+	b2 = adaptive_v2(&a, "ad-plan", three, 3, &v2);
+	if (ps_install(&a, b2, &plan_source_ops, NULL, &x, &err) < 0)
 		fail_msg("install: %s", err.msg);
-	assert_int_equal(ps.n_plan_calls, 1);
-	assert_int_equal(ps.n_plan, 2);
-	assert_int_equal(ps.plan[0].off, a.prefix + 3 * (uint64_t)a.r.eb);
-	assert_int_equal(ps.plan[0].len, 2 * (uint64_t)a.r.eb);
-	assert_int_equal(ps.plan[1].off, a.prefix + 13 * (uint64_t)a.r.eb);
-	assert_int_equal(ps.plan[1].len, a.r.eb);
-	assert_int_equal(ps.n_preads, 3);
-	assert_int_equal(install_get_stats(in)->bytes_fetched, a.prefix + 3 * (uint64_t)a.r.eb);
-	install_free(in);
-	board_close(b);
-	ps_free(&ps.s);
-	close(fd);
+	assert_int_equal(x.ps.n_plan_calls, 1);
+	assert_int_equal(x.ps.n_plan, 2);
+	assert_int_equal(x.ps.plan[0].off, a.prefix + 3 * (uint64_t)a.r.eb);
+	assert_int_equal(x.ps.plan[0].len, 2 * (uint64_t)a.r.eb);
+	assert_int_equal(x.ps.plan[1].off, a.prefix + 13 * (uint64_t)a.r.eb);
+	assert_int_equal(x.ps.plan[1].len, a.r.eb);
+	assert_int_equal(x.ps.n_preads, 3);
+	assert_int_equal(install_get_stats(x.in)->bytes_fetched, a.prefix + 3 * (uint64_t)a.r.eb);
+	ps_install_done(&x);
 	expect_installed_b(&a.r, "2.0", &v2, NULL);
 	free(b2);
 	image_free(&v2);
@@ -2372,36 +2403,19 @@ TEST(test_adaptive_cancel)
 	int after = 2;
 	struct image v2;
 	char *b2, *want;
-	struct plan_source ps = { .s = { .ops = &cancel_source_ops } };
-	struct board *b = NULL;
-	struct install *in = NULL;
+	struct ps_install x;
 	struct error err = {};
 	struct rres res;
-	int fd;
 
-	adaptive_new(&a, "ad-cancel");
-	adaptive_ok(&a, a.b1, &res);
-	v2 = image_variant(&a.r, &a.v1, "ad-cancel-v2.sqfs", changed, 5);
-	b2 = make_bundle("ad-cancel-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
-	fd = open(b2, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(source_new_fd(fd, &ps.inner, NULL), 0);
-	ps.s.size = ps.inner->size;
+	b2 = adaptive_v2(&a, "ad-cancel", changed, 5, &v2);
 	cancel_after_preads = &after;
 	adaptive_cancel = 0;
-	assert_int_equal(board_open(a.r.l, a.r.target, true, &b), 0);
-	assert_int_equal(install_new(&(struct install_params){ .board = b, .target = a.r.target,
-				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
-				     .state_dir = a.state }, &in), 0);
-	assert_int_equal(install_run_source(in, &ps.s, &adaptive_cancel, &err), -ECANCELED);
+	assert_int_equal(ps_install(&a, b2, &cancel_source_ops, &adaptive_cancel, &x, &err),
+			 -ECANCELED);
 	/* stopped at the next block, not after the fifth */
-	assert_int_equal(ps.n_preads, 2);
-	assert_int_equal(install_get_stats(in)->blocks_written, 2);
-	install_free(in);
-	board_close(b);
-	ps_free(&ps.s);
-	close(fd);
+	assert_int_equal(x.ps.n_preads, 2);
+	assert_int_equal(install_get_stats(x.in)->blocks_written, 2);
+	ps_install_done(&x);
 	want = env_b_record(&a.r, "cancelled");
 	expect_env(&a.r, want, "after a cancelled adaptive install");
 	free(want);
