@@ -295,6 +295,15 @@ struct rig {
 	uint64_t env_store_erases, env_store_programs;
 };
 
+/* A bundle for the rig's board signed by the trusted key: rootfs and
+ * kernel (NULL: none), gzip'd or not. */
+static char *trusted_bundle(struct rig *r, const char *name, const char *version,
+			    const struct image *rootfs, const struct image *kernel, bool gzip)
+{
+	return make_bundle(name, r->l->compatible, &(struct bspec){ version, rootfs, kernel, NULL,
+			   key_trusted, NULL, gzip });
+}
+
 static struct nsim_info sim_info(struct rig *r);
 static uint64_t env_block_erases(struct rig *r);
 
@@ -726,6 +735,24 @@ static int run_install(struct rig *r, const char *bundle, const struct ropts *o,
 	return k;
 }
 
+/* The install of bundle (into B) fails with code, its message holding
+ * every one of the parts (up to NULL). */
+static void __attribute__((sentinel)) install_refused(struct rig *r, const char *bundle,
+						      struct rres *res, int code, ...)
+{
+	const char *part;
+	va_list ap;
+	int k = run_install(r, bundle, NULL, res);
+
+	if (k != code)
+		fail_msg("got %d \"%s\", expected %d", k, res->err.msg, code);
+	va_start(ap, code);
+	while ((part = va_arg(ap, const char *)))
+		if (!strstr(res->err.msg, part))
+			fail_msg("\"%s\" does not say \"%s\"", res->err.msg, part);
+	va_end(ap);
+}
+
 static void install_ok(struct rig *r, const char *bundle, const struct ropts *o, struct rres *res)
 {
 	struct rres tmp;
@@ -785,8 +812,7 @@ TEST(test_nand_install_bad_blocks)
 	char *bundle;
 
 	rig_new(&r, "nandsim-128m", "nand-good.sim");
-	bundle = make_bundle("nand-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, true });
+	bundle = trusted_bundle(&r, "nand-good.fbd", "2.0", &rootfs, &kernel, true);
 	rb = member_part(&r, 1, "rootfs");
 	kb = member_part(&r, 1, "kernel");
 	assert_string_equal(rb->name, "rootfs-b");
@@ -857,8 +883,7 @@ TEST(test_nor_install)
 	char *bundle, *bundle2;
 
 	rig_new(&r, "nor-router-16m", "nor-good.sim");
-	bundle = make_bundle("nor-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, false });
+	bundle = trusted_bundle(&r, "nor-good.fbd", "2.0", &rootfs, &kernel, false);
 	install_ok(&r, bundle, NULL, &res);
 	assert_string_equal(res.slot, "B");
 	assert_int_equal(res.stats.bytes_verified, rootfs.len + kernel.len);
@@ -869,8 +894,7 @@ TEST(test_nor_install)
 	expect_installed_b(&r, "2.0", &rootfs, &kernel);
 
 	/* a different image over it: only then are blocks erased */
-	bundle2 = make_bundle("nor-good2.fbd", r.l->compatible, &(struct bspec){ "2.1", &rootfs2,
-			      &kernel, NULL, key_trusted, NULL, true });
+	bundle2 = trusted_bundle(&r, "nor-good2.fbd", "2.1", &rootfs2, &kernel, true);
 	install_ok(&r, bundle2, NULL, &res);
 	/* every rootfs block differs and holds data; the kernel is the same */
 	assert_int_equal(res.stats.erases, DIV_ROUND_UP(rootfs2.len, r.eb));
@@ -912,8 +936,7 @@ TEST(test_refusals)
 
 	rig_new(&r, "nandsim-128m", "nand-refusals.sim");
 	th_write(nocmd, "console=ttyS0 root=/dev/nfs\n", 28);
-	good = make_bundle("ref-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			   &kernel, NULL, key_trusted, NULL, false });
+	good = trusted_bundle(&r, "ref-good.fbd", "2.0", &rootfs, &kernel, false);
 	m = bundle_manifest_of(good);
 	size_t sig = BUNDLE_HEADER_SIZE + m.manifest_size + KEYRING_ID_SIZE;
 	size_t payload = BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE;
@@ -971,8 +994,8 @@ TEST(test_refusals)
 		{ "wrong compatible", make_bundle("ref-compat.fbd", r.l->compatible, &(struct bspec){
 		  "2.0", &rootfs, &kernel, NULL, key_trusted, "acme,other-board", false }),
 		  -EMEDIUMTYPE, "bundle is for \"acme,other-board\"", false, NULL },
-		{ "image larger than the slot", make_bundle("ref-big.fbd", r.l->compatible,
-		  &(struct bspec){ "2.0", &rootfs, &big, NULL, key_trusted, NULL, false }),
+		{ "image larger than the slot",
+		  trusted_bundle(&r, "ref-big.fbd", "2.0", &rootfs, &big, false),
 		  -EFBIG, "larger than partition 'kernel-b'", false, NULL },
 		{ "not a squashfs", not_sqfs, -EBADMSG, "not a squashfs", false, NULL },
 		{ "newer major format (header)", newer, -EPROTONOSUPPORT,
@@ -1112,8 +1135,7 @@ TEST(test_ubi_on_sim_refused)
 
 	(void)state;
 	rig_new(&r, "nand-ubi", "ubi-refused.sim");
-	bundle = make_bundle("ubi.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     NULL, NULL, key_trusted, NULL, false });
+	bundle = trusted_bundle(&r, "ubi.fbd", "2.0", &rootfs, NULL, false);
 	programs = sim_info(&r).cnt.programs;
 	assert_int_equal(run_install(&r, bundle, NULL, &res), -EOPNOTSUPP);
 	assert_non_null(strstr(res.err.msg, "UBI volume rootfs_b: the simulator has no UBI"));
@@ -1137,7 +1159,6 @@ TEST(test_no_good_blocks_left)
 	const struct layout_partition *kb;
 	struct nsim *s;
 	char *bundle;
-	int k;
 
 	rig_new(&r, "nandsim-128m", "nand-nospc.sim");
 	kb = member_part(&r, 1, "kernel");
@@ -1146,12 +1167,9 @@ TEST(test_no_good_blocks_left)
 	for (uint64_t i = 3; i < 6; i++)
 		assert_int_equal(nsim_set_factory_bad(s, part_block(&r, kb, i)), 0);
 	nsim_close(s);
-	bundle = make_bundle("nospc.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, true });
-	k = run_install(&r, bundle, NULL, &res);
-	if (k != -ENOSPC || !strstr(res.err.msg, "partition 'kernel-b'") ||
-	    !strstr(res.err.msg, "no good erase block left"))
-		fail_msg("got %d \"%s\"", k, res.err.msg);
+	bundle = trusted_bundle(&r, "nospc.fbd", "2.0", &rootfs, &kernel, true);
+	install_refused(&r, bundle, &res, -ENOSPC, "partition 'kernel-b'",
+			"no good erase block left", NULL);
 	expect_b_marked_bad(&r, "after -ENOSPC");
 	free(bundle);
 	image_free(&rootfs);
@@ -1159,39 +1177,64 @@ TEST(test_no_good_blocks_left)
 	rig_free(&r);
 }
 
-/* The flash does not keep what was written (uncorrectable bitflips in a
- * block of the target): the read-back refuses activation. Corrected
- * bitflips are fine: the data is intact. */
+/* The flash does not keep what was written to a block of B's rootfs: the
+ * read-back refuses activation, B stays marked bad. */
+struct readback {
+	const char *board, *name; /* layout, file names */
+	size_t size;              /* of the rootfs image */
+	unsigned seed, block;     /* the rootfs-b block that does not keep its data */
+	bool gzip;
+	int (*fault)(struct nsim *s, uint64_t block);
+	const char *msg[2];       /* what the error says of it */
+};
+
+static void readback_refused(struct rig *r, const struct readback *c, struct image *ret_rootfs,
+			     char **ret_bundle, struct rres *res)
+{
+	_cleanup_free_ char *sim = testlib_asprintf("%s.sim", c->name);
+	_cleanup_free_ char *img = testlib_asprintf("%s-rootfs.sqfs", c->name);
+	_cleanup_free_ char *fbd = testlib_asprintf("%s.fbd", c->name);
+	struct nsim *s;
+
+	rig_new(r, c->board, sim);
+	*ret_rootfs = make_sqfs(img, c->size, c->seed);
+	*ret_bundle = trusted_bundle(r, fbd, "2.0", ret_rootfs, NULL, c->gzip);
+	s = sim_open(r);
+	assert_int_equal(c->fault(s, part_block(r, member_part(r, 1, "rootfs"), c->block)), 0);
+	nsim_close(s);
+	install_refused(r, *ret_bundle, res, -EBADMSG, c->msg[0], c->msg[1],
+			"slot B stays marked bad", NULL);
+	/* the block is read back right after it is programmed */
+	assert_int_equal(res->stats.bytes_verified, c->block * r->eb);
+	expect_b_marked_bad(r, c->name);
+}
+
+static int flip_uncorrectable(struct nsim *s, uint64_t block)
+{
+	return nsim_set_block_flip(s, block, NSIM_FLIP_UNCORRECTABLE);
+}
+
+/* NAND: uncorrectable bitflips in the block. Corrected bitflips are fine:
+ * the data is intact. */
 TEST(test_readback)
 {
+	static const struct readback nand = {
+		"nandsim-128m", "nand-readback", 500 * 1024, 60, 2, true, flip_uncorrectable,
+		{ "read-back of image 'rootfs' from partition 'rootfs-b' at 0x40000",
+		  "uncorrectable ECC error" },
+	};
 	struct rig r;
 	struct rres res;
-	struct image rootfs = make_sqfs("rb-rootfs.sqfs", 500 * 1024, 60);
-	const struct layout_partition *rb;
+	struct image rootfs;
 	struct nsim *s;
 	char *bundle;
-	int k;
 
-	rig_new(&r, "nandsim-128m", "nand-readback.sim");
-	rb = member_part(&r, 1, "rootfs");
-	bundle = make_bundle("rb.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs, NULL,
-			     NULL, key_trusted, NULL, true });
-	s = sim_open(&r);
-	assert_int_equal(nsim_set_block_flip(s, part_block(&r, rb, 2), NSIM_FLIP_UNCORRECTABLE), 0);
-	nsim_close(s);
-	k = run_install(&r, bundle, NULL, &res);
-	if (k != -EBADMSG || !strstr(res.err.msg, "read-back of image 'rootfs' from partition "
-				     "'rootfs-b' at 0x40000") ||
-	    !strstr(res.err.msg, "uncorrectable ECC error") ||
-	    !strstr(res.err.msg, "slot B stays marked bad"))
-		fail_msg("got %d \"%s\"", k, res.err.msg);
-	/* block 2 is read back right after it is programmed: the write stops there */
+	readback_refused(&r, &nand, &rootfs, &bundle, &res);
+	/* the write stops at the block */
 	assert_true(res.stats.bytes_written < rootfs.len);
-	assert_int_equal(res.stats.bytes_verified, 2 * r.eb);
-	expect_b_marked_bad(&r, "after a failed read-back");
-
 	s = sim_open(&r);
-	assert_int_equal(nsim_set_block_flip(s, part_block(&r, rb, 2), NSIM_FLIP_CORRECTED), 0);
+	assert_int_equal(nsim_set_block_flip(s, part_block(&r, member_part(&r, 1, "rootfs"), 2),
+					     NSIM_FLIP_CORRECTED), 0);
 	nsim_close(s);
 	install_ok(&r, bundle, NULL, &res);
 	expect_installed_b(&r, "2.0", &rootfs, NULL);
@@ -1451,16 +1494,13 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 	x->old_kernel = make_raw(p, kernel_len + 5000, 25);
 	free(p);
 	p = testlib_asprintf("%s-old-b.fbd", name);
-	old_b_b = make_bundle(p, r->l->compatible, &(struct bspec){ "0.9", &x->old_b, &x->old_kernel,
-			      NULL, key_trusted, NULL, false });
+	old_b_b = trusted_bundle(r, p, "0.9", &x->old_b, &x->old_kernel, false);
 	free(p);
 	p = testlib_asprintf("%s-old-a.fbd", name);
-	old_a_b = make_bundle(p, r->l->compatible, &(struct bspec){ "1.0", &x->old_a, &x->old_kernel,
-			      NULL, key_trusted, NULL, false });
+	old_a_b = trusted_bundle(r, p, "1.0", &x->old_a, &x->old_kernel, false);
 	free(p);
 	p = testlib_asprintf("%s-new.fbd", name);
-	x->bundle = make_bundle(p, r->l->compatible, &(struct bspec){ "2.0", &x->rootfs,
-				&x->kernel, NULL, key_trusted, NULL, true });
+	x->bundle = trusted_bundle(r, p, "2.0", &x->rootfs, &x->kernel, true);
 	free(p);
 
 	/* a board in the field: B holds an older release, A the running one
@@ -1623,10 +1663,8 @@ TEST(test_reinstall)
 	changed = blocks_differing(&v1, &v2, r.eb);
 	assert_true(changed >= 2 && changed * 10 <= blocks * 2);
 
-	b1 = make_bundle("re-v1.fbd", r.l->compatible, &(struct bspec){ "1.1", &v1, NULL, NULL,
-			 key_trusted, NULL, true });
-	b2 = make_bundle("re-v2.fbd", r.l->compatible, &(struct bspec){ "1.2", &v2, NULL, NULL,
-			 key_trusted, NULL, true });
+	b1 = trusted_bundle(&r, "re-v1.fbd", "1.1", &v1, NULL, true);
+	b2 = trusted_bundle(&r, "re-v2.fbd", "1.2", &v2, NULL, true);
 	install_ok(&r, b1, NULL, &res);
 	assert_int_equal(res.stats.blocks_written, blocks);
 
@@ -1712,8 +1750,7 @@ TEST(test_cancel)
 	int k;
 
 	rig_new(&r, "nandsim-128m", "nand-cancel.sim");
-	bundle = make_bundle("cancel.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, false });
+	bundle = trusted_bundle(&r, "cancel.fbd", "2.0", &rootfs, &kernel, false);
 	bundle_bytes = th_read(bundle, &blen);
 	raw0 = env_raw(&r, &raw_len);
 	marked_bad = env_b_record(&r, "cancelled");
@@ -1794,32 +1831,26 @@ TEST(test_cancel)
 	rig_free(&r);
 }
 
+static int stuck_bit(struct nsim *s, uint64_t block)
+{
+	return nsim_set_block_faults(s, block, NSIM_FAULT_STUCK_BIT);
+}
+
 /* A bit the NOR flash did not keep, with no ECC to notice (a stuck cell:
  * the program reported success): only the read-back catches it, and the
  * slot is not activated. */
 TEST(test_readback_silent)
 {
+	static const struct readback nor = {
+		"nor-router-16m", "nor-readback", 300 * 1024, 61, 3, false, stuck_bit,
+		{ "the flash did not keep what was written", "'rootfs-b'" },
+	};
 	struct rig r;
 	struct rres res;
-	struct image rootfs = make_sqfs("rbs-rootfs.sqfs", 300 * 1024, 61);
-	const struct layout_partition *p;
-	struct nsim *s;
+	struct image rootfs;
 	char *bundle;
-	int k;
 
-	rig_new(&r, "nor-router-16m", "nor-readback.sim");
-	p = member_part(&r, 1, "rootfs");
-	bundle = make_bundle("rbs.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs, NULL,
-			     NULL, key_trusted, NULL, false });
-	s = sim_open(&r);
-	assert_int_equal(nsim_set_block_faults(s, part_block(&r, p, 3), NSIM_FAULT_STUCK_BIT), 0);
-	nsim_close(s);
-	k = run_install(&r, bundle, NULL, &res);
-	if (k != -EBADMSG || !strstr(res.err.msg, "the flash did not keep what was written") ||
-	    !strstr(res.err.msg, "'rootfs-b'") || !strstr(res.err.msg, "slot B stays marked bad"))
-		fail_msg("got %d \"%s\"", k, res.err.msg);
-	assert_int_equal(res.stats.bytes_verified, 3 * r.eb);
-	expect_b_marked_bad(&r, "after a read-back mismatch");
+	readback_refused(&r, &nor, &rootfs, &bundle, &res);
 	free(bundle);
 	image_free(&rootfs);
 	rig_free(&r);
@@ -1833,8 +1864,7 @@ static size_t mem_for(struct rig *r, size_t mib)
 	char *name = testlib_asprintf("mem-%zu.sqfs", mib);
 	struct image im = make_sqfs(name, mib * 1024 * 1024, 50 + mib);
 	char *bname = testlib_asprintf("mem-%zu.fbd", mib);
-	char *bundle = make_bundle(bname, r->l->compatible, &(struct bspec){ "4.0", &im, NULL,
-				   NULL, key_trusted, NULL, true });
+	char *bundle = trusted_bundle(r, bname, "4.0", &im, NULL, true);
 
 	install_ok(r, bundle, NULL, &res);
 	assert_int_equal(res.stats.bytes_verified, im.len);
@@ -1921,8 +1951,7 @@ struct adaptive {
 static char *adaptive_bundle(struct adaptive *a, const char *name, const char *version,
 			     const struct image *img)
 {
-	return make_bundle(name, a->r.l->compatible, &(struct bspec){ version, img, NULL, NULL,
-			   key_trusted, NULL, false });
+	return trusted_bundle(&a->r, name, version, img, NULL, false);
 }
 
 static void adaptive_new(struct adaptive *a, const char *name)
