@@ -27,7 +27,7 @@ static uint64_t old_digest, sentinel_digest;
 
 static uint64_t digest(const char *path)
 {
-	uint64_t h;
+	uint64_t h = 0;
 
 	if (tree_digest(path, &h) < 0)
 		abort();

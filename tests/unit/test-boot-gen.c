@@ -84,7 +84,7 @@ static bool exists(const char *rel)
 static void __attribute__((sentinel)) expect_absent(const char *dir, ...)
 {
 	const char *name;
-	char rel[512];
+	char rel[256]; /* exists() adds base (256) */
 	va_list ap;
 
 	va_start(ap, dir);
@@ -99,7 +99,7 @@ static void __attribute__((sentinel)) expect_absent(const char *dir, ...)
 static uint64_t tree_hash(const char *rel)
 {
 	char path[512];
-	uint64_t h;
+	uint64_t h = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", base, rel);
 	assert_int_equal(tree_digest(path, &h), 0);
