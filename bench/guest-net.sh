@@ -18,6 +18,8 @@
 # installer has read half of it. The cut run goes through a second port
 # throttled to 2 MiB/s, so that the cut lands at half the bundle.
 
+# shellcheck source=tests/lib/lighttpd.sh
+. "$top_srcdir/tests/lib/lighttpd.sh"
 NET=$tmp/net
 net_port=8079 net_slow_port=8078
 
@@ -27,19 +29,14 @@ net_start_httpd() {
 	ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
 	sysctl -q -w net.ipv4.tcp_rmem="4096 65536 131072" net.ipv4.tcp_wmem="4096 65536 131072" \
 		net.core.rmem_max=131072 net.core.wmem_max=131072 2>/dev/null
-	cat >$NET/lighttpd.conf <<EOT
-server.modules = ("mod_accesslog")
-server.document-root = "$NET/www"
-server.bind = "127.0.0.1"
-server.port = $net_port
-server.errorlog = "$NET/lighttpd.err"
-accesslog.filename = "$NET/access.log"
-accesslog.format = "%s %b %r"
-mimetype.assign = ("" => "application/octet-stream")
+	{
+		lighttpd_conf "$NET" "$net_port" "%s %b %r" '"mod_accesslog"'
+		cat <<EOT
 \$SERVER["socket"] == "127.0.0.1:$net_slow_port" {
 	connection.kbytes-per-second = 2048
 }
 EOT
+	} >$NET/lighttpd.conf
 	lighttpd -D -f $NET/lighttpd.conf >$NET/lighttpd.out 2>&1 &
 	net_httpd=$!
 	for i in $(seq 100); do
