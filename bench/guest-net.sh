@@ -18,6 +18,8 @@
 # installer has read half of it. The cut run goes through a second port
 # throttled to 2 MiB/s, so that the cut lands at half the bundle.
 
+# shellcheck source=tests/lib/lighttpd.sh
+. "$top_srcdir/tests/lib/lighttpd.sh"
 NET=$tmp/net
 net_port=8079 net_slow_port=8078
 
@@ -27,19 +29,14 @@ net_start_httpd() {
 	ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
 	sysctl -q -w net.ipv4.tcp_rmem="4096 65536 131072" net.ipv4.tcp_wmem="4096 65536 131072" \
 		net.core.rmem_max=131072 net.core.wmem_max=131072 2>/dev/null
-	cat >$NET/lighttpd.conf <<EOT
-server.modules = ("mod_accesslog")
-server.document-root = "$NET/www"
-server.bind = "127.0.0.1"
-server.port = $net_port
-server.errorlog = "$NET/lighttpd.err"
-accesslog.filename = "$NET/access.log"
-accesslog.format = "%s %b %r"
-mimetype.assign = ("" => "application/octet-stream")
+	{
+		lighttpd_conf "$NET" "$net_port" "%s %b %r" '"mod_accesslog"'
+		cat <<EOT
 \$SERVER["socket"] == "127.0.0.1:$net_slow_port" {
 	connection.kbytes-per-second = 2048
 }
 EOT
+	} >$NET/lighttpd.conf
 	lighttpd -D -f $NET/lighttpd.conf >$NET/lighttpd.out 2>&1 &
 	net_httpd=$!
 	for i in $(seq 100); do
@@ -98,16 +95,13 @@ net_install() {
 net_emit() { # WORKLOAD IMAGE BUNDLE BYTES REQUESTS [KEY=VALUE...]
 	local w=$1 img=$2 b=$3 bytes=$4 reqs=$5 rec
 	shift 5
-	if [ "$NET_RC" != 0 ]; then
-		emit kind=install contender=flashd-http workload="$w" \
-			error="flashctl install URL $(why $NET_RC): $(tail -c 300 $NET/$w.log) / $(tail -n 3 $FD/flashd.log)"
+	install_failed flashd-http "$w" "$NET_RC" \
+		"flashctl install URL $(why $NET_RC): $(tail -c 300 $NET/$w.log) / $(tail -n 3 $FD/flashd.log)" &&
 		return
-	fi
 	rec=$(jq -c '.[0] | {erases, blocks_skipped, result}' $NET_STATE/installs.json 2>/dev/null)
-	emit kind=install contender=flashd-http workload="$w" seconds="$NET_SECONDS" \
+	install_row flashd-http "$w" "$NET_SECONDS" \
 		downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$b")" \
 		client_downloaded="$(tail -n 1 $NET/$w.json 2>/dev/null | jq -r '.bytes_downloaded // empty' 2>/dev/null)" \
-		erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" \
 		own_erases="$(jq -r '.erases' <<<"$rec")" own_skipped="$(jq -r '.blocks_skipped' <<<"$rec")" \
 		prefix_bytes="$("$FLASHCTL" --json bundle info "$NET/www/$b" 2>/dev/null | jq -r '.images[0].offset // empty')" \
 		verified="$(verified "$img")" "$@" \
@@ -189,14 +183,11 @@ run_swupdate_http() {
 		t1=$(now)
 		erase_end
 		read -r bytes reqs < <(net_bytes)
-		if [ $rc != 0 ]; then
-			emit kind=install contender=swupdate-http workload="net-${w%:*}" \
-				error="swupdate -d $(why $rc): $(grep -E 'ERROR|error' $SD/net-install.log | tail -n 3)"
-			continue
-		fi
-		emit kind=install contender=swupdate-http workload="net-${w%:*}" seconds="$(elapsed "$t0" "$t1")" \
+		install_failed swupdate-http "net-${w%:*}" $rc \
+			"swupdate -d $(why $rc): $(grep -E 'ERROR|error' $SD/net-install.log | tail -n 3)" && continue
+		install_row swupdate-http "net-${w%:*}" "$(elapsed "$t0" "$t1")" \
 			downloaded="$bytes" requests="$reqs" bundle_bytes="$(stat -c %s "$NET/www/$s")" \
-			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" verified="$(verified "$tmp/v${w#*:}.img")" \
+			verified="$(verified "$tmp/v${w#*:}.img")" \
 			how="swupdate -d '-u URL' (its downloader; flash handler)"
 	done
 }

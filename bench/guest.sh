@@ -46,6 +46,22 @@ bounded() { timeout -k 20 "$LIMIT" "$@"; }
 why() { case "$1" in 124 | 137) echo "hung: no result in $LIMIT s, stopped" ;; *) echo "exited $1" ;; esac; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
+# install_failed CONTENDER WORKLOAD RC ERROR: when RC is not 0, the row of
+# the failed install (and true: the caller goes on to the next workload).
+install_failed() {
+	[ "$3" != 0 ] || return 1
+	emit kind=install contender="$1" workload="$2" error="$4"
+}
+
+# install_row CONTENDER WORKLOAD SECONDS [KEY=VALUE...]: the row of a
+# measured install, with the erases counted around it (erase_begin/end).
+install_row() {
+	local c=$1 w=$2 s=$3
+	shift 3
+	emit kind=install contender="$c" workload="$w" seconds="$s" \
+		erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" "$@"
+}
+
 # ---- board --------------------------------------------------------------------
 # vm-load-board loads every device of the layout (the NOR board keeps its
 # env on a small NAND) and gives nandsim's partitions the layout's names in
@@ -295,12 +311,8 @@ run_floor() {
 			[ $rc = 0 ] || break
 			times="$times $(elapsed "$t0" "$t1")" rss="$rss $(tail -1 $tmp/rss)"
 		done
-		if [ $rc != 0 ]; then
-			emit kind=install contender=floor workload="$w" error="$(why $rc): $(tail -c 300 $tmp/floor.log)"
-			continue
-		fi
-		emit kind=install contender=floor workload="$w" seconds="$(median $times)" runs="${times# }" \
-			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(maxof $rss)" \
+		install_failed floor "$w" $rc "$(why $rc): $(tail -c 300 $tmp/floor.log)" && continue
+		install_row floor "$w" "$(median $times)" runs="${times# }" rss_kib="$(maxof $rss)" \
 			verified="$(verified "$img")" \
 			how="$(if [ $UBI = 1 ]; then echo "ubiupdatevol (UBI_IOCVOLUP of the image)"
 				elif [ "$TYPE" = nand ]; then echo "flash_erase (image-size blocks) + nandwrite -p"
@@ -418,11 +430,9 @@ run_flashd() {
 		[ $rc = 0 ] || break
 		times="$times $(elapsed "$t0" "$t1")" rss="$rss $(tail -1 $FD/daemon.rss)" crss="$crss $(tail -1 $FD/client.rss)"
 	done
-		if [ $rc != 0 ]; then
-			emit kind=install contender=flashd workload="$w" \
-				error="flashctl install $(why $rc): $(tail -c 300 $FD/install.log) / $(tail -n 3 $FD/flashd.log)"
+		install_failed flashd "$w" $rc \
+			"flashctl install $(why $rc): $(tail -c 300 $FD/install.log) / $(tail -n 3 $FD/flashd.log)" &&
 			continue
-		fi
 		rec=$(jq -c '.[0] | {bytes, erases, blocks_skipped, result}' $FD/state/installs.json 2>/dev/null)
 		if [ "$w" = latency ]; then
 			emit kind=latency contender=flashd seconds="$(elapsed "$t0" "$t1")" \
@@ -430,8 +440,7 @@ run_flashd() {
 				getinfo="$(cat $tmp/lat-info.json)"
 			continue
 		fi
-		emit kind=install contender=flashd workload="$w" seconds="$(median $times)" runs="${times# }" \
-			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" \
+		install_row flashd "$w" "$(median $times)" runs="${times# }" \
 			own_erases="$(jq -r '.erases' <<<"$rec")" own_skipped="$(jq -r '.blocks_skipped' <<<"$rec")" \
 			own_bytes="$(jq -r '.bytes' <<<"$rec")" own_result="$(jq -r '.result' <<<"$rec")" \
 			rss_kib="$(maxof $rss)" rss_detail="$(cat $tmp/sampler.json)" idle_rss_kib="$(maxof $idle)" \
@@ -506,13 +515,9 @@ EOT
 		erase_end
 		kill "$(cat /proc/$spid/task/$spid/children 2>/dev/null | awk '{print $1}')" 2>/dev/null
 		wait $spid 2>/dev/null
-		if [ $rc != 0 ]; then
-			emit kind=install contender=rauc workload="$w" \
-				error="rauc install $(why $rc): $(grep -v '^installing' $RD/install.log | tail -c 400)"
-			continue
-		fi
-		emit kind=install contender=rauc workload="$w" seconds="$(elapsed "$t0" "$t1")" \
-			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(tail -1 $RD/service.rss)" \
+		install_failed rauc "$w" $rc \
+			"rauc install $(why $rc): $(grep -v '^installing' $RD/install.log | tail -c 400)" && continue
+		install_row rauc "$w" "$(elapsed "$t0" "$t1")" rss_kib="$(tail -1 $RD/service.rss)" \
 			client_rss_kib="$(tail -1 $RD/client.rss)" verified="$(verified "$tmp/v$(image_for "$w").img")" \
 			how="rauc service + rauc install (plain bundle: loop+squashfs mount; $(if [ $UBI = 1 ]; then echo "slot type ubivol: UBI_IOCVOLUP"
 				elif [ "$TYPE" = nand ]; then echo "flash_erase + nandwrite"
@@ -547,13 +552,9 @@ run_swupdate() {
 		rc=$?
 		t1=$(now)
 		erase_end
-		if [ $rc != 0 ]; then
-			emit kind=install contender=swupdate workload="$w" \
-				error="swupdate $(why $rc): $(grep -E 'ERROR|error' $SD/install.log | tail -n 4)"
-			continue
-		fi
-		emit kind=install contender=swupdate workload="$w" seconds="$(elapsed "$t0" "$t1")" \
-			erases_slot="$ER_SLOT" erases_total="$ER_TOTAL" rss_kib="$(tail -1 $SD/rss)" \
+		install_failed swupdate "$w" $rc \
+			"swupdate $(why $rc): $(grep -E 'ERROR|error' $SD/install.log | tail -n 4)" && continue
+		install_row swupdate "$w" "$(elapsed "$t0" "$t1")" rss_kib="$(tail -1 $SD/rss)" \
 			verified="$(verified "$tmp/v$(image_for "$w").img")" \
 			how="swupdate -i ($([ $UBI = 1 ] && echo "ubivol handler: UBI_IOCVOLUP" || echo "flash handler, libmtd"); one process)"
 	done

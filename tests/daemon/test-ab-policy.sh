@@ -77,8 +77,7 @@ slots.0.state good
 next A
 EOF
 [ "$(env_var FLASHD_B_STATE)" = failed ] || fail "FLASHD_B_STATE '$(env_var FLASHD_B_STATE)'"
-vcall "$T/act1" io.flashd.Activate '{"slot":"B"}' && fail "Activate of a failed install answered"
-expect_error "$T/act1.last" io.flashd.PermissionDenied
+vcall_error "$T/act1" io.flashd.PermissionDenied io.flashd.Activate '{"slot":"B"}'
 stop_daemon
 fctl slot activate B --layout "$LAYOUT" --target "$TARGET" > "$T/act2.out" 2>&1 &&
 	fail "offline activate of a failed install succeeded"

@@ -177,23 +177,20 @@ expect_fields "$T/se.last" <<EOF
 parameters {}
 EOF
 [ "$(env_var bootdelay)" = 5 ] || fail "SetEnv bootdelay=5 not in the env (offline read)"
-vcall "$T/se2" io.flashd.SetEnv '{"name":"BOOT_ORDER","value":"A"}' && fail "SetEnv BOOT_ORDER allowed"
-expect_error "$T/se2.last" io.flashd.EnvRefused
+vcall_error "$T/se2" io.flashd.EnvRefused io.flashd.SetEnv '{"name":"BOOT_ORDER","value":"A"}'
 expect_fields "$T/se2.last" <<EOF
 parameters.name BOOT_ORDER
 EOF
 jget "$T/se2.last" parameters.reason | grep -q "managed by flashd" || fail "EnvRefused: no reason"
 [ "$(env_var BOOT_ORDER)" = "B A" ] || fail "refused SetEnv changed BOOT_ORDER"
-vcall "$T/se3" io.flashd.SetEnv '{"name":"bad=name","value":"1"}' && fail "SetEnv bad=name allowed"
-expect_error "$T/se3.last" io.flashd.EnvRefused
+vcall_error "$T/se3" io.flashd.EnvRefused io.flashd.SetEnv '{"name":"bad=name","value":"1"}'
 expect_fields "$T/se3.last" <<EOF
 parameters.name bad=name
 parameters.reason not a valid U-Boot variable name (empty, too long, or contains '=' or a control character)
 EOF
 vcall "$T/se4" io.flashd.SetEnv '{"name":"bootdelay","value":null}' || fail "SetEnv delete"
 env_var bootdelay && fail "SetEnv value=null did not delete bootdelay"
-vcall "$T/se5" io.flashd.SetEnv '{"value":"1"}' && fail "SetEnv without name allowed"
-expect_error "$T/se5.last" org.varlink.service.InvalidParameter
+vcall_error "$T/se5" org.varlink.service.InvalidParameter io.flashd.SetEnv '{"value":"1"}'
 expect_fields "$T/se5.last" <<EOF
 parameters.parameter name
 EOF
@@ -210,8 +207,7 @@ vcall "$T/fi2" io.flashd.FlashInfo || fail "FlashInfo (all)"
 expect_fields "$T/fi2.last" <<EOF
 #parameters.partitions 8
 EOF
-vcall "$T/fi3" io.flashd.FlashInfo '{"partition":"nope"}' && fail "FlashInfo nope answered"
-expect_error "$T/fi3.last" io.flashd.NoSuchPartition
+vcall_error "$T/fi3" io.flashd.NoSuchPartition io.flashd.FlashInfo '{"partition":"nope"}'
 expect_fields "$T/fi3.last" <<EOF
 parameters.partition nope
 EOF
@@ -280,23 +276,19 @@ slots.0.tries_left 0
 slots.0.priority null
 next B
 EOF
-vcall "$T/rb2" io.flashd.Rollback && fail "Rollback with no good slot to go to answered"
-expect_error "$T/rb2.last" io.flashd.NoSuchSlot
+vcall_error "$T/rb2" io.flashd.NoSuchSlot io.flashd.Rollback
 vcall "$T/ac" io.flashd.Activate '{"slot":"A"}' || fail "Activate A: $(cat "$T/ac")"
 expect_fields "$T/ac.last" <<EOF
 parameters {}
 EOF
 [ "$(env_var BOOT_ORDER)" = "A B" ] || fail "BOOT_ORDER after Activate A: '$(env_var BOOT_ORDER)'"
 [ "$(env_var BOOT_A_LEFT)" = 3 ] || fail "BOOT_A_LEFT after Activate A"
-vcall "$T/ac2" io.flashd.Activate '{"slot":"Z"}' && fail "Activate Z answered"
-expect_error "$T/ac2.last" io.flashd.NoSuchSlot
+vcall_error "$T/ac2" io.flashd.NoSuchSlot io.flashd.Activate '{"slot":"Z"}'
 expect_fields "$T/ac2.last" <<EOF
 parameters.slot Z
 EOF
-vcall "$T/ac3" io.flashd.Activate && fail "Activate without slot answered"
-expect_error "$T/ac3.last" org.varlink.service.InvalidParameter
-vcall "$T/mb2" io.flashd.MarkBad '{"slot":7}' && fail "MarkBad slot=7 answered"
-expect_error "$T/mb2.last" org.varlink.service.InvalidParameter
+vcall_error "$T/ac3" org.varlink.service.InvalidParameter io.flashd.Activate
+vcall_error "$T/mb2" org.varlink.service.InvalidParameter io.flashd.MarkBad '{"slot":7}'
 
 # ---- Install through the independent client: fd via SCM_RIGHTS, more ----
 vcall "$T/vi" io.flashd.Install '{"fd":0}' --more --fd "$T/v2.bundle" ||
@@ -321,16 +313,13 @@ vcall "$T/vi2" io.flashd.Install "{\"path\":\"$T/v2.bundle\"}" || fail "Install 
 expect_fields "$T/vi2.last" <<EOF
 parameters.step done
 EOF
-vcall "$T/vi3" io.flashd.Install '{"path":"relative.bundle"}' && fail "relative path accepted"
-expect_error "$T/vi3.last" io.flashd.InternalError
+vcall_error "$T/vi3" io.flashd.InternalError io.flashd.Install '{"path":"relative.bundle"}'
 # only regular files: a FIFO would block the daemon, a device has side effects
 mkfifo "$T/fifo"
 for p in /dev/null "$T/fifo"; do
-	vcall "$T/vi5" io.flashd.Install "{\"path\":\"$p\"}" && fail "Install of $p accepted"
-	expect_error "$T/vi5.last" io.flashd.InternalError
+	vcall_error "$T/vi5" io.flashd.InternalError io.flashd.Install "{\"path\":\"$p\"}"
 done
-vcall "$T/vi4" io.flashd.Install '{}' && fail "Install without fd/path accepted"
-expect_error "$T/vi4.last" org.varlink.service.InvalidParameter
+vcall_error "$T/vi4" org.varlink.service.InvalidParameter io.flashd.Install '{}'
 # flashctl install from standard input (a pipe), plain progress on stderr
 fctl install - < "$T/v1.bundle" > "$T/inst3.out" 2> "$T/inst3.err" ||
 	fail "flashctl install - : $(cat "$T/inst3.err")"

@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,45 +18,20 @@
 
 #include "boot_gen.h"
 #include "boot_gen_migrate.h"
+#include "../unit/tree-digest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[256], old_up[300], new_up[300], sentinel[300];
-static uint64_t digest_, old_digest, sentinel_digest;
-
-static void hash(const void *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		digest_ = (digest_ ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-}
-
-static int hash_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	char buf[4096];
-	ssize_t n;
-
-	hash(path, strlen(path));
-	hash(&st->st_mode, sizeof(st->st_mode));
-	if (S_ISREG(st->st_mode)) {
-		int fd = open(path, O_RDONLY | O_NOFOLLOW);
-		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-			hash(buf, n);
-		if (fd >= 0)
-			close(fd);
-	} else if (S_ISLNK(st->st_mode) && (n = readlink(path, buf, sizeof(buf))) > 0) {
-		hash(buf, n);
-	}
-	(void)flag;
-	(void)f;
-	return 0;
-}
+static uint64_t old_digest, sentinel_digest;
 
 static uint64_t digest(const char *path)
 {
-	digest_ = 14695981039346656037ull;
-	if (nftw(path, hash_one, 16, FTW_PHYS) < 0)
+	uint64_t h = 0;
+
+	if (tree_digest(path, &h) < 0)
 		abort();
-	return digest_;
+	return h;
 }
 
 static void mk(const char *rel, const char *text, const char *link)

@@ -20,6 +20,7 @@
 
 #include "proto.h"
 #include "proto_flashd.h"
+#include "../unit/proto-test-helpers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -104,18 +105,6 @@ static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	/* FlashInfo: no handler (MethodNotImplemented) */
 };
 
-/* ... and a streaming method (PROTO_NEEDS_MORE), which io.flashd has none of. */
-static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
-
-static void methods_init(void)
-{
-	if (methods[0].name)
-		return;
-	proto_flashd_bind(methods, handlers);
-	methods[_PROTO_FLASHD_METHOD_MAX] = (struct proto_method) {
-		"io.flashd.test", "Stream", m_install, PROTO_NEEDS_MORE, proto_params_none };
-}
-
 /* Every queued reply: a JSON object and a NUL. */
 static void check_output(struct proto_conn *c)
 {
@@ -173,10 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	chunk = chunks[(data[0] >> 1) & 7];
-	methods_init();
-	if (proto_server_new(NULL, -1, methods, NULL, &s) < 0)
-		abort();
-	if (proto_conn_new(s, -1, (data[0] & 1) ? &user : &root, &c) < 0)
+	if (!test_methods[0].name) /* ... and Stream (test interface) = m_install */
+		test_methods_bind(handlers, m_install);
+	if (test_server_new((data[0] & 1) ? &user : &root, &s, &c) < 0)
 		abort();
 	data++;
 	size--;

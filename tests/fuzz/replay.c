@@ -61,19 +61,16 @@ static int replay_file(const char *path)
 	return 0;
 }
 
-static int cmp(const void *a, const void *b)
+static int visible(const struct dirent *de)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return de->d_name[0] != '.';
 }
 
 static int replay_path(const char *path, unsigned *count)
 {
 	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0;
-	int r = 0;
+	struct dirent **des = NULL;
+	int n, r = 0;
 
 	if (stat(path, &st) < 0) {
 		fprintf(stderr, "replay: %s: %s\n", path, strerror(errno));
@@ -84,36 +81,25 @@ static int replay_path(const char *path, unsigned *count)
 		*count += r == 0;
 		return r;
 	}
-	d = opendir(path);
-	if (!d)
+	/* in name order, the same on every run */
+	n = scandir(path, &des, visible, alphasort);
+	if (n < 0)
 		return -errno;
-	while ((de = readdir(d))) {
-		char **nn;
+	for (int i = 0; i < n; i++) {
+		char *file;
 
-		if (de->d_name[0] == '.')
-			continue;
-		nn = realloc(names, (n + 1) * sizeof(*names));
-		if (!nn) {
-			r = -ENOMEM;
-			break;
-		}
-		names = nn;
-		if (asprintf(&names[n], "%s/%s", path, de->d_name) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		n++;
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp);
-	for (size_t i = 0; i < n; i++) {
 		if (r == 0) {
-			r = replay_file(names[i]);
-			*count += r == 0;
+			if (asprintf(&file, "%s/%s", path, des[i]->d_name) < 0) {
+				r = -ENOMEM;
+			} else {
+				r = replay_file(file);
+				*count += r == 0;
+				free(file);
+			}
 		}
-		free(names[i]);
+		free(des[i]);
 	}
-	free(names);
+	free(des);
 	return r;
 }
 

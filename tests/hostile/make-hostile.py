@@ -208,27 +208,25 @@ def delf(path):
     return mut
 
 
+def values(cat, path, named):
+    """One case per (what, value): the field at path set to value."""
+    return [(cat, what, setf(path, v)) for what, v in named]
+
+
+SLOT = ["images", 0, "slot"]
 cases = [
-    ("compat", "wrong", setf(["compatible"], "flashd,other-board")),
-    ("compat", "empty", setf(["compatible"], "")),
-    ("compat", "prefix", setf(["compatible"], "flashd,nandsim-128")),
-    ("compat", "space", setf(["compatible"], "flashd, nandsim-128m")),
-    ("compat", "long", setf(["compatible"], "x" * 65)),
-    ("compat", "number", setf(["compatible"], 1)),
-    ("version", "major2", setf(["format_major"], 2)),
-    ("version", "major3", setf(["format_major"], 3)),
-    ("version", "major0", setf(["format_major"], 0)),
+    *values("compat", ["compatible"], [
+        ("wrong", "flashd,other-board"), ("empty", ""), ("prefix", "flashd,nandsim-128"),
+        ("space", "flashd, nandsim-128m"), ("long", "x" * 65), ("number", 1)]),
+    *values("version", ["format_major"], [
+        ("major2", 2), ("major3", 3), ("major0", 0), ("major-string", "1")]),
     ("version", "minor-mismatch", setf(["format_minor"], 1)),
-    ("version", "major-string", setf(["format_major"], "1")),
-    ("version", "empty", setf(["version"], "")),
-    ("version", "space", setf(["version"], "2.0 beta")),
-    ("version", "control", setf(["version"], "2.0\n")),
-    ("version", "long", setf(["version"], "1" * 65)),
-    ("date", "month13", setf(["build_date"], "2026-13-01T00:00:00Z")),
-    ("date", "feb30", setf(["build_date"], "2026-02-30T00:00:00Z")),
-    ("date", "format", setf(["build_date"], "yesterday")),
-    ("desc", "control", setf(["description"], "bad\x07bell")),
-    ("desc", "long", setf(["description"], "d" * 257)),
+    *values("version", ["version"], [
+        ("empty", ""), ("space", "2.0 beta"), ("control", "2.0\n"), ("long", "1" * 65)]),
+    *values("date", ["build_date"], [
+        ("month13", "2026-13-01T00:00:00Z"), ("feb30", "2026-02-30T00:00:00Z"),
+        ("format", "yesterday")]),
+    *values("desc", ["description"], [("control", "bad\x07bell"), ("long", "d" * 257)]),
     ("field", "unknown", setf(["extra"], 1)),
     ("field", "missing-images", delf(["images"])),
     ("field", "missing-compatible", delf(["compatible"])),
@@ -237,24 +235,17 @@ cases = [
     ("images", "object", setf(["images"], {"rootfs": 1})),
     ("images", "nine", lambda m: m.__setitem__("images", [dict(img(m), slot=f"s{i}") for i in range(9)])),
     ("images", "duplicate", lambda m: m["images"].append(OrderedDict(img(m)))),
-    ("images", "unknown-member", lambda m: img(m).__setitem__("slot", "appfs")),
+    ("images", "unknown-member", setf(SLOT, "appfs")),
     ("images", "kernel-too-big", lambda m: (img(m).__setitem__("slot", "kernel"),
                                             img(m).__setitem__("size", 4 * 1024 * 1024 + 4096),
                                             img(m).__setitem__("stored_size", 4 * 1024 * 1024 + 4096))),
-    ("name", "dotdot", lambda m: img(m).__setitem__("slot", "../rootfs")),
-    ("name", "absolute", lambda m: img(m).__setitem__("slot", "/dev/mtd0")),
-    ("name", "slash", lambda m: img(m).__setitem__("slot", "rootfs/../../etc")),
-    ("name", "upper", lambda m: img(m).__setitem__("slot", "ROOTFS")),
-    ("name", "empty", lambda m: img(m).__setitem__("slot", "")),
-    ("name", "long", lambda m: img(m).__setitem__("slot", "r" * 33)),
-    ("name", "space", lambda m: img(m).__setitem__("slot", "root fs")),
-    ("name", "nul", lambda m: img(m).__setitem__("slot", "rootfs\0x")),
-    ("name", "utf8", lambda m: img(m).__setitem__("slot", "r\u00f6otfs")),
-    ("name", "shell", lambda m: img(m).__setitem__("slot", "$(reboot)")),
-    ("type", "ext4", lambda m: img(m).__setitem__("type", "ext4")),
-    ("compression", "xz", lambda m: img(m).__setitem__("compression", "xz")),
-    ("size", "zero", lambda m: img(m).__setitem__("size", 0)),
-    ("size", "negative", lambda m: img(m).__setitem__("size", -1)),
+    *values("name", SLOT, [
+        ("dotdot", "../rootfs"), ("absolute", "/dev/mtd0"), ("slash", "rootfs/../../etc"),
+        ("upper", "ROOTFS"), ("empty", ""), ("long", "r" * 33), ("space", "root fs"),
+        ("nul", "rootfs\0x"), ("utf8", "r\u00f6otfs"), ("shell", "$(reboot)")]),
+    ("type", "ext4", setf(["images", 0, "type"], "ext4")),
+    ("compression", "xz", setf(["images", 0, "compression"], "xz")),
+    *values("size", ["images", 0, "size"], [("zero", 0), ("negative", -1)]),
     ("size", "slot-plus-1", lambda m: (img(m).__setitem__("size", slot_size + 1),
                                        img(m).__setitem__("stored_size", slot_size + 1))),
     ("size", "2^40+1", lambda m: (img(m).__setitem__("size", 2 ** 40 + 1),

@@ -110,6 +110,15 @@ expect_error() {
 	expect_json "$1" error "$2" "$1"
 }
 
+# vcall_error OUT ERROR METHOD [PARAMS] [options...]: the call is refused
+# with the Varlink error ERROR (its reply in OUT.last for more checks).
+vcall_error() {
+	local out=$1 error=$2
+	shift 2
+	vcall "$out" "$@" && fail "$* answered, expected $error: $(cat "$out.last")"
+	expect_error "$out.last" "$error"
+}
+
 # The gated feeder: writes the first BYTES of FILE to stdout, waits until
 # $FLASHD_DIR/go-NAME exists, then writes the rest. An install reading
 # this pipe holds still at a known point (write phase) for as long as a

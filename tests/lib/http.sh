@@ -9,6 +9,8 @@
 #   start_proxy --drop-at 300000   # $PROXY_PORT, forwards to lighttpd's http port
 #   http_requests / http_bytes     # from lighttpd's access log
 
+. "$top_srcdir/tests/lib/lighttpd.sh"
+
 LIGHTTPD=$(command -v lighttpd 2>/dev/null || echo /usr/sbin/lighttpd)
 [ -x "$LIGHTTPD" ] || skip "lighttpd is not installed (apt-get install lighttpd lighttpd-mod-openssl)"
 need openssl
@@ -56,15 +58,10 @@ start_httpd() {
 	HTTP_PORT=$(free_port)
 	HTTPS_PORT=$(free_port)
 	MTLS_PORT=$(free_port)
-	cat > "$T/lighttpd.conf" <<CONF
-server.modules = ("mod_accesslog", "mod_openssl")
-server.document-root = "$T/www"
-server.bind = "127.0.0.1"
-server.port = $HTTP_PORT
-server.errorlog = "$T/lighttpd.err"
-accesslog.filename = "$T/access.log"
-accesslog.format = "%r %s [%{X-Flashd-Test}i] %b"
-mimetype.assign = ("" => "application/octet-stream")
+	{
+		lighttpd_conf "$T" "$HTTP_PORT" "%r %s [%{X-Flashd-Test}i] %b" \
+			'"mod_accesslog", "mod_openssl"'
+		cat <<CONF
 \$SERVER["socket"] == "127.0.0.1:$HTTPS_PORT" {
 	ssl.engine = "enable"
 	ssl.pemfile = "$T/server.pem"
@@ -77,6 +74,7 @@ mimetype.assign = ("" => "application/octet-stream")
 	ssl.verifyclient.enforce = "enable"
 }
 CONF
+	} > "$T/lighttpd.conf"
 	"$LIGHTTPD" -D -f "$T/lighttpd.conf" >"$T/lighttpd.out" 2>&1 &
 	HTTPD_PID=$!
 	BG_PIDS="$BG_PIDS $HTTPD_PID"

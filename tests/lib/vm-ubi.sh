@@ -15,6 +15,16 @@ ubi_setup() {
 	UBI_MTD=$(vm_mtd_by_name ubi)
 }
 
+# ubi_workdir DIR: T=DIR, made afresh, with a signing key $T/k.key whose
+# public half is the only key of $T/keyring.
+ubi_workdir() {
+	T=$1
+	rm -rf "$T"
+	mkdir -p "$T/keyring"
+	vm_run "$FLASHCTL" -q bundle keygen --out "$T/k"
+	cp "$T/k.pub" "$T/keyring/"
+}
+
 # ubi_num: the UBI device number of the layout's "ubi" partition, "" when not attached.
 ubi_num() {
 	local d

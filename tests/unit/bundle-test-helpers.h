@@ -12,6 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bundle_create.h"
+#include "error.h"
+#include "keyring.h"
+
 static char th_dir[64];
 
 static inline void th_cleanup(void)
@@ -86,6 +90,42 @@ static inline uint8_t *th_read(const char *path, size_t *ret_len)
 	fclose(f);
 	*ret_len = n;
 	return buf;
+}
+
+/* The signing keys of a test: ret_trusted, whose public half
+ * (th_path("ring/trusted.pub")) is the only key of ret_ring, and
+ * ret_untrusted, in no keyring: made by "openssl genpkey" when openssl
+ * (a key of another maker), else by bundle_create_keygen. */
+static inline void th_keys_new(bool openssl, void **ret_trusted, void **ret_untrusted,
+			       struct keyring **ret_ring)
+{
+	char *ring = th_path("ring"), *priv = th_path("trusted.key");
+	char *pub = th_path("ring/trusted.pub");
+	char *upriv = th_path("untrusted.key"), *upub = th_path("untrusted.pub");
+	struct error err = {};
+	struct error kerr = {};
+
+	if (mkdir(ring, 0755) < 0 || bundle_create_keygen(priv, pub, NULL, &err) < 0 ||
+	    (openssl ? th_sh("openssl genpkey -algorithm ed25519 -out '%s'", upriv) != 0 :
+		       bundle_create_keygen(upriv, upub, NULL, &err) < 0) ||
+	    bundle_create_key_load(priv, ret_trusted, &err) < 0 ||
+	    bundle_create_key_load(upriv, ret_untrusted, &err) < 0 ||
+	    keyring_load_dir(ring, ret_ring, &kerr) < 0) {
+		fprintf(stderr, "test keys: %s%s\n", error_message(&err), error_message(&kerr));
+		exit(1);
+	}
+	free(ring);
+	free(priv);
+	free(pub);
+	free(upriv);
+	free(upub);
+}
+
+static inline void th_keys_free(void *trusted, void *untrusted, struct keyring *ring)
+{
+	bundle_create_key_free(trusted);
+	bundle_create_key_free(untrusted);
+	keyring_free(ring);
 }
 
 /* Deterministic pseudo-random bytes (xorshift), half compressible. */

@@ -46,9 +46,11 @@ struct fx {
 	struct layout *l;
 };
 
-static void make_chip(const char *path, uint64_t size)
+/* The simulator of device dev in the board directory (a NOR chip of size) */
+static void make_chip(struct fx *fx, const char *dev, uint64_t size)
 {
 	struct nsim_geometry g = { NSIM_NOR, size, ES, 1, 0 };
+	_cleanup_free_ char *path = testlib_asprintf("%s/%s.sim", fx->dir, dev);
 
 	assert_int_equal(nsim_create(path, &g, NSIM_CREATE_FORCE), 0);
 }
@@ -57,7 +59,6 @@ static int setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
 	struct error err = {};
-	char path[128];
 
 	assert_non_null(fx);
 	snprintf(fx->dir, sizeof(fx->dir), "/tmp/test-board-XXXXXX");
@@ -65,10 +66,8 @@ static int setup(void **state)
 	snprintf(fx->target, sizeof(fx->target), "sim:%s", fx->dir);
 	if (layout_parse(two_devices, "two.json", &fx->l, &err) < 0)
 		fail_msg("%s", err.msg);
-	snprintf(path, sizeof(path), "%s/nor0.sim", fx->dir);
-	make_chip(path, 2u << 20);
-	snprintf(path, sizeof(path), "%s/nor1.sim", fx->dir);
-	make_chip(path, 2u << 20);
+	for (size_t i = 0; i < fx->l->n_devices; i++)
+		make_chip(fx, fx->l->devices[i].name, 2u << 20);
 	*state = fx;
 	return 0;
 }
@@ -76,15 +75,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *fx = *state;
-	char path[128];
 
-	for (size_t i = 0; i < fx->l->n_devices; i++) {
-		snprintf(path, sizeof(path), "%s/%s.sim", fx->dir, fx->l->devices[i].name);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/flashd.oplock", fx->dir);
-	unlink(path);
-	rmdir(fx->dir);
+	testlib_rm_rf(fx->dir); /* the chips, the oplock */
 	layout_free(fx->l);
 	free(fx);
 	return 0;
@@ -229,10 +221,8 @@ TEST_FIXTURE(test_wrong_chip_refused, setup, teardown)
 	struct fx *fx = *state;
 	_cleanup_board_ struct board *b = NULL;
 	struct flash *f = NULL;
-	char path[128];
 
-	snprintf(path, sizeof(path), "%s/nor1.sim", fx->dir);
-	make_chip(path, 4u << 20);
+	make_chip(fx, "nor1", 4u << 20);
 	assert_int_equal(board_open(fx->l, fx->target, true, &b), 0);
 	assert_int_equal(board_open_partition_by_name(b, "c", &f), -EMEDIUMTYPE);
 	assert_null(f);

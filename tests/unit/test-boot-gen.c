@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <ftw.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/xattr.h>
@@ -23,6 +22,7 @@
 #include "cleanup.h"
 #include "util.h"
 #include "testlib.h"
+#include "tree-digest.h"
 
 static char base[256];
 
@@ -60,15 +60,15 @@ static void mkdir_in(const char *rel)
 	assert_int_equal(mkdir(path, 0755), 0);
 }
 
-static char *get(const char *rel)
+/* base/rel holds exactly text */
+static void expect_text(const char *rel, const char *text)
 {
 	char path[512];
-	char *text = NULL;
+	_cleanup_free_ char *got = NULL;
 
 	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	if (util_read_file(path, 1 << 20, &text, NULL) < 0)
-		return NULL;
-	return text;
+	if (util_read_file(path, 1 << 20, &got, NULL) < 0 || strcmp(got, text))
+		fail_msg("%s: \"%s\", expected \"%s\"", rel, got ? got : "(unreadable)", text);
 }
 
 static bool exists(const char *rel)
@@ -80,46 +80,30 @@ static bool exists(const char *rel)
 	return lstat(path, &st) == 0;
 }
 
-/* A digest of a tree: every name, type, mode, size, link target and byte,
- * not following symlinks (so "unchanged" is checked, not assumed). */
-static uint64_t tree_hash_;
-
-static void hash_bytes(const void *p, size_t n)
+/* None of dir/NAME... (up to NULL) exists */
+static void __attribute__((sentinel)) expect_absent(const char *dir, ...)
 {
-	for (size_t i = 0; i < n; i++)
-		tree_hash_ = (tree_hash_ ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-}
+	const char *name;
+	char rel[256]; /* exists() adds base (256) */
+	va_list ap;
 
-static int hash_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	char buf[4096];
-	ssize_t n;
-
-	hash_bytes(path, strlen(path));
-	hash_bytes(&st->st_mode, sizeof(st->st_mode));
-	if (S_ISREG(st->st_mode)) {
-		int fd = open(path, O_RDONLY | O_NOFOLLOW);
-		hash_bytes(&st->st_size, sizeof(st->st_size));
-		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-			hash_bytes(buf, n);
-		if (fd >= 0)
-			close(fd);
-	} else if (S_ISLNK(st->st_mode) && (n = readlink(path, buf, sizeof(buf))) > 0) {
-		hash_bytes(buf, n);
+	va_start(ap, dir);
+	while ((name = va_arg(ap, const char *))) {
+		snprintf(rel, sizeof(rel), "%s/%s", dir, name);
+		if (exists(rel))
+			fail_msg("%s: exists", rel);
 	}
-	(void)flag;
-	(void)f;
-	return 0;
+	va_end(ap);
 }
 
 static uint64_t tree_hash(const char *rel)
 {
 	char path[512];
+	uint64_t h = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	tree_hash_ = 14695981039346656037ull;
-	assert_int_equal(nftw(path, hash_one, 16, FTW_PHYS), 0);
-	return tree_hash_;
+	assert_int_equal(tree_digest(path, &h), 0);
+	return h;
 }
 
 static void link_to(const char *target, const char *rel)
@@ -130,14 +114,35 @@ static void link_to(const char *target, const char *rel)
 	assert_int_equal(symlink(target, path), 0);
 }
 
-static int prepare(const char *ov_rel, const char *gen, const char *rom_rel, struct error *err,
-		   struct boot_gen_result *res)
+static int prepare_subtree(const char *ov_rel, const char *gen, const char *rom_rel,
+			   const char *subtree, struct error *err, struct boot_gen_result *res)
 {
 	char ov[512], rom[512];
 
 	snprintf(ov, sizeof(ov), "%s/%s", base, ov_rel);
 	snprintf(rom, sizeof(rom), "%s/%s", base, rom_rel);
-	return boot_gen_prepare(ov, gen, rom, "/", res, err);
+	return boot_gen_prepare(ov, gen, rom, subtree, res, err);
+}
+
+static int prepare(const char *ov_rel, const char *gen, const char *rom_rel, struct error *err,
+		   struct boot_gen_result *res)
+{
+	return prepare_subtree(ov_rel, gen, rom_rel, "/", err, res);
+}
+
+/* The overlay "ov" and its first generation gen-A-1 over "rom", whose
+ * keep.d holds the file keep_name with the text keep. */
+static void first_generation(const char *keep_name, const char *keep)
+{
+	struct boot_gen_result res;
+	struct error err = {};
+	char rel[128];
+
+	mkdir_in("ov");
+	snprintf(rel, sizeof(rel), "rom/etc/flashd/keep.d/%s", keep_name);
+	put(rel, keep);
+	if (prepare("ov", "gen-A-1", "rom", &err, &res) < 0)
+		fail_msg("gen-A-1: %s", error_message(&err));
 }
 
 /* The new upper takes a new file (the union would be writable). */
@@ -188,25 +193,17 @@ TEST_FIXTURE(test_keep_dotdot_glob_no_self_copy, setup, teardown)
 	struct boot_gen_result res;
 	struct error err = {};
 	uint64_t before;
-	_cleanup_free_ char *t = NULL;
 
-	mkdir_in("ov");
-	put("rom/etc/flashd/keep.d/evil", "/.[.]/.[.]\n/etc/.[.]/.[.]/.[.]\n/etc/.?/etc/a\n"
-					  "/etc/keep\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
+	first_generation("evil", "/.[.]/.[.]\n/etc/.[.]/.[.]/.[.]\n/etc/.?/etc/a\n/etc/keep\n");
 	put("ov/gen-A-1/upper/etc/keep", "kept\n");
 	put("ov/gen-A-1/upper/etc/a", "user data\n");
 	put("ov/gen-A-1/upper/data/big", "precious\n");
 	before = tree_hash("ov/gen-A-1");
 	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_int_equal(tree_hash("ov/gen-A-1"), before);
-	t = get("ov/gen-A-1/upper/data/big");
-	assert_string_equal(t, "precious\n");
-	free(TAKE_PTR(t));
-	t = get("ov/gen-B-2/upper/etc/keep");
-	assert_string_equal(t, "kept\n");
-	assert_false(exists("ov/gen-B-2/upper/data"));
-	assert_false(exists("ov/gen-B-2/upper/gen-A-1"));
+	expect_text("ov/gen-A-1/upper/data/big", "precious\n");
+	expect_text("ov/gen-B-2/upper/etc/keep", "kept\n");
+	expect_absent("ov/gen-B-2/upper", "data", "gen-A-1", NULL);
 	assert_writable("ov/gen-B-2/upper");
 }
 
@@ -219,14 +216,11 @@ TEST_FIXTURE(test_keep_symlinks_not_followed, setup, teardown)
 	char target[512];
 	struct error err = {};
 	uint64_t before_old, before_out;
-	_cleanup_free_ char *t = NULL;
 	struct stat st;
 
-	mkdir_in("ov");
 	put("outside/secret", "outside\n");
-	put("rom/etc/flashd/keep.d/x", "/etc/config\n/etc/config/*\n/etc/out\n/etc/out/*\n"
-				       "/etc/out/secret\n/etc/out/new/file\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
+	first_generation("x", "/etc/config\n/etc/config/*\n/etc/out\n/etc/out/*\n"
+			 "/etc/out/secret\n/etc/out/new/file\n");
 	put("ov/gen-A-1/upper/data/d1", "user 1\n");
 	put("ov/gen-A-1/upper/data/d2", "user 2\n");
 	put("ov/gen-A-1/upper/etc/other", "x\n");
@@ -239,8 +233,7 @@ TEST_FIXTURE(test_keep_symlinks_not_followed, setup, teardown)
 	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_int_equal(tree_hash("ov/gen-A-1"), before_old);
 	assert_int_equal(tree_hash("outside"), before_out);
-	t = get("ov/gen-A-1/upper/data/d1");
-	assert_string_equal(t, "user 1\n");
+	expect_text("ov/gen-A-1/upper/data/d1", "user 1\n");
 	/* the links themselves are kept, as links */
 	assert_int_equal(lstat(strcat(strcpy((char[512]){0}, base), "/ov/gen-B-2/upper/etc/config"), &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
@@ -257,11 +250,8 @@ TEST_FIXTURE(test_keep_star_never_dot_or_dotdot, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct error err = {};
-	_cleanup_free_ char *t = NULL;
 
-	mkdir_in("ov");
-	put("rom/etc/flashd/keep.d/x", "/root/.*\n/etc/config/*\n/*/nothing\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
+	first_generation("x", "/root/.*\n/etc/config/*\n/*/nothing\n");
 	put("ov/gen-A-1/upper/root/.profile", "profile\n");
 	put("ov/gen-A-1/upper/root/notdot", "no\n");
 	put("ov/gen-A-1/upper/etc/config/net", "net\n");
@@ -269,17 +259,11 @@ TEST_FIXTURE(test_keep_star_never_dot_or_dotdot, setup, teardown)
 	put("ov/gen-A-1/upper/etc/notkept", "edit\n");
 	put("ov/gen-A-1/upper/usr/lib/libold.so", "stale\n");
 	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
-	t = get("ov/gen-B-2/upper/root/.profile");
-	assert_string_equal(t, "profile\n");
-	free(TAKE_PTR(t));
-	t = get("ov/gen-B-2/upper/etc/config/.hidden");
-	assert_string_equal(t, "hidden\n");
+	expect_text("ov/gen-B-2/upper/root/.profile", "profile\n");
+	expect_text("ov/gen-B-2/upper/etc/config/.hidden", "hidden\n");
 	assert_true(exists("ov/gen-B-2/upper/etc/config/net"));
-	assert_false(exists("ov/gen-B-2/upper/root/notdot"));
-	assert_false(exists("ov/gen-B-2/upper/etc/notkept"));
-	assert_false(exists("ov/gen-B-2/upper/usr"));
-	assert_false(exists("ov/gen-B-2/upper/upper"));
-	assert_false(exists("ov/gen-B-2/upper/gen-A-1"));
+	expect_absent("ov/gen-B-2/upper", "root/notdot", "etc/notkept", "usr", "upper", "gen-A-1",
+		      NULL);
 	assert_int_equal(res.migrated, 3); /* .profile, net, .hidden */
 }
 
@@ -301,6 +285,7 @@ TEST(test_keep_parse_dots)
  * took version 2's temporary directory, a long version failed. */
 TEST(test_name_collisions)
 {
+	static const char *const invalid[] = { "gen-A-2.tmp", "../gen-A-1", "gen-A/../../x", "other" };
 	char a[BOOT_GEN_NAME_MAX], b[BOOT_GEN_NAME_MAX], longv[600];
 
 	assert_int_equal(boot_gen_name("A", "2.0~rc1", a, sizeof(a)), 0);
@@ -322,10 +307,9 @@ TEST(test_name_collisions)
 	assert_string_not_equal(a, b);
 	assert_int_equal(boot_gen_name("A", "..", a, sizeof(a)), 0);
 	assert_true(boot_gen_name_valid(a));
-	assert_false(boot_gen_name_valid("gen-A-2.tmp"));
-	assert_false(boot_gen_name_valid("../gen-A-1"));
-	assert_false(boot_gen_name_valid("gen-A/../../x"));
-	assert_false(boot_gen_name_valid("other"));
+	for (size_t i = 0; i < ELEMENTSOF(invalid); i++)
+		if (boot_gen_name_valid(invalid[i]))
+			fail_msg("\"%s\" taken for a generation name", invalid[i]);
 }
 
 /* Issue 14.9: a planted "../" in .flashd-last made migration read outside
@@ -359,9 +343,7 @@ TEST_FIXTURE(test_big_xattr, setup, teardown)
 		skip();
 		return;
 	}
-	mkdir_in("ov");
-	put("rom/etc/flashd/keep.d/x", "/etc/x\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
+	first_generation("x", "/etc/x\n");
 	put("ov/gen-A-1/upper/etc/x", "x\n");
 	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper/etc/x", base);
 	memset(value, 'q', sizeof(value));
@@ -449,9 +431,7 @@ TEST_FIXTURE(test_hostile_keep_corpus, setup, teardown)
 	uint64_t old_hash, sentinel_hash;
 	FILE *f;
 
-	mkdir_in("ov");
-	put("rom/etc/flashd/keep.d/hostile", keep);
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
+	first_generation("hostile", keep);
 	hostile_tree();
 	/* the user's own keep.d in the old upper is hostile too */
 	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper/etc/flashd/keep.d", base);
@@ -472,8 +452,7 @@ TEST_FIXTURE(test_hostile_keep_corpus, setup, teardown)
 	assert_int_equal(gens.n, 2);
 	assert_string_equal(gens.v[1], "gen-B-2");
 	boot_gen_list_done(&gens);
-	assert_false(exists("ov/gen-B-2/upper/upper"));
-	assert_false(exists("ov/gen-B-2/upper/gen-A-1"));
+	expect_absent("ov/gen-B-2/upper", "upper", "gen-A-1", NULL);
 	assert_true(exists("ov/gen-B-2/upper/etc/config/.h"));
 	assert_writable("ov/gen-B-2/upper");
 	assert_writable("ov/gen-B-2/upper/etc/config");
@@ -486,17 +465,13 @@ TEST_FIXTURE(test_relative_line_skipped, setup, teardown)
 {
 	struct boot_gen_result res;
 	struct error err = {};
-	_cleanup_free_ char *t = NULL;
 
-	mkdir_in("ov");
-	put("rom/etc/flashd/keep.d/10-x", "etc/relative\n/etc/keep\n");
-	assert_int_equal(prepare("ov", "gen-A-1", "rom", &err, &res), 0);
+	first_generation("10-x", "etc/relative\n/etc/keep\n");
 	put("ov/gen-A-1/upper/etc/keep", "kept\n");
 	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
 	assert_int_equal(res.keep_rejected, 1);
 	assert_non_null(strstr(res.note, "keep.d/10-x:1:"));
-	t = get("ov/gen-B-2/upper/etc/keep");
-	assert_string_equal(t, "kept\n");
+	expect_text("ov/gen-B-2/upper/etc/keep", "kept\n");
 }
 
 TEST(test_name)
@@ -559,33 +534,38 @@ TEST_FIXTURE(test_keep_load_names_file_and_line, setup, teardown)
 
 TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 {
+	static const struct {
+		const char *rel, *text;
+		bool kept; /* by B (the keep-lists: rom's keep.d/base, the user's) */
+	} files[] = {
+		{ "etc/keep.conf", "mine\n", true },
+		{ "etc/nokeep.conf", "not listed\n", false },
+		{ "etc/keepdir/sub/file", "deep\n", true },
+		{ "home/u/.profile", "profile\n", true },
+		{ "etc/flashd/keep.d/user", "/etc/userkeep\n", false },
+		{ "etc/userkeep", "user list\n", true },
+	};
 	struct boot_gen_result res;
 	struct boot_gen_list gens = { 0 }, removed = { 0 };
-	char ov[512], rom[512], path[512];
+	char ov[512], path[512];
 	struct error err = {};
-	_cleanup_free_ char *t = NULL;
 
 	snprintf(ov, sizeof(ov), "%s/overlay", base);
-	snprintf(rom, sizeof(rom), "%s/rom", base);
-	assert_int_equal(mkdir(ov, 0755), 0);
+	mkdir_in("overlay");
 	put("rom/etc/flashd/keep.d/base", "/etc/keep.conf\n/etc/keepdir\n/etc/gone\n/home/*/.profile\n");
 
 	/* first boot ever: nothing to migrate */
-	assert_int_equal(boot_gen_prepare(ov, "gen-A-1.0", rom, "/", &res, &err), 0);
+	assert_int_equal(prepare("overlay", "gen-A-1.0", "rom", &err, &res), 0);
 	assert_true(res.created);
 	assert_string_equal(res.previous, "");
 	assert_int_equal(res.boots, 0);
-	t = get("overlay/.flashd-last");
-	assert_string_equal(t, "gen-A-1.0\n");
-	free(TAKE_PTR(t));
+	expect_text("overlay/.flashd-last", "gen-A-1.0\n");
 
 	/* the user changes things in A's upper */
-	put("overlay/gen-A-1.0/upper/etc/keep.conf", "mine\n");
-	put("overlay/gen-A-1.0/upper/etc/nokeep.conf", "not listed\n");
-	put("overlay/gen-A-1.0/upper/etc/keepdir/sub/file", "deep\n");
-	put("overlay/gen-A-1.0/upper/home/u/.profile", "profile\n");
-	put("overlay/gen-A-1.0/upper/etc/flashd/keep.d/user", "/etc/userkeep\n");
-	put("overlay/gen-A-1.0/upper/etc/userkeep", "user list\n");
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		snprintf(path, sizeof(path), "overlay/gen-A-1.0/upper/%s", files[i].rel);
+		put(path, files[i].text);
+	}
 	snprintf(path, sizeof(path), "%s/overlay/gen-A-1.0/upper/etc/keepdir/link", base);
 	assert_int_equal(symlink("sub/file", path), 0);
 	if (geteuid() == 0) {
@@ -593,27 +573,21 @@ TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 		assert_int_equal(mknod(path, S_IFCHR, makedev(0, 0)), 0);
 	}
 	/* second boot of A: same generation, counted */
-	assert_int_equal(boot_gen_prepare(ov, "gen-A-1.0", rom, "/", &res, &err), 0);
+	assert_int_equal(prepare("overlay", "gen-A-1.0", "rom", &err, &res), 0);
 	assert_false(res.created);
 	assert_int_equal(res.boots, 1);
 
 	/* B's first boot: keep-list entries migrate, others do not */
-	assert_int_equal(boot_gen_prepare(ov, "gen-B-2.0", rom, "/", &res, &err), 0);
+	assert_int_equal(prepare("overlay", "gen-B-2.0", "rom", &err, &res), 0);
 	assert_true(res.created);
 	assert_string_equal(res.previous, "gen-A-1.0");
 	assert_int_equal(res.keep_entries, 5);
-	t = get("overlay/gen-B-2.0/upper/etc/keep.conf");
-	assert_string_equal(t, "mine\n");
-	free(TAKE_PTR(t));
-	t = get("overlay/gen-B-2.0/upper/etc/keepdir/sub/file");
-	assert_string_equal(t, "deep\n");
-	free(TAKE_PTR(t));
-	t = get("overlay/gen-B-2.0/upper/home/u/.profile");
-	assert_string_equal(t, "profile\n");
-	free(TAKE_PTR(t));
-	t = get("overlay/gen-B-2.0/upper/etc/userkeep");
-	assert_string_equal(t, "user list\n");
-	free(TAKE_PTR(t));
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		if (!files[i].kept)
+			continue;
+		snprintf(path, sizeof(path), "overlay/gen-B-2.0/upper/%s", files[i].rel);
+		expect_text(path, files[i].text);
+	}
 	assert_true(exists("overlay/gen-B-2.0/upper/etc/keepdir/link"));
 	assert_false(exists("overlay/gen-B-2.0/upper/etc/nokeep.conf"));
 	assert_true(exists("overlay/gen-B-2.0/work"));
@@ -625,19 +599,15 @@ TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 		assert_true(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0));
 	}
 	/* A's generation is untouched (rollback finds it as it was) */
-	t = get("overlay/gen-A-1.0/upper/etc/nokeep.conf");
-	assert_string_equal(t, "not listed\n");
-	free(TAKE_PTR(t));
+	expect_text("overlay/gen-A-1.0/upper/etc/nokeep.conf", "not listed\n");
 
 	/* a half-built generation from a power cut is redone */
 	put("overlay/gen-B-3.0.tmp/upper/junk", "x");
-	assert_int_equal(boot_gen_prepare(ov, "gen-B-3.0", rom, "/", &res, &err), 0);
+	assert_int_equal(prepare("overlay", "gen-B-3.0", "rom", &err, &res), 0);
 	assert_true(res.created);
 	assert_string_equal(res.previous, "gen-B-2.0");
 	assert_false(exists("overlay/gen-B-3.0/upper/junk"));
-	t = get("overlay/gen-B-3.0/upper/etc/keep.conf");
-	assert_string_equal(t, "mine\n");
-	free(TAKE_PTR(t));
+	expect_text("overlay/gen-B-3.0/upper/etc/keep.conf", "mine\n");
 
 	assert_int_equal(boot_gen_list(ov, &gens), 0);
 	assert_int_equal(gens.n, 3);
@@ -654,20 +624,15 @@ TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 TEST_FIXTURE(test_subtree_prefix, setup, teardown)
 {
 	struct boot_gen_result res;
-	char ov[512], rom[512];
 	struct error err = {};
-	_cleanup_free_ char *t = NULL;
 
-	snprintf(ov, sizeof(ov), "%s/etcov", base);
-	snprintf(rom, sizeof(rom), "%s/rom2", base);
-	assert_int_equal(mkdir(ov, 0755), 0);
+	mkdir_in("etcov");
 	put("rom2/etc/flashd/keep.d/x", "/etc/net.conf\n/var/log/keep\n");
-	assert_int_equal(boot_gen_prepare(ov, "gen-A-1", rom, "/etc", &res, &err), 0);
+	assert_int_equal(prepare_subtree("etcov", "gen-A-1", "rom2", "/etc", &err, &res), 0);
 	put("etcov/gen-A-1/upper/net.conf", "net\n");
-	assert_int_equal(boot_gen_prepare(ov, "gen-B-2", rom, "/etc", &res, &err), 0);
+	assert_int_equal(prepare_subtree("etcov", "gen-B-2", "rom2", "/etc", &err, &res), 0);
 	assert_int_equal(res.keep_entries, 1); /* /var/log/keep is outside /etc */
-	t = get("etcov/gen-B-2/upper/net.conf");
-	assert_string_equal(t, "net\n");
+	expect_text("etcov/gen-B-2/upper/net.conf", "net\n");
 }
 
 TEST(test_slot_good_rule)

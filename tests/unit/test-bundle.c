@@ -20,7 +20,7 @@
 /* Fixture: a trusted key (bundle_keygen), an untrusted one (openssl
  * command line), a keyring holding only the trusted public key, a real
  * squashfs rootfs and a raw kernel image. */
-static char *ring_dir, *trusted_key, *untrusted_key, *rootfs_path, *kernel_path;
+static char *rootfs_path, *kernel_path;
 static void *trusted, *untrusted;
 static struct keyring *ring;
 static uint8_t rootfs_sha[32], kernel_sha[32];
@@ -35,9 +35,6 @@ static void sha256(const void *p, size_t n, uint8_t out[32])
 
 static int setup(void **state)
 {
-	struct error err = {};
-	struct error kerr = {};
-	char *pub;
 	uint8_t *buf;
 
 	rootfs_path = th_make_squashfs("rootfs.sqfs", "gzip", 384, NULL);
@@ -45,17 +42,7 @@ static int setup(void **state)
 		fprintf(stderr, "mksquashfs or openssl missing: skipping\n");
 		exit(77);
 	}
-	ring_dir = th_path("ring");
-	trusted_key = th_path("trusted.key");
-	untrusted_key = th_path("untrusted.key");
-	pub = th_path("ring/trusted.pub");
-	assert_int_equal(mkdir(ring_dir, 0755), 0);
-	assert_int_equal(bundle_create_keygen(trusted_key, pub, NULL, &err), 0);
-	assert_int_equal(th_sh("openssl genpkey -algorithm ed25519 -out %s", untrusted_key), 0);
-	assert_int_equal(bundle_create_key_load(trusted_key, &trusted, &err), 0);
-	assert_int_equal(bundle_create_key_load(untrusted_key, &untrusted, &err), 0);
-	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
-	free(pub);
+	th_keys_new(true, &trusted, &untrusted, &ring);
 
 	kernel_path = th_path("zImage");
 	kernel_len = 300 * 1024 + 17;
@@ -73,12 +60,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	bundle_create_key_free(trusted);
-	bundle_create_key_free(untrusted);
-	keyring_free(ring);
-	free(ring_dir);
-	free(trusted_key);
-	free(untrusted_key);
+	th_keys_free(trusted, untrusted, ring);
 	free(rootfs_path);
 	free(kernel_path);
 	return 0;
@@ -230,17 +212,57 @@ static int feed_all(const struct bundle_policy *pol, const uint8_t *data, size_t
 	return ret;
 }
 
+/* data read whole under pol, chunk bytes at a time: accepted (code 0) or
+ * refused with code and an error that holds msg (NULL: any); s has what
+ * the callbacks saw (the caller's to set up and to seen_free()). */
+static void expect_read(const struct bundle_policy *pol, const uint8_t *data, size_t len,
+			size_t chunk, int code, const char *msg, struct seen *s)
+{
+	struct error err = {};
+	int r = feed_all(pol, data, len, chunk, s, &err, NULL);
+
+	if (r != code || (msg && !strstr(err.msg, msg)))
+		fail_msg("chunk %zu: got %d \"%s\", expected %d \"%s\"", chunk, r, err.msg, code,
+			 msg ? msg : "");
+}
+
 static void expect_refusal(const struct bundle_policy *pol, const uint8_t *data, size_t len,
 			   int code, const char *msg)
 {
 	struct seen s = { 0 };
-	struct error err = {};
-	/* odd chunk size: refusals must not depend on chunk boundaries */
-	int r = feed_all(pol, data, len, 1021, &s, &err, NULL);
 
-	if (r != code || !strstr(err.msg, msg))
-		fail_msg("got %d \"%s\", expected %d \"%s\"", r, err.msg, code, msg);
+	/* odd chunk size: refusals must not depend on chunk boundaries */
+	expect_read(pol, data, len, 1021, code, msg, &s);
 	seen_free(&s);
+}
+
+/* A signed bundle of the two images (fixture state), and the default policy */
+struct signed_fx {
+	struct bundle_policy pol;
+	uint8_t *b;
+	size_t len;
+};
+
+static int setup_signed(void **state, bool gzip)
+{
+	struct signed_fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->pol = default_policy();
+	f->b = signed_bundle(gzip, &f->len);
+	*state = f;
+	return 0;
+}
+
+static int setup_plain(void **state) { return setup_signed(state, false); }
+static int setup_gzip(void **state) { return setup_signed(state, true); }
+
+static int teardown_signed(void **state)
+{
+	_cleanup_free_ struct signed_fx *f = *state;
+
+	free(f->b);
+	return 0;
 }
 
 /* ---- round trips ---- */
@@ -282,11 +304,9 @@ TEST(test_roundtrip_chunk_sizes)
 	}
 }
 
-TEST(test_random_chunks)
+TEST_FIXTURE(test_random_chunks, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
+	struct signed_fx *f = *state;
 	uint32_t x = 12345;
 
 	for (int round = 0; round < 5; round++) {
@@ -295,11 +315,11 @@ TEST(test_random_chunks)
 		struct seen s = { 0 };
 		size_t off = 0;
 
-		assert_int_equal(bundle_reader_new(&pol, &collect_ops, &s, &r), 0);
-		while (off < len) {
+		assert_int_equal(bundle_reader_new(&f->pol, &collect_ops, &s, &r), 0);
+		while (off < f->len) {
 			x = x * 1103515245 + 12345;
-			size_t n = MIN((size_t)(x >> 8) % 20000, len - off); /* includes 0 */
-			assert_int_equal(bundle_reader_feed(r, b + off, n, &err), 0);
+			size_t n = MIN((size_t)(x >> 8) % 20000, f->len - off); /* includes 0 */
+			assert_int_equal(bundle_reader_feed(r, f->b + off, n, &err), 0);
 			off += n;
 		}
 		assert_int_equal(bundle_reader_finish(r, &err), 0);
@@ -307,7 +327,6 @@ TEST(test_random_chunks)
 		assert_memory_equal(s.md[1], kernel_sha, 32);
 		seen_free(&s);
 	}
-	free(b);
 }
 
 TEST(test_read_fd_from_pipe)
@@ -405,14 +424,13 @@ TEST(test_unsigned)
 {
 	struct spec sp = { .no_kernel = true };
 	struct bundle_policy pol = default_policy();
-	struct error err = {};
 	struct seen s = { 0 };
 	size_t len;
 	uint8_t *b = make_bundle(&sp, &len, NULL);
 
 	expect_refusal(&pol, b, len, -ENOKEY, "not signed");
 	pol.allow_unsigned = true;
-	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	expect_read(&pol, b, len, 4096, 0, NULL, &s);
 	assert_int_equal(s.m.trust, BUNDLE_TRUST_UNSIGNED);
 	assert_false(s.m.is_signed);
 	assert_int_equal(s.m.n_signatures, 0);
@@ -425,7 +443,6 @@ TEST(test_unknown_key)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted }, .n_keys = 1 };
 	struct bundle_policy pol = default_policy();
-	struct error err = {};
 	struct seen s = { 0 };
 	size_t len;
 	uint8_t *b = make_bundle(&sp, &len, NULL);
@@ -435,7 +452,7 @@ TEST(test_unknown_key)
 	expect_refusal(&pol, b, len, -ENOKEY, "0 trusted key");
 	pol.keyring = ring;
 	pol.allow_unsigned = true;
-	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	expect_read(&pol, b, len, 4096, 0, NULL, &s);
 	assert_int_equal(s.m.trust, BUNDLE_TRUST_UNKNOWN_KEY);
 	assert_false(s.m.is_signed);
 	assert_int_equal(s.m.n_signatures, 1);
@@ -447,12 +464,11 @@ TEST(test_two_signatures)
 {
 	struct spec sp = { .no_kernel = true, .keys = { untrusted, trusted }, .n_keys = 2 };
 	struct bundle_policy pol = default_policy();
-	struct error err = {};
 	struct seen s = { 0 };
 	size_t len;
 	uint8_t *b = make_bundle(&sp, &len, NULL);
 
-	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	expect_read(&pol, b, len, 4096, 0, NULL, &s);
 	assert_int_equal(s.m.trust, BUNDLE_TRUST_VERIFIED);
 	assert_int_equal(s.m.n_signatures, 2);
 	assert_memory_equal(s.m.signer_id, keyring_get(ring, 0)->id, KEYRING_ID_SIZE);
@@ -465,37 +481,29 @@ static uint32_t manifest_size(const uint8_t *b)
 	return b[12] | b[13] << 8 | b[14] << 16 | (uint32_t)b[15] << 24;
 }
 
-TEST(test_wrong_signature)
+TEST_FIXTURE(test_wrong_signature, setup_plain, teardown_signed)
 {
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
-	size_t sig = BUNDLE_HEADER_SIZE + manifest_size(b) + KEYRING_ID_SIZE;
-	struct bundle_policy pol = default_policy();
+	struct signed_fx *f = *state;
+	size_t sig = BUNDLE_HEADER_SIZE + manifest_size(f->b) + KEYRING_ID_SIZE;
 
-	b[sig + 5] ^= 0x20;
-	expect_refusal(&pol, b, len, -EKEYREJECTED, "does not verify");
+	f->b[sig + 5] ^= 0x20;
+	expect_refusal(&f->pol, f->b, f->len, -EKEYREJECTED, "does not verify");
 	/* a bad signature by a trusted key is refused even when unsigned is allowed */
-	pol.allow_unsigned = true;
-	expect_refusal(&pol, b, len, -EKEYREJECTED, "does not verify");
-	free(b);
+	f->pol.allow_unsigned = true;
+	expect_refusal(&f->pol, f->b, f->len, -EKEYREJECTED, "does not verify");
 }
 
-TEST(test_tampered_manifest)
+TEST_FIXTURE(test_tampered_manifest, setup_plain, teardown_signed)
 {
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
-	struct bundle_policy pol = default_policy();
-	char *v = memmem(b, len, "2026.12.1", 9);
+	struct signed_fx *f = *state;
+	char *v = memmem(f->b, f->len, "2026.12.1", 9);
 	struct seen s = { 0 };
-	struct error err = {};
 
 	assert_non_null(v);
 	v[8] = '2';  /* same length, still valid JSON */
-	assert_int_equal(feed_all(&pol, b, len, 100, &s, &err, NULL), -EKEYREJECTED);
-	assert_non_null(strstr(err.msg, "manifest tampered"));
+	expect_read(&f->pol, f->b, f->len, 100, -EKEYREJECTED, "manifest tampered", &s);
 	assert_int_equal(s.manifests, 0); /* nothing reached the caller */
 	assert_int_equal(s.data_calls, 0);
-	free(b);
 }
 
 /* ---- payload ---- */
@@ -531,42 +539,36 @@ TEST(test_tampered_payload)
 	}
 }
 
-TEST(test_tampered_superblock)
+TEST_FIXTURE(test_tampered_superblock, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
-	uint32_t ms = manifest_size(b);
+	struct signed_fx *f = *state;
+	uint32_t ms = manifest_size(f->b);
 	struct seen s = { 0 };
 	struct error err = {};
 
 	struct bundle_manifest m;
 
-	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
+	assert_int_equal(bundle_manifest_parse(f->b + BUNDLE_HEADER_SIZE, ms, &m, &err), 0);
 	bundle_manifest_layout(&m, 1);
-	b[m.payload_offset] = 'X';
-	assert_int_equal(feed_all(&pol, b, len, 13, &s, &err, NULL), -EBADMSG);
-	assert_non_null(strstr(err.msg, "image 0 \"rootfs\": not a squashfs"));
+	f->b[m.payload_offset] = 'X';
+	expect_read(&f->pol, f->b, f->len, 13, -EBADMSG, "image 0 \"rootfs\": not a squashfs", &s);
 	assert_int_equal(s.data_calls, 0); /* not one byte reached "flash" */
 	seen_free(&s);
-	free(b);
 }
 
-TEST(test_truncated)
+TEST_FIXTURE(test_truncated, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
-	uint32_t ms = manifest_size(b);
+	struct signed_fx *f = *state;
+	uint32_t ms = manifest_size(f->b);
 	struct bundle_manifest m;
 	size_t ix;
 
-	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, ms, &m, NULL), 0);
+	assert_int_equal(bundle_manifest_parse(f->b + BUNDLE_HEADER_SIZE, ms, &m, NULL), 0);
 	bundle_manifest_layout(&m, 1);
 	ix = m.index_size;
 	const size_t cuts[] = { 0, 1, 31, 32, 33, 32 + ms - 1, 32 + ms, 32 + ms + 50,
 				32 + ms + 96, 32 + ms + 96 + ix - 1, 32 + ms + 96 + ix,
-				32 + ms + 96 + ix + 1000, len / 2, len - 1 };
+				32 + ms + 96 + ix + 1000, f->len / 2, f->len - 1 };
 	const char *where[] = { "empty", "header", "header", "manifest", "manifest", "manifest",
 				"signatures", "signatures", "block index", "block index", "image 0",
 				"image 0", "image", "image 1" };
@@ -574,7 +576,7 @@ TEST(test_truncated)
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		struct seen s = { 0 };
 		struct error err = {};
-		int r = feed_all(&pol, b, cuts[i], 4096, &s, &err, NULL);
+		int r = feed_all(&f->pol, f->b, cuts[i], 4096, &s, &err, NULL);
 
 		if (r != -ENODATA || !strstr(err.msg, where[i]))
 			fail_msg("cut at %zu: %d \"%s\", expected \"%s\"", cuts[i], r, err.msg,
@@ -582,48 +584,40 @@ TEST(test_truncated)
 		assert_int_equal(s.ends == 2, false);
 		seen_free(&s);
 	}
-	free(b);
 }
 
-TEST(test_trailing_data)
+TEST_FIXTURE(test_trailing_data, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len), *b2 = malloc(len + 3);
+	struct signed_fx *f = *state;
+	uint8_t *b2 = malloc(f->len + 3);
 
-	memcpy(b2, b, len);
-	memcpy(b2 + len, "xyz", 3);
-	expect_refusal(&pol, b2, len + 3, -EBADMSG, "trailing data");
-	free(b);
+	memcpy(b2, f->b, f->len);
+	memcpy(b2 + f->len, "xyz", 3);
+	expect_refusal(&f->pol, b2, f->len + 3, -EBADMSG, "trailing data");
 	free(b2);
 }
 
 /* ---- policy ---- */
 
-TEST(test_compatible)
+TEST_FIXTURE(test_compatible, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
+	struct signed_fx *f = *state;
 	struct seen s = { 0 };
 	struct error err = {};
 
-	pol.compatible = "acme,board-v2";
-	expect_refusal(&pol, b, len, -EMEDIUMTYPE, "bundle is for \"acme,board-v1\", this system "
-		       "is \"acme,board-v2\"");
-	pol.compatible = "acme,board-v1";
-	assert_int_equal(feed_all(&pol, b, len, 8192, &s, &err, NULL), 0);
+	f->pol.compatible = "acme,board-v2";
+	expect_refusal(&f->pol, f->b, f->len, -EMEDIUMTYPE,
+		       "bundle is for \"acme,board-v1\", this system is \"acme,board-v2\"");
+	f->pol.compatible = "acme,board-v1";
+	expect_read(&f->pol, f->b, f->len, 8192, 0, NULL, &s);
 	assert_int_equal(bundle_manifest_check(&s.m, "other", NULL, 0, &err), -EMEDIUMTYPE);
 	assert_int_equal(bundle_manifest_check(&s.m, NULL, NULL, 0, &err), 0);
 	seen_free(&s);
-	free(b);
 }
 
-TEST(test_slot_limits)
+TEST_FIXTURE(test_slot_limits, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
+	struct signed_fx *f = *state;
 	struct bundle_slot_limit fits[] = { { "rootfs", rootfs_len, "squashfs" },
 					    { "kernel", 4 << 20, NULL } };
 	struct bundle_slot_limit small[] = { { "rootfs", rootfs_len - 1, NULL },
@@ -632,23 +626,21 @@ TEST(test_slot_limits)
 	struct bundle_slot_limit raw_kernel_only[] = { { "rootfs", 8 << 20, NULL },
 						       { "kernel", 4 << 20, "squashfs" } };
 	struct seen s = { 0 };
-	struct error err = {};
 
-	pol.slots = fits;
-	pol.n_slots = 2;
-	assert_int_equal(feed_all(&pol, b, len, 8192, &s, &err, NULL), 0);
-	pol.slots = small;
-	expect_refusal(&pol, b, len, -EFBIG, "image 0 \"rootfs\"");
-	pol.slots = no_kernel;
-	pol.n_slots = 1;
-	expect_refusal(&pol, b, len, -ENXIO, "no \"kernel\" member");
+	f->pol.slots = fits;
+	f->pol.n_slots = 2;
+	expect_read(&f->pol, f->b, f->len, 8192, 0, NULL, &s);
+	f->pol.slots = small;
+	expect_refusal(&f->pol, f->b, f->len, -EFBIG, "image 0 \"rootfs\"");
+	f->pol.slots = no_kernel;
+	f->pol.n_slots = 1;
+	expect_refusal(&f->pol, f->b, f->len, -ENXIO, "no \"kernel\" member");
 	/* the layout's image type is enforced before any image byte */
-	pol.slots = raw_kernel_only;
-	pol.n_slots = 2;
-	expect_refusal(&pol, b, len, -EMEDIUMTYPE, "\"kernel\" is of type raw; the layout's "
+	f->pol.slots = raw_kernel_only;
+	f->pol.n_slots = 2;
+	expect_refusal(&f->pol, f->b, f->len, -EMEDIUMTYPE, "\"kernel\" is of type raw; the layout's "
 		       "slots take a squashfs image");
 	seen_free(&s);
-	free(b);
 }
 
 /* A CramFS image (here a raw kernel whose first bytes are the cramfs magic,
@@ -697,26 +689,23 @@ TEST(test_cramfs_refused)
 	free(b);
 }
 
-TEST(test_callbacks_refuse_and_stop)
+TEST_FIXTURE(test_callbacks_refuse_and_stop, setup_plain, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(false, &len);
+	struct signed_fx *f = *state;
 	struct error err = {};
 	struct seen s = { .fail_data = -EIO };
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 
-	assert_int_equal(feed_all(&pol, b, len, 8192, &s, &err, NULL), -EIO);
-	assert_non_null(strstr(err.msg, "refused by the caller"));
+	expect_read(&f->pol, f->b, f->len, 8192, -EIO, "refused by the caller", &s);
 	seen_free(&s);
 
 	/* errors are sticky */
 	memset(&s, 0, sizeof(s));
 	s.fail_data = -ENOSPC;
-	assert_int_equal(bundle_reader_new(&pol, &collect_ops, &s, &r), 0);
-	assert_int_equal(bundle_reader_feed(r, b, len, &err), -ENOSPC);
+	assert_int_equal(bundle_reader_new(&f->pol, &collect_ops, &s, &r), 0);
+	assert_int_equal(bundle_reader_feed(r, f->b, f->len, &err), -ENOSPC);
 	err.msg[0] = '\0';
-	assert_int_equal(bundle_reader_feed(r, b, 10, &err), -ENOSPC);
+	assert_int_equal(bundle_reader_feed(r, f->b, 10, &err), -ENOSPC);
 	assert_non_null(strstr(err.msg, "refused"));
 	assert_int_equal(bundle_reader_finish(r, &err), -ENOSPC);
 	seen_free(&s);
@@ -724,13 +713,12 @@ TEST(test_callbacks_refuse_and_stop)
 	/* info-style: stop after the manifest, even on a truncated stream */
 	memset(&s, 0, sizeof(s));
 	s.stop_after_manifest = BUNDLE_STOP;
-	pol.skip_signatures = true;
-	pol.keyring = NULL;
-	assert_int_equal(feed_all(&pol, b, len - 1000, 8192, &s, &err, NULL), 0);
+	f->pol.skip_signatures = true;
+	f->pol.keyring = NULL;
+	expect_read(&f->pol, f->b, f->len - 1000, 8192, 0, NULL, &s);
 	assert_string_equal(s.order, "M");
 	assert_int_equal(s.m.trust, BUNDLE_TRUST_UNCHECKED);
 	seen_free(&s);
-	free(b);
 }
 
 /* ---- hand-made bundles: framing and manifest refusals ---- */
@@ -776,6 +764,7 @@ static uint8_t *craft(const char *manifest, unsigned major, unsigned minor, void
 #define HELLO_SHA "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 #define IMG(extra) "{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\"" HELLO_SHA \
 	"\",\"compression\":\"none\",\"stored_size\":5" extra "}"
+#define ONE_IMAGE(img) HEAD "\"images\":[" img "]}"
 
 static void craft_expect(const char *manifest, unsigned major, unsigned minor, int code,
 			 const char *msg)
@@ -784,104 +773,132 @@ static void craft_expect(const char *manifest, unsigned major, unsigned minor, i
 	size_t len;
 	uint8_t *b = craft(manifest, major, minor, trusted, "hello", 5, &len);
 
-	if (code == 0) {
-		struct seen s = { 0 };
-		struct error err = {};
-		int r = feed_all(&pol, b, len, 3, &s, &err, NULL);
-		if (r != 0)
-			fail_msg("%s: %d %s", manifest, r, err.msg);
+	struct seen s = { 0 };
+	struct error err = {};
+	/* accepted: in chunks of 3; refused: as expect_refusal() */
+	int r = feed_all(&pol, b, len, code ? 1021 : 3, &s, &err, NULL);
+
+	if (r != code || (code && !strstr(err.msg, msg)))
+		fail_msg("%s: got %d \"%s\", expected %d \"%s\"", manifest, r, err.msg, code,
+			 msg ? msg : "");
+	if (code == 0)
 		assert_memory_equal(s.md[0], s.m.images[0].sha256, 32);
-		seen_free(&s);
-	} else {
-		expect_refusal(&pol, b, len, code, msg);
-	}
+	seen_free(&s);
 	free(b);
 }
 
 TEST(test_crafted_manifests)
 {
-	/* the baseline is accepted: the test builder follows the spec */
-	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 0, 0, NULL);
-	/* versions */
-	craft_expect(HEAD "\"images\":[" IMG("") "]}", 3, 0, -EPROTONOSUPPORT, "format 3.0");
-	craft_expect("{\"format_major\":3,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT,
-		     "format 3.x");
-	craft_expect(HEAD "\"images\":[" IMG("") "]}", 2, 0, -EBADMSG,
-		     "header says format 2.0, the signed manifest 1.0");
-	/* format 1 has no index; format 2 must have one */
-	craft_expect(HEAD "\"images\":[" IMG("") "],\"block_size\":4096}", 1, 0, -EBADMSG,
-		     "has no block index");
-	craft_expect("{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
-		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 2, 0,
-		     -EBADMSG, "missing field \"block_size\"");
-	craft_expect("{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
-		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "],"
-		     "\"block_size\":5000,\"index_sha256\":\"" HELLO_SHA "\"}", 2, 0, -EBADMSG,
-		     "not a power of two");
-	craft_expect(HEAD "\"images\":[" IMG("") "]}", 1, 1, -EBADMSG, "header says format 1.1");
-	/* unknown fields: refused at our minor, ignored from a newer minor */
-	craft_expect(HEAD "\"images\":[" IMG("") "],\"delta\":true}", 1, 0, -EBADMSG,
-		     "unknown field \"delta\"");
-	craft_expect(HEAD "\"images\":[" IMG(",\"verity\":\"x\"") "]}", 1, 0, -EBADMSG,
-		     "images[0]: unknown field \"verity\"");
-	craft_expect("{\"format_major\":1,\"format_minor\":3,\"compatible\":\"x\",\"version\":\"1\","
-		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG(",\"verity\":{\"a\":1}")
-		     "],\"delta\":[1,2]}", 1, 3, 0, NULL);
-	/* canonical form */
-	craft_expect("{ \"format_major\":1}", 1, 0, -EBADMSG, "canonical form at byte 1");
-	craft_expect(HEAD "\"version\":\"2\",\"images\":[" IMG("") "]}", 1, 0, -EBADMSG, "canonical");
-	craft_expect(HEAD "\"images\":[" IMG("") "]}\n", 1, 0, -EBADMSG, "canonical");
-	craft_expect(HEAD "\"images\":[" IMG("") "]", 1, 0, -EBADMSG, "invalid JSON");
-	craft_expect("[1,2]", 1, 0, -EBADMSG, "must be a JSON object");
-	craft_expect(HEAD "\"images\":[" IMG("") "]}\xff", 1, 0, -EBADMSG, "");
-	/* fields */
-	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
-		     "\"images\":[" IMG("") "]}", 1, 0, -EBADMSG, "missing field \"build_date\"");
-	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x y\",\"version\":\"1\","
-		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0,
-		     -EBADMSG, "compatible");
-	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
-		     "\"build_date\":\"2026-02-30T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0,
-		     -EBADMSG, "build_date");
-	craft_expect("{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":1,"
-		     "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0,
-		     -EBADMSG, "version: must be a string");
-	craft_expect(HEAD "\"images\":[]}", 1, 0, -EBADMSG, "0 images");
-	craft_expect(HEAD "\"images\":[" IMG("") "," IMG("") "]}", 1, 0, -EBADMSG, "appears twice");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"../etc\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
-		     "not a slot member name");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"Kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
-		     "not a slot member name");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"ext4\",\"size\":5,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
-		     "unknown image type");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"xz\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
-		     "unknown compression");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":-5,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
-		     "images[0].size: -5 out of range");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5.0,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG,
-		     "must be an integer");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
-		     "2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824\",\"compression\":"
-		     "\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG, "hex digits");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":4}]}", 1, 0, -EBADMSG,
-		     "differs from size");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"squashfs\",\"size\":5,"
-		     "\"sha256\":\"" HELLO_SHA "\",\"compression\":\"none\",\"stored_size\":5}]}", 1, 0,
-		     -EBADMSG, "smaller than a superblock");
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
-		     HELLO_SHA "\",\"compression\":\"none\"}]}", 1, 0, -EBADMSG,
-		     "images[0]: missing field \"stored_size\"");
-	/* payload hash */
-	craft_expect(HEAD "\"images\":[{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":5,\"sha256\":\""
-		     "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9825\",\"compression\""
-		     ":\"none\",\"stored_size\":5}]}", 1, 0, -EBADMSG, "sha256 mismatch");
+	static const struct {
+		const char *manifest;
+		unsigned major, minor; /* of the header */
+		int code;
+		const char *msg;
+	} cases[] = {
+		/* the baseline is accepted: the test builder follows the spec */
+		{ ONE_IMAGE(IMG("")), 1, 0, 0, NULL },
+		/* versions */
+		{ ONE_IMAGE(IMG("")), 3, 0, -EPROTONOSUPPORT, "format 3.0" },
+		{ "{\"format_major\":3,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT, "format 3.x" },
+		{ ONE_IMAGE(IMG("")), 2, 0, -EBADMSG, "header says format 2.0, the signed manifest 1.0" },
+		/* format 1 has no index; format 2 must have one */
+		{ HEAD "\"images\":[" IMG("") "],\"block_size\":4096}", 1, 0, -EBADMSG,
+		  "has no block index" },
+		{ "{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 2, 0, -EBADMSG,
+		  "missing field \"block_size\"" },
+		{ "{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "],"
+		  "\"block_size\":5000,\"index_sha256\":\"" HELLO_SHA "\"}", 2, 0, -EBADMSG,
+		  "not a power of two" },
+		{ ONE_IMAGE(IMG("")), 1, 1, -EBADMSG, "header says format 1.1" },
+		/* unknown fields: refused at our minor, ignored from a newer minor */
+		{ HEAD "\"images\":[" IMG("") "],\"delta\":true}", 1, 0, -EBADMSG,
+		  "unknown field \"delta\"" },
+		{ ONE_IMAGE(IMG(",\"verity\":\"x\"")), 1, 0, -EBADMSG,
+		  "images[0]: unknown field \"verity\"" },
+		{ "{\"format_major\":1,\"format_minor\":3,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG(",\"verity\":{\"a\":1}")
+		  "],\"delta\":[1,2]}", 1, 3, 0, NULL },
+		/* canonical form */
+		{ "{ \"format_major\":1}", 1, 0, -EBADMSG, "canonical form at byte 1" },
+		{ HEAD "\"version\":\"2\",\"images\":[" IMG("") "]}", 1, 0, -EBADMSG, "canonical" },
+		{ ONE_IMAGE(IMG("")) "\n", 1, 0, -EBADMSG, "canonical" },
+		{ HEAD "\"images\":[" IMG("") "]", 1, 0, -EBADMSG, "invalid JSON" },
+		{ "[1,2]", 1, 0, -EBADMSG, "must be a JSON object" },
+		{ ONE_IMAGE(IMG("")) "\xff", 1, 0, -EBADMSG, "" },
+		/* fields */
+		{ "{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"images\":[" IMG("") "]}", 1, 0, -EBADMSG, "missing field \"build_date\"" },
+		{ "{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x y\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0, -EBADMSG,
+		  "compatible" },
+		{ "{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-02-30T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0, -EBADMSG,
+		  "build_date" },
+		{ "{\"format_major\":1,\"format_minor\":0,\"compatible\":\"x\",\"version\":1,"
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "]}", 1, 0, -EBADMSG,
+		  "version: must be a string" },
+		{ HEAD "\"images\":[]}", 1, 0, -EBADMSG, "0 images" },
+		{ ONE_IMAGE(IMG("") "," IMG("")), 1, 0, -EBADMSG, "appears twice" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		craft_expect(cases[i].manifest, cases[i].major, cases[i].minor, cases[i].code,
+			     cases[i].msg);
+}
+
+/* The one-image manifest of "hello" (IMG("")) with the image's field set to
+ * value (JSON text; NULL: left out), in buf. */
+static const char *image_with(char *buf, size_t size, const char *field, const char *value)
+{
+	static const char *const fields[][2] = {
+		{ "slot", "\"kernel\"" }, { "type", "\"raw\"" }, { "size", "5" },
+		{ "sha256", "\"" HELLO_SHA "\"" }, { "compression", "\"none\"" }, { "stored_size", "5" },
+	};
+	size_t n = snprintf(buf, size, "%s", HEAD "\"images\":[{");
+	const char *sep = "";
+
+	for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+		const char *v = strcmp(fields[i][0], field) ? fields[i][1] : value;
+
+		if (!v)
+			continue;
+		n += snprintf(buf + n, size - n, "%s\"%s\":%s", sep, fields[i][0], v);
+		sep = ",";
+	}
+	snprintf(buf + n, size - n, "}]}");
+	return buf;
+}
+
+/* One image field out of its range, type or form: refused, named. */
+TEST(test_crafted_image_fields)
+{
+	static const struct {
+		const char *field, *value, *msg;
+	} cases[] = {
+		{ "slot", "\"../etc\"", "not a slot member name" },
+		{ "slot", "\"Kernel\"", "not a slot member name" },
+		{ "type", "\"ext4\"", "unknown image type" },
+		{ "compression", "\"xz\"", "unknown compression" },
+		{ "size", "-5", "images[0].size: -5 out of range" },
+		{ "size", "5.0", "must be an integer" },
+		{ "sha256", "\"2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824\"",
+		  "hex digits" },
+		{ "stored_size", "4", "differs from size" },
+		{ "type", "\"squashfs\"", "smaller than a superblock" },
+		{ "stored_size", NULL, "images[0]: missing field \"stored_size\"" },
+		/* payload hash */
+		{ "sha256", "\"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9825\"",
+		  "sha256 mismatch" },
+	};
+	char m[1024];
+
+	/* the builder writes the baseline as the spec does */
+	assert_string_equal(image_with(m, sizeof(m), "", NULL), ONE_IMAGE(IMG("")));
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		craft_expect(image_with(m, sizeof(m), cases[i].field, cases[i].value), 1, 0,
+			     -EBADMSG, cases[i].msg);
 }
 
 TEST(test_too_many_images)
@@ -1097,17 +1114,14 @@ TEST(test_keygen)
 	free(pub);
 }
 
-TEST(test_manifest_json)
+TEST_FIXTURE(test_manifest_json, setup_gzip, teardown_signed)
 {
-	struct bundle_policy pol = default_policy();
-	size_t len;
-	uint8_t *b = signed_bundle(true, &len);
+	struct signed_fx *f = *state;
 	struct seen s = { 0 };
-	struct error err = {};
 	_cleanup_json_ struct json_object *j = NULL;
 	struct json_object *v, *img;
 
-	assert_int_equal(feed_all(&pol, b, len, 65536, &s, &err, NULL), 0);
+	expect_read(&f->pol, f->b, f->len, 65536, 0, NULL, &s);
 	assert_int_equal(bundle_manifest_to_json(&s.m, &j), 0);
 	assert_true(json_object_object_get_ex(j, "trust", &v));
 	assert_string_equal(json_object_get_string(v), "verified");
@@ -1119,14 +1133,32 @@ TEST(test_manifest_json)
 	assert_true(json_object_object_get_ex(img, "size", &v));
 	assert_int_equal(json_object_get_int64(v), kernel_len);
 	seen_free(&s);
-	free(b);
 }
 
 /* ---- the block-hash index (format 2.0) ---- */
 
-/* A one-image raw bundle of data (len bytes) with block size bs. */
+static void parse_layout(const uint8_t *b, struct bundle_manifest *m)
+{
+	struct error err = {};
+
+	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, manifest_size(b), m, &err), 0);
+	bundle_manifest_layout(m, b[16]);
+}
+
+/* Incompressible-enough test data (th_fill), malloc'd */
+static uint8_t *random_data(size_t len, uint32_t seed)
+{
+	uint8_t *d = malloc(len);
+
+	assert_non_null(d);
+	th_fill(d, len, seed);
+	return d;
+}
+
+/* A one-image raw bundle of data (len bytes) with block size bs; its
+ * manifest, laid out, in ret_m unless NULL. */
 static uint8_t *index_bundle(const uint8_t *data, size_t dlen, uint32_t bs, bool no_index,
-			     size_t *ret_len)
+			     size_t *ret_len, struct bundle_manifest *ret_m)
 {
 	char *in = th_path("ix.img"), *out = th_path("ix.fbd");
 	struct bundle_create_image img = { "kernel", in, BUNDLE_IMAGE_RAW, BUNDLE_COMPRESSION_NONE };
@@ -1147,16 +1179,11 @@ static uint8_t *index_bundle(const uint8_t *data, size_t dlen, uint32_t bs, bool
 	b = th_read(out, ret_len);
 	free(in);
 	free(out);
+	if (ret_m)
+		parse_layout(b, ret_m);
 	return b;
 }
 
-static void parse_layout(const uint8_t *b, struct bundle_manifest *m)
-{
-	struct error err = {};
-
-	assert_int_equal(bundle_manifest_parse(b + BUNDLE_HEADER_SIZE, manifest_size(b), m, &err), 0);
-	bundle_manifest_layout(m, b[16]);
-}
 
 /* The index holds the SHA-256 of every block (the last one short), sits
  * between the signatures and the payload, and payload offsets follow from
@@ -1165,13 +1192,11 @@ TEST(test_index_layout)
 {
 	const uint32_t bs = 4096;
 	size_t dlen = 5 * bs + 100, len;
-	uint8_t *data = malloc(dlen), md[32];
+	uint8_t *data = random_data(dlen, 77), md[32];
 	uint8_t *b;
 	struct bundle_manifest m;
 
-	th_fill(data, dlen, 77);
-	b = index_bundle(data, dlen, bs, false, &len);
-	parse_layout(b, &m);
+	b = index_bundle(data, dlen, bs, false, &len, &m);
 	assert_int_equal(m.format_major, 2);
 	assert_int_equal(m.block_size, bs);
 	assert_int_equal(m.images[0].n_blocks, 6);
@@ -1195,17 +1220,13 @@ TEST(test_index_corrupt)
 {
 	struct bundle_policy pol = default_policy();
 	size_t dlen = 3 * 4096, len;
-	uint8_t *data = malloc(dlen), *b;
+	uint8_t *data = random_data(dlen, 78), *b;
 	struct bundle_manifest m;
 	struct seen s = { 0 };
-	struct error err = {};
 
-	th_fill(data, dlen, 78);
-	b = index_bundle(data, dlen, 4096, false, &len);
-	parse_layout(b, &m);
+	b = index_bundle(data, dlen, 4096, false, &len, &m);
 	b[m.index_offset + 40] ^= 0x80;
-	assert_int_equal(feed_all(&pol, b, len, 1021, &s, &err, NULL), -EBADMSG);
-	assert_non_null(strstr(err.msg, "does not match the manifest's index_sha256"));
+	expect_read(&pol, b, len, 1021, -EBADMSG, "does not match the manifest's index_sha256", &s);
 	assert_int_equal(s.data_calls, 0);
 	assert_int_equal(s.begins, 0);
 	seen_free(&s);
@@ -1221,21 +1242,17 @@ TEST(test_index_payload_mismatch)
 	struct bundle_policy pol = default_policy();
 	const uint32_t bs = 4096;
 	size_t dlen = 6 * bs, len, len2;
-	uint8_t *data = malloc(dlen), *b, *b2;
+	uint8_t *data = random_data(dlen, 79), *b, *b2;
 	struct bundle_manifest m;
 	struct seen s = { 0 };
-	struct error err = {};
 
-	th_fill(data, dlen, 79);
-	b = index_bundle(data, dlen, bs, false, &len);
+	b = index_bundle(data, dlen, bs, false, &len, &m);
 	data[3 * bs + 7] ^= 1;
-	b2 = index_bundle(data, dlen, bs, false, &len2);
+	b2 = index_bundle(data, dlen, bs, false, &len2, NULL);
 	assert_int_equal(len, len2);
-	parse_layout(b, &m);
 	memcpy(b + m.payload_offset, b2 + m.payload_offset, dlen);
-	assert_int_equal(feed_all(&pol, b, len, 1000, &s, &err, NULL), -EBADMSG);
-	assert_non_null(strstr(err.msg, "image 0 \"kernel\": block 3 (bytes 12288..16383) does not "
-				    "match its sha256 in the signed index"));
+	expect_read(&pol, b, len, 1000, -EBADMSG, "image 0 \"kernel\": block 3 (bytes 12288..16383) "
+		    "does not match its sha256 in the signed index", &s);
 	/* blocks 0..2 whole, block 3 never complete */
 	assert_true(s.bytes[0] >= 3 * bs && s.bytes[0] < 4 * bs);
 	assert_int_equal(s.ends, 0);
@@ -1250,21 +1267,18 @@ TEST(test_index_none_is_format_1_0)
 {
 	struct bundle_policy pol = default_policy();
 	size_t dlen = 3 * 4096 + 1, len;
-	uint8_t *data = malloc(dlen), *b;
+	uint8_t *data = random_data(dlen, 80), *b;
 	struct bundle_manifest m;
 	struct seen s = { 0 };
-	struct error err = {};
 
-	th_fill(data, dlen, 80);
-	b = index_bundle(data, dlen, 0, true, &len);
-	parse_layout(b, &m);
+	b = index_bundle(data, dlen, 0, true, &len, &m);
 	assert_int_equal(m.format_major, 1);
 	assert_int_equal(m.format_minor, 0);
 	assert_int_equal(b[8], 1);
 	assert_int_equal(m.index_size, 0);
 	assert_null(memmem(b, len, "block_size", 10));
 	assert_int_equal(m.payload_offset, BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE);
-	assert_int_equal(feed_all(&pol, b, len, 4096, &s, &err, NULL), 0);
+	expect_read(&pol, b, len, 4096, 0, NULL, &s);
 	assert_int_equal(s.ends, 1);
 	assert_int_equal(s.bytes[0], dlen);
 	seen_free(&s);

@@ -159,14 +159,6 @@ static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	[PROTO_FLASHD_MARK_GOOD] = m_mark_good,
 };
 
-/* The io.flashd table with the handlers above (proto-test-helpers.h). */
-static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
-
-static void methods_init(void)
-{
-	test_methods_bind(methods, handlers, m_rollback);
-}
-
 static int on_stop(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	return sd_event_exit(sd_event_source_get_event(src), 0);
@@ -183,7 +175,7 @@ static void *server_thread(void *arg)
 	if (s->start_result < 0)
 		return NULL;
 	server_event = e;
-	s->start_result = proto_server_new(e, s->listen_fd, methods, s, &server);
+	s->start_result = proto_server_new(e, s->listen_fd, test_methods, s, &server);
 	/* the io.flashd methods that change state need rights: a test not run
 	 * by root has them through its group */
 	if (s->start_result >= 0 && geteuid() != 0)
@@ -218,14 +210,12 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[160];
-
 	(void) eventfd_write(srv.stop_fd, 1);
 	pthread_join(srv.thread, NULL);
 	close(srv.stop_fd);
 	close(srv.disconnect_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", srv.dir);
-	return system(cmd) == 0 ? 0 : -1;
+	testlib_rm_rf(srv.dir);
+	return 0;
 }
 
 static struct client *connect_client(void)
@@ -651,7 +641,8 @@ TEST(test_error_to_errno)
 
 static int group_setup(void **state)
 {
-	methods_init();
+	/* the io.flashd table with the handlers above, Stream = m_rollback */
+	test_methods_bind(handlers, m_rollback);
 	return setup(state);
 }
 

@@ -13,15 +13,23 @@
 #include "conf.h"
 #include "testlib.h"
 
-static char *write_tmp(const char *text)
+/* A new conf with text loaded from a file: the result of conf_load(),
+ * the conf and the error for the caller to check. An error message
+ * starts with the file's name. */
+static int load(const char *text, struct conf **ret, struct error *err)
 {
-	char *path = strdup("/tmp/flashd-test-config-XXXXXX");
-	int fd = mkstemp(path);
+	_cleanup_unlink_ char *path = testlib_tmp_file("config");
+	FILE *f = fopen(path, "we");
+	int r;
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	return path;
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(conf_new(ret), 0);
+	r = conf_load(*ret, path, false, err);
+	if (r < 0 && strncmp(err->msg, path, strlen(path)))
+		fail_msg("error '%s' does not start with the file name", err->msg);
+	return r;
 }
 
 TEST(test_defaults)
@@ -36,70 +44,30 @@ TEST(test_defaults)
 	assert_false(c->allow_unsigned);
 	assert_int_equal(c->health_timeout, 60);
 	assert_null(c->health_command);
+	assert_null(c->headers);
+	assert_int_equal(c->retries, 5);
+	assert_int_equal(c->stall_timeout, 60);
+	assert_false(c->redirect_other_host);
 }
 
 TEST(test_load_values)
 {
 	_cleanup_conf_ struct conf *c = NULL;
 	struct error err = {};
-	char *p = write_tmp("# comment\nlayout = /x/board.json\n target=sim:/tmp/b.sim\n"
-			    "allow-unsigned=yes\n[health]\ncommand=/bin/true\ntimeout=5\n"
-			    "reboot-on-failure=no\n");
 
-	assert_int_equal(conf_new(&c), 0);
-	assert_int_equal(conf_load(c, p, false, &err), 0);
+	assert_int_equal(load("# comment\nlayout = /x/board.json\n target=sim:/tmp/b.sim\n"
+			      "allow-unsigned=yes\n[health]\ncommand=/bin/true\ntimeout=5\n"
+			      "reboot-on-failure=no\n"
+			      /* header= repeats */
+			      "[network]\nca-file=/etc/ca.pem\nheader=X-Device: 42\n"
+			      "header=Authorization: Bearer t\nretries=0\nretry-delay=250\n"
+			      "stall-timeout=7\nredirect-other-host=yes\n", &c, &err), 0);
 	assert_string_equal(c->layout, "/x/board.json");
 	assert_string_equal(c->target, "sim:/tmp/b.sim");
 	assert_true(c->allow_unsigned);
 	assert_string_equal(c->health_command, "/bin/true");
 	assert_int_equal(c->health_timeout, 5);
 	assert_false(c->health_reboot);
-	unlink(p);
-	free(p);
-}
-
-static void expect_error(const char *text, const char *msg)
-{
-	_cleanup_conf_ struct conf *c = NULL;
-	struct error err = {};
-	char *p = write_tmp(text);
-
-	assert_int_equal(conf_new(&c), 0);
-	assert_int_equal(conf_load(c, p, false, &err), -EINVAL);
-	if (!strstr(err.msg, msg) || strncmp(err.msg, p, strlen(p)))
-		fail_msg("error '%s' lacks '%s' or the file name", err.msg, msg);
-	unlink(p);
-	free(p);
-}
-
-TEST(test_errors)
-{
-	expect_error("bogus=1\n", ":1: unknown key 'bogus' in section [flashd]");
-	expect_error("\n[nope]\n", ":2: unknown section [nope]");
-	expect_error("allow-unsigned=maybe\n", "'maybe' is not a boolean");
-	expect_error("[health]\ntimeout=-3\n", ":2: [health] timeout: '-3' is not a number");
-	expect_error("[health]\ntimeout=0\n", "is not a number of seconds");
-	expect_error("layout\n", "expected key=value");
-	expect_error("[flashd\n", "malformed section header");
-	expect_error("layout=\n", "[flashd] layout: empty value");
-	expect_error("[health]\nlayout=/x\n", "unknown key 'layout' in section [health]");
-}
-
-/* [network]: header= repeats, the numbers have their ranges */
-TEST(test_network)
-{
-	_cleanup_conf_ struct conf *c = NULL;
-	struct error err = {};
-	char *p = write_tmp("[network]\nca-file=/etc/ca.pem\nheader=X-Device: 42\n"
-			    "header=Authorization: Bearer t\nretries=0\nretry-delay=250\n"
-			    "stall-timeout=7\nredirect-other-host=yes\n");
-
-	assert_int_equal(conf_new(&c), 0);
-	assert_null(c->headers);
-	assert_int_equal(c->retries, 5);
-	assert_int_equal(c->stall_timeout, 60);
-	assert_false(c->redirect_other_host);
-	assert_int_equal(conf_load(c, p, false, &err), 0);
 	assert_string_equal(c->ca_file, "/etc/ca.pem");
 	assert_string_equal(c->headers[0], "X-Device: 42");
 	assert_string_equal(c->headers[1], "Authorization: Bearer t");
@@ -108,12 +76,39 @@ TEST(test_network)
 	assert_int_equal(c->retry_delay_ms, 250);
 	assert_int_equal(c->stall_timeout, 7);
 	assert_true(c->redirect_other_host);
-	unlink(p);
-	free(p);
-	expect_error("[network]\nretries=1001\n", "[network] retries: '1001' is not a count (0..1000)");
-	expect_error("[network]\nretry-delay=0\n", "is not a number of milliseconds");
-	expect_error("[network]\nheader=\n", "[network] header: empty value");
-	expect_error("[network]\nproxy=x\n", "unknown key 'proxy' in section [network]");
+}
+
+static void expect_error(const char *text, const char *msg)
+{
+	_cleanup_conf_ struct conf *c = NULL;
+	struct error err = {};
+	int r = load(text, &c, &err);
+
+	if (r != -EINVAL || !strstr(err.msg, msg))
+		fail_msg("%s: %d '%s', expected -EINVAL '%s'", text, r, err.msg, msg);
+}
+
+TEST(test_errors)
+{
+	static const char *const cases[][2] = { /* text, what the error says */
+		{ "bogus=1\n", ":1: unknown key 'bogus' in section [flashd]" },
+		{ "\n[nope]\n", ":2: unknown section [nope]" },
+		{ "allow-unsigned=maybe\n", "'maybe' is not a boolean" },
+		{ "[health]\ntimeout=-3\n", ":2: [health] timeout: '-3' is not a number" },
+		{ "[health]\ntimeout=0\n", "is not a number of seconds" },
+		{ "layout\n", "expected key=value" },
+		{ "[flashd\n", "malformed section header" },
+		{ "layout=\n", "[flashd] layout: empty value" },
+		{ "[health]\nlayout=/x\n", "unknown key 'layout' in section [health]" },
+		/* [network]: the numbers have their ranges */
+		{ "[network]\nretries=1001\n", "[network] retries: '1001' is not a count (0..1000)" },
+		{ "[network]\nretry-delay=0\n", "is not a number of milliseconds" },
+		{ "[network]\nheader=\n", "[network] header: empty value" },
+		{ "[network]\nproxy=x\n", "unknown key 'proxy' in section [network]" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		expect_error(cases[i][0], cases[i][1]);
 }
 
 TEST(test_missing)

@@ -123,6 +123,7 @@ struct fixture {
 	char file[64];
 	char lock[80];
 	struct env_device devs[2];
+	struct simenv *sim; /* setup_sim */
 };
 
 static int setup(void **state)
@@ -148,11 +149,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *fx = *state;
-	char cmd[128];
 
 	watched[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(fx->dir);
+	free(fx->sim);
 	free(fx);
 	return 0;
 }
@@ -257,7 +257,7 @@ TEST_FIXTURE(test_txn_one_store, setup, teardown)
 	struct error err = {};
 	struct env *e = provision(fx, 2);
 	_cleanup_env_txn_ struct env_txn *t = NULL;
-	unsigned char *before, *after;
+	_cleanup_free_ unsigned char *before = NULL, *after = NULL;
 	unsigned before_flags, after_flags;
 
 	env_close(e);
@@ -303,8 +303,6 @@ TEST_FIXTURE(test_txn_one_store, setup, teardown)
 	}
 	assert_int_equal(n, 3);
 	env_close(e);
-	free(before);
-	free(after);
 }
 
 /* The old and new env values differ in every one of these variables. */
@@ -314,6 +312,20 @@ static const struct env_var old_vars[] = {
 static const struct env_var new_vars[] = {
 	{ "BOOT_ORDER", "B A" }, { "BOOT_A_LEFT", "2" }, { "BOOT_B_LEFT", "1" },
 };
+
+/* One store of new_vars through a fresh open of the fixture's two copies. */
+static void store_new_vars(struct fixture *fx)
+{
+	_cleanup_env_txn_ struct env_txn *t = NULL;
+	struct error err = {};
+	struct env *e = NULL;
+
+	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
+	assert_int_equal(env_txn_new(e, &t), 0);
+	assert_int_equal(env_txn_set_many(t, new_vars, ELEMENTSOF(new_vars)), 0);
+	assert_int_equal(env_txn_commit(t, &err), 0);
+	env_close(e);
+}
 
 /* 1 = all old values, 2 = all new, fails on anything mixed or invalid. */
 static int classify_env(struct env *e, const char *what)
@@ -352,7 +364,7 @@ TEST_FIXTURE(test_power_cut_tear, setup, teardown)
 	struct error err = {};
 	struct env *e = provision(fx, 2);
 	_cleanup_env_txn_ struct env_txn *t = NULL;
-	unsigned char *before, *after, *torn;
+	_cleanup_free_ unsigned char *before = NULL, *after = NULL, *torn = NULL;
 	size_t copy, tears = 0, n_new = 0;
 
 	/* a second store so that both copies hold valid data before the cut */
@@ -362,12 +374,7 @@ TEST_FIXTURE(test_power_cut_tear, setup, teardown)
 	env_close(e);
 
 	before = slurp(fx->file, FILE_SIZE);
-	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
-	env_txn_free(t);
-	assert_int_equal(env_txn_new(e, &t), 0);
-	assert_int_equal(env_txn_set_many(t, new_vars, ELEMENTSOF(new_vars)), 0);
-	assert_int_equal(env_txn_commit(t, &err), 0);
-	env_close(e);
+	store_new_vars(fx);
 	after = slurp(fx->file, FILE_SIZE);
 
 	assert_true(memcmp(before + COPY0, after + COPY0, ENV_SIZE) == 0 ||
@@ -400,9 +407,6 @@ TEST_FIXTURE(test_power_cut_tear, setup, teardown)
 	/* most tear points really cut the copy short, and the full write counts */
 	assert_true(tears > 20);
 	assert_true(n_new >= 2);
-	free(torn);
-	free(before);
-	free(after);
 }
 
 /* A store that fails mid-write (I/O error) reports it, keeps the previous
@@ -431,12 +435,7 @@ TEST_FIXTURE(test_store_failure, setup, teardown)
 	assert_int_equal(classify(fx, 2, "failed store"), 1);
 
 	/* and the next store still works */
-	assert_int_equal(env_open_devices(fx->devs, 2, 0, &e, &err), 0);
-	env_txn_free(t);
-	assert_int_equal(env_txn_new(e, &t), 0);
-	assert_int_equal(env_txn_set_many(t, new_vars, ELEMENTSOF(new_vars)), 0);
-	assert_int_equal(env_txn_commit(t, &err), 0);
-	env_close(e);
+	store_new_vars(fx);
 	assert_int_equal(classify(fx, 2, "store after failure"), 2);
 }
 
@@ -556,35 +555,76 @@ static void make_sim(const char *path, const struct layout_device *d)
 	assert_int_equal(nsim_create(path, &geo, NSIM_CREATE_FORCE), 0);
 }
 
-TEST_FIXTURE(test_layout_sim, setup, teardown)
-{
-	struct fixture *fx = *state;
+/* ---- the flash backend on the simulator ---- */
+
+struct simenv {
 	struct layout l;
 	struct layout_device d;
 	struct layout_partition p[3];
+	char sim[160], target[200];
+	char cfg[160]; /* sim_fw_env_config() */
+};
+
+/* fill_layout()'s board on a blank simulator fx->dir/board.sim */
+static void simenv_blank(struct fixture *fx, struct simenv *s)
+{
+	fill_layout(&s->l, &s->d, s->p);
+	snprintf(s->sim, sizeof(s->sim), "%s/board.sim", fx->dir);
+	make_sim(s->sim, &s->d);
+	snprintf(s->target, sizeof(s->target), "sim:%s", s->sim);
+}
+
+/* ... with an env of the boot script's defaults */
+static void simenv_new(struct fixture *fx, struct simenv *s)
+{
+	static const struct env_var vars[] = {
+		{ "BOOT_ORDER", "A B" }, { "BOOT_A_LEFT", "3" }, { "BOOT_B_LEFT", "3" },
+	};
 	struct error err = {};
-	char target[200], sim[160];
+	struct env *e = NULL;
+
+	simenv_blank(fx, s);
+	assert_int_equal(env_open_layout(&s->l, s->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_int_equal(env_init_default(e, NULL, vars, ELEMENTSOF(vars), false, &err), 0);
+	env_close(e);
+}
+
+/* The fixture plus a simulated board with its env (fx->sim). */
+static int setup_sim(void **state)
+{
+	struct fixture *fx;
+
+	setup(state);
+	fx = *state;
+	fx->sim = calloc(1, sizeof(*fx->sim));
+	assert_non_null(fx->sim);
+	simenv_new(fx, fx->sim);
+	return 0;
+}
+
+TEST_FIXTURE(test_layout_sim, setup, teardown)
+{
+	struct fixture *fx = *state;
+	struct simenv s;
+	struct error err = {};
 	static const struct env_var vars[] = { { "BOOT_ORDER", "A B" } };
 	struct env *e = NULL;
 	unsigned char *raw;
 	const uint64_t data = nsim_data_offset();
 
-	fill_layout(&l, &d, p);
-	snprintf(sim, sizeof(sim), "%s/board.sim", fx->dir);
-	make_sim(sim, &d);
-	snprintf(target, sizeof(target), "sim:%s", sim);
-	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), -ENODATA);
-	assert_int_equal(env_open_layout(&l, target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	simenv_blank(fx, &s);
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), -ENODATA);
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
 	/* offsets on the simulated chip */
 	assert_int_equal(env_device(e, 0)->offset, 0x10000 + 0x4000);
 	assert_int_equal(env_device(e, 1)->offset, 0x18000);
 	assert_int_equal(env_device(e, 0)->sector_size, 0x4000);
-	assert_string_equal(env_device(e, 0)->path, sim);
+	assert_string_equal(env_device(e, 0)->path, s.sim);
 	assert_int_equal(env_init_default(e, NULL, vars, 1, false, &err), 0);
 	env_close(e);
 
 	/* the store landed in partition env2's first 16 KiB, with a valid CRC */
-	raw = slurp(sim, data + d.size);
+	raw = slurp(s.sim, data + s.d.size);
 	const unsigned char *c = raw + data + 0x18000;
 	uint32_t crc;
 	memcpy(&crc, c, 4);
@@ -594,53 +634,27 @@ TEST_FIXTURE(test_layout_sim, setup, teardown)
 
 	/* a directory target holds <device>.sim */
 	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "mkdir %s/boards && mv %s %s/boards/nand0.sim", fx->dir, sim,
+	snprintf(cmd, sizeof(cmd), "mkdir %s/boards && mv %s %s/boards/nand0.sim", fx->dir, s.sim,
 		 fx->dir);
 	assert_int_equal(system(cmd), 0);
-	snprintf(target, sizeof(target), "sim:%s/boards", fx->dir);
-	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), 0);
+	snprintf(s.target, sizeof(s.target), "sim:%s/boards", fx->dir);
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), 0);
 	expect_var(e, "BOOT_ORDER", "A B");
 	env_close(e);
 
-	l.env.n_copies = 0;
-	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), -ENOENT);
+	s.l.env.n_copies = 0;
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "fw_env.config"));
-	l.env.n_copies = 2;
-	l.env.copies[0].offset = 0x6000; /* 0x6000 + 0x4000 > 0x8000 */
-	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), -EINVAL);
+	s.l.env.n_copies = 2;
+	s.l.env.copies[0].offset = 0x6000; /* 0x6000 + 0x4000 > 0x8000 */
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "does not fit partition env1"));
-	assert_int_equal(env_open_layout(&l, "usb:x", NULL, 0, &e, &err), -EINVAL);
-	l.env.copies[0].offset = 0x4000;
+	assert_int_equal(env_open_layout(&s.l, "usb:x", NULL, 0, &e, &err), -EINVAL);
+	s.l.env.copies[0].offset = 0x4000;
 	/* a simulator that is not the layout's chip */
-	d.erasesize = 0x8000;
-	assert_int_equal(env_open_layout(&l, target, NULL, 0, &e, &err), -EMEDIUMTYPE);
+	s.d.erasesize = 0x8000;
+	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), -EMEDIUMTYPE);
 	assert_non_null(strstr(err.msg, "not the chip the layout describes"));
-}
-
-/* ---- the flash backend on the simulator ---- */
-
-struct simenv {
-	struct layout l;
-	struct layout_device d;
-	struct layout_partition p[3];
-	char sim[160], target[200];
-};
-
-static void simenv_new(struct fixture *fx, struct simenv *s)
-{
-	static const struct env_var vars[] = {
-		{ "BOOT_ORDER", "A B" }, { "BOOT_A_LEFT", "3" }, { "BOOT_B_LEFT", "3" },
-	};
-	struct error err = {};
-	struct env *e = NULL;
-
-	fill_layout(&s->l, &s->d, s->p);
-	snprintf(s->sim, sizeof(s->sim), "%s/board.sim", fx->dir);
-	make_sim(s->sim, &s->d);
-	snprintf(s->target, sizeof(s->target), "sim:%s", s->sim);
-	assert_int_equal(env_open_layout(&s->l, s->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
-	assert_int_equal(env_init_default(e, NULL, vars, ELEMENTSOF(vars), false, &err), 0);
-	env_close(e);
 }
 
 static struct nsim_info sim_info(const char *path)
@@ -696,29 +710,28 @@ static int sim_store(struct simenv *s, const struct env_var *vars, size_t n,
  * (plain and torn) leaves the old or the new env, never a mix or none.
  * Before the flash backend, libubootenv wrote the file directly and the
  * first store below succeeded with the power off. */
-TEST_FIXTURE(test_sim_power_cut, setup, teardown)
+TEST_FIXTURE(test_sim_power_cut, setup_sim, teardown)
 {
 	struct fixture *fx = *state;
-	struct simenv s;
+	struct simenv *s = fx->sim;
 	struct error err = {};
 	uint64_t before, ops;
 	unsigned n_old = 0, n_new = 0;
 
-	simenv_new(fx, &s);
 	/* both copies valid before the cut: one more store of the old values */
-	assert_int_equal(sim_store(&s, old_vars, ELEMENTSOF(old_vars), &err), 0);
+	assert_int_equal(sim_store(s, old_vars, ELEMENTSOF(old_vars), &err), 0);
 
-	sim_cut(s.sim, 0, false);
-	assert_int_equal(sim_store(&s, new_vars, ELEMENTSOF(new_vars), &err), -ESHUTDOWN);
+	sim_cut(s->sim, 0, false);
+	assert_int_equal(sim_store(s, new_vars, ELEMENTSOF(new_vars), &err), -ESHUTDOWN);
 	assert_non_null(strstr(err.msg, "store failed"));
-	assert_true(sim_info(s.sim).power_cut);
-	sim_cut(s.sim, -1, false);
-	assert_int_equal(sim_classify(&s, "store with the power off"), 1);
+	assert_true(sim_info(s->sim).power_cut);
+	sim_cut(s->sim, -1, false);
+	assert_int_equal(sim_classify(s, "store with the power off"), 1);
 
 	/* the ops of one store: erase the inactive copy, program its pages */
-	before = sim_info(s.sim).cnt.mutations;
-	assert_int_equal(sim_store(&s, old_vars, ELEMENTSOF(old_vars), &err), 0);
-	ops = sim_info(s.sim).cnt.mutations - before;
+	before = sim_info(s->sim).cnt.mutations;
+	assert_int_equal(sim_store(s, old_vars, ELEMENTSOF(old_vars), &err), 0);
+	ops = sim_info(s->sim).cnt.mutations - before;
 	assert_int_equal(ops, 1 + 0x4000 / 512);
 
 	for (int tear = 0; tear < 2; tear++)
@@ -726,18 +739,18 @@ TEST_FIXTURE(test_sim_power_cut, setup, teardown)
 			char what[64];
 			snprintf(what, sizeof(what), "cut after op %" PRIu64 "/%" PRIu64 "%s", n, ops,
 				 tear ? " (torn)" : "");
-			sim_cut(s.sim, (int64_t)n, tear);
-			int r = sim_store(&s, new_vars, ELEMENTSOF(new_vars), &err);
+			sim_cut(s->sim, (int64_t)n, tear);
+			int r = sim_store(s, new_vars, ELEMENTSOF(new_vars), &err);
 			if (r != (n == ops ? 0 : -ESHUTDOWN))
 				fail_msg("%s: store returned %d (%s)", what, r, err.msg);
-			sim_cut(s.sim, -1, false);
-			int got = sim_classify(&s, what);
+			sim_cut(s->sim, -1, false);
+			int got = sim_classify(s, what);
 			if (got != (n == ops ? 2 : 1))
 				fail_msg("%s: expected the %s env", what, n == ops ? "new" : "old");
 			n_old += got == 1;
 			n_new += got == 2;
 			/* back to the old env for the next cut point */
-			assert_int_equal(sim_store(&s, old_vars, ELEMENTSOF(old_vars), &err), 0);
+			assert_int_equal(sim_store(s, old_vars, ELEMENTSOF(old_vars), &err), 0);
 		}
 	assert_int_equal(n_new, 2);
 	assert_int_equal(n_old, 2 * ops);
@@ -746,15 +759,18 @@ TEST_FIXTURE(test_sim_power_cut, setup, teardown)
 }
 
 /* fw_env.config lines for the layout's env copies in the simulator file. */
-static void sim_fw_env_config(struct fixture *fx, struct simenv *s, char *path, size_t len)
+/* fx->dir/fw_env.config for libubootenv on the simulator's two copies
+ * (s->cfg, returned) */
+static const char *sim_fw_env_config(struct fixture *fx, struct simenv *s)
 {
 	char text[512];
 
-	snprintf(path, len, "%s/fw_env.config", fx->dir);
+	snprintf(s->cfg, sizeof(s->cfg), "%s/fw_env.config", fx->dir);
 	snprintf(text, sizeof(text), "%s 0x%" PRIx64 " 0x4000 0x4000\n%s 0x%" PRIx64
 		 " 0x4000 0x4000\n", s->sim, nsim_data_offset() + 0x14000, s->sim,
 		 nsim_data_offset() + 0x18000);
-	write_text(path, text);
+	write_text(s->cfg, text);
+	return s->cfg;
 }
 
 static char *libuboot_get(const char *cfg, const char *name)
@@ -780,16 +796,16 @@ static bool have_tool(const char *name)
  * fw_printenv/fw_setenv tools) read each other's env on a sim file, over
  * more stores than the 8-bit serial has values (its wrap-around picks the
  * same copy for both). */
-TEST_FIXTURE(test_sim_libubootenv_compat, setup, teardown)
+TEST_FIXTURE(test_sim_libubootenv_compat, setup_sim, teardown)
 {
 	struct fixture *fx = *state;
-	struct simenv s;
+	struct simenv *s = fx->sim;
 	struct error err = {};
-	char cfg[160], cmd[600], val[16];
+	const char *cfg = NULL;
+	char cmd[600], val[16];
 	bool tools = have_tool("fw_printenv") && have_tool("fw_setenv");
 
-	simenv_new(fx, &s);
-	sim_fw_env_config(fx, &s, cfg, sizeof(cfg));
+	cfg = sim_fw_env_config(fx, s);
 	for (unsigned i = 0; i < 300; i++) {
 		struct env_var v = { "counter", val };
 		char *got;
@@ -804,11 +820,11 @@ TEST_FIXTURE(test_sim_libubootenv_compat, setup, teardown)
 			assert_int_equal(env_txn_set_many(t, &v, 1), 0);
 			assert_int_equal(env_txn_commit(t, &err), 0);
 			_cleanup_env_ struct env *f = NULL;
-			assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &f, &err), 0);
+			assert_int_equal(env_open_layout(&s->l, s->target, NULL, 0, &f, &err), 0);
 			assert_int_equal(env_get(f, "counter", &got), 0);
 		} else {
 			/* flashd writes, libubootenv reads */
-			assert_int_equal(sim_store(&s, &v, 1, &err), 0);
+			assert_int_equal(sim_store(s, &v, 1, &err), 0);
 			got = libuboot_get(cfg, "counter");
 		}
 		if (!got || strcmp(got, val))
@@ -821,47 +837,40 @@ TEST_FIXTURE(test_sim_libubootenv_compat, setup, teardown)
 		return;
 	}
 	/* the tools: fw_printenv reads flashd's store, flashd reads fw_setenv's */
-	assert_int_equal(sim_store(&s, new_vars, ELEMENTSOF(new_vars), &err), 0);
+	assert_int_equal(sim_store(s, new_vars, ELEMENTSOF(new_vars), &err), 0);
 	snprintf(cmd, sizeof(cmd), "test \"$(fw_printenv -c %s -n BOOT_ORDER)\" = 'B A'", cfg);
 	assert_int_equal(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "fw_setenv -c %s BOOT_ORDER 'A B' && fw_setenv -c %s "
 		 "BOOT_A_LEFT 3 && fw_setenv -c %s BOOT_B_LEFT 3", cfg, cfg, cfg);
 	assert_int_equal(system(cmd), 0);
-	assert_int_equal(sim_classify(&s, "after fw_setenv"), 1);
+	assert_int_equal(sim_classify(s, "after fw_setenv"), 1);
 }
 
 /* Which copy failed and why, for status (issue 13, item 6), on both
  * backends; with no valid copy the env still opens with ALLOW_BLANK. */
-TEST_FIXTURE(test_copy_state, setup, teardown)
+TEST_FIXTURE(test_copy_state, setup_sim, teardown)
 {
 	struct fixture *fx = *state;
-	struct simenv s;
+	struct simenv *s = fx->sim;
 	struct error err = {};
 	struct env *e = NULL;
-	char cfg[160];
-	FILE *f;
 
-	simenv_new(fx, &s);
-	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), 0);
+	assert_int_equal(env_open_layout(&s->l, s->target, NULL, 0, &e, &err), 0);
 	assert_int_equal(env_copy_state(e, 0, NULL), ENV_COPY_ERASED);
 	assert_int_equal(env_copy_state(e, 1, NULL), ENV_COPY_VALID);
 	assert_string_equal(env_copy_state_to_string(env_copy_state(e, 1, NULL)), "valid");
 	env_close(e);
 	/* a flipped byte in the only valid copy (programming clears bits) */
-	f = fopen(s.sim, "r+e");
-	assert_non_null(f);
-	fseek(f, (long)(nsim_data_offset() + 0x18000 + 10), SEEK_SET);
-	fputc(0, f);
-	fclose(f);
-	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), -ENODATA);
-	assert_int_equal(env_open_layout(&s.l, s.target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	testlib_poke(s->sim, nsim_data_offset() + 0x18000 + 10, 0);
+	assert_int_equal(env_open_layout(&s->l, s->target, NULL, 0, &e, &err), -ENODATA);
+	assert_int_equal(env_open_layout(&s->l, s->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
 	assert_true(env_is_blank(e));
 	assert_int_equal(env_copy_state(e, 0, NULL), ENV_COPY_ERASED);
 	assert_int_equal(env_copy_state(e, 1, NULL), ENV_COPY_BAD_CRC);
 	env_close(e);
 	/* libubootenv does not tell: flashd reads the copies itself */
-	sim_fw_env_config(fx, &s, cfg, sizeof(cfg));
-	assert_int_equal(env_open_config(cfg, ENV_OPEN_ALLOW_BLANK, &e, &err), 0);
+	assert_int_equal(env_open_config(sim_fw_env_config(fx, s), ENV_OPEN_ALLOW_BLANK, &e, &err),
+			 0);
 	assert_true(env_is_blank(e));
 	assert_int_equal(env_copy_state(e, 0, NULL), ENV_COPY_ERASED);
 	assert_int_equal(env_copy_state(e, 1, NULL), ENV_COPY_BAD_CRC);
@@ -871,23 +880,22 @@ TEST_FIXTURE(test_copy_state, setup, teardown)
 
 /* Someone holding the env lock makes opening -EBUSY after the bounded wait
  * instead of blocking for as long as the lock is held (issue 13, item 16). */
-TEST_FIXTURE(test_lock_bounded, setup, teardown)
+TEST_FIXTURE(test_lock_bounded, setup_sim, teardown)
 {
 	struct fixture *fx = *state;
-	struct simenv s;
+	struct simenv *s = fx->sim;
 	struct error err = {};
 	struct env *e = NULL;
 	char cmd[400];
 	struct timespec t0, t1;
 
-	simenv_new(fx, &s);
 	env_set_lock(fx->lock, 200);
 	/* a shared lock, as any process able to open the file can take */
 	snprintf(cmd, sizeof(cmd), "flock -s %s sleep 3 & echo $! > %s/holder; sleep 0.5", fx->lock,
 		 fx->dir);
 	assert_int_equal(system(cmd), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), -EBUSY);
+	assert_int_equal(env_open_layout(&s->l, s->target, NULL, 0, &e, &err), -EBUSY);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	assert_null(e);
 	assert_non_null(strstr(err.msg, "env busy"));
@@ -899,7 +907,7 @@ TEST_FIXTURE(test_lock_bounded, setup, teardown)
 	assert_int_equal(env_open_devices(fx->devs, 2, ENV_OPEN_ALLOW_BLANK, &e, &err), -EBUSY);
 	snprintf(cmd, sizeof(cmd), "kill $(cat %s/holder) && flock %s true", fx->dir, fx->lock);
 	assert_int_equal(system(cmd), 0);
-	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e, &err), 0);
+	assert_int_equal(env_open_layout(&s->l, s->target, NULL, 0, &e, &err), 0);
 	/* as root the lock file is made root's own, mode 0600 */
 	struct stat st;
 	assert_int_equal(stat(fx->lock, &st), 0);
@@ -911,7 +919,7 @@ TEST_FIXTURE(test_lock_bounded, setup, teardown)
 	 * wait for itself), and the lock is free once both are closed */
 	struct env *e2 = NULL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(env_open_layout(&s.l, s.target, NULL, 0, &e2, &err), 0);
+	assert_int_equal(env_open_layout(&s->l, s->target, NULL, 0, &e2, &err), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	assert_true(t1.tv_sec - t0.tv_sec < 1);
 	env_close(e);

@@ -311,7 +311,7 @@ TEST(test_mtd_sysfs)
 {
 	char root[] = "/tmp/test-flash-sysfs-XXXXXX";
 	struct flash_mtd_sysfs s;
-	char dev[32], cmd[128];
+	char dev[32];
 
 	assert_non_null(mkdtemp(root));
 	fake_mtd(root, "mtd0", "u-boot-env", "nor", "262144", false);
@@ -357,8 +357,7 @@ TEST(test_mtd_sysfs)
 	assert_int_equal(flash_mtd_type_from_sysfs("ubi"), -EMEDIUMTYPE);
 	assert_int_equal(flash_mtd_type_from_sysfs("bogus"), -EMEDIUMTYPE);
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(root);
 }
 
 TEST(test_mtd_rejects_non_mtd_device)

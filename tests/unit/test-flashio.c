@@ -30,14 +30,20 @@ struct fx {
 	struct nsim *s; /* borrowed from f */
 };
 
+/* The fixture's simulator as a flash device */
+static int open_sim(const struct fx *fx, bool writable, struct flash **ret)
+{
+	_cleanup_free_ char *spec = testlib_asprintf("sim:%s", fx->path);
+
+	return flash_open(spec, writable, ret);
+}
+
 static int setup_geo(void **state, const struct nsim_geometry *g, const unsigned *bad, size_t n)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
-	char spec[96];
 
 	fx->path = testlib_sim_new("flashio", g, bad, n);
-	snprintf(spec, sizeof(spec), "sim:%s", fx->path);
-	assert_int_equal(flash_open(spec, true, &fx->f), 0);
+	assert_int_equal(open_sim(fx, true, &fx->f), 0);
 	fx->s = flash_sim_nsim(fx->f);
 	*state = fx;
 	return 0;
@@ -469,10 +475,8 @@ TEST_FIXTURE(test_writer_refuses_readonly, setup_nand, teardown)
 	struct fx *fx = *state;
 	_cleanup_flash_ struct flash *ro = NULL;
 	struct flashio_writer *w = NULL;
-	char spec[96];
 
-	snprintf(spec, sizeof(spec), "sim:%s", fx->path);
-	assert_int_equal(flash_open(spec, false, &ro), 0);
+	assert_int_equal(open_sim(fx, false, &ro), 0);
 	assert_int_equal(flashio_writer_new(ro, 0, &w), -EROFS);
 	assert_int_equal(flashio_writer_new(fx->f, 0x80, &w), -EINVAL);
 	assert_null(w);

@@ -52,23 +52,11 @@ static char *lock;
 
 static int group_setup(void **state)
 {
-	struct error err = {};
-	struct error kerr = {};
-	char *ring_dir = th_path("ring"), *other = th_path("other");
-
 	if (th_sh("mksquashfs -version >/dev/null 2>&1") != 0) {
 		fprintf(stderr, "mksquashfs (squashfs-tools) missing: skipping\n");
 		exit(77);
 	}
-	assert_int_equal(mkdir(ring_dir, 0755), 0);
-	assert_int_equal(mkdir(other, 0755), 0);
-	char *priv = th_path("release.key"), *pub = th_path("ring/release.pub");
-	char *upriv = th_path("stranger.key"), *upub = th_path("other/stranger.pub");
-	assert_int_equal(bundle_create_keygen(priv, pub, NULL, &err), 0);
-	assert_int_equal(bundle_create_keygen(upriv, upub, NULL, &err), 0);
-	assert_int_equal(bundle_create_key_load(priv, &key_trusted, &err), 0);
-	assert_int_equal(bundle_create_key_load(upriv, &key_untrusted, &err), 0);
-	assert_int_equal(keyring_load_dir(ring_dir, &ring, &kerr), 0);
+	th_keys_new(false, &key_trusted, &key_untrusted, &ring);
 	assert_int_equal(keyring_count(ring), 1);
 	cmdline_a = th_path("cmdline-a");
 	th_write(cmdline_a, "console=ttyS0,115200 flashd.slot=A ro\n", 39);
@@ -78,21 +66,13 @@ static int group_setup(void **state)
 	/* a private env lock: the host's is shared with every other test */
 	lock = th_path("fw_printenv.lock");
 	env_set_lock(lock, ENV_LOCK_TIMEOUT_MS);
-	free(ring_dir);
-	free(other);
-	free(priv);
-	free(pub);
-	free(upriv);
-	free(upub);
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	free(lock);
-	bundle_create_key_free(key_trusted);
-	bundle_create_key_free(key_untrusted);
-	keyring_free(ring);
+	th_keys_free(key_trusted, key_untrusted, ring);
 	free(cmdline_a);
 	free(cmdline_factory);
 	return 0;
@@ -315,6 +295,15 @@ struct rig {
 	uint64_t env_store_erases, env_store_programs;
 };
 
+/* A bundle for the rig's board signed by the trusted key: rootfs and
+ * kernel (NULL: none), gzip'd or not. */
+static char *trusted_bundle(struct rig *r, const char *name, const char *version,
+			    const struct image *rootfs, const struct image *kernel, bool gzip)
+{
+	return make_bundle(name, r->l->compatible, &(struct bspec){ version, rootfs, kernel, NULL,
+			   key_trusted, NULL, gzip });
+}
+
 static struct nsim_info sim_info(struct rig *r);
 static uint64_t env_block_erases(struct rig *r);
 
@@ -535,42 +524,44 @@ static char *env_b_marked_bad(struct rig *r)
 	return env_b_record(r, "failed");
 }
 
-/* Raw bytes of the env copies in the simulator file. */
-static uint8_t *env_raw(struct rig *r, size_t *ret_len)
+/* The env copies in the simulator file, one after the other in buf:
+ * read into it, or written from it. */
+static void env_copies_io(struct rig *r, uint8_t *buf, bool write)
 {
-	int fd = open(r->sim, O_RDONLY | O_CLOEXEC);
-	size_t total = 0;
-	uint8_t *buf;
-
-	assert_true(fd >= 0);
-	for (size_t i = 0; i < r->l->env.n_copies; i++)
-		total += r->l->env.copies[i].size;
-	buf = malloc(total);
-	total = 0;
-	for (size_t i = 0; i < r->l->env.n_copies; i++) {
-		const struct layout_env_copy *c = &r->l->env.copies[i];
-		assert_int_equal(util_pread_full(fd, buf + total, c->size, nsim_data_offset() +
-						 c->part->offset + c->offset), (ssize_t)c->size);
-		total += c->size;
-	}
-	close(fd);
-	*ret_len = total;
-	return buf;
-}
-
-static void env_raw_restore(struct rig *r, const uint8_t *raw)
-{
-	int fd = open(r->sim, O_WRONLY | O_CLOEXEC);
+	int fd = open(r->sim, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
 	size_t pos = 0;
 
 	assert_true(fd >= 0);
 	for (size_t i = 0; i < r->l->env.n_copies; i++) {
 		const struct layout_env_copy *c = &r->l->env.copies[i];
-		assert_int_equal(util_pwrite_full(fd, raw + pos, c->size, nsim_data_offset() +
-						  c->part->offset + c->offset), (ssize_t)c->size);
+		off_t at = nsim_data_offset() + c->part->offset + c->offset;
+
+		assert_int_equal(write ? util_pwrite_full(fd, buf + pos, c->size, at) :
+					 util_pread_full(fd, buf + pos, c->size, at),
+				 (ssize_t)c->size);
 		pos += c->size;
 	}
 	close(fd);
+}
+
+/* Raw bytes of the env copies in the simulator file. */
+static uint8_t *env_raw(struct rig *r, size_t *ret_len)
+{
+	size_t total = 0;
+	uint8_t *buf;
+
+	for (size_t i = 0; i < r->l->env.n_copies; i++)
+		total += r->l->env.copies[i].size;
+	buf = malloc(total);
+	assert_non_null(buf);
+	env_copies_io(r, buf, false);
+	*ret_len = total;
+	return buf;
+}
+
+static void env_raw_restore(struct rig *r, uint8_t *raw)
+{
+	env_copies_io(r, raw, true);
 }
 
 /* ---- what U-Boot boots, and what is in a slot ---- */
@@ -617,6 +608,19 @@ static void boot_never_b(struct rig *r, const char *ctx)
 		st = next;
 	}
 	fail_msg("%s: A failed %u times and the script still boots it", ctx, st.max_tries + 1);
+}
+
+/* After a failed install: slot B is marked bad (env_b_marked_bad), the
+ * board boots A and never tries B. */
+static void expect_b_marked_bad(struct rig *r, const char *ctx)
+{
+	char *want = env_b_marked_bad(r);
+
+	expect_env(r, want, ctx);
+	free(want);
+	if (boot_pick(r) != 0)
+		fail_msg("%s: the board does not boot A", ctx);
+	boot_never_b(r, ctx);
 }
 
 /* sha256 of the first len bytes of the logical stream (bad blocks
@@ -731,6 +735,24 @@ static int run_install(struct rig *r, const char *bundle, const struct ropts *o,
 	return k;
 }
 
+/* The install of bundle (into B) fails with code, its message holding
+ * every one of the parts (up to NULL). */
+static void __attribute__((sentinel)) install_refused(struct rig *r, const char *bundle,
+						      struct rres *res, int code, ...)
+{
+	const char *part;
+	va_list ap;
+	int k = run_install(r, bundle, NULL, res);
+
+	if (k != code)
+		fail_msg("got %d \"%s\", expected %d", k, res->err.msg, code);
+	va_start(ap, code);
+	while ((part = va_arg(ap, const char *)))
+		if (!strstr(res->err.msg, part))
+			fail_msg("\"%s\" does not say \"%s\"", res->err.msg, part);
+	va_end(ap);
+}
+
 static void install_ok(struct rig *r, const char *bundle, const struct ropts *o, struct rres *res)
 {
 	struct rres tmp;
@@ -790,8 +812,7 @@ TEST(test_nand_install_bad_blocks)
 	char *bundle;
 
 	rig_new(&r, "nandsim-128m", "nand-good.sim");
-	bundle = make_bundle("nand-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, true });
+	bundle = trusted_bundle(&r, "nand-good.fbd", "2.0", &rootfs, &kernel, true);
 	rb = member_part(&r, 1, "rootfs");
 	kb = member_part(&r, 1, "kernel");
 	assert_string_equal(rb->name, "rootfs-b");
@@ -862,8 +883,7 @@ TEST(test_nor_install)
 	char *bundle, *bundle2;
 
 	rig_new(&r, "nor-router-16m", "nor-good.sim");
-	bundle = make_bundle("nor-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, false });
+	bundle = trusted_bundle(&r, "nor-good.fbd", "2.0", &rootfs, &kernel, false);
 	install_ok(&r, bundle, NULL, &res);
 	assert_string_equal(res.slot, "B");
 	assert_int_equal(res.stats.bytes_verified, rootfs.len + kernel.len);
@@ -874,8 +894,7 @@ TEST(test_nor_install)
 	expect_installed_b(&r, "2.0", &rootfs, &kernel);
 
 	/* a different image over it: only then are blocks erased */
-	bundle2 = make_bundle("nor-good2.fbd", r.l->compatible, &(struct bspec){ "2.1", &rootfs2,
-			      &kernel, NULL, key_trusted, NULL, true });
+	bundle2 = trusted_bundle(&r, "nor-good2.fbd", "2.1", &rootfs2, &kernel, true);
 	install_ok(&r, bundle2, NULL, &res);
 	/* every rootfs block differs and holds data; the kernel is the same */
 	assert_int_equal(res.stats.erases, DIV_ROUND_UP(rootfs2.len, r.eb));
@@ -917,8 +936,7 @@ TEST(test_refusals)
 
 	rig_new(&r, "nandsim-128m", "nand-refusals.sim");
 	th_write(nocmd, "console=ttyS0 root=/dev/nfs\n", 28);
-	good = make_bundle("ref-good.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			   &kernel, NULL, key_trusted, NULL, false });
+	good = trusted_bundle(&r, "ref-good.fbd", "2.0", &rootfs, &kernel, false);
 	m = bundle_manifest_of(good);
 	size_t sig = BUNDLE_HEADER_SIZE + m.manifest_size + KEYRING_ID_SIZE;
 	size_t payload = BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE;
@@ -976,8 +994,8 @@ TEST(test_refusals)
 		{ "wrong compatible", make_bundle("ref-compat.fbd", r.l->compatible, &(struct bspec){
 		  "2.0", &rootfs, &kernel, NULL, key_trusted, "acme,other-board", false }),
 		  -EMEDIUMTYPE, "bundle is for \"acme,other-board\"", false, NULL },
-		{ "image larger than the slot", make_bundle("ref-big.fbd", r.l->compatible,
-		  &(struct bspec){ "2.0", &rootfs, &big, NULL, key_trusted, NULL, false }),
+		{ "image larger than the slot",
+		  trusted_bundle(&r, "ref-big.fbd", "2.0", &rootfs, &big, false),
 		  -EFBIG, "larger than partition 'kernel-b'", false, NULL },
 		{ "not a squashfs", not_sqfs, -EBADMSG, "not a squashfs", false, NULL },
 		{ "newer major format (header)", newer, -EPROTONOSUPPORT,
@@ -1117,8 +1135,7 @@ TEST(test_ubi_on_sim_refused)
 
 	(void)state;
 	rig_new(&r, "nand-ubi", "ubi-refused.sim");
-	bundle = make_bundle("ubi.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     NULL, NULL, key_trusted, NULL, false });
+	bundle = trusted_bundle(&r, "ubi.fbd", "2.0", &rootfs, NULL, false);
 	programs = sim_info(&r).cnt.programs;
 	assert_int_equal(run_install(&r, bundle, NULL, &res), -EOPNOTSUPP);
 	assert_non_null(strstr(res.err.msg, "UBI volume rootfs_b: the simulator has no UBI"));
@@ -1141,8 +1158,7 @@ TEST(test_no_good_blocks_left)
 	struct image kernel = make_raw("nospc-kernel.bin", 30 * 128 * 1024, 12);
 	const struct layout_partition *kb;
 	struct nsim *s;
-	char *bundle, *want;
-	int k;
+	char *bundle;
 
 	rig_new(&r, "nandsim-128m", "nand-nospc.sim");
 	kb = member_part(&r, 1, "kernel");
@@ -1151,63 +1167,77 @@ TEST(test_no_good_blocks_left)
 	for (uint64_t i = 3; i < 6; i++)
 		assert_int_equal(nsim_set_factory_bad(s, part_block(&r, kb, i)), 0);
 	nsim_close(s);
-	bundle = make_bundle("nospc.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, true });
-	k = run_install(&r, bundle, NULL, &res);
-	if (k != -ENOSPC || !strstr(res.err.msg, "partition 'kernel-b'") ||
-	    !strstr(res.err.msg, "no good erase block left"))
-		fail_msg("got %d \"%s\"", k, res.err.msg);
-	want = env_b_marked_bad(&r);
-	expect_env(&r, want, "after -ENOSPC");
-	assert_int_equal(boot_pick(&r), 0);
-	boot_never_b(&r, "-ENOSPC");
-	free(want);
+	bundle = trusted_bundle(&r, "nospc.fbd", "2.0", &rootfs, &kernel, true);
+	install_refused(&r, bundle, &res, -ENOSPC, "partition 'kernel-b'",
+			"no good erase block left", NULL);
+	expect_b_marked_bad(&r, "after -ENOSPC");
 	free(bundle);
 	image_free(&rootfs);
 	image_free(&kernel);
 	rig_free(&r);
 }
 
-/* The flash does not keep what was written (uncorrectable bitflips in a
- * block of the target): the read-back refuses activation. Corrected
- * bitflips are fine: the data is intact. */
+/* The flash does not keep what was written to a block of B's rootfs: the
+ * read-back refuses activation, B stays marked bad. */
+struct readback {
+	const char *board, *name; /* layout, file names */
+	size_t size;              /* of the rootfs image */
+	unsigned seed, block;     /* the rootfs-b block that does not keep its data */
+	bool gzip;
+	int (*fault)(struct nsim *s, uint64_t block);
+	const char *msg[2];       /* what the error says of it */
+};
+
+static void readback_refused(struct rig *r, const struct readback *c, struct image *ret_rootfs,
+			     char **ret_bundle, struct rres *res)
+{
+	_cleanup_free_ char *sim = testlib_asprintf("%s.sim", c->name);
+	_cleanup_free_ char *img = testlib_asprintf("%s-rootfs.sqfs", c->name);
+	_cleanup_free_ char *fbd = testlib_asprintf("%s.fbd", c->name);
+	struct nsim *s;
+
+	rig_new(r, c->board, sim);
+	*ret_rootfs = make_sqfs(img, c->size, c->seed);
+	*ret_bundle = trusted_bundle(r, fbd, "2.0", ret_rootfs, NULL, c->gzip);
+	s = sim_open(r);
+	assert_int_equal(c->fault(s, part_block(r, member_part(r, 1, "rootfs"), c->block)), 0);
+	nsim_close(s);
+	install_refused(r, *ret_bundle, res, -EBADMSG, c->msg[0], c->msg[1],
+			"slot B stays marked bad", NULL);
+	/* the block is read back right after it is programmed */
+	assert_int_equal(res->stats.bytes_verified, c->block * r->eb);
+	expect_b_marked_bad(r, c->name);
+}
+
+static int flip_uncorrectable(struct nsim *s, uint64_t block)
+{
+	return nsim_set_block_flip(s, block, NSIM_FLIP_UNCORRECTABLE);
+}
+
+/* NAND: uncorrectable bitflips in the block. Corrected bitflips are fine:
+ * the data is intact. */
 TEST(test_readback)
 {
+	static const struct readback nand = {
+		"nandsim-128m", "nand-readback", 500 * 1024, 60, 2, true, flip_uncorrectable,
+		{ "read-back of image 'rootfs' from partition 'rootfs-b' at 0x40000",
+		  "uncorrectable ECC error" },
+	};
 	struct rig r;
 	struct rres res;
-	struct image rootfs = make_sqfs("rb-rootfs.sqfs", 500 * 1024, 60);
-	const struct layout_partition *rb;
+	struct image rootfs;
 	struct nsim *s;
-	char *bundle, *want;
-	int k;
+	char *bundle;
 
-	rig_new(&r, "nandsim-128m", "nand-readback.sim");
-	rb = member_part(&r, 1, "rootfs");
-	bundle = make_bundle("rb.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs, NULL,
-			     NULL, key_trusted, NULL, true });
-	s = sim_open(&r);
-	assert_int_equal(nsim_set_block_flip(s, part_block(&r, rb, 2), NSIM_FLIP_UNCORRECTABLE), 0);
-	nsim_close(s);
-	k = run_install(&r, bundle, NULL, &res);
-	if (k != -EBADMSG || !strstr(res.err.msg, "read-back of image 'rootfs' from partition "
-				     "'rootfs-b' at 0x40000") ||
-	    !strstr(res.err.msg, "uncorrectable ECC error") ||
-	    !strstr(res.err.msg, "slot B stays marked bad"))
-		fail_msg("got %d \"%s\"", k, res.err.msg);
-	/* block 2 is read back right after it is programmed: the write stops there */
+	readback_refused(&r, &nand, &rootfs, &bundle, &res);
+	/* the write stops at the block */
 	assert_true(res.stats.bytes_written < rootfs.len);
-	assert_int_equal(res.stats.bytes_verified, 2 * r.eb);
-	want = env_b_marked_bad(&r);
-	expect_env(&r, want, "after a failed read-back");
-	assert_int_equal(boot_pick(&r), 0);
-	boot_never_b(&r, "failed read-back");
-
 	s = sim_open(&r);
-	assert_int_equal(nsim_set_block_flip(s, part_block(&r, rb, 2), NSIM_FLIP_CORRECTED), 0);
+	assert_int_equal(nsim_set_block_flip(s, part_block(&r, member_part(&r, 1, "rootfs"), 2),
+					     NSIM_FLIP_CORRECTED), 0);
 	nsim_close(s);
 	install_ok(&r, bundle, NULL, &res);
 	expect_installed_b(&r, "2.0", &rootfs, NULL);
-	free(want);
 	free(bundle);
 	image_free(&rootfs);
 	rig_free(&r);
@@ -1464,16 +1494,13 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 	x->old_kernel = make_raw(p, kernel_len + 5000, 25);
 	free(p);
 	p = testlib_asprintf("%s-old-b.fbd", name);
-	old_b_b = make_bundle(p, r->l->compatible, &(struct bspec){ "0.9", &x->old_b, &x->old_kernel,
-			      NULL, key_trusted, NULL, false });
+	old_b_b = trusted_bundle(r, p, "0.9", &x->old_b, &x->old_kernel, false);
 	free(p);
 	p = testlib_asprintf("%s-old-a.fbd", name);
-	old_a_b = make_bundle(p, r->l->compatible, &(struct bspec){ "1.0", &x->old_a, &x->old_kernel,
-			      NULL, key_trusted, NULL, false });
+	old_a_b = trusted_bundle(r, p, "1.0", &x->old_a, &x->old_kernel, false);
 	free(p);
 	p = testlib_asprintf("%s-new.fbd", name);
-	x->bundle = make_bundle(p, r->l->compatible, &(struct bspec){ "2.0", &x->rootfs,
-				&x->kernel, NULL, key_trusted, NULL, true });
+	x->bundle = trusted_bundle(r, p, "2.0", &x->rootfs, &x->kernel, true);
 	free(p);
 
 	/* a board in the field: B holds an older release, A the running one
@@ -1636,10 +1663,8 @@ TEST(test_reinstall)
 	changed = blocks_differing(&v1, &v2, r.eb);
 	assert_true(changed >= 2 && changed * 10 <= blocks * 2);
 
-	b1 = make_bundle("re-v1.fbd", r.l->compatible, &(struct bspec){ "1.1", &v1, NULL, NULL,
-			 key_trusted, NULL, true });
-	b2 = make_bundle("re-v2.fbd", r.l->compatible, &(struct bspec){ "1.2", &v2, NULL, NULL,
-			 key_trusted, NULL, true });
+	b1 = trusted_bundle(&r, "re-v1.fbd", "1.1", &v1, NULL, true);
+	b2 = trusted_bundle(&r, "re-v2.fbd", "1.2", &v2, NULL, true);
 	install_ok(&r, b1, NULL, &res);
 	assert_int_equal(res.stats.blocks_written, blocks);
 
@@ -1725,8 +1750,7 @@ TEST(test_cancel)
 	int k;
 
 	rig_new(&r, "nandsim-128m", "nand-cancel.sim");
-	bundle = make_bundle("cancel.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs,
-			     &kernel, NULL, key_trusted, NULL, false });
+	bundle = trusted_bundle(&r, "cancel.fbd", "2.0", &rootfs, &kernel, false);
 	bundle_bytes = th_read(bundle, &blen);
 	raw0 = env_raw(&r, &raw_len);
 	marked_bad = env_b_record(&r, "cancelled");
@@ -1807,35 +1831,26 @@ TEST(test_cancel)
 	rig_free(&r);
 }
 
+static int stuck_bit(struct nsim *s, uint64_t block)
+{
+	return nsim_set_block_faults(s, block, NSIM_FAULT_STUCK_BIT);
+}
+
 /* A bit the NOR flash did not keep, with no ECC to notice (a stuck cell:
  * the program reported success): only the read-back catches it, and the
  * slot is not activated. */
 TEST(test_readback_silent)
 {
+	static const struct readback nor = {
+		"nor-router-16m", "nor-readback", 300 * 1024, 61, 3, false, stuck_bit,
+		{ "the flash did not keep what was written", "'rootfs-b'" },
+	};
 	struct rig r;
 	struct rres res;
-	struct image rootfs = make_sqfs("rbs-rootfs.sqfs", 300 * 1024, 61);
-	const struct layout_partition *p;
-	struct nsim *s;
-	char *bundle, *want;
-	int k;
+	struct image rootfs;
+	char *bundle;
 
-	rig_new(&r, "nor-router-16m", "nor-readback.sim");
-	p = member_part(&r, 1, "rootfs");
-	bundle = make_bundle("rbs.fbd", r.l->compatible, &(struct bspec){ "2.0", &rootfs, NULL,
-			     NULL, key_trusted, NULL, false });
-	s = sim_open(&r);
-	assert_int_equal(nsim_set_block_faults(s, part_block(&r, p, 3), NSIM_FAULT_STUCK_BIT), 0);
-	nsim_close(s);
-	k = run_install(&r, bundle, NULL, &res);
-	if (k != -EBADMSG || !strstr(res.err.msg, "the flash did not keep what was written") ||
-	    !strstr(res.err.msg, "'rootfs-b'") || !strstr(res.err.msg, "slot B stays marked bad"))
-		fail_msg("got %d \"%s\"", k, res.err.msg);
-	assert_int_equal(res.stats.bytes_verified, 3 * r.eb);
-	want = env_b_marked_bad(&r);
-	expect_env(&r, want, "after a read-back mismatch");
-	boot_never_b(&r, "read-back mismatch");
-	free(want);
+	readback_refused(&r, &nor, &rootfs, &bundle, &res);
 	free(bundle);
 	image_free(&rootfs);
 	rig_free(&r);
@@ -1849,8 +1864,7 @@ static size_t mem_for(struct rig *r, size_t mib)
 	char *name = testlib_asprintf("mem-%zu.sqfs", mib);
 	struct image im = make_sqfs(name, mib * 1024 * 1024, 50 + mib);
 	char *bname = testlib_asprintf("mem-%zu.fbd", mib);
-	char *bundle = make_bundle(bname, r->l->compatible, &(struct bspec){ "4.0", &im, NULL,
-				   NULL, key_trusted, NULL, true });
+	char *bundle = trusted_bundle(r, bname, "4.0", &im, NULL, true);
 
 	install_ok(r, bundle, NULL, &res);
 	assert_int_equal(res.stats.bytes_verified, im.len);
@@ -1933,6 +1947,13 @@ struct adaptive {
 	uint64_t n, prefix;       /* blocks of the image, bytes before its payload */
 };
 
+/* A signed bundle NAME of the rootfs image img alone, for the adaptive board */
+static char *adaptive_bundle(struct adaptive *a, const char *name, const char *version,
+			     const struct image *img)
+{
+	return trusted_bundle(&a->r, name, version, img, NULL, false);
+}
+
 static void adaptive_new(struct adaptive *a, const char *name)
 {
 	char *sim = testlib_asprintf("%s.sim", name), *img = testlib_asprintf("%s-v1.sqfs", name);
@@ -1942,8 +1963,7 @@ static void adaptive_new(struct adaptive *a, const char *name)
 	rig_new(&a->r, "nandsim-128m", sim);
 	a->state = th_path(st);
 	a->v1 = make_sqfs(img, 20 * 128 * 1024 + 5000, 91);
-	a->b1 = make_bundle(b, a->r.l->compatible, &(struct bspec){ "1.0", &a->v1, NULL, NULL,
-			    key_trusted, NULL, false });
+	a->b1 = adaptive_bundle(a, b, "1.0", &a->v1);
 	m = bundle_manifest_of(a->b1);
 	bundle_manifest_layout(&m, 1);
 	assert_int_equal(m.block_size, a->r.eb);
@@ -1968,6 +1988,21 @@ static void adaptive_ok(struct adaptive *a, const char *bundle, struct rres *res
 {
 	install_ok(&a->r, bundle, &(struct ropts){ .state_dir = a->state, .source = true }, res);
 	assert_true(res->stats.adaptive);
+}
+
+/* The adaptive board NAME with v1 installed (adaptively), and ret_v2: v1
+ * with the blocks changed[] changed, in the bundle returned (NAME-v2.fbd). */
+static char *adaptive_v2(struct adaptive *a, const char *name, const unsigned *changed, size_t n,
+			 struct image *ret_v2)
+{
+	_cleanup_free_ char *img = testlib_asprintf("%s-v2.sqfs", name);
+	_cleanup_free_ char *bundle = testlib_asprintf("%s-v2.fbd", name);
+	struct rres res;
+
+	adaptive_new(a, name);
+	adaptive_ok(a, a->b1, &res);
+	*ret_v2 = image_variant(&a->r, &a->v1, img, changed, n);
+	return adaptive_bundle(a, bundle, "2.0", ret_v2);
 }
 
 static void print_row(const char *what, const struct rres *res, uint64_t bundle_size)
@@ -2014,8 +2049,7 @@ TEST(test_adaptive_counts)
 	expect_installed_b(&a.r, "1.0", &a.v1, NULL);
 
 	v2 = image_variant(&a.r, &a.v1, "ad-v2.sqfs", one, 1);
-	b2 = make_bundle("ad-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL, NULL,
-			 key_trusted, NULL, false });
+	b2 = adaptive_bundle(&a, "ad-v2.fbd", "2.0", &v2);
 	adaptive_ok(&a, b2, &res);
 	print_row("1-byte change", &res, size);
 	assert_int_equal(res.stats.erases, 1);
@@ -2025,8 +2059,7 @@ TEST(test_adaptive_counts)
 	expect_installed_b(&a.r, "2.0", &v2, NULL);
 
 	v3 = image_variant(&a.r, &v2, "ad-v3.sqfs", ten, 2);
-	b3 = make_bundle("ad-v3.fbd", a.r.l->compatible, &(struct bspec){ "3.0", &v3, NULL, NULL,
-			 key_trusted, NULL, false });
+	b3 = adaptive_bundle(&a, "ad-v3.fbd", "3.0", &v3);
 	adaptive_ok(&a, b3, &res);
 	print_row("10% change (2 of 21)", &res, size);
 	assert_int_equal(res.stats.erases, 2);
@@ -2124,8 +2157,7 @@ TEST(test_adaptive_resume)
 	adaptive_new(&a, "ad-resume");
 	adaptive_ok(&a, a.b1, &res1);
 	v2 = make_sqfs("ad-resume-v2.sqfs", a.v1.len - 200, 92); /* every block differs */
-	b2 = make_bundle("ad-resume-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
+	b2 = adaptive_bundle(&a, "ad-resume-v2.fbd", "2.0", &v2);
 	size = a.prefix + v2.len;
 	/* the mark-bad store, then half the blocks (an erase and 64 pages each) */
 	ops = a.r.env_store_erases + a.r.env_store_programs + (a.n / 2) * (1 + 64);
@@ -2223,11 +2255,7 @@ TEST(test_adaptive_copy_from_other_slot)
 	const struct layout_partition *pa;
 
 	th_write(cmdline_b, "console=ttyS0 flashd.slot=B ro\n", 31);
-	adaptive_new(&a, "ad-copy");
-	adaptive_ok(&a, a.b1, &res);
-	v2 = image_variant(&a.r, &a.v1, "ad-copy-v2.sqfs", one, 1);
-	b2 = make_bundle("ad-copy-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
+	b2 = adaptive_v2(&a, "ad-copy", one, 1, &v2);
 	/* booted from B: v2 goes to A */
 	install_ok(&a.r, b2, &(struct ropts){ .cmdline = cmdline_b, .state_dir = a.state,
 					      .source = true }, &res);
@@ -2235,8 +2263,7 @@ TEST(test_adaptive_copy_from_other_slot)
 	assert_true(slot_holds(&a.r, 0, &v2, NULL));
 
 	v3 = image_variant(&a.r, &v2, "ad-copy-v3.sqfs", two, 2);
-	b3 = make_bundle("ad-copy-v3.fbd", a.r.l->compatible, &(struct bspec){ "3.0", &v3, NULL,
-			 NULL, key_trusted, NULL, false });
+	b3 = adaptive_bundle(&a, "ad-copy-v3.fbd", "3.0", &v3);
 	pa = member_part(&a.r, 0, "rootfs");
 	alen = pa->size;
 	a_before = malloc(alen);
@@ -2314,6 +2341,40 @@ static const struct source_ops plan_source_ops = {
 	.kind = "test", .read = ps_read, .pread = ps_pread, .plan = ps_plan, .free = ps_free,
 };
 
+/* An install on the adaptive board (into B, with its state dir) of the
+ * bundle file read through a plan_source with ops; x keeps the source,
+ * the board and the install (stats) for the test, ps_install_done()
+ * frees them. install_run_source()'s result. */
+struct ps_install {
+	struct plan_source ps;
+	struct board *b;
+	struct install *in;
+	int fd;
+};
+
+static int ps_install(struct adaptive *a, const char *bundle, const struct source_ops *ops,
+		      volatile int *cancel, struct ps_install *x, struct error *err)
+{
+	*x = (struct ps_install){ .ps = { .s = { .ops = ops } } };
+	x->fd = open(bundle, O_RDONLY | O_CLOEXEC);
+	assert_true(x->fd >= 0);
+	assert_int_equal(source_new_fd(x->fd, &x->ps.inner, NULL), 0);
+	x->ps.s.size = x->ps.inner->size; /* a random-access source knows its size */
+	assert_int_equal(board_open(a->r.l, a->r.target, true, &x->b), 0);
+	assert_int_equal(install_new(&(struct install_params){ .board = x->b, .target = a->r.target,
+				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
+				     .state_dir = a->state }, &x->in), 0);
+	return install_run_source(x->in, &x->ps.s, cancel, err);
+}
+
+static void ps_install_done(struct ps_install *x)
+{
+	install_free(x->in);
+	board_close(x->b);
+	ps_free(&x->ps.s);
+	close(x->fd);
+}
+
 /* Blocks 3, 4 and 13 changed: one plan, adjacent blocks coalesced into
  * one range, at the payload offsets the manifest gives; then exactly the
  * three blocks are pread. */
@@ -2323,40 +2384,21 @@ TEST(test_adaptive_plan)
 	const unsigned three[] = { 3, 4, 13 };
 	struct image v2;
 	char *b2;
-	struct plan_source ps = { .s = { .ops = &plan_source_ops } };
-	struct board *b = NULL;
-	struct install *in = NULL;
+	struct ps_install x;
 	struct error err = {};
-	struct rres res;
-	int fd;
 
-	adaptive_new(&a, "ad-plan");
-	adaptive_ok(&a, a.b1, &res);
-	v2 = image_variant(&a.r, &a.v1, "ad-plan-v2.sqfs", three, 3);
-	b2 = make_bundle("ad-plan-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
-	fd = open(b2, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(source_new_fd(fd, &ps.inner, NULL), 0);
-	ps.s.size = ps.inner->size; /* a random-access source knows its size */
-	assert_int_equal(board_open(a.r.l, a.r.target, true, &b), 0);
-	assert_int_equal(install_new(&(struct install_params){ .board = b, .target = a.r.target,
-				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
-				     .state_dir = a.state }, &in), 0);
-	if (install_run_source(in, &ps.s, NULL, &err) < 0)
+	b2 = adaptive_v2(&a, "ad-plan", three, 3, &v2);
+	if (ps_install(&a, b2, &plan_source_ops, NULL, &x, &err) < 0)
 		fail_msg("install: %s", err.msg);
-	assert_int_equal(ps.n_plan_calls, 1);
-	assert_int_equal(ps.n_plan, 2);
-	assert_int_equal(ps.plan[0].off, a.prefix + 3 * (uint64_t)a.r.eb);
-	assert_int_equal(ps.plan[0].len, 2 * (uint64_t)a.r.eb);
-	assert_int_equal(ps.plan[1].off, a.prefix + 13 * (uint64_t)a.r.eb);
-	assert_int_equal(ps.plan[1].len, a.r.eb);
-	assert_int_equal(ps.n_preads, 3);
-	assert_int_equal(install_get_stats(in)->bytes_fetched, a.prefix + 3 * (uint64_t)a.r.eb);
-	install_free(in);
-	board_close(b);
-	ps_free(&ps.s);
-	close(fd);
+	assert_int_equal(x.ps.n_plan_calls, 1);
+	assert_int_equal(x.ps.n_plan, 2);
+	assert_int_equal(x.ps.plan[0].off, a.prefix + 3 * (uint64_t)a.r.eb);
+	assert_int_equal(x.ps.plan[0].len, 2 * (uint64_t)a.r.eb);
+	assert_int_equal(x.ps.plan[1].off, a.prefix + 13 * (uint64_t)a.r.eb);
+	assert_int_equal(x.ps.plan[1].len, a.r.eb);
+	assert_int_equal(x.ps.n_preads, 3);
+	assert_int_equal(install_get_stats(x.in)->bytes_fetched, a.prefix + 3 * (uint64_t)a.r.eb);
+	ps_install_done(&x);
 	expect_installed_b(&a.r, "2.0", &v2, NULL);
 	free(b2);
 	image_free(&v2);
@@ -2390,36 +2432,19 @@ TEST(test_adaptive_cancel)
 	int after = 2;
 	struct image v2;
 	char *b2, *want;
-	struct plan_source ps = { .s = { .ops = &cancel_source_ops } };
-	struct board *b = NULL;
-	struct install *in = NULL;
+	struct ps_install x;
 	struct error err = {};
 	struct rres res;
-	int fd;
 
-	adaptive_new(&a, "ad-cancel");
-	adaptive_ok(&a, a.b1, &res);
-	v2 = image_variant(&a.r, &a.v1, "ad-cancel-v2.sqfs", changed, 5);
-	b2 = make_bundle("ad-cancel-v2.fbd", a.r.l->compatible, &(struct bspec){ "2.0", &v2, NULL,
-			 NULL, key_trusted, NULL, false });
-	fd = open(b2, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(source_new_fd(fd, &ps.inner, NULL), 0);
-	ps.s.size = ps.inner->size;
+	b2 = adaptive_v2(&a, "ad-cancel", changed, 5, &v2);
 	cancel_after_preads = &after;
 	adaptive_cancel = 0;
-	assert_int_equal(board_open(a.r.l, a.r.target, true, &b), 0);
-	assert_int_equal(install_new(&(struct install_params){ .board = b, .target = a.r.target,
-				     .cmdline = cmdline_a, .keyring = ring, .activate = true,
-				     .state_dir = a.state }, &in), 0);
-	assert_int_equal(install_run_source(in, &ps.s, &adaptive_cancel, &err), -ECANCELED);
+	assert_int_equal(ps_install(&a, b2, &cancel_source_ops, &adaptive_cancel, &x, &err),
+			 -ECANCELED);
 	/* stopped at the next block, not after the fifth */
-	assert_int_equal(ps.n_preads, 2);
-	assert_int_equal(install_get_stats(in)->blocks_written, 2);
-	install_free(in);
-	board_close(b);
-	ps_free(&ps.s);
-	close(fd);
+	assert_int_equal(x.ps.n_preads, 2);
+	assert_int_equal(install_get_stats(x.in)->blocks_written, 2);
+	ps_install_done(&x);
 	want = env_b_record(&a.r, "cancelled");
 	expect_env(&a.r, want, "after a cancelled adaptive install");
 	free(want);

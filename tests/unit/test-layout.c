@@ -482,10 +482,7 @@ static char *mkroot(void)
 
 static void rmroot(char *root)
 {
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(root);
 	free(root);
 }
 

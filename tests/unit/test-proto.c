@@ -104,14 +104,6 @@ static const proto_method_fn handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	[PROTO_FLASHD_OVERLAY_RESET] = m_overlay_reset,
 };
 
-/* The io.flashd table with the handlers above (proto-test-helpers.h). */
-static struct proto_method methods[_PROTO_FLASHD_METHOD_MAX + 2];
-
-static void methods_init(void)
-{
-	test_methods_bind(methods, handlers, m_rollback);
-}
-
 /* ---- fixture ---- */
 
 struct fx {
@@ -126,8 +118,7 @@ static struct fx *fx_new(const struct proto_peer *peer)
 	struct fx *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	assert_int_equal(proto_server_new(NULL, -1, methods, NULL, &f->server), 0);
-	assert_int_equal(proto_conn_new(f->server, -1, peer ? peer : &root_peer, &f->conn), 0);
+	assert_int_equal(test_server_new(peer ? peer : &root_peer, &f->server, &f->conn), 0);
 	return f;
 }
 
@@ -227,16 +218,19 @@ static void assert_error(struct json_object *reply, const char *error, const cha
 	}
 }
 
-static void assert_protocol_error(struct fx *f, int r, int expect, const char *reason_part)
+/* `what` (the message fed) names the case when it fails. */
+static void assert_protocol_error(struct fx *f, const char *what, int r, int expect,
+				  const char *reason_part)
 {
 	_cleanup_json_ struct json_object *rep = NULL;
 
-	assert_int_equal(r, expect);
+	if (r != expect)
+		fail_msg("%s: %d, expected %d", what, r, expect);
 	rep = one_reply(f);
 	assert_error(rep, PROTO_ERROR_PROTOCOL, NULL, NULL);
 	if (!strstr(get_str(rep, "parameters.reason"), reason_part))
-		fail_msg("reason \"%s\" does not contain \"%s\"", get_str(rep, "parameters.reason"),
-			 reason_part);
+		fail_msg("%s: reason \"%s\" does not contain \"%s\"", what,
+			 get_str(rep, "parameters.reason"), reason_part);
 	assert_true(proto_conn_is_dead(f->conn));
 	/* nothing more is read from a dead connection */
 	assert_int_equal(feed(f, "{\"method\":\"io.flashd.GetStatus\"}"), -EPIPE);
@@ -325,55 +319,23 @@ TEST_FIXTURE(test_get_interface_description, setup, teardown)
 	assert_error(rep, PROTO_ERROR_INVALID_PARAMETER, "parameter", "interface");
 }
 
-TEST_FIXTURE(test_bad_json, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "{\"method\": \"io.flashd.GetStatus\""), -EBADMSG,
-			      "not valid JSON");
-}
-
-TEST_FIXTURE(test_bad_json_garbage, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "hello"), -EBADMSG, "not valid JSON");
-}
-
-TEST_FIXTURE(test_trailing_data, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "{\"method\":\"io.flashd.GetStatus\"} {}"), -EBADMSG,
-			      "not valid JSON: unexpected character (near byte 33)");
-}
-
-TEST_FIXTURE(test_invalid_utf8, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "{\"method\":\"io.flashd.GetStatus\",\"x\":\"\xff\xfe\"}"),
-			      -EBADMSG, "not valid JSON");
-}
-
-TEST_FIXTURE(test_not_object, setup, teardown)
-{
-	struct fx *f = *state;
-
-	assert_protocol_error(f, feed(f, "[\"io.flashd.GetStatus\"]"), -EBADMSG, "not a JSON object");
-	f = fx_new(NULL);
-	assert_protocol_error(f, feed(f, "42"), -EBADMSG, "not a JSON object");
-	proto_server_free(f->server);
-	free(f);
-}
-
-/* Envelope errors: the message is not a well-formed Varlink call. */
-TEST(test_envelope_types)
+/* Messages the connection dies on: not JSON, not an object, not a
+ * well-formed Varlink call. */
+TEST(test_protocol_errors)
 {
 	static const struct {
 		const char *msg;
 		const char *reason;
 	} cases[] = {
+		/* framing */
+		{ "{\"method\": \"io.flashd.GetStatus\"", "not valid JSON" },
+		{ "hello", "not valid JSON" },
+		{ "{\"method\":\"io.flashd.GetStatus\"} {}",
+		  "not valid JSON: unexpected character (near byte 33)" },
+		{ "{\"method\":\"io.flashd.GetStatus\",\"x\":\"\xff\xfe\"}", "not valid JSON" },
+		{ "[\"io.flashd.GetStatus\"]", "not a JSON object" },
+		{ "42", "not a JSON object" },
+		/* envelope */
 		{ "{\"parameters\":{}}", "\"method\"" },
 		{ "{\"method\":42}", "\"method\"" },
 		{ "{\"method\":null}", "\"method\"" },
@@ -394,7 +356,8 @@ TEST(test_envelope_types)
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		struct fx *f = fx_new(NULL);
 
-		assert_protocol_error(f, feed(f, cases[i].msg), -EBADMSG, cases[i].reason);
+		assert_protocol_error(f, cases[i].msg, feed(f, cases[i].msg), -EBADMSG,
+				      cases[i].reason);
 		proto_server_free(f->server);
 		free(f);
 	}
@@ -484,31 +447,25 @@ TEST_FIXTURE(test_parameters, setup, teardown)
 
 TEST_FIXTURE(test_oversized, setup, teardown)
 {
-	struct fx *f = *state;
-	size_t n = PROTO_MAX_MESSAGE + 1;
-	_cleanup_free_ char *big = malloc(n);
-
-	assert_non_null(big);
-	memset(big, ' ', n);
-	/* in pieces: nothing happens until the limit is crossed */
-	assert_int_equal(proto_conn_feed(f->conn, big, n - 1, NULL, 0), 0);
-	assert_false(proto_conn_is_dead(f->conn));
-	assert_protocol_error(f, proto_conn_feed(f->conn, big, 1, NULL, 0), -EMSGSIZE,
-			      "longer than 1 MiB");
-}
-
-/* Regression: an oversized message whose NUL arrives in the same read. */
-TEST_FIXTURE(test_oversized_one_read, setup, teardown)
-{
-	struct fx *f = *state;
+	struct fx *f = *state, *f2;
 	size_t n = PROTO_MAX_MESSAGE + 2;
 	_cleanup_free_ char *big = malloc(n);
 
 	assert_non_null(big);
 	memset(big, ' ', n);
+	/* in pieces: nothing happens until the limit is crossed */
+	assert_int_equal(proto_conn_feed(f->conn, big, PROTO_MAX_MESSAGE, NULL, 0), 0);
+	assert_false(proto_conn_is_dead(f->conn));
+	assert_protocol_error(f, "1 MiB + 1 in pieces", proto_conn_feed(f->conn, big, 1, NULL, 0),
+			      -EMSGSIZE, "longer than 1 MiB");
+
+	/* Regression: an oversized message whose NUL arrives in the same read. */
+	f2 = fx_new(NULL);
 	big[n - 1] = '\0';
-	assert_protocol_error(f, proto_conn_feed(f->conn, big, n, NULL, 0), -EMSGSIZE,
-			      "longer than 1 MiB");
+	assert_protocol_error(f2, "1 MiB + 1 and its NUL", proto_conn_feed(f2->conn, big, n, NULL, 0),
+			      -EMSGSIZE, "longer than 1 MiB");
+	proto_server_free(f2->server);
+	free(f2);
 }
 
 TEST_FIXTURE(test_large_but_allowed, setup, teardown)
@@ -756,7 +713,7 @@ TEST(test_connection_limits)
 	struct proto_conn *c;
 	unsigned n = 0;
 
-	assert_int_equal(proto_server_new(NULL, -1, methods, NULL, &s), 0);
+	assert_int_equal(proto_server_new(NULL, -1, test_methods, NULL, &s), 0);
 	proto_server_set_auth_group(s, 4242);
 	/* one uid: its limit */
 	p.uid = p.gid = 1000;
@@ -865,7 +822,8 @@ TEST_FIXTURE(test_too_many_fds, setup, teardown)
 		fds[i] = p[0];
 		w[i] = p[1];
 	}
-	assert_protocol_error(f, proto_conn_feed(f->conn, "{", 1, fds, ELEMENTSOF(fds)), -ENOBUFS,
+	assert_protocol_error(f, "too many fds",
+			      proto_conn_feed(f->conn, "{", 1, fds, ELEMENTSOF(fds)), -ENOBUFS,
 			      "file descriptors");
 	proto_conn_free(f->conn);
 	f->conn = NULL;
@@ -1258,7 +1216,7 @@ TEST(test_server_new_validates)
 
 	assert_int_equal(proto_server_new(NULL, -1, bad_iface, NULL, &s), -EINVAL);
 	assert_int_equal(proto_server_new(NULL, -1, bad_name, NULL, &s), -EINVAL);
-	assert_int_equal(proto_server_new(NULL, 3, methods, NULL, &s), -EINVAL);
+	assert_int_equal(proto_server_new(NULL, 3, test_methods, NULL, &s), -EINVAL);
 	assert_null(s);
 	(void) state;
 }
@@ -1267,7 +1225,8 @@ TEST(test_server_new_validates)
 static int group_setup(void **state)
 {
 	(void)state;
-	methods_init();
+	/* the io.flashd table with the handlers above, Stream = m_rollback */
+	test_methods_bind(handlers, m_rollback);
 	return 0;
 }
 

@@ -110,6 +110,48 @@ static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned
 		fail_msg("%s: %s", slot_op_to_string(op), err.msg);
 }
 
+/* op on slot with flags is refused from st with code, the message holding msg */
+static void refused(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
+		    int code, const char *msg)
+{
+	struct slot_state n;
+	struct slot_changes c;
+	struct error err = {};
+	int r = slot_compute(st, op, slot, flags, &n, &c, &err);
+
+	if (r != code || (msg && !strstr(err.msg, msg)))
+		fail_msg("%s of %d: %d \"%s\", expected %d \"%s\"", slot_op_to_string(op), slot, r,
+			 err.msg, code, msg ? msg : "");
+}
+
+/* st = the state FROM: "ORDER|A_LEFT|B_LEFT[|A_STATE|B_STATE]" ("-": unset);
+ * n, c = op on slot with flags, checked against TO "ORDER|A_LEFT|B_LEFT"
+ * and the changes CHANGES (either NULL: not checked). */
+static void step(struct slot_state *st, const char *from, enum slot_op op, int slot,
+		 unsigned flags, struct slot_state *n, struct slot_changes *c, const char *to,
+		 const char *changes)
+{
+	char buf[128], *p = buf, *f[5] = { NULL };
+	unsigned a, b;
+	char order[32];
+
+	snprintf(buf, sizeof(buf), "%s", from);
+	for (size_t i = 0; i < ELEMENTSOF(f) && p; i++) {
+		f[i] = strsep(&p, "|");
+		if (!strcmp(f[i], "-"))
+			f[i] = NULL;
+	}
+	loadr(st, f[0], f[1], f[2], f[3], f[4]);
+	run(st, op, slot, flags, n, c);
+	if (to) {
+		if (sscanf(to, "%31[^|]|%u|%u", order, &a, &b) != 3)
+			fail_msg("bad TO \"%s\"", to);
+		expect_state(n, order, a, b);
+	}
+	if (changes)
+		expect_changes(c, changes);
+}
+
 TEST(test_parse)
 {
 	struct slot_state st;
@@ -151,16 +193,12 @@ TEST(test_activate)
 	struct slot_state st, n;
 	struct slot_changes c;
 
-	load(&st, "A B", "3", "0");
-	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
-	expect_state(&n, "B A", 3, 3);
-	expect_changes(&c, "BOOT_ORDER=B A;BOOT_B_LEFT=3;");
+	step(&st, "A B|3|0", SLOT_OP_ACTIVATE, 1, 0, &n, &c,
+	     "B A|3|3", "BOOT_ORDER=B A;BOOT_B_LEFT=3;");
 	assert_int_equal(slot_next_boot(&n), 1);
 
 	/* a verified slot marked bad comes back first, on trial again */
-	loadr(&st, "A", "2", "0", NULL, "bad");
-	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
-	expect_state(&n, "B A", 2, 3);
+	step(&st, "A|2|0|-|bad", SLOT_OP_ACTIVATE, 1, 0, &n, &c, "B A|2|3", NULL);
 	assert_int_equal(n.slots[1].record, SLOT_RECORD_VERIFIED);
 	/* already active with full tries: nothing to write */
 	load(&st, "B A", "3", "3");
@@ -173,73 +211,54 @@ TEST(test_mark_good)
 	struct slot_state st, n;
 	struct slot_changes c;
 
-	load(&st, "B A", "3", "2");
-	run(&st, SLOT_OP_MARK_GOOD, 1, 0, &n, &c);
-	expect_state(&n, "B A", 3, 3);
-	expect_changes(&c, "BOOT_B_LEFT=3;FLASHD_B_STATE=good;FLASHD_LAST_GOOD=B;");
+	step(&st, "B A|3|2", SLOT_OP_MARK_GOOD, 1, 0, &n, &c,
+	     "B A|3|3", "BOOT_B_LEFT=3;FLASHD_B_STATE=good;FLASHD_LAST_GOOD=B;");
 	/* a verified slot out of BOOT_ORDER goes back in, last: the primary stays */
-	loadr(&st, "A", "3", "0", NULL, "verified");
-	run(&st, SLOT_OP_MARK_GOOD, 1, 0, &n, &c);
-	expect_state(&n, "A B", 3, 3);
-	expect_changes(&c, "BOOT_ORDER=A B;BOOT_B_LEFT=3;FLASHD_B_STATE=good;"
-		       "FLASHD_LAST_GOOD=B;");
+	step(&st, "A|3|0|-|verified", SLOT_OP_MARK_GOOD, 1, 0, &n, &c,
+	     "A B|3|3", "BOOT_ORDER=A B;BOOT_B_LEFT=3;FLASHD_B_STATE=good;FLASHD_LAST_GOOD=B;");
 }
 
 TEST(test_mark_bad)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct error err = {};
 
-	load(&st, "B A", "3", "2");
-	run(&st, SLOT_OP_MARK_BAD, 1, 0, &n, &c);
-	expect_state(&n, "A", 3, 0);
-	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=bad;");
+	step(&st, "B A|3|2", SLOT_OP_MARK_BAD, 1, 0, &n, &c,
+	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=bad;");
 	assert_int_equal(slot_health_of(&n, 1), SLOT_HEALTH_BAD);
 	/* the last slot in BOOT_ORDER stays, even forced (issue 13 items 2, 15):
 	 * an empty BOOT_ORDER makes the script boot every slot */
-	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, 0, 0, &st, &c, &err), -EBUSY);
-	assert_non_null(strstr(err.msg, "last slot"));
-	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, 0, SLOT_FORCE, &st, &c, &err),
-			 -EBUSY);
-	assert_int_equal(slot_compute(&n, SLOT_OP_MARK_BAD, -1, 0, &st, &c, &err), -EINVAL);
+	refused(&n, SLOT_OP_MARK_BAD, 0, 0, -EBUSY, "last slot");
+	refused(&n, SLOT_OP_MARK_BAD, 0, SLOT_FORCE, -EBUSY, NULL);
+	refused(&n, SLOT_OP_MARK_BAD, -1, 0, -EINVAL, NULL);
 }
 
 TEST(test_rollback)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct error err = {};
 
 	/* booted B (the new one) rolls back to A with full tries */
-	load(&st, "B A", "1", "2");
-	run(&st, SLOT_OP_ROLLBACK, 1, 0, &n, &c);
-	expect_state(&n, "A B", 3, 2);
-	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=3;");
+	step(&st, "B A|1|2", SLOT_OP_ROLLBACK, 1, 0, &n, &c,
+	     "A B|3|2", "BOOT_ORDER=A B;BOOT_A_LEFT=3;");
 	/* without a booted slot: from the primary */
 	run(&st, SLOT_OP_ROLLBACK, -1, 0, &n, &c);
 	expect_state(&n, "A B", 3, 2);
 	/* booted A after a fallback: rollback makes B primary again */
-	load(&st, "A B", "3", "0");
-	run(&st, SLOT_OP_ROLLBACK, 0, 0, &n, &c);
-	expect_state(&n, "B A", 3, 3);
+	step(&st, "A B|3|0", SLOT_OP_ROLLBACK, 0, 0, &n, &c, "B A|3|3", NULL);
 	/* never to a slot marked bad, unless forced */
 	loadr(&st, "A", "3", "0", NULL, "bad");
-	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 0, 0, &n, &c, &err), -ENOENT);
-	assert_non_null(strstr(err.msg, "marked bad"));
+	refused(&st, SLOT_OP_ROLLBACK, 0, 0, -ENOENT, "marked bad");
 	run(&st, SLOT_OP_ROLLBACK, 0, SLOT_FORCE, &n, &c);
 	expect_state(&n, "B A", 3, 3);
 	/* never, even forced, to a slot whose install did not verify (item 3) */
 	loadr(&st, "A", "3", "0", NULL, "failed");
-	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 0, SLOT_FORCE, &n, &c, &err),
-			 -ENOENT);
+	refused(&st, SLOT_OP_ROLLBACK, 0, SLOT_FORCE, -ENOENT, NULL);
 	/* item 19: an update pending (B primary, booted A): rollback is from
 	 * the primary, and a rollback that changes nothing is an error */
-	load(&st, "B A", "2", "3");
-	run(&st, SLOT_OP_ROLLBACK, -1, 0, &n, &c);
-	expect_state(&n, "A B", 3, 3);
+	step(&st, "B A|2|3", SLOT_OP_ROLLBACK, -1, 0, &n, &c, "A B|3|3", NULL);
 	load(&st, "A B", "3", "3");
-	assert_int_equal(slot_compute(&st, SLOT_OP_ROLLBACK, 1, 0, &n, &c, &err), -EALREADY);
+	refused(&st, SLOT_OP_ROLLBACK, 1, 0, -EALREADY, NULL);
 }
 
 TEST(test_reset_and_init)
@@ -575,22 +594,18 @@ TEST(test_verified_only)
 {
 	struct slot_state st, n;
 	struct slot_changes c;
-	struct error err = {};
 	static const char *const unverified[] = { "failed", "cancelled", "installing" };
 
 	for (size_t k = 0; k < ELEMENTSOF(unverified); k++) {
 		loadr(&st, "A", "3", "0", NULL, unverified[k]);
-		assert_int_equal(slot_compute(&st, SLOT_OP_ACTIVATE, 1, SLOT_FORCE, &n, &c, &err),
-				 -EPERM);
-		assert_non_null(strstr(err.msg, "no verified image"));
-		assert_int_equal(slot_compute(&st, SLOT_OP_MARK_GOOD, 1, SLOT_FORCE, &n, &c, &err),
-				 -EPERM);
+		refused(&st, SLOT_OP_ACTIVATE, 1, SLOT_FORCE, -EPERM, "no verified image");
+		refused(&st, SLOT_OP_MARK_GOOD, 1, SLOT_FORCE, -EPERM, NULL);
 		/* init puts the verified slots in, only them */
 		run(&st, SLOT_OP_INIT, -1, 0, &n, &c);
 		expect_state(&n, "A", 3, 0);
 	}
 	loadr(&st, "A", "3", "0", "failed", "failed");
-	assert_int_equal(slot_compute(&st, SLOT_OP_INIT, -1, 0, &n, &c, &err), -EPERM);
+	refused(&st, SLOT_OP_INIT, -1, 0, -EPERM, NULL);
 }
 
 /* Items 1, 13, 18: the install's stores. */
@@ -598,12 +613,9 @@ TEST(test_install_ops)
 {
 	struct slot_state st, n, n2;
 	struct slot_changes c;
-	struct error err = {};
 
-	load(&st, "A B", "2", "3");
-	run(&st, SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c);
-	expect_state(&n, "A", 2, 0);
-	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=installing;");
+	step(&st, "A B|2|3", SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c,
+	     "A|2|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=installing;");
 	run(&n, SLOT_OP_INSTALL_ACTIVATE, 1, 0, &n2, &c);
 	expect_state(&n2, "B A", 2, 3);
 	expect_changes(&c, "BOOT_ORDER=B A;BOOT_B_LEFT=3;FLASHD_B_STATE=verified;");
@@ -617,10 +629,8 @@ TEST(test_install_ops)
 
 	/* item 18: an offline init put the target back in during the install;
 	 * the failure store takes it out again */
-	loadr(&st, "B A", "3", "3", NULL, "installing");
-	run(&st, SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c);
-	expect_state(&n, "A", 3, 0);
-	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=failed;");
+	step(&st, "B A|3|3|-|installing", SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c,
+	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=failed;");
 	run(&st, SLOT_OP_INSTALL_CANCELLED, 1, 0, &n, &c);
 	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_CANCELLED);
 	/* provisioning wrote only A: B leaves BOOT_ORDER and reads "empty" */
@@ -630,14 +640,12 @@ TEST(test_install_ops)
 	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_EMPTY);
 	/* the daemon recording a dead worker's install: only if still installing */
 	loadr(&st, "B A", "3", "3", NULL, "verified");
-	assert_int_equal(slot_compute(&st, SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c, &err), -ESTALE);
+	refused(&st, SLOT_OP_INSTALL_FAILED, 1, 0, -ESTALE, NULL);
 
 	/* item 13: booted B failed its check (out), A is the last slot of
 	 * BOOT_ORDER: installing into A is refused, nothing written */
 	loadr(&st, "A", "3", "0", NULL, "bad");
-	assert_int_equal(slot_compute(&st, SLOT_OP_INSTALL_BEGIN, 0, SLOT_FORCE, &n, &c, &err),
-			 -EBUSY);
-	assert_non_null(strstr(err.msg, "last slot in BOOT_ORDER"));
+	refused(&st, SLOT_OP_INSTALL_BEGIN, 0, SLOT_FORCE, -EBUSY, "last slot in BOOT_ORDER");
 }
 
 /* Items 2, 15: the health check never empties BOOT_ORDER; a fallback takes
@@ -720,9 +728,7 @@ TEST(test_records_lost)
 	expect_state(&n2, "A", 2, 3);
 	assert_int_equal(slot_next_boot(&n2), 0);
 	/* U-Boot never saved (BOOT_ORDER unset) and A booted: the same */
-	load(&st, "", NULL, NULL);
-	run(&st, SLOT_OP_FALLBACK, 0, 0, &n, &c);
-	expect_state(&n, "A", 3, 3);
+	step(&st, "|-|-", SLOT_OP_FALLBACK, 0, 0, &n, &c, "A|3|3", NULL);
 	assert_int_equal(slot_next_boot(&n), 0);
 	/* the operator's slot init of a legacy board writes the records, so
 	 * that board is not taken for one whose records were lost */
@@ -818,7 +824,7 @@ static struct env *file_env(char *dir, char *file, size_t len, struct env_device
  * and reads back as computed. */
 TEST(test_apply_one_store)
 {
-	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64];
 	struct error eerr = {};
 	struct error serr = {};
 	struct env_device devs[2];
@@ -861,8 +867,7 @@ TEST(test_apply_one_store)
 		env_close(e);
 	}
 	watched[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(dir);
 }
 
 static char *env_str(struct env *e, const char *name)
@@ -874,7 +879,7 @@ static char *env_str(struct env *e, const char *name)
  * refusal or an unknown slot writes nothing. */
 TEST(test_slot_change)
 {
-	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64], cmd[128];
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64];
 	struct env_device devs[2];
 	struct slot_change_result res;
 	struct error err = { 0 };
@@ -918,7 +923,6 @@ TEST(test_slot_change)
 	assert_null(env_str(e, "X"));
 	env_close(e);
 	watched[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	testlib_rm_rf(dir);
 	(void) state;
 }

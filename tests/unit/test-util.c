@@ -87,34 +87,6 @@ TEST(test_format_size)
 	}
 }
 
-struct tmp {
-	char dir[64];
-	char path[96];
-};
-
-static int setup(void **state)
-{
-	struct tmp *t = calloc(1, sizeof(*t));
-
-	assert_non_null(t);
-	snprintf(t->dir, sizeof(t->dir), "/tmp/test-util-XXXXXX");
-	assert_non_null(mkdtemp(t->dir));
-	snprintf(t->path, sizeof(t->path), "%s/f", t->dir);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tmp *t = *state;
-	char p[160];
-
-	snprintf(p, sizeof(p), "rm -rf '%s'", t->dir);
-	assert_int_equal(system(p), 0);
-	free(t);
-	return 0;
-}
-
 static void write_file(const char *path, const void *buf, size_t len)
 {
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -125,26 +97,26 @@ static void write_file(const char *path, const void *buf, size_t len)
 
 /* max is the largest size read; the buffer grows past its first 4 KiB;
  * the text is NUL-terminated with the length beside it. */
-TEST_FIXTURE(test_read_file, setup, teardown)
+TEST(test_read_file)
 {
-	struct tmp *t = *state;
+	_cleanup_unlink_ char *path = testlib_tmp_file("util");
 	_cleanup_free_ char *big = malloc(10000);
 	char *buf = NULL;
 	size_t len = 0;
 
 	assert_non_null(big);
 	memset(big, 'x', 10000);
-	write_file(t->path, big, 10000);
-	assert_int_equal(util_read_file(t->path, 10000, &buf, &len), 0);
+	write_file(path, big, 10000);
+	assert_int_equal(util_read_file(path, 10000, &buf, &len), 0);
 	assert_int_equal(len, 10000);
 	assert_int_equal(buf[10000], '\0');
 	assert_memory_equal(buf, big, 10000);
 	free(buf);
 	buf = NULL;
-	assert_int_equal(util_read_file(t->path, 9999, &buf, &len), -EFBIG);
+	assert_int_equal(util_read_file(path, 9999, &buf, &len), -EFBIG);
 	assert_null(buf);
-	write_file(t->path, "", 0);
-	assert_int_equal(util_read_file(t->path, 0, &buf, &len), 0);
+	write_file(path, "", 0);
+	assert_int_equal(util_read_file(path, 0, &buf, &len), 0);
 	assert_int_equal(len, 0);
 	assert_string_equal(buf, "");
 	free(buf);
@@ -153,21 +125,21 @@ TEST_FIXTURE(test_read_file, setup, teardown)
 	assert_null(buf);
 }
 
-TEST_FIXTURE(test_read_line_u64, setup, teardown)
+TEST(test_read_line_u64)
 {
-	struct tmp *t = *state;
+	_cleanup_unlink_ char *path = testlib_tmp_file("util");
 	char line[8];
 	uint64_t v = 0;
 
-	write_file(t->path, "0x20000\nsecond\n", 15);
-	assert_int_equal(util_read_line(t->path, line, sizeof(line)), 0);
+	write_file(path, "0x20000\nsecond\n", 15);
+	assert_int_equal(util_read_line(path, line, sizeof(line)), 0);
 	assert_string_equal(line, "0x20000");
-	assert_int_equal(util_read_u64(t->path, &v), 0);
+	assert_int_equal(util_read_u64(path, &v), 0);
 	assert_int_equal(v, 0x20000);
-	write_file(t->path, "", 0);
-	assert_int_equal(util_read_line(t->path, line, sizeof(line)), -ENODATA);
-	write_file(t->path, "12 apples\n", 10);
-	assert_int_equal(util_read_u64(t->path, &v), -EINVAL);
+	write_file(path, "", 0);
+	assert_int_equal(util_read_line(path, line, sizeof(line)), -ENODATA);
+	write_file(path, "12 apples\n", 10);
+	assert_int_equal(util_read_u64(path, &v), -EINVAL);
 }
 
 /* A pipe delivers in pieces and ends early: read_full gathers the pieces
@@ -204,14 +176,14 @@ TEST(test_full_loops_on_pipes)
 	assert_int_equal(util_read_full(-1, buf, 1), -EBADF);
 }
 
-TEST_FIXTURE(test_positional, setup, teardown)
+TEST(test_positional)
 {
-	struct tmp *t = *state;
+	_cleanup_unlink_ char *path = testlib_tmp_file("util");
 	_cleanup_close_ int fd = -1;
 	char buf[8];
 
-	write_file(t->path, "0123456789", 10);
-	fd = open(t->path, O_RDWR | O_CLOEXEC);
+	write_file(path, "0123456789", 10);
+	fd = open(path, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(util_pwrite_full(fd, "AB", 2, 4), 2);
 	assert_int_equal(util_pread_full(fd, buf, 4, 3), 4);
@@ -225,23 +197,24 @@ TEST_FIXTURE(test_positional, setup, teardown)
 	assert_int_equal(util_pwrite_full(fd, buf, 1, -1), -EINVAL);
 }
 
-TEST_FIXTURE(test_mkdir_p, setup, teardown)
+TEST(test_mkdir_p)
 {
-	struct tmp *t = *state;
-	char p[160];
+	_cleanup_free_ char *dir = testlib_tmp_dir("util");
+	_cleanup_free_ char *abc = testlib_asprintf("%s/a/b/c", dir);
+	_cleanup_free_ char *f = testlib_asprintf("%s/f", dir);
+	_cleanup_free_ char *fg = testlib_asprintf("%s/f/g", dir);
 	struct stat st;
 
-	snprintf(p, sizeof(p), "%s/a/b/c", t->dir);
-	assert_int_equal(util_mkdir_p(p, 0700), 0);
-	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(util_mkdir_p(abc, 0700), 0);
+	assert_int_equal(stat(abc, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);
-	assert_int_equal(util_mkdir_p(p, 0700), 0); /* existing: fine */
-	write_file(t->path, "", 0);
+	assert_int_equal(util_mkdir_p(abc, 0700), 0); /* existing: fine */
+	write_file(f, "", 0);
 	/* a file where a directory should be is not "existing" */
-	assert_int_equal(util_mkdir_p(t->path, 0755), -ENOTDIR);
-	snprintf(p, sizeof(p), "%s/g", t->path);
-	assert_int_equal(util_mkdir_p(p, 0755), -ENOTDIR);
+	assert_int_equal(util_mkdir_p(f, 0755), -ENOTDIR);
+	assert_int_equal(util_mkdir_p(fg, 0755), -ENOTDIR);
+	testlib_rm_rf(dir);
 }
 
 TEST(test_small_helpers)

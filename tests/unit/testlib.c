@@ -1,5 +1,8 @@
 /* Fixtures shared by the unit tests (see testlib.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -8,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -114,6 +118,37 @@ struct layout *testlib_layout_parse(const char *json)
 	if (layout_parse(json, "test layout", &l, &err) < 0)
 		fail_msg("test layout: %s", error_message(&err));
 	return l;
+}
+
+void testlib_poke(const char *path, uint64_t off, uint8_t byte)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		fail_msg("open %s: %s", path, strerror(errno));
+	if (pwrite(fd, &byte, 1, (off_t)off) != 1)
+		fail_msg("%s: write at %" PRIu64 ": %s", path, off, strerror(errno));
+	close(fd);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	if (remove(path) < 0)
+		fail_msg("remove %s: %s", path, strerror(errno));
+	return 0;
+}
+
+void testlib_rm_rf(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 && errno == ENOENT)
+		return;
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		fail_msg("walking %s: %s", path, strerror(errno));
 }
 
 void testlib_unlinkp(char **path)

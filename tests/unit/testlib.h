@@ -29,6 +29,13 @@ struct nsim_geometry testlib_sim_geometry(const struct layout_device *d);
 struct layout *testlib_layout_load(const char *name);
 struct layout *testlib_layout_parse(const char *json);
 
+/* Overwrite the byte at off of the file path with byte (a corruption). */
+void testlib_poke(const char *path, uint64_t off, uint8_t byte);
+
+/* Remove a directory tree, not following symlinks (rm -rf); fails the
+ * running test when something stays behind. */
+void testlib_rm_rf(const char *path);
+
 /* unlink and free a path (for _cleanup_) */
 void testlib_unlinkp(char **path);
 #define _cleanup_unlink_ __attribute__((cleanup(testlib_unlinkp)))

@@ -27,8 +27,7 @@
 . "$top_srcdir/tests/lib/vm-ubi.sh"
 ubi_setup
 L=$UBI_LAYOUT
-T=/tmp/cu
-rm -rf $T; mkdir -p $T/keyring
+ubi_workdir /tmp/cu
 export FLASHD_SOCKET=$T/flashd.sock
 MIN=${CRASH_MIN_IN_UPDATE:-20}
 MAXPOINTS=${CRASH_POINTS_MAX:-40}
@@ -38,8 +37,6 @@ echo "UBI crash test: until $MIN kills land in a volume update (at most $MAXPOIN
 trap '[ -n "$UBI_DAEMON" ] && kill -9 $UBI_DAEMON 2>/dev/null' EXIT
 
 declare -A LEN SHA
-vm_run "$FLASHCTL" -q bundle keygen --out $T/k
-cp $T/k.pub $T/keyring/
 for v in 1 2; do
 	mkdir -p $T/root$v/etc
 	echo "VERSION_ID=$v.0" >$T/root$v/etc/os-release

@@ -25,8 +25,7 @@ UBI_LAYOUT=$top_srcdir/tests/vm/layouts/nand-ubi-64m-factory.json
 L=$UBI_LAYOUT
 ubi_setup
 command -v nandwrite >/dev/null || vm_skip "nandwrite (mtd-utils) missing"
-T=/tmp/fu
-rm -rf $T; mkdir -p $T/keyring
+ubi_workdir /tmp/fu
 EB=131072
 OOB_EB=$((EB / 2048 * (2048 + 64)))    # an erase block in the data+OOB image
 
@@ -39,8 +38,6 @@ program() { # PARTITION BLOCKS
 	rm -f $T/part.oob
 }
 
-vm_run "$FLASHCTL" -q bundle keygen --out $T/k
-cp $T/k.pub $T/keyring/
 ubi_bundle 1.0 3
 
 vm_log "factory image: provision --both-slots image:"

@@ -25,8 +25,7 @@
 . "$top_srcdir/tests/lib/vm-ubi.sh"
 ubi_setup
 L=$UBI_LAYOUT
-T=/tmp/pu
-rm -rf $T; mkdir -p $T/keyring
+ubi_workdir /tmp/pu
 export FLASHD_SOCKET=$T/flashd.sock
 trap '[ -n "$UBI_DAEMON" ] && kill $UBI_DAEMON 2>/dev/null' EXIT
 ubimtd=$UBI_MTD
@@ -34,8 +33,6 @@ envmtd=$(vm_mtd_by_name u-boot-env)
 
 env_sum() { nanddump -q -f - "$envmtd" 2>/dev/null | sha256sum; }
 
-vm_run "$FLASHCTL" -q bundle keygen --out $T/k
-cp $T/k.pub $T/keyring/
 ubi_bundle 1.0 3
 ubi_bundle 2.0 4
 
