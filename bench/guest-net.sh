@@ -148,7 +148,14 @@ run_flashd_http() {
 	half=$(( $(stat -c %s "$NET/www/$b") / 2 ))
 	net_mark
 	net_install net-resume-cut "$b" "$half"
-	local cut_s=$NET_SECONDS cut_bytes cut_reqs
+	local cut_s=$NET_SECONDS cut_bytes cut_reqs i
+	# lighttpd logs the killed request when it gives the connection up,
+	# which on the throttled port can be after the flush (one run counted
+	# only the cut run's first range): wait until no connection is left
+	for i in $(seq 50); do
+		[ -z "$(ss -Htn state established "( sport = :$net_slow_port )" 2>/dev/null)" ] && break
+		sleep 0.2
+	done
 	read -r cut_bytes cut_reqs < <(net_bytes)
 	net_mark
 	net_install net-resume "$b"
