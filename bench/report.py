@@ -326,6 +326,11 @@ NOTES = """\
   What it would take: hashing and fetching the next block on a second thread while the
   current one is programmed (the worker is one thread, so CPU and flash time add up),
   and writing from the fetch buffer without the copy.
+* **Full install ≤ 1.22× the floor (NOR)**: mtdram has no delays, so every row is CPU under
+  TCG. The floor, `flashcp`, verifies by reading back and comparing (memcmp); flashd also
+  hashes every block against the signed index (SHA-256 of 32 MiB: ≈ 0.6 s in the guest),
+  verifies the signature and runs three processes (client, daemon, worker). The same
+  pipelining would hide the hash; the processes are the price of the daemon design.
 * **Full install on NAND with delays, flashd against RAUC**: the two are within the run's
   noise of each other (flashd's three runs 9.45-10.08 s, RAUC's one 9.54 s; in the clean
   run before, at 5d311dc, flashd 9.28 s and RAUC 9.85 s). RAUC reads nothing back;
