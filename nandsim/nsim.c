@@ -728,6 +728,20 @@ int nsim_read_oob_raw(struct nsim *s, uint64_t off, void *buf, size_t len)
 	return op_end_ro(s, r);
 }
 
+/* The free OOB bytes have no ECC (as on real chips and the kernel's
+ * nandsim, whose flips land anywhere in what is read): a read the global
+ * rate flips returns one bit wrong and no error. The next read may not. */
+static void oob_flip(struct nsim *s, const struct nsim_meta *m, uint64_t page,
+		     uint8_t *buf, size_t len)
+{
+	uint64_t bit;
+
+	if (m->flip != NSIM_FLIP_NONE || page_flip(s, m, page) == NSIM_FLIP_NONE)
+		return;
+	bit = splitmix64(s->h.seed ^ s->h.read_seq) % (len * 8);
+	buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+}
+
 int nsim_read_oob(struct nsim *s, uint64_t off, void *buf, size_t len)
 {
 	struct nsim_meta m;
@@ -741,7 +755,9 @@ int nsim_read_oob(struct nsim *s, uint64_t off, void *buf, size_t len)
 	if (r >= 0)
 		r = pread_exact(s, buf, len, s->h.oob_offset +
 				off / s->h.writesize * s->h.oobsize + s->h.oobfree_off);
-	return op_end_ro(s, r);
+	if (r >= 0 && len)
+		oob_flip(s, &m, off / s->h.writesize, buf, len);
+	return op_end(s, r);       /* read_seq moved on */
 }
 
 static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len)
