@@ -54,9 +54,11 @@ struct install_index_image {
 	 * against the index) instead of fetched. Only read, never written. */
 	struct flash *other;
 	const struct block_record *other_rec;
-	/* NULL, or called after each logical block is settled (compared,
-	 * skipped or written; done = blocks settled of this image): progress,
-	 * and a negative return (a cancel) stops the write with it. */
+	/* NULL, or called after each logical block is classified and after
+	 * each is settled (skipped, or written and read back): done counts
+	 * both, 0..2 x the image's blocks (it may step back when a block goes
+	 * bad and the rest is placed again). Progress, and a negative return
+	 * (a cancel) stops the write with it. */
 	int (*tick)(void *userdata, uint64_t done, const struct install_index_stats *st);
 	void *userdata;
 };

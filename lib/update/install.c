@@ -87,6 +87,7 @@ struct install {
 	struct install_stats stats;
 	struct install_stats closed;         /* flash counters of the images finished */
 	uint64_t total;
+	uint64_t done_shown;                 /* progress never steps back */
 	int error;                           /* sticky */
 	struct error err;
 	size_t buf_peak;                     /* largest writer / read-back buffers held */
@@ -168,6 +169,8 @@ static void progress(struct install *in, const char *image)
 
 	if (!in->p.progress)
 		return;
+	/* an adaptive install's ticks count blocks skipped as done too */
+	pr.done = in->done_shown = MAX(pr.done, in->done_shown);
 	pr.percent = in->phase == INSTALL_PHASE_DONE ? 100 :
 		     pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
 	in->p.progress(in->p.userdata, &pr);
@@ -1092,22 +1095,27 @@ struct adaptive_tick {
 	volatile int *cancel;
 };
 
-/* Progress by blocks settled (a skipped block counts as done: it is
- * already what the image needs), and the cancel between blocks. */
+/* Progress by blocks classified and settled (a skipped block counts as
+ * done: it is already what the image needs), and the cancel between
+ * blocks. */
 static int adaptive_tick(void *userdata, uint64_t done, const struct install_index_stats *st)
 {
 	struct adaptive_tick *a = userdata;
 	struct install *in = a->in;
-	uint64_t bytes = MIN(done * a->t->flash->info.erasesize, a->t->img->size);
+	/* done is in half blocks: done x erase size = image bytes x 2 */
+	uint64_t twice = done * a->t->flash->info.erasesize;
 
 	(void)st;
 	if (a->cancel && *a->cancel)
 		return -ECANCELED;
 	if (in->p.progress) {
 		struct install_progress pr = {
-			.phase = in->phase, .done = 2 * (a->before + bytes), .total = in->total,
+			.phase = in->phase, .total = in->total,
 			.image = a->t->img->slot, .slot = slot_name(in),
 		};
+		/* written + read back, as a stream counts them */
+		pr.done = in->done_shown = MAX(2 * a->before + MIN(twice, 2 * a->t->img->size),
+					       in->done_shown);
 		pr.percent = pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
 		in->p.progress(in->p.userdata, &pr);
 	}

@@ -255,14 +255,16 @@ static int64_t pass(struct ix *x, uint64_t k0)
 {
 	int r;
 
-	/* a compare read settles nothing yet: progress 0 until the writes */
+	/* progress in half blocks: blocks before k0 are settled (2 each),
+	 * then one for each block classified, one for each settled (a slot
+	 * without a record is read to classify it: that is real work too) */
 	for (uint64_t k = k0; k < x->n; k++)
-		if ((r = classify(x, k)) < 0 || (r = tick(x, k0)) < 0)
+		if ((r = classify(x, k)) < 0 || (r = tick(x, k0 + k + 1)) < 0)
 			return r;
 	if ((r = plan(x, k0)) < 0)
 		return r;
 	for (uint64_t k = k0; k < x->n; k++) {
-		if ((r = tick(x, k)) < 0)
+		if ((r = tick(x, x->n + k)) < 0)
 			return r;
 		if (x->state[k] != BLOCK_CHANGED && x->state[k] != BLOCK_COPY)
 			continue;
@@ -277,7 +279,7 @@ static int64_t pass(struct ix *x, uint64_t k0)
 		if (r == 1)
 			return (int64_t)k;
 	}
-	r = tick(x, x->n);
+	r = tick(x, 2 * x->n);
 	return r < 0 ? r : (int64_t)x->n;
 }
 

@@ -1986,8 +1986,15 @@ static void adaptive_free(struct adaptive *a)
 
 static void adaptive_ok(struct adaptive *a, const char *bundle, struct rres *res)
 {
-	install_ok(&a->r, bundle, &(struct ropts){ .state_dir = a->state, .source = true }, res);
+	struct progress_log pl = { 0 };
+
+	install_ok(&a->r, bundle, &(struct ropts){ .state_dir = a->state, .source = true,
+						  .progress = on_progress, .userdata = &pl }, res);
 	assert_true(res->stats.adaptive);
+	/* progress never steps back, whatever was skipped (it once fell from
+	 * 98 % to the share of bytes written at the end of the image) */
+	assert_false(pl.regress);
+	assert_int_equal(pl.last_percent, 100);
 }
 
 /* The adaptive board NAME with v1 installed (adaptively), and ret_v2: v1
