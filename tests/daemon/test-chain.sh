@@ -1,0 +1,229 @@
+#!/bin/bash
+# Operations chained in random orders on the simulated board, the way the
+# field does it: installs (some cut by a power cut at a random flash
+# operation), reboots through the boot script's choice with a health check
+# that passes or fails, mark-good, mark-bad, rollback, activate, a cancel
+# or a daemon restart in the middle of an install, a bundle corrupted in
+# its payload, and an unprivileged user trying to change anything.
+# Seeded: CHAIN_SEED=N reproduces a run, CHAIN_STEPS=N sets its length.
+#
+# After every step, whatever happened before:
+#   I1 the daemon answers, and a refused or failed operation is reported
+#      by an exit status (never a crash); a user without rights changes
+#      nothing (the env is the same byte for byte)
+#   I2 the booted slot's bytes are what they were when it was booted
+#   I3 when some slot holds a verified image, the next boot goes to one
+#      (never a bad, failed, interrupted, cancelled or empty slot)
+# and at every reboot:
+#   I4 the boot script boots the slot status called "next"
+#   I5 the slot booted holds exactly the image of the version status
+#      gives it (the board never runs unverified bytes)
+. "$(dirname "$0")/../lib/sim-board.sh"
+
+HEALTH_COMMAND="exit \$(cat $T/health-rc)"
+setup_board
+echo 0 > "$T/health-rc"
+for v in 1 2 3; do make_bundle "v$v" "$v.0" 1; done
+# v3 with one payload byte inverted: its hash check fails in the write
+size=$(stat -c %s "$T/v3.bundle")
+cp "$T/v3.bundle" "$T/bad.bundle"
+byte=$(od -An -tu1 -j $((size - 100000)) -N1 "$T/v3.bundle" | tr -d ' ')
+printf "\\$(printf %o $((255 - byte)))" | dd of="$T/bad.bundle" bs=1 seek=$((size - 100000)) conv=notrunc 2>/dev/null
+cmp -s "$T/v3.bundle" "$T/bad.bundle" && fail "the corrupted copy equals the bundle"
+NOBODY=65534
+command -v setpriv >/dev/null || skip "setpriv is not installed"
+[ "$(id -u)" = 0 ] || skip "the unprivileged user's steps need root (setpriv to nobody)"
+chmod 755 "$T"
+chmod 644 "$T"/*.bundle
+start_daemon
+
+seed=${CHAIN_SEED:-$(( $(date +%s) % 100000 ))}
+steps=${CHAIN_STEPS:-40}
+RANDOM=$seed
+say "seed $seed ($steps steps; CHAIN_SEED=$seed reproduces)"
+trace=""
+
+off_of() {
+	fctl --json layout show "$LAYOUT" | "$PY" -c "import json,sys
+print([p['offset'] for p in json.load(sys.stdin)['partitions'] if p['name']=='$1'][0])"
+}
+OFF_A=$(off_of rootfs-a) OFF_B=$(off_of rootfs-b)
+HASH_LEN=2097152
+
+slot_hash() { # SLOT: sha256 of the slot's first 2 MiB
+	local off=$OFF_A
+	[ "$1" = B ] && off=$OFF_B
+	fctl flash read --length $HASH_LEN "sim:$SIM@$off+$HASH_LEN" "$T/slot.bin" >/dev/null 2>&1 ||
+		fail "reading slot $1"
+	sha256sum < "$T/slot.bin" | cut -d' ' -f1
+}
+
+status_json() {
+	wait_for 30 daemon_idle || fail "step $n ($trace): the daemon is busy or gone"
+	fctl --json status > "$T/st.json" || fail "step $n ($trace): status: exit $?"
+}
+
+# "next" and each slot's state and version from the last status
+sj() { "$PY" -c "import json,sys; d=json.load(open('$T/st.json')); print($1)"; }
+
+boot_hash=$(slot_hash A)
+BOOTED=A
+
+check_invariants() {
+	local why="step $n ($trace)"
+	status_json
+	# I2
+	[ "$(slot_hash "$BOOTED")" = "$boot_hash" ] || fail "$why: the booted slot $BOOTED was written"
+	# I3
+	sj "' '.join(s['state'] for s in d['slots']) + ' next=' + str(d['next'])" > "$T/states"
+	"$PY" - "$T/st.json" <<'EOF' || fail "$why: the next boot goes to an unverified slot: $(cat "$T/states")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+verified = {"installed", "pending", "trial", "good"}
+by = {s["name"]: s for s in d["slots"]}
+if any(s["state"] in verified for s in d["slots"]):
+    assert d["next"] is not None and by[d["next"]]["state"] in verified, d
+EOF
+}
+
+reboot_checked() {
+	local next want
+	status_json
+	next=$(sj "d['next'] or ''")
+	stop_daemon
+	# no slot with tries left: the boot script gives them back and resets
+	# the board (status said so: next_after_reset), the next power-on picks
+	if ! sel=$(fctl slot boot-select --layout "$LAYOUT" --target "$TARGET" 2>"$T/sel.err"); then
+		grep -q "run boot-select again" "$T/sel.err" || fail "step $n: boot-select: $(cat "$T/sel.err")"
+		[ "$(sj "d['next_after_reset']")" = True ] ||
+			fail "step $n ($trace): the boot script resets the board, status did not say so"
+		sel=$(fctl slot boot-select --layout "$LAYOUT" --target "$TARGET") || fail "step $n: boot-select after the reset"
+	fi
+	echo "$sel" > "$T/cmdline"
+	BOOTED=${sel#flashd.slot=}
+	start_daemon
+	# I4
+	[ -z "$next" ] || [ "$BOOTED" = "$next" ] ||
+		fail "step $n ($trace): status said the next boot is $next, the boot script booted $BOOTED"
+	wait_for 30 daemon_idle || fail "step $n: no idle daemon after the reboot"
+	boot_hash=$(slot_hash "$BOOTED")
+	# I5
+	status_json
+	want=$(sj "[s['version'] for s in d['slots'] if s['name']=='$BOOTED'][0] or ''")
+	if [ -n "$want" ]; then
+		v=${want%.0}
+		head -c "$(stat -c %s "$T/v$v.sqfs")" "$T/slot.bin" | cmp -s - "$T/v$v.sqfs" ||
+			fail "step $n ($trace): slot $BOOTED boots with bytes that are not version $want"
+	fi
+}
+
+other() { [ "$BOOTED" = A ] && echo B || echo A; }
+
+# an operation's exit status: 0, or a refusal/failure (1, 3, 4, 5); never
+# a usage error or a signal
+op_rc_ok() { case $1 in 0|1|3|4|5) return 0 ;; *) return 1 ;; esac; }
+
+run_op() {
+	local rc=0
+	"$@" > "$T/op.out" 2>&1 || rc=$?
+	op_rc_ok $rc || fail "step $n ($trace): '$*' exited $rc: $(cat "$T/op.out")"
+	trace="$trace:$rc"
+	[ $rc = 0 ] || say "  $*: $(head -c 300 "$T/op.out" | tr '\n' ' ')"
+}
+
+power_cut_install() { # an install cut after R mutating flash ops, reboot
+	local r=$((RANDOM % 700 + 1))
+	trace="$trace@$r"
+	"$top_builddir/nsimctl" powercut "$SIM" --after $r $([ $((RANDOM % 2)) = 0 ] && echo --tear) >/dev/null ||
+		fail "nsimctl powercut"
+	fctl install "$T/v$((RANDOM % 3 + 1)).bundle" > "$T/op.out" 2>&1
+	# power off: everything stops at once, then power on
+	kill -KILL "$DAEMON_PID" 2>/dev/null
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_PID=
+	w=$(sed -n 's/.*install started .*worker pid \([0-9]*\).*/\1/p' "$T/flashd.log" | tail -n 1)
+	[ -z "$w" ] || wait_for 5 sh -c "! kill -0 $w 2>/dev/null" || fail "the worker $w outlived the power cut"
+	"$top_builddir/nsimctl" power-on "$SIM" >/dev/null || fail "nsimctl power-on"
+	start_daemon
+}
+
+install_bg() { # BUNDLE: an install running in the background (its write step)
+	fctl install "$1" > "$T/bg.out" 2>&1 &
+	BG=$!
+	BG_PIDS="${BG_PIDS:-} $BG"
+	sleep "0.$((RANDOM % 10))"
+}
+
+cancel_install() {
+	install_bg "$T/v$((RANDOM % 3 + 1)).bundle"
+	run_op fctl cancel
+	wait $BG; rc=$?
+	op_rc_ok $rc || fail "step $n ($trace): the cancelled install exited $rc: $(cat "$T/bg.out")"
+	trace="$trace/$rc"
+	[ $rc = 0 ] || say "  the install: $(tail -c 300 "$T/bg.out" | tr '\n' ' ')"
+}
+
+restart_in_install() { # SIGTERM to the daemon while it installs, start again
+	install_bg "$T/v$((RANDOM % 3 + 1)).bundle"
+	stop_daemon
+	wait $BG
+	start_daemon
+}
+
+# A payload byte of v3 corrupted: the install fails and what boots next
+# does not change; or, when the target slot already holds the blocks the
+# signed index names (an adaptive install reads no payload for them), it
+# succeeds and the slot holds exactly v3
+bad_bundle() {
+	local before
+	status_json
+	before=$(sj "d['next']")
+	run_op fctl install "$T/bad.bundle"
+	case $trace in *:0)
+		slot_hash "$(other)" >/dev/null
+		head -c "$(stat -c %s "$T/v3.sqfs")" "$T/slot.bin" | cmp -s - "$T/v3.sqfs" ||
+			fail "step $n: a corrupted bundle was installed: slot $(other) is not v3"
+		return ;;
+	esac
+	status_json
+	[ "$(sj "d['next']")" = "$before" ] || [ "$(sj "d['next']")" = "$BOOTED" ] ||
+		fail "step $n: after a failed install the next boot moved from $before to $(sj "d['next']")"
+}
+
+as_nobody() { # every change refused, the env the same byte for byte
+	local e0 e1 rc op
+	e0=$(env_dump | sha256sum)
+	for op in "install $T/v1.bundle" "slot mark-bad A" "slot mark-bad B" "slot activate $(other)" \
+		"slot rollback" "slot mark-good" "cancel" "overlay reset"; do
+		rc=0
+		# shellcheck disable=SC2086
+		setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$FLASHCTL" $op > "$T/op.out" 2>&1 < /dev/null || rc=$?
+		[ $rc = 4 ] || fail "step $n: nobody's '$op' exited $rc (want 4, permission denied): $(cat "$T/op.out")"
+	done
+	setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$FLASHCTL" --json status > "$T/op.out" 2>&1 ||
+		fail "step $n: nobody cannot read the status: $(cat "$T/op.out")"
+	e1=$(env_dump | sha256sum)
+	[ "$e0" = "$e1" ] || fail "step $n: nobody changed the env"
+}
+
+for n in $(seq 1 "$steps"); do
+	case $((RANDOM % 14)) in
+	10) trace="cancel"; cancel_install ;;
+	11) trace="restart"; restart_in_install ;;
+	12) trace="bad-bundle"; bad_bundle ;;
+	13) trace="nobody"; as_nobody ;;
+	0|1|2) trace="install"; run_op fctl install "$T/v$((RANDOM % 3 + 1)).bundle" ;;
+	3) trace="cut"; power_cut_install ;;
+	4|5) h=$((RANDOM % 4 == 0)); echo $h > "$T/health-rc"; trace="reboot(health $h)" ;;
+	6) trace="mark-good"; run_op fctl slot mark-good ;;
+	7) s=$(other); trace="mark-bad $s"; run_op fctl slot mark-bad "$s" ;;
+	8) trace="rollback"; run_op fctl slot rollback ;;
+	9) s=$(other); trace="activate $s"; run_op fctl slot activate "$s" ;;
+	esac
+	check_invariants
+	case $trace in
+	reboot*|cut*) reboot_checked; check_invariants ;;
+	esac
+	say "step $n: $trace -> booted $BOOTED, $(cat "$T/states")"
+done
+say "all invariants held over $steps steps (seed $seed)"
