@@ -125,5 +125,18 @@ check "provision with bitflips on reads succeeds" grep -q "^Done: slot A boots f
 check "the reads did meet bitflips" bash -c \
 	"'$top_builddir/nsimctl' info '$T/flip.sim' | grep -qE '[1-9][0-9]* corrected'"
 
+# an overlay block that fails to erase is marked bad, as in the slots, and
+# provisioning goes on (it once failed the whole provision: the eraser was
+# given a flag it does not read)
+$fc flash sim-create "$T/erf.sim" --type nand --size 128MiB --erase-block 128KiB --page 2048 --oob 64 >/dev/null
+od=$(( $($fc --json layout show "$top/layouts/nandsim-128m.json" | python3 -c "import json,sys
+print([p['offset'] for p in json.load(sys.stdin)['partitions'] if p['name']=='rootfs_data'][0])") / 131072 ))
+"$top_builddir/nsimctl" fault "$T/erf.sim" --block $((od + 7)) --erase >/dev/null
+$fc provision --layout "$top/layouts/nandsim-128m.json" --bundle "$T/nandsim-128m.bundle" \
+	--keyring "$T/keyring" "sim:$T/erf.sim" >"$T/erf.out" 2>&1
+check "an overlay block failing its erase: provision succeeds" grep -q "^Done: slot A boots first" "$T/erf.out" ||
+	cat "$T/erf.out"
+check "an overlay block failing its erase: marked bad" grep -qE "rootfs_data .*\[1 bad\]" "$T/erf.out"
+
 check_done
 say "all provisioning checks passed"
