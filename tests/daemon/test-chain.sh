@@ -137,11 +137,26 @@ other() { [ "$BOOTED" = A ] && echo B || echo A; }
 # a usage error or a signal
 op_rc_ok() { case $1 in 0|1|3|4|5) return 0 ;; *) return 1 ;; esac; }
 
+# env stores so far: each erases one env copy (one erase block each)
+ENV_BLOCKS=$(( $(off_of u-boot-env) / 131072 )),$(( $(off_of u-boot-env-redund) / 131072 ))
+env_stores() {
+	"$top_builddir/nsimctl" info "$SIM" --json --blocks | "$PY" -c "import json,sys
+print(sum(b['erase_count'] for b in json.load(sys.stdin)['block_list'] if b['block'] in ($ENV_BLOCKS)))"
+}
+
+# OP...: a slot operation changes the boot state in at most one env
+# store, and a refused one in none
 run_op() {
-	local rc=0
+	local rc=0 s0 s1
+	s0=$(env_stores)
 	"$@" > "$T/op.out" 2>&1 || rc=$?
 	op_rc_ok $rc || fail "step $n ($trace): '$*' exited $rc: $(cat "$T/op.out")"
 	trace="$trace:$rc"
+	s1=$(env_stores)
+	case "$*" in "fctl slot "*)
+		[ $((s1 - s0)) -le $((rc == 0)) ] ||
+			fail "step $n ($trace): '$*' (exit $rc) took $((s1 - s0)) env stores" ;;
+	esac
 	[ $rc = 0 ] || say "  $*: $(head -c 300 "$T/op.out" | tr '\n' ' ')"
 }
 
