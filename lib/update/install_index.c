@@ -2,6 +2,7 @@
  * (install_index.h). */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ struct ix {
 	uint64_t n;                  /* logical blocks */
 	uint32_t *map;               /* physical block of each logical block */
 	uint8_t *state;              /* enum block_state */
-	uint8_t *buf, *rbuf;         /* one erase block each */
+	uint8_t *buf, *rbuf, *abuf;  /* one erase block each */
 	uint8_t ff_hash[32];         /* of a whole erased block, once computed */
 	bool ff_hash_set;
 };
@@ -185,20 +186,22 @@ static int copy_local(struct ix *x, uint64_t k)
 	return 1;
 }
 
-static int fetch(struct ix *x, uint64_t k)
+/* Into buf: only the source and the (read-only) index are touched, so
+ * it may run on the fetch-ahead thread while block k-1 is programmed. */
+static int fetch(const struct ix *x, uint64_t k, uint8_t *buf, struct error *err)
 {
 	size_t len = block_len(x, k);
 	uint64_t off = x->ii->img->offset + k * x->es;
-	ssize_t n = source_pread(x->src, x->buf, len, off, x->err);
+	ssize_t n = source_pread(x->src, buf, len, off, err);
 
 	if (n < 0)
-		return error_prefix(x->err, (int)n, "fetching block %" PRIu64, k);
+		return error_prefix(err, (int)n, "fetching block %" PRIu64, k);
 	if ((size_t)n != len)
-		return error_set(x->err, -ENODATA, "fetching block %" PRIu64 ": the bundle ends at "
+		return error_set(err, -ENODATA, "fetching block %" PRIu64 ": the bundle ends at "
 				 "byte %" PRIu64 " (truncated)", k, off + n);
 	/* what the source sent must be what was signed, before it is written */
-	if (!hash_is(x->buf, len, want_hash(x, k)))
-		return error_set(x->err, -EBADMSG, "block %" PRIu64 " (bundle bytes %" PRIu64 "..%"
+	if (!hash_is(buf, len, want_hash(x, k)))
+		return error_set(err, -EBADMSG, "block %" PRIu64 " (bundle bytes %" PRIu64 "..%"
 				 PRIu64 ") does not match its sha256 in the signed index: the source "
 				 "sent other bytes", k, off, off + len - 1);
 	return 0;
@@ -244,15 +247,114 @@ static int program(struct ix *x, uint64_t k)
 	return 0;
 }
 
-/* Classify, plan, fetch and write from logical block k0 on. Returns the
- * block that went bad (its successors must be placed again), or n. */
 static int tick(struct ix *x, uint64_t done)
 {
 	return x->ii->tick ? x->ii->tick(x->ii->userdata, done, x->st) : 0;
 }
 
+/* The next block from k on to write, or n. */
+static uint64_t next_to_write(const struct ix *x, uint64_t k)
+{
+	while (k < x->n && x->state[k] != BLOCK_CHANGED && x->state[k] != BLOCK_COPY)
+		k++;
+	return k;
+}
+
+/* Fetch-ahead: while block k is erased, programmed and read back (the
+ * worker waits on the flash), block k's successor is fetched and hashed
+ * on a second thread, so network/file and SHA-256 time hide behind flash
+ * time. One block ahead at most, so the source sees one reader at a time,
+ * in order. Blocks copied from the other slot are not fetched ahead: the
+ * flash is the main thread's. */
+struct ahead {
+	const struct ix *x;
+	pthread_t th;
+	bool running;
+	uint64_t k;
+	uint8_t *buf;
+	struct error err;   /* the thread's, handed to x->err on failure */
+	int r;
+};
+
+static void *ahead_main(void *p)
+{
+	struct ahead *a = p;
+
+	a->r = fetch(a->x, a->k, a->buf, &a->err);
+	return NULL;
+}
+
+static void ahead_start(struct ahead *a, uint64_t k)
+{
+	a->k = k;
+	error_clear(&a->err);
+	/* no thread: fetched on the main thread when its turn comes */
+	a->running = pthread_create(&a->th, NULL, ahead_main, a) == 0;
+	if (!a->running)
+		a->k = UINT64_MAX;
+}
+
+/* Wait for the fetch-ahead; true if it fetched block k (result in *r). */
+static bool ahead_join(struct ahead *a, uint64_t k, int *r)
+{
+	if (!a->running)
+		return false;
+	pthread_join(a->th, NULL);
+	a->running = false;
+	if (a->k != k)
+		return false;
+	*r = a->r;
+	return true;
+}
+
+/* Block k into x->buf: from the fetch-ahead, the other slot or the
+ * source. A failed fetch-ahead is not tried again (it spent the
+ * source's retries): its error is the install's. */
+static int load(struct ix *x, struct ahead *a, uint64_t k)
+{
+	int r = 0;
+
+	if (ahead_join(a, k, &r)) {
+		uint8_t *t = x->buf;
+		if (r < 0) {
+			if (x->err)
+				*x->err = a->err;
+			return r;
+		}
+		x->buf = a->buf;
+		a->buf = x->abuf = t;
+		return 0;
+	}
+	r = x->state[k] == BLOCK_COPY ? copy_local(x, k) : 0;
+	return r == 0 ? fetch(x, k, x->buf, x->err) : MIN(r, 0);
+}
+
+/* Write the changed blocks from k0 on. Returns the block that went bad
+ * (its successors must be placed again), n, or -errno. */
+static int64_t write_changed(struct ix *x, uint64_t k0, struct ahead *a)
+{
+	for (uint64_t k = next_to_write(x, k0), kn; k < x->n; k = kn) {
+		int r = tick(x, x->n + k);
+		if (r >= 0)
+			r = load(x, a, k);
+		if (r < 0)
+			return r;
+		kn = next_to_write(x, k + 1);
+		if (kn < x->n && x->state[kn] == BLOCK_CHANGED)
+			ahead_start(a, kn);
+		r = program(x, k);
+		if (r != 0)
+			return r < 0 ? r : (int64_t)k;
+	}
+	return (int64_t)x->n;
+}
+
+/* Classify, plan, fetch and write from logical block k0 on: the block
+ * that went bad, n, or -errno. */
 static int64_t pass(struct ix *x, uint64_t k0)
 {
+	struct ahead a = { .x = x, .buf = x->abuf };
+	int64_t w;
 	int r;
 
 	/* progress in half blocks: blocks before k0 are settled (2 each),
@@ -263,22 +365,11 @@ static int64_t pass(struct ix *x, uint64_t k0)
 			return r;
 	if ((r = plan(x, k0)) < 0)
 		return r;
-	for (uint64_t k = k0; k < x->n; k++) {
-		if ((r = tick(x, x->n + k)) < 0)
-			return r;
-		if (x->state[k] != BLOCK_CHANGED && x->state[k] != BLOCK_COPY)
-			continue;
-		r = x->state[k] == BLOCK_COPY ? copy_local(x, k) : 0;
-		if (r == 0)
-			r = fetch(x, k);
-		if (r < 0)
-			return r;
-		r = program(x, k);
-		if (r < 0)
-			return r;
-		if (r == 1)
-			return (int64_t)k;
-	}
+	w = write_changed(x, k0, &a);
+	/* a fetch still running on an error, a cancel or a bad block */
+	(void)ahead_join(&a, UINT64_MAX, &r);
+	if (w != (int64_t)x->n)
+		return w;
 	r = tick(x, 2 * x->n);
 	return r < 0 ? r : (int64_t)x->n;
 }
@@ -323,7 +414,8 @@ int install_index_write(const struct install_index_image *ii, struct source *src
 	x.state = calloc(x.n + 1, 1);
 	x.buf = malloc(x.es);
 	x.rbuf = malloc(x.es);
-	r = x.map && x.state && x.buf && x.rbuf ? run(&x) : -ENOMEM;
+	x.abuf = malloc(x.es);
+	r = x.map && x.state && x.buf && x.rbuf && x.abuf ? run(&x) : -ENOMEM;
 	if (r >= 0 && ret_rec && (r = block_record_new(ii->flash, x.n, &rec)) >= 0) {
 		rec->size = ii->img->size;
 		memcpy(rec->image_sha256, ii->img->sha256, 32);
@@ -335,6 +427,7 @@ int install_index_write(const struct install_index_image *ii, struct source *src
 	free(x.state);
 	free(x.buf);
 	free(x.rbuf);
+	free(x.abuf);
 	return r;
 }
 

@@ -87,7 +87,8 @@ struct http {
 	struct source_range *runs;
 	size_t n_runs, run_cur;
 	uint64_t seq;              /* read(): the next offset */
-	uint64_t received;         /* body bytes received, used or not */
+	uint64_t received;         /* body bytes received, used or not (atomic:
+				    * the fetch-ahead thread adds, progress reads) */
 };
 
 static struct http *to_http(struct source *s)
@@ -347,7 +348,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *userdata)
 	}
 	memcpy(h->buf + h->tail, p, len);
 	h->tail += len;
-	h->received += len;
+	__atomic_fetch_add(&h->received, len, __ATOMIC_RELAXED);
 	return len;
 }
 
@@ -803,5 +804,5 @@ unsigned source_http_retries(const struct source *s)
 
 uint64_t source_http_received(const struct source *s)
 {
-	return ((const struct http *)s)->received;
+	return __atomic_load_n(&((const struct http *)s)->received, __ATOMIC_RELAXED);
 }

@@ -2448,9 +2448,11 @@ TEST(test_adaptive_cancel)
 	adaptive_cancel = 0;
 	assert_int_equal(ps_install(&a, b2, &cancel_source_ops, &adaptive_cancel, &x, &err),
 			 -ECANCELED);
-	/* stopped at the next block, not after the fifth */
-	assert_int_equal(x.ps.n_preads, 2);
-	assert_int_equal(install_get_stats(x.in)->blocks_written, 2);
+	/* stopped at the next block, not after the fifth: the fetch-ahead
+	 * thread may have fetched one block more (its pread set the cancel
+	 * either before or after the main thread looked) */
+	assert_in_range(x.ps.n_preads, 2, 3);
+	assert_in_range(install_get_stats(x.in)->blocks_written, 1, 2);
 	ps_install_done(&x);
 	want = env_b_record(&a.r, "cancelled");
 	expect_env(&a.r, want, "after a cancelled adaptive install");
