@@ -30,7 +30,7 @@ static volatile int worker_cancelled;
 
 static void on_sigterm(int sig)
 {
-	worker_cancelled = 1;
+	util_cancel(&worker_cancelled);
 }
 
 static void maybe_done(struct worker *w)

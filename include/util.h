@@ -24,6 +24,15 @@ ssize_t util_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 ssize_t util_read_full(int fd, void *buf, size_t len);
 ssize_t util_write_full(int fd, const void *buf, size_t len);
 
+/* A cancel flag (NULL: none), set by a signal handler or another thread
+ * and read by the install engine and its fetch-ahead thread: atomic
+ * accesses, not just volatile ones. */
+static inline bool util_cancelled(volatile int *flag)
+{
+	return flag && __atomic_load_n(flag, __ATOMIC_RELAXED);
+}
+static inline void util_cancel(volatile int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELAXED); }
+
 /* mkdir -p: path and every missing parent (existing ones are fine). */
 int util_mkdir_p(const char *path, mode_t mode);
 

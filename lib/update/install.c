@@ -876,7 +876,7 @@ static ssize_t read_some(int fd, uint8_t *buf, size_t len, volatile int *cancel)
 		ssize_t n;
 		int r;
 
-		if (cancel && *cancel)
+		if (util_cancelled(cancel))
 			return -ECANCELED;
 		r = poll(&p, 1, cancel ? 200 : -1);
 		if (r == 0 || (r < 0 && errno == EINTR))
@@ -895,7 +895,7 @@ static int run_steps(struct install *in, volatile int *cancel, struct error *err
 	int r = 0;
 
 	while (r >= 0) {
-		if (cancel && *cancel) {
+		if (util_cancelled(cancel)) {
 			install_cancel(in);
 			return report(in, in->error, err);
 		}
@@ -943,7 +943,7 @@ static int feed_source(struct install *in, struct source *src, uint64_t len, uin
 		ssize_t n;
 		int r;
 
-		if (cancel && *cancel) {
+		if (util_cancelled(cancel)) {
 			install_cancel(in);
 			return in->error;
 		}
@@ -1106,7 +1106,7 @@ static int adaptive_tick(void *userdata, uint64_t done, const struct install_ind
 	uint64_t twice = done * a->t->flash->info.erasesize;
 
 	(void)st;
-	if (a->cancel && *a->cancel)
+	if (util_cancelled(a->cancel))
 		return -ECANCELED;
 	if (in->p.progress) {
 		struct install_progress pr = {
@@ -1136,7 +1136,7 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 						  in->other_flash[i], in->other_recs[i],
 						  adaptive_tick, &at };
 
-		if (cancel && *cancel) {
+		if (util_cancelled(cancel)) {
 			install_cancel(in);
 			return in->error;
 		}

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -286,10 +287,17 @@ static void *ahead_main(void *p)
 
 static void ahead_start(struct ahead *a, uint64_t k)
 {
+	sigset_t all, old;
+
 	a->k = k;
 	error_clear(&a->err);
-	/* no thread: fetched on the main thread when its turn comes */
+	/* signals (the worker's SIGTERM = cancel) stay with the main thread:
+	 * the new one inherits a full mask. No thread: fetched on the main
+	 * thread when its turn comes. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	a->running = pthread_create(&a->th, NULL, ahead_main, a) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!a->running)
 		a->k = UINT64_MAX;
 }

@@ -59,7 +59,7 @@ static ssize_t fd_stream_read(struct source *s, void *buf, size_t len, struct er
 		ssize_t n;
 		int r;
 
-		if (s->cancel && *s->cancel)
+		if (util_cancelled(s->cancel))
 			return error_set(err, -ECANCELED, "cancelled");
 		/* with a cancel flag, wake up to look at it */
 		r = poll(&p, 1, s->cancel ? 200 : -1);

@@ -31,6 +31,7 @@
 #include "cleanup.h"
 #include "curl_dl.h"
 #include "source_http.h"
+#include "util.h"
 
 #define HTTP_BUF_MAX (256 * 1024) /* bytes buffered ahead of the engine */
 /* A gap this small between wanted bytes is downloaded and dropped rather
@@ -480,7 +481,7 @@ static int transfer_result(struct http *h, bool *transient, struct error *err)
 
 static bool cancelled(const struct http *h)
 {
-	return h->conf->cancel && *h->conf->cancel;
+	return util_cancelled(h->conf->cancel);
 }
 
 static int backoff(struct http *h)

@@ -2424,7 +2424,7 @@ static ssize_t ps_pread_cancel(struct source *s, void *buf, size_t len, uint64_t
 	struct plan_source *ps = (struct plan_source *)s;
 
 	if (++ps->n_preads == (size_t)*cancel_after_preads)
-		adaptive_cancel = 1;
+		util_cancel(&adaptive_cancel);
 	return source_pread(ps->inner, buf, len, off, err);
 }
 
