@@ -28,7 +28,8 @@ struct ix {
 	uint64_t n;                  /* logical blocks */
 	uint32_t *map;               /* physical block of each logical block */
 	uint8_t *state;              /* enum block_state */
-	uint8_t *buf, *rbuf, *abuf;  /* one erase block each */
+	uint8_t *buf, *rbuf;         /* one erase block each */
+	uint8_t *abuf;               /* the fetch-ahead's, swapped with buf */
 	uint8_t ff_hash[32];         /* of a whole erased block, once computed */
 	bool ff_hash_set;
 };
@@ -272,7 +273,6 @@ struct ahead {
 	pthread_t th;
 	bool running;
 	uint64_t k;
-	uint8_t *buf;
 	struct error err;   /* the thread's, handed to x->err on failure */
 	int r;
 };
@@ -281,7 +281,7 @@ static void *ahead_main(void *p)
 {
 	struct ahead *a = p;
 
-	a->r = fetch(a->x, a->k, a->buf, &a->err);
+	a->r = fetch(a->x, a->k, a->x->abuf, &a->err);
 	return NULL;
 }
 
@@ -298,8 +298,6 @@ static void ahead_start(struct ahead *a, uint64_t k)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	a->running = pthread_create(&a->th, NULL, ahead_main, a) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!a->running)
-		a->k = UINT64_MAX;
 }
 
 /* Wait for the fetch-ahead; true if it fetched block k (result in *r). */
@@ -329,8 +327,8 @@ static int load(struct ix *x, struct ahead *a, uint64_t k)
 				*x->err = a->err;
 			return r;
 		}
-		x->buf = a->buf;
-		a->buf = x->abuf = t;
+		x->buf = x->abuf;
+		x->abuf = t;
 		return 0;
 	}
 	r = x->state[k] == BLOCK_COPY ? copy_local(x, k) : 0;
@@ -361,7 +359,7 @@ static int64_t write_changed(struct ix *x, uint64_t k0, struct ahead *a)
  * that went bad, n, or -errno. */
 static int64_t pass(struct ix *x, uint64_t k0)
 {
-	struct ahead a = { .x = x, .buf = x->abuf };
+	struct ahead a = { .x = x };
 	int64_t w;
 	int r;
 
