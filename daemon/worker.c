@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include "util.h"
 #include "worker.h"
 
+/* nice steps the job runs below the daemon */
+#define WORKER_NICE 5
 
 struct worker {
 	pid_t pid;
@@ -101,6 +104,9 @@ static _Noreturn void run_child(int fd, pid_t parent, worker_job_fn job, void *u
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* Below the daemon: its answers (status, progress) must not wait for
+	 * a job whose pace the flash sets, not the CPU. */
+	(void)setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + WORKER_NICE);
 	/* the parent blocks signals for sd-event; the job must get SIGTERM */
 	sigfillset(&all);
 	sigprocmask(SIG_UNBLOCK, &all, NULL);
