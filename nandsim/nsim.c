@@ -271,12 +271,20 @@ static int op_begin_block_setting(struct nsim *s, uint64_t block)
 	return block < s->blocks ? 0 : op_end(s, -EINVAL);
 }
 
+/* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
+static int pread_exact(struct nsim *s, void *buf, size_t len, uint64_t fileoff)
+{
+	ssize_t n = util_pread_full(s->fd, buf, len, fileoff);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO;
+}
+
 static int meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	ssize_t n = util_pread_full(s->fd, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
+	int r = pread_exact(s, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
 
-	if (n != (ssize_t)sizeof(*m))
-		return n < 0 ? (int)n : -EIO;
+	if (r < 0)
+		return r;
 	nsim_format_meta_swap(m);
 	return 0;
 }
@@ -312,9 +320,7 @@ static int block_at(struct nsim *s, uint64_t off, bool aligned, struct nsim_meta
 
 static int page_state(struct nsim *s, uint64_t page, uint8_t *ret)
 {
-	ssize_t n = util_pread_full(s->fd, ret, 1, s->h.pages_offset + page);
-
-	return n == 1 ? 0 : n < 0 ? (int)n : -EIO;
+	return pread_exact(s, ret, 1, s->h.pages_offset + page);
 }
 
 static int page_state_set(struct nsim *s, uint64_t page, uint8_t v)
@@ -380,14 +386,6 @@ static int op_block(struct nsim *s, uint64_t off, bool aligned,
 	return op_end(s, r < 0 ? r : fn(s, off / s->h.erasesize, &m));
 }
 
-/* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
-static int pread_exact(struct nsim *s, void *buf, size_t len, uint64_t fileoff)
-{
-	ssize_t n = util_pread_full(s->fd, buf, len, fileoff);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO;
-}
-
 /* ---- data ops ------------------------------------------------------------ */
 
 /* Chunk of [pos, end) handled as one unit: a page on NAND, a block-bounded
@@ -410,14 +408,12 @@ static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
 	while (pos < end) {
 		uint64_t e = chunk_end(s, pos, end);
 		struct nsim_meta m;
-		ssize_t n;
 		int r = meta_load_good(s, pos / s->h.erasesize, &m);
 
+		if (r >= 0)
+			r = pread_exact(s, buf + (pos - off), e - pos, NSIM_HEADER_SIZE + pos);
 		if (r < 0)
 			return r;
-		n = util_pread_full(s->fd, buf + (pos - off), e - pos, NSIM_HEADER_SIZE + pos);
-		if (n != (ssize_t)(e - pos))
-			return n < 0 ? (int)n : -EIO;
 		if (s->h.type == NSIM_NAND) {
 			s->h.cnt[CNT_PAGE_READS]++;
 			switch (page_flip(s, &m, pos / s->h.writesize)) {
@@ -454,10 +450,10 @@ static int check_bits(struct nsim *s, uint64_t fileoff, const uint8_t *new, size
 {
 	while (len) {
 		size_t n = MIN(len, (size_t)NSIM_CHUNK);
-		ssize_t q = util_pread_full(s->fd, s->scratch, n, fileoff);
+		int r = pread_exact(s, s->scratch, n, fileoff);
 
-		if (q != (ssize_t)n)
-			return q < 0 ? (int)q : -EIO;
+		if (r < 0)
+			return r;
 		for (size_t i = 0; i < n; i++)
 			if (new[i] & ~s->scratch[i])
 				return -EINVAL;
@@ -582,31 +578,35 @@ int nsim_write(struct nsim *s, uint64_t off, const void *buf, size_t len)
 	return r < 0 ? r : op_end(s, do_write(s, off, buf, len));
 }
 
-static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
+/* 0xff over len bytes of the file, NSIM_CHUNK (the size of s->ff) at a time. */
+static int fill_ff(struct nsim *s, uint64_t fileoff, uint64_t len)
 {
-	uint64_t start = b * s->h.erasesize;
-
 	for (uint64_t done = 0; done < len;) {
 		size_t n = MIN(len - done, (uint64_t)NSIM_CHUNK);
-		ssize_t q = util_pwrite_full(s->fd, s->ff, n, NSIM_HEADER_SIZE + start + done);
+		ssize_t q = util_pwrite_full(s->fd, s->ff, n, fileoff + done);
+
 		if (q < 0)
 			return q;
 		done += n;
 	}
+	return 0;
+}
+
+static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
+{
+	uint64_t start = b * s->h.erasesize;
+	int r = fill_ff(s, NSIM_HEADER_SIZE + start, len);
+
+	if (r < 0)
+		return r;
 	if (s->h.type == NSIM_NAND) {
 		uint64_t pages = len / s->h.writesize, first = start / s->h.writesize;
-		uint64_t ooblen = pages * s->h.oobsize;
 		_cleanup_free_ uint8_t *zero = calloc(1, pages ? pages : 1);
 		ssize_t q;
 
-		for (uint64_t done = 0; done < ooblen;) {
-			size_t n = MIN(ooblen - done, (uint64_t)NSIM_CHUNK);
-			q = util_pwrite_full(s->fd, s->ff, n,
-					     s->h.oob_offset + first * s->h.oobsize + done);
-			if (q < 0)
-				return q;
-			done += n;
-		}
+		r = fill_ff(s, s->h.oob_offset + first * s->h.oobsize, pages * s->h.oobsize);
+		if (r < 0)
+			return r;
 		if (!zero)
 			return -ENOMEM;
 		q = util_pwrite_full(s->fd, zero, pages, s->h.pages_offset + first);
