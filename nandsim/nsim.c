@@ -343,6 +343,29 @@ static int powercut_tick(struct nsim *s)
 	return 0;
 }
 
+/* Before a program or erase of a block: its injected fault, then the
+ * power-cut clock. 0: apply the op whole; 1: the power fails during it
+ * (HDR_TEAR: apply half, then mutation_end() answers -ESHUTDOWN);
+ * -ESHUTDOWN: it fails before the op. */
+static int mutation_begin(struct nsim *s, const struct nsim_meta *m, unsigned fault)
+{
+	if (m->faults & fault)
+		return -EIO;
+	if (!powercut_tick(s))
+		return 0;
+	return s->h.flags & HDR_TEAR ? 1 : -ESHUTDOWN;
+}
+
+/* After it: a torn op fails, a whole one counts (counter: CNT_*). */
+static int mutation_end(struct nsim *s, int cut, unsigned counter)
+{
+	if (cut)
+		return -ESHUTDOWN;
+	s->h.cnt[counter]++;
+	s->h.cnt[CNT_MUTATIONS]++;
+	return 0;
+}
+
 static uint64_t splitmix64(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ull;
@@ -526,20 +549,17 @@ static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len
 		uint64_t e = chunk_end(s, pos, end), b = pos / s->h.erasesize;
 		uint64_t n = e - pos;
 		struct nsim_meta m;
-		bool cut;
 		ssize_t q;
+		int cut;
 
 		r = meta_load(s, b, &m);
 		if (r < 0)
 			return r;
-		if (m.faults & NSIM_FAULT_PROGRAM)
-			return -EIO;
-		cut = powercut_tick(s);
-		if (cut) {
-			if (!(s->h.flags & HDR_TEAR))
-				return -ESHUTDOWN;
+		cut = mutation_begin(s, &m, NSIM_FAULT_PROGRAM);
+		if (cut < 0)
+			return cut;
+		if (cut)
 			n /= 2;
-		}
 		q = util_pwrite_full(s->fd, buf + (pos - off), n, NSIM_HEADER_SIZE + pos);
 		if (q < 0)
 			return q;
@@ -562,10 +582,9 @@ static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len
 			if (r < 0)
 				return r;
 		}
-		if (cut)
-			return -ESHUTDOWN;
-		s->h.cnt[CNT_PROGRAMS]++;
-		s->h.cnt[CNT_MUTATIONS]++;
+		r = mutation_end(s, cut, CNT_PROGRAMS);
+		if (r < 0)
+			return r;
 		pos = e;
 	}
 	return 0;
@@ -618,16 +637,13 @@ static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
 
 static int do_erase(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	bool cut;
-	int r;
+	int cut, r;
 
 	if (m->flags & BLK_BAD)
 		return -EIO;
-	if (m->faults & NSIM_FAULT_ERASE)
-		return -EIO;
-	cut = powercut_tick(s);
-	if (cut && !(s->h.flags & HDR_TEAR))
-		return -ESHUTDOWN;
+	cut = mutation_begin(s, m, NSIM_FAULT_ERASE);
+	if (cut < 0)
+		return cut;
 	/* a torn erase clears the first half only; next_page stays, so the
 	 * block must be erased again before it is programmed */
 	r = erase_range(s, b, cut ? s->h.erasesize / 2 : s->h.erasesize);
@@ -639,11 +655,7 @@ static int do_erase(struct nsim *s, uint64_t b, struct nsim_meta *m)
 	r = meta_store(s, b, m);
 	if (r < 0)
 		return r;
-	if (cut)
-		return -ESHUTDOWN;
-	s->h.cnt[CNT_ERASES]++;
-	s->h.cnt[CNT_MUTATIONS]++;
-	return 0;
+	return mutation_end(s, cut, CNT_ERASES);
 }
 
 int nsim_erase(struct nsim *s, uint64_t off)
@@ -766,9 +778,8 @@ static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t
 	uint64_t fileoff = s->h.oob_offset + page * s->h.oobsize + s->h.oobfree_off;
 	struct nsim_meta m;
 	uint8_t st;
-	bool cut;
 	ssize_t q;
-	int r;
+	int cut, r;
 
 	r = oob_check(s, off, len, s->h.oobfree_len);
 	if (r < 0)
@@ -784,22 +795,16 @@ static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t
 	r = check_bits(s, fileoff, buf, len);
 	if (r < 0)
 		return r;
-	if (m.faults & NSIM_FAULT_PROGRAM)
-		return -EIO;
-	cut = powercut_tick(s);
-	if (cut && !(s->h.flags & HDR_TEAR))
-		return -ESHUTDOWN;
+	cut = mutation_begin(s, &m, NSIM_FAULT_PROGRAM);
+	if (cut < 0)
+		return cut;
 	q = util_pwrite_full(s->fd, buf, cut ? len / 2 : len, fileoff);
 	if (q < 0)
 		return q;
 	r = page_state_set(s, page, st | PAGE_OOB);
 	if (r < 0)
 		return r;
-	if (cut)
-		return -ESHUTDOWN;
-	s->h.cnt[CNT_OOB_PROGRAMS]++;
-	s->h.cnt[CNT_MUTATIONS]++;
-	return 0;
+	return mutation_end(s, cut, CNT_OOB_PROGRAMS);
 }
 
 int nsim_write_oob(struct nsim *s, uint64_t off, const void *buf, size_t len)
