@@ -48,12 +48,7 @@ static int wait_node(const char *path, struct stat *st)
 
 int boot_root_mtd_dev(const struct layout_partition *p, char *buf, size_t len, struct error *err)
 {
-	int r = flash_mtd_find_by_name(FLASH_MTD_SYSFS, p->name, buf, len);
-
-	if (r < 0)
-		return error_set(err, r, "partition %s: no MTD device of that name in %s (%s)",
-			    p->name, FLASH_MTD_SYSFS, strerror(-r));
-	return 0;
+	return flash_mtd_find_partition(FLASH_MTD_SYSFS, p->name, buf, len, NULL, err);
 }
 
 static int mtdblock_of(const char *mtd, char *buf, size_t len, struct stat *st, struct error *err)
@@ -168,14 +163,14 @@ int boot_root_ubi_attach(const struct layout *l, const struct layout_partition *
 			 struct error *err)
 {
 	char mtd[64];
+	unsigned n;
 	int r;
 
 	(void)l;
-	r = boot_root_mtd_dev(p, mtd, sizeof(mtd), err);
+	r = flash_mtd_find_partition(FLASH_MTD_SYSFS, p->name, mtd, sizeof(mtd), &n, err);
 	if (r < 0)
 		return r;
-	r = flash_ubi_attach(BOOT_ROOT_UBI_SYSFS, (unsigned)strtoul(mtd + strlen("/dev/mtd"), NULL, 10),
-			     err);
+	r = flash_ubi_attach(BOOT_ROOT_UBI_SYSFS, n, err);
 	return r < 0 ? error_prefix(err, r, "partition %s", p->name) : r;
 }
 

@@ -139,21 +139,13 @@ static int open_input(struct cli_ctx *ctx, const char *path)
 
 /* ---- create ---- */
 
-/* "131072", "128K", "128KiB", "1M" */
+/* A size as util_parse_size() reads them ("131072", "128K", "128KiB", "1M") */
 static int parse_block_size(struct cli_ctx *ctx, const char *arg, uint32_t *ret)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (!errno && (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k")))
-		v <<= 10;
-	else if (!errno && (!strcmp(end, "M") || !strcmp(end, "MiB")))
-		v <<= 20;
-	else if (*end)
-		v = 0;
-	if (errno || v < BUNDLE_BLOCK_SIZE_MIN || v > BUNDLE_BLOCK_SIZE_MAX || (v & (v - 1))) {
+	if (util_parse_size(arg, &v) < 0 || v < BUNDLE_BLOCK_SIZE_MIN || v > BUNDLE_BLOCK_SIZE_MAX ||
+	    (v & (v - 1))) {
 		cli_error(ctx, "--block-size %s: must be a power of two from 4K to 16M", arg);
 		return -EINVAL;
 	}

@@ -43,10 +43,11 @@ enum {
 
 static int parse_size_opt(struct cli_ctx *ctx, const char *opt, const char *v, uint64_t *ret)
 {
-	int r = util_parse_size(v, ret);
+	struct error err = {};
+	int r = util_parse_size_arg(opt, v, ret, &err);
 
 	if (r < 0)
-		cli_error(ctx, "invalid %s '%s': expected a size like 4096, 0x1000 or 128KiB", opt, v);
+		cli_error(ctx, "%s", err.msg);
 	return r;
 }
 

@@ -156,6 +156,11 @@ struct flash_mtd_sysfs {
 int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len);
 /* The same, the path in a new string. */
 int flash_mtd_find_by_name_dup(const char *sysroot, const char *name, char **ret_dev);
+/* The same for a partition of the layout, with N of mtdN (ret_index may be
+ * NULL) and the message when it is missing. */
+struct error;
+int flash_mtd_find_partition(const char *sysroot, const char *name, char *ret_dev, size_t len,
+			     unsigned *ret_index, struct error *err);
 /* Index N of a sysfs entry "mtdN" (-EINVAL for anything else, "mtdNro" too). */
 int flash_mtd_parse_dirname(const char *n, unsigned *ret);
 int flash_mtd_read_sysfs(const char *sysroot, unsigned index, struct flash_mtd_sysfs *ret);

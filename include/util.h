@@ -9,6 +9,10 @@
 /* Parse "4096", "0x1000", "64KiB", "16MiB", "1GiB" (also k/K/M/G suffixes
  * as powers of 1024). Returns -EINVAL on garbage, -ERANGE on overflow. */
 int util_parse_size(const char *s, uint64_t *ret);
+/* The same for the value of an option (opt: "--size"), -EINVAL with the
+ * message every tool gives for a bad one. */
+struct error;
+int util_parse_size_arg(const char *opt, const char *v, uint64_t *ret, struct error *err);
 /* Format a size for humans: "16 MiB", "64 KiB", "1536 B". */
 const char *util_format_size(uint64_t v, char *buf, size_t len);
 

@@ -271,12 +271,20 @@ static int op_begin_block_setting(struct nsim *s, uint64_t block)
 	return block < s->blocks ? 0 : op_end(s, -EINVAL);
 }
 
+/* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
+static int pread_exact(struct nsim *s, void *buf, size_t len, uint64_t fileoff)
+{
+	ssize_t n = util_pread_full(s->fd, buf, len, fileoff);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO;
+}
+
 static int meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	ssize_t n = util_pread_full(s->fd, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
+	int r = pread_exact(s, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
 
-	if (n != (ssize_t)sizeof(*m))
-		return n < 0 ? (int)n : -EIO;
+	if (r < 0)
+		return r;
 	nsim_format_meta_swap(m);
 	return 0;
 }
@@ -312,9 +320,7 @@ static int block_at(struct nsim *s, uint64_t off, bool aligned, struct nsim_meta
 
 static int page_state(struct nsim *s, uint64_t page, uint8_t *ret)
 {
-	ssize_t n = util_pread_full(s->fd, ret, 1, s->h.pages_offset + page);
-
-	return n == 1 ? 0 : n < 0 ? (int)n : -EIO;
+	return pread_exact(s, ret, 1, s->h.pages_offset + page);
 }
 
 static int page_state_set(struct nsim *s, uint64_t page, uint8_t v)
@@ -334,6 +340,29 @@ static int powercut_tick(struct nsim *s)
 		return 1;
 	}
 	s->h.powercut_left--;
+	return 0;
+}
+
+/* Before a program or erase of a block: its injected fault, then the
+ * power-cut clock. 0: apply the op whole; 1: the power fails during it
+ * (HDR_TEAR: apply half, then mutation_end() answers -ESHUTDOWN);
+ * -ESHUTDOWN: it fails before the op. */
+static int mutation_begin(struct nsim *s, const struct nsim_meta *m, unsigned fault)
+{
+	if (m->faults & fault)
+		return -EIO;
+	if (!powercut_tick(s))
+		return 0;
+	return s->h.flags & HDR_TEAR ? 1 : -ESHUTDOWN;
+}
+
+/* After it: a torn op fails, a whole one counts (counter: CNT_*). */
+static int mutation_end(struct nsim *s, int cut, unsigned counter)
+{
+	if (cut)
+		return -ESHUTDOWN;
+	s->h.cnt[counter]++;
+	s->h.cnt[CNT_MUTATIONS]++;
 	return 0;
 }
 
@@ -380,14 +409,6 @@ static int op_block(struct nsim *s, uint64_t off, bool aligned,
 	return op_end(s, r < 0 ? r : fn(s, off / s->h.erasesize, &m));
 }
 
-/* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
-static int pread_exact(struct nsim *s, void *buf, size_t len, uint64_t fileoff)
-{
-	ssize_t n = util_pread_full(s->fd, buf, len, fileoff);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO;
-}
-
 /* ---- data ops ------------------------------------------------------------ */
 
 /* Chunk of [pos, end) handled as one unit: a page on NAND, a block-bounded
@@ -410,14 +431,12 @@ static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
 	while (pos < end) {
 		uint64_t e = chunk_end(s, pos, end);
 		struct nsim_meta m;
-		ssize_t n;
 		int r = meta_load_good(s, pos / s->h.erasesize, &m);
 
+		if (r >= 0)
+			r = pread_exact(s, buf + (pos - off), e - pos, NSIM_HEADER_SIZE + pos);
 		if (r < 0)
 			return r;
-		n = util_pread_full(s->fd, buf + (pos - off), e - pos, NSIM_HEADER_SIZE + pos);
-		if (n != (ssize_t)(e - pos))
-			return n < 0 ? (int)n : -EIO;
 		if (s->h.type == NSIM_NAND) {
 			s->h.cnt[CNT_PAGE_READS]++;
 			switch (page_flip(s, &m, pos / s->h.writesize)) {
@@ -454,10 +473,10 @@ static int check_bits(struct nsim *s, uint64_t fileoff, const uint8_t *new, size
 {
 	while (len) {
 		size_t n = MIN(len, (size_t)NSIM_CHUNK);
-		ssize_t q = util_pread_full(s->fd, s->scratch, n, fileoff);
+		int r = pread_exact(s, s->scratch, n, fileoff);
 
-		if (q != (ssize_t)n)
-			return q < 0 ? (int)q : -EIO;
+		if (r < 0)
+			return r;
 		for (size_t i = 0; i < n; i++)
 			if (new[i] & ~s->scratch[i])
 				return -EINVAL;
@@ -530,20 +549,17 @@ static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len
 		uint64_t e = chunk_end(s, pos, end), b = pos / s->h.erasesize;
 		uint64_t n = e - pos;
 		struct nsim_meta m;
-		bool cut;
 		ssize_t q;
+		int cut;
 
 		r = meta_load(s, b, &m);
 		if (r < 0)
 			return r;
-		if (m.faults & NSIM_FAULT_PROGRAM)
-			return -EIO;
-		cut = powercut_tick(s);
-		if (cut) {
-			if (!(s->h.flags & HDR_TEAR))
-				return -ESHUTDOWN;
+		cut = mutation_begin(s, &m, NSIM_FAULT_PROGRAM);
+		if (cut < 0)
+			return cut;
+		if (cut)
 			n /= 2;
-		}
 		q = util_pwrite_full(s->fd, buf + (pos - off), n, NSIM_HEADER_SIZE + pos);
 		if (q < 0)
 			return q;
@@ -566,10 +582,9 @@ static int do_write(struct nsim *s, uint64_t off, const uint8_t *buf, size_t len
 			if (r < 0)
 				return r;
 		}
-		if (cut)
-			return -ESHUTDOWN;
-		s->h.cnt[CNT_PROGRAMS]++;
-		s->h.cnt[CNT_MUTATIONS]++;
+		r = mutation_end(s, cut, CNT_PROGRAMS);
+		if (r < 0)
+			return r;
 		pos = e;
 	}
 	return 0;
@@ -582,31 +597,35 @@ int nsim_write(struct nsim *s, uint64_t off, const void *buf, size_t len)
 	return r < 0 ? r : op_end(s, do_write(s, off, buf, len));
 }
 
-static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
+/* 0xff over len bytes of the file, NSIM_CHUNK (the size of s->ff) at a time. */
+static int fill_ff(struct nsim *s, uint64_t fileoff, uint64_t len)
 {
-	uint64_t start = b * s->h.erasesize;
-
 	for (uint64_t done = 0; done < len;) {
 		size_t n = MIN(len - done, (uint64_t)NSIM_CHUNK);
-		ssize_t q = util_pwrite_full(s->fd, s->ff, n, NSIM_HEADER_SIZE + start + done);
+		ssize_t q = util_pwrite_full(s->fd, s->ff, n, fileoff + done);
+
 		if (q < 0)
 			return q;
 		done += n;
 	}
+	return 0;
+}
+
+static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
+{
+	uint64_t start = b * s->h.erasesize;
+	int r = fill_ff(s, NSIM_HEADER_SIZE + start, len);
+
+	if (r < 0)
+		return r;
 	if (s->h.type == NSIM_NAND) {
 		uint64_t pages = len / s->h.writesize, first = start / s->h.writesize;
-		uint64_t ooblen = pages * s->h.oobsize;
 		_cleanup_free_ uint8_t *zero = calloc(1, pages ? pages : 1);
 		ssize_t q;
 
-		for (uint64_t done = 0; done < ooblen;) {
-			size_t n = MIN(ooblen - done, (uint64_t)NSIM_CHUNK);
-			q = util_pwrite_full(s->fd, s->ff, n,
-					     s->h.oob_offset + first * s->h.oobsize + done);
-			if (q < 0)
-				return q;
-			done += n;
-		}
+		r = fill_ff(s, s->h.oob_offset + first * s->h.oobsize, pages * s->h.oobsize);
+		if (r < 0)
+			return r;
 		if (!zero)
 			return -ENOMEM;
 		q = util_pwrite_full(s->fd, zero, pages, s->h.pages_offset + first);
@@ -618,16 +637,13 @@ static int erase_range(struct nsim *s, uint64_t b, uint64_t len)
 
 static int do_erase(struct nsim *s, uint64_t b, struct nsim_meta *m)
 {
-	bool cut;
-	int r;
+	int cut, r;
 
 	if (m->flags & BLK_BAD)
 		return -EIO;
-	if (m->faults & NSIM_FAULT_ERASE)
-		return -EIO;
-	cut = powercut_tick(s);
-	if (cut && !(s->h.flags & HDR_TEAR))
-		return -ESHUTDOWN;
+	cut = mutation_begin(s, m, NSIM_FAULT_ERASE);
+	if (cut < 0)
+		return cut;
 	/* a torn erase clears the first half only; next_page stays, so the
 	 * block must be erased again before it is programmed */
 	r = erase_range(s, b, cut ? s->h.erasesize / 2 : s->h.erasesize);
@@ -639,11 +655,7 @@ static int do_erase(struct nsim *s, uint64_t b, struct nsim_meta *m)
 	r = meta_store(s, b, m);
 	if (r < 0)
 		return r;
-	if (cut)
-		return -ESHUTDOWN;
-	s->h.cnt[CNT_ERASES]++;
-	s->h.cnt[CNT_MUTATIONS]++;
-	return 0;
+	return mutation_end(s, cut, CNT_ERASES);
 }
 
 int nsim_erase(struct nsim *s, uint64_t off)
@@ -766,9 +778,8 @@ static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t
 	uint64_t fileoff = s->h.oob_offset + page * s->h.oobsize + s->h.oobfree_off;
 	struct nsim_meta m;
 	uint8_t st;
-	bool cut;
 	ssize_t q;
-	int r;
+	int cut, r;
 
 	r = oob_check(s, off, len, s->h.oobfree_len);
 	if (r < 0)
@@ -784,22 +795,16 @@ static int do_write_oob(struct nsim *s, uint64_t off, const uint8_t *buf, size_t
 	r = check_bits(s, fileoff, buf, len);
 	if (r < 0)
 		return r;
-	if (m.faults & NSIM_FAULT_PROGRAM)
-		return -EIO;
-	cut = powercut_tick(s);
-	if (cut && !(s->h.flags & HDR_TEAR))
-		return -ESHUTDOWN;
+	cut = mutation_begin(s, &m, NSIM_FAULT_PROGRAM);
+	if (cut < 0)
+		return cut;
 	q = util_pwrite_full(s->fd, buf, cut ? len / 2 : len, fileoff);
 	if (q < 0)
 		return q;
 	r = page_state_set(s, page, st | PAGE_OOB);
 	if (r < 0)
 		return r;
-	if (cut)
-		return -ESHUTDOWN;
-	s->h.cnt[CNT_OOB_PROGRAMS]++;
-	s->h.cnt[CNT_MUTATIONS]++;
-	return 0;
+	return mutation_end(s, cut, CNT_OOB_PROGRAMS);
 }
 
 int nsim_write_oob(struct nsim *s, uint64_t off, const void *buf, size_t len)

@@ -11,11 +11,10 @@
 static int size_arg(const char *opt, const char *v, uint64_t max, uint64_t *ret,
 		    struct error *err)
 {
-	int r = util_parse_size(v, ret);
+	int r = util_parse_size_arg(opt, v, ret, err);
 
 	if (r < 0)
-		return error_set(err, -EINVAL, "invalid %s '%s': expected a size like 4096, 0x1000 "
-				 "or 128KiB", opt, v);
+		return r;
 	if (*ret > max)
 		return error_set(err, -EINVAL, "%s %s is too large", opt, v);
 	return 0;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "util.h"
 
 static const struct {
@@ -46,6 +47,14 @@ int util_parse_size(const char *s, uint64_t *ret)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int util_parse_size_arg(const char *opt, const char *v, uint64_t *ret, struct error *err)
+{
+	if (util_parse_size(v, ret) < 0)
+		return error_set(err, -EINVAL, "invalid %s '%s': expected a size like 4096, 0x1000 "
+				 "or 128KiB", opt, v);
+	return 0;
 }
 
 const char *util_format_size(uint64_t v, char *buf, size_t len)

@@ -16,6 +16,7 @@
 #include <mtd/mtd-user.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "flash.h"
 #include "util.h"
 
@@ -84,7 +85,8 @@ int flash_mtd_parse_dirname(const char *n, unsigned *ret)
 	return 0;
 }
 
-int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len)
+static int find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len,
+			unsigned *ret_index)
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *de;
@@ -103,9 +105,31 @@ int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev,
 			continue;
 		if ((size_t)snprintf(ret_dev, len, "/dev/mtd%u", idx) >= len)
 			return -ENAMETOOLONG;
+		*ret_index = idx;
 		return 0;
 	}
 	return -ENODEV;
+}
+
+int flash_mtd_find_by_name(const char *sysroot, const char *name, char *ret_dev, size_t len)
+{
+	unsigned idx;
+
+	return find_by_name(sysroot, name, ret_dev, len, &idx);
+}
+
+int flash_mtd_find_partition(const char *sysroot, const char *name, char *ret_dev, size_t len,
+			     unsigned *ret_index, struct error *err)
+{
+	unsigned idx;
+	int r = find_by_name(sysroot, name, ret_dev, len, &idx);
+
+	if (r < 0)
+		return error_set(err, r, "partition %s: no MTD device of that name in %s (%s)", name,
+				 sysroot, strerror(-r));
+	if (ret_index)
+		*ret_index = idx;
+	return 0;
 }
 
 int flash_mtd_find_by_name_dup(const char *sysroot, const char *name, char **ret_dev)

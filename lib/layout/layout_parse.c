@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,24 @@ static int check_name(struct ctx *c, const char *path, const char *name)
 	return 0;
 }
 
+/* Names are unique within their array: the name of element n (at path) against
+ * the n before it, sz bytes each with their name at name_off. what and arr_path
+ * name them in the message ("partition", "partitions"). */
+static int check_unique(struct ctx *c, const char *path, const void *arr, size_t n, size_t sz,
+			size_t name_off, const char *what, const char *arr_path)
+{
+	const char *name = *(const char *const *)((const char *)arr + n * sz + name_off);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(*(const char *const *)((const char *)arr + i * sz + name_off), name))
+			return fail(c, -EINVAL, path, "duplicate %s name \"%s\" (also %s[%zu])", what,
+				    name, arr_path, i);
+	return 0;
+}
+#define CHECK_UNIQUE(c, path, arr, n, field, what, arr_path) \
+	check_unique(c, path, arr, n, sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), what, \
+		     arr_path)
+
 /* Each partition / UBI volume serves one role (env copies may share). */
 static int claim(struct ctx *c, const char *what, const char *display, const char *by,
 		 const char *role)
@@ -436,10 +455,9 @@ static int parse_partition(struct ctx *c, struct json_object *o, const char *bas
 	    (r = check_name(c, pkey(p, base, "name"), pt->name)) < 0 ||
 	    (r = get_string(c, o, base, "device", l->n_devices != 1, &dev)) < 0)
 		return r;
-	for (size_t i = 0; i < idx; i++)
-		if (!strcmp(l->partitions[i].name, pt->name))
-			return fail(c, -EINVAL, pkey(p, base, "name"),
-				    "duplicate partition name \"%s\" (also partitions[%zu])", pt->name, i);
+	if ((r = CHECK_UNIQUE(c, pkey(p, base, "name"), l->partitions, idx, name, "partition",
+			      "partitions")) < 0)
+		return r;
 	pt->dev = dev ? layout_find_device(l, dev) : &l->devices[0];
 	if (!pt->dev)
 		return fail(c, -EINVAL, pkey(p, base, "device"), "no device named \"%s\" in \"devices\"",
@@ -590,7 +608,7 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 	struct layout *l = c->l;
 	struct layout_ubi *u = &l->ubis[idx];
 	struct json_object *vols;
-	char p[PATHLEN], vb[PATHLEN];
+	char p[PATHLEN], vb[PATHLEN], ab[PATHLEN];
 	uint64_t leb, lebs, need = 0;
 	size_t n;
 	int r;
@@ -616,6 +634,7 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 	r = layout_ubi_capacity(u, &leb, &lebs);
 	if (r < 0)
 		return fail(c, -EINVAL, pkey(p, base, "partition"), "erase blocks too small for UBI");
+	util_snprintf(ab, sizeof(ab), "%s.volumes", base);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(vols, i);
 		struct layout_ubi_volume *v = &u->volumes[i];
@@ -641,11 +660,9 @@ static int parse_ubi(struct ctx *c, struct json_object *o, const char *base, siz
 					    "grow at attach (also %s.volumes[%zu])", base, j);
 		if (v->size == 0)
 			return fail(c, -EINVAL, pkey(p, vb, "size"), "must not be 0");
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(u->volumes[j].name, v->name))
-				return fail(c, -EINVAL, pkey(p, vb, "name"),
-					    "duplicate UBI volume name \"%s\" (also %s.volumes[%zu])",
-					    v->name, base, j);
+		if ((r = CHECK_UNIQUE(c, pkey(p, vb, "name"), u->volumes, i, name, "UBI volume",
+				      ab)) < 0)
+			return r;
 		need += DIV_ROUND_UP(v->size, leb);
 	}
 	if (need > lebs)
@@ -850,10 +867,9 @@ static int parse_group(struct ctx *c, struct json_object *o, const char *base, s
 	    (r = dup_string(c, o, base, "name", true, &g->name)) < 0 ||
 	    (r = check_name(c, pkey(p, base, "name"), g->name)) < 0)
 		return r;
-	for (size_t i = 0; i < idx; i++)
-		if (!strcmp(l->groups[i].name, g->name))
-			return fail(c, -EINVAL, pkey(p, base, "name"),
-				    "duplicate slot group name \"%s\" (also slots[%zu])", g->name, i);
+	if ((r = CHECK_UNIQUE(c, pkey(p, base, "name"), l->groups, idx, name, "slot group",
+			      "slots")) < 0)
+		return r;
 	it = 0;
 	if ((r = get_enum(c, o, base, "image", false, image_types, ELEMENTSOF(image_types), &it)) < 0)
 		return r;
@@ -976,10 +992,9 @@ static int parse_lower(struct ctx *c, struct json_object *o, const char *base, s
 	if ((r = dup_string(c, o, base, "name", true, &lw->name)) < 0 ||
 	    (r = check_name(c, pkey(p, base, "name"), lw->name)) < 0)
 		return r;
-	for (size_t i = 0; i < idx; i++)
-		if (!strcmp(l->lowers[i].name, lw->name))
-			return fail(c, -EINVAL, pkey(p, base, "name"),
-				    "duplicate lower name \"%s\" (also lowers[%zu])", lw->name, i);
+	if ((r = CHECK_UNIQUE(c, pkey(p, base, "name"), l->lowers, idx, name, "lower",
+			      "lowers")) < 0)
+		return r;
 	return parse_target(c, o, base, "name", "lower", &lw->target);
 }
 
@@ -1022,11 +1037,7 @@ static int each_device(struct ctx *c, struct json_object *o, const char *base, s
 
 	if (r < 0)
 		return r;
-	for (size_t j = 0; j < i; j++)
-		if (!strcmp(l->devices[j].name, l->devices[i].name))
-			return fail(c, -EINVAL, pkey(p, base, "name"),
-				    "duplicate device name \"%s\" (also devices[%zu])", l->devices[i].name, j);
-	return 0;
+	return CHECK_UNIQUE(c, pkey(p, base, "name"), l->devices, i, name, "device", "devices");
 }
 
 static int parse_root(struct ctx *c, struct json_object *top)

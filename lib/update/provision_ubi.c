@@ -62,18 +62,6 @@ void provision_ubi_describe(const struct layout_ubi *u, bool factory, char *buf,
 				      layout_ubi_vol_type_to_string(u->volumes[i].type));
 }
 
-static int mtd_of(const struct layout_ubi *u, const char *mtd_sysfs, char *dev, size_t len,
-		  unsigned *ret, struct error *err)
-{
-	int r = flash_mtd_find_by_name(mtd_sysfs, u->part->name, dev, len);
-
-	if (r < 0)
-		return error_set(err, r, "UBI partition %s: no MTD device of that name (%s)",
-				 u->part->name, strerror(-r));
-	*ret = (unsigned)strtoul(dev + strlen("/dev/mtd"), NULL, 10);
-	return 0;
-}
-
 static bool in_path(const char *prog)
 {
 	const char *path = getenv("PATH");
@@ -117,7 +105,7 @@ int provision_ubi_check_system(const struct layout_ubi *u, const char *mtd_sysfs
 	unsigned mtd;
 	int r, ubi;
 
-	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+	if ((r = flash_mtd_find_partition(mtd_sysfs, u->part->name, dev, sizeof(dev), &mtd, err)) < 0)
 		return r;
 	if (access(FLASH_UBI_CTRL, F_OK) < 0)
 		return error_set(err, -errno, "partition %s: %s: %s (the kernel's ubi driver is not "
@@ -135,7 +123,7 @@ int provision_ubi_detach(const struct layout_ubi *u, const char *mtd_sysfs, stru
 	unsigned mtd;
 	int r;
 
-	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+	if ((r = flash_mtd_find_partition(mtd_sysfs, u->part->name, dev, sizeof(dev), &mtd, err)) < 0)
 		return r;
 	r = flash_ubi_detach(FLASH_UBI_SYSFS, mtd, err);
 	return r < 0 ? error_prefix(err, r, "partition %s", u->part->name) : 0;
@@ -190,7 +178,7 @@ int provision_ubi_format(const struct layout_ubi *u, const char *mtd_sysfs, stru
 	unsigned mtd;
 	int r, ubi;
 
-	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+	if ((r = flash_mtd_find_partition(mtd_sysfs, u->part->name, dev, sizeof(dev), &mtd, err)) < 0)
 		return r;
 	if ((r = run_ubiformat(dev, err)) < 0)
 		return error_prefix(err, r, "partition %s", u->part->name);
@@ -214,7 +202,7 @@ int provision_ubi_check(const struct layout_ubi *u, const char *mtd_sysfs, struc
 	unsigned mtd;
 	int r, ubi;
 
-	if ((r = mtd_of(u, mtd_sysfs, dev, sizeof(dev), &mtd, err)) < 0)
+	if ((r = flash_mtd_find_partition(mtd_sysfs, u->part->name, dev, sizeof(dev), &mtd, err)) < 0)
 		return r;
 	ubi = flash_ubi_find(FLASH_UBI_SYSFS, mtd);
 	if (ubi < 0)

@@ -25,13 +25,8 @@ static int mtd_num(const char *sysroot, const struct layout_partition *p, unsign
 		   struct error *err)
 {
 	char dev[64];
-	int r = flash_mtd_find_by_name(sysroot, p->name, dev, sizeof(dev));
 
-	if (r < 0)
-		return error_set(err, r, "partition %s: no MTD device of that name (%s)", p->name,
-				 strerror(-r));
-	*ret = (unsigned)strtoul(dev + strlen("/dev/mtd"), NULL, 10);
-	return 0;
+	return flash_mtd_find_partition(sysroot, p->name, dev, sizeof(dev), ret, err);
 }
 
 int ubi_image_open(struct board *b, const struct layout_image_target *t,

@@ -35,7 +35,7 @@ open(f"{t}/payload.bundle", "wb").write(good[:mid] + bytes([good[mid] ^ 1]) + go
 open(f"{t}/truncated.bundle", "wb").write(good[: len(good) * 3 // 4])
 open(f"{t}/trailing.bundle", "wb").write(good + b"\0" * 100)
 EOF
-"$FLASHCTL" -q bundle create --compatible flashd,nandsim-128m --version 2.0 \
+"$FLASHCTL" -q bundle create --compatible flashd,nandsim-128m --version 2.0 --block-size 128KiB \
 	--image "rootfs:raw=$T/good.sqfs" --key "$T/rel.key" -o "$T/raw.bundle" || fail "raw bundle"
 start_daemon
 
@@ -45,6 +45,9 @@ code 1 "daemon unreachable" status --socket "$T/nope.sock"
 code 1 "bundle file missing" install "$T/missing.bundle"
 code 2 "unknown command" frobnicate
 code 2 "install without a bundle" install
+code 2 "--block-size not a power of two" bundle create --block-size 3K
+msg "power of two from 4K to 16M" "--block-size 3K"
+code 2 "--block-size with junk" bundle create --block-size 64Kx
 
 # ---- 3: bundles found bad while streaming (were 1) ----
 for b in payload truncated trailing; do

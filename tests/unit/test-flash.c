@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "flash.h"
 #include "nsim.h"
 #include "testlib.h"
@@ -311,6 +312,8 @@ TEST(test_mtd_sysfs)
 {
 	char root[] = "/tmp/test-flash-sysfs-XXXXXX";
 	struct flash_mtd_sysfs s;
+	struct error err = {};
+	unsigned idx = 0;
 	char dev[32];
 
 	assert_non_null(mkdtemp(root));
@@ -326,6 +329,13 @@ TEST(test_mtd_sysfs)
 	assert_int_equal(flash_mtd_find_by_name(root, "rootf", dev, sizeof(dev)), -ENODEV);
 	assert_int_equal(flash_mtd_find_by_name(root, "rootfs", dev, 5), -ENAMETOOLONG);
 	assert_int_equal(flash_mtd_find_by_name("/nonexistent", "x", dev, sizeof(dev)), -ENODEV);
+	assert_int_equal(flash_mtd_find_partition(root, "rootfs", dev, sizeof(dev), &idx, &err), 0);
+	assert_string_equal(dev, "/dev/mtd2");
+	assert_int_equal(idx, 2);
+	assert_int_equal(flash_mtd_find_partition(root, "rootf", dev, sizeof(dev), &idx, &err),
+			 -ENODEV);
+	assert_int_equal(idx, 2);
+	assert_non_null(strstr(err.msg, "partition rootf: no MTD device of that name in /tmp/"));
 
 	assert_int_equal(flash_mtd_read_sysfs(root, 2, &s), 0);
 	assert_string_equal(s.name, "rootfs");

@@ -299,6 +299,15 @@ TEST(test_inline_errors)
 				   "{\"name\": \"n\", \"type\": \"nor\", \"size\": 65536, \"erase_block\": 65536}]}",
 				   &err), -EINVAL);
 	assert_string_equal(err.msg, "t.json: devices[1].name: duplicate device name \"n\" (also devices[0])");
+	assert_int_equal(parse_err("{\"board\": \"b\", \"compatible\": \"c\", " MINI_DEV ", "
+				   "\"partitions\": [{\"name\": \"a\", \"size\": \"16MiB\"}, "
+				   "{\"name\": \"b\", \"size\": \"16MiB\"}], \"slots\": ["
+				   "{\"name\": \"rootfs\", \"slots\": {\"A\": {\"rootfs\": {\"storage\": \"nand\", "
+				   "\"partition\": \"a\"}}, \"B\": {\"rootfs\": {\"storage\": \"nand\", "
+				   "\"partition\": \"b\"}}}}, {\"name\": \"rootfs\", \"slots\": {}}]}",
+				   &err), -EINVAL);
+	assert_string_equal(err.msg, "t.json: slots[1].name: duplicate slot group name \"rootfs\" "
+			    "(also slots[0])");
 	/* the minimal valid layout: defaults */
 	assert_int_equal(layout_parse("{\"board\": \"b\", \"compatible\": \"c\", " MINI_DEV ", "
 				      "\"partitions\": [{\"name\": \"a\", \"size\": \"16MiB\"}, "

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "util.h"
 #include "testlib.h"
 
@@ -62,6 +63,22 @@ TEST(test_parse_size)
 		/* the output is untouched on failure */
 		assert_true(r < 0 ? v == 0xdead : v == cases[i].v);
 	}
+}
+
+TEST(test_parse_size_arg)
+{
+	struct error err = {};
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(util_parse_size_arg("--size", "128KiB", &v, &err), 0);
+	assert_int_equal(v, 128 * 1024);
+	assert_false(error_is_set(&err));
+	/* overflow is an invalid value too, with the same message */
+	assert_int_equal(util_parse_size_arg("--size", "18014398509481984KiB", &v, &err), -EINVAL);
+	assert_string_equal(err.msg, "invalid --size '18014398509481984KiB': expected a size like "
+			    "4096, 0x1000 or 128KiB");
+	assert_int_equal(v, 128 * 1024);
 }
 
 TEST(test_format_size)
