@@ -316,14 +316,14 @@ def main():
 
 
 NOTES = """\
-* **Full install on NAND with delays (met in this run: 1.19×, ahead of both peers)**: the
-  install worker fetches and hashes the next changed block on a second thread while the
-  current one is erased, programmed and read back (since 2b5d712); before, fetch, hash
-  and flash time added up (the clean run at 82c58f6: 1.38× the floor, 9.65 s against
-  RAUC's 9.54 s; here 8.70 s = 1.19×, RAUC 8.90 s, SWUpdate 9.59 s). What is left above
-  the floor is the read-back (≈ 1.2× at these datasheet timings: 16,384 page reads of
-  78 µs against 16,384 programs of 303 µs plus 256 erases of 2 ms), which the floor and
-  RAUC do not do.
+* **Full install on NAND with delays (MISS by 0.01× in this run: 1.23×, ahead of both
+  peers)**: flashd 9.51 s (runs 9.42-9.59) against a floor whose own runs spread 7.36-7.97 s
+  in this VM boot (RAUC 10.64 s, SWUpdate 10.03 s); the run at 45c55a6 measured 1.19×
+  (8.70 s). The fetch-ahead thread fetches and hashes the next changed block while the
+  current one is erased, programmed and read back; what is left above the floor is the
+  read-back (≈ 1.2× at these datasheet timings: 16,384 page reads of 78 µs against 16,384
+  programs of 303 µs plus 256 erases of 2 ms), which the floor and RAUC do not do. The
+  target sits at the read-back's own cost, so one VM boot's noise decides it.
 * **Full install ≤ 1.22× the floor without flash delays (NAND no delays, NOR, UBI)**:
   without delays the flash costs next to nothing, so every row is CPU under TCG, and the
   floor's own runs spread widely between runs (NAND floor 1.08 s here, 1.81 s at
@@ -335,45 +335,45 @@ NOTES = """\
   which there is none here. What it would take: fewer passes over the data (write from
   the fetch buffer without the copy into the writer), and on UBI the same fetch-ahead
   (its volume update still runs on one thread).
-* **UBI, ~10% changed, flashd against RAUC (MISS in this run)**: on UBI every workload is
-  the same whole-volume update for every tool (nothing can be skipped, docs/ubi.md), so
-  flashd's three UBI rows measure the same work: full 2.56 s and same-image 2.39 s, both
-  ahead of RAUC (3.18 s, 3.10 s), and the 10%-changed median 3.40 s from runs of 3.58,
-  3.40 and 2.35 s against RAUC's single run of 3.05 s (in the run at 82c58f6 flashd 2.98 s,
-  RAUC 3.25 s). The miss is within flashd's own spread in this run. Being ahead by a
-  margin needs the UBI path to hash on a second thread as the raw path now does.
-* **GetStatus p99 during an install (NAND with delays; MISS in this run, 9.4 ms)**: the
-  state is kept by the daemon, so a call is a JSON rendering (the host's simulator rows:
-  p99 0.12 ms during an install). In the VM the install now keeps both vCPUs busy (the
-  nandsim delays busy-wait on one, the fetch-ahead thread hashes on the other), where at
-  82c58f6 the daemon had the second to itself (p99 4.5 ms then). What it would take:
-  the install worker at a lower scheduling priority than the daemon (nice), measured
-  for what it costs the install.
+* **UBI**: every workload is the same whole-volume update for every tool (nothing can be
+  skipped, docs/ubi.md); flashd is ahead of both peers on all three rows of this run (the
+  10%-changed row was a MISS within noise in the run at 45c55a6).
+* **GetStatus p99 during an install (NAND with delays; MISS in this run, 5.35 ms)**: the
+  state is kept by the daemon, so a call is a JSON rendering (the host's simulator rows).
+  In the VM an install keeps both vCPUs busy (nandsim's delays busy-wait in the kernel on
+  one, the fetch-ahead hashes on the other): 9.4 ms in the run at 45c55a6. Since 356beaf
+  the worker runs 5 nice steps below the daemon and its fetch-ahead thread 5 more:
+  5.35 ms here. Its cost to the install cannot be told from this VM boot's noise (1.23×
+  against 1.19×, while the floor itself moved 7.34 -> 7.73 s). What is left: the busy-wait inside the driver's syscall cannot be preempted by
+  a nicer process (Debian's kernel is not fully preemptible); a board whose flash
+  driver sleeps (real NAND controllers wait on an interrupt) does not have it.
 * **GetStatus p99 idle in the VM**: the bare round trip on the same socket
   (`org.varlink.service.GetInfo`) already costs what TCG costs (p99 1.36 ms here); the
   difference between the two rows is what flashd adds.
 * **Daemon RSS idle ≤ 3 MiB**: measured floor on Debian 12: a C program that only links
   libsystemd and creates an sd-event loop has VmRSS 2,644 KiB (glibc alone: 1,404 KiB):
   libsystemd 252 maps libgcrypt, liblz4, libzstd, liblzma and libgpg-error at load. The
-  idle daemon adds ≈ 1.1 MiB: 468 KiB anonymous (`smaps_rollup`), the rest file-backed
-  text: its own binary (~500 KiB resident: fault-around maps 64 KiB around each touched
-  page of the multi-call binary), zlib, json-c. libcrypto and libcurl are not mapped
-  (dlopen() in the worker only). What it would take: `-Os -flto` (a 344 KiB binary,
-  measured) and zlib loaded on first use (only the worker inflates), about -0.25 MiB; the
-  rest needs a daemon without libsystemd's dependencies (sd-event -> a plain epoll loop),
-  against the brief's choice of sd-event.
+  idle daemon adds ≈ 1 MiB: 468 KiB anonymous (`smaps_rollup`), the rest file-backed
+  text: its own binary (424 KiB resident, -Os since ec39bc8), zlib, json-c. libcrypto
+  and libcurl are not mapped (dlopen() in the worker only). What it would take: zlib
+  loaded on first use (only the worker inflates), about -0.1 MiB; the rest needs a daemon
+  without libsystemd's dependencies (sd-event -> a plain epoll loop), against the brief's
+  choice of sd-event.
 * **Peak RSS (daemon + worker) ≤ 5 MiB**: the install worker maps OpenSSL 3's libcrypto
-  for SHA-256 and Ed25519 (≈ 3.5 MiB of its RSS is libcrypto's text and provider
-  initialisation); the daemon itself never maps it. The fetch-ahead adds one erase block
-  of buffer and a thread stack (≈ 0.2 MiB against 82c58f6). What it would take: a
-  smaller well-kept library for the two primitives in the worker (e.g. libsodium,
-  Debian's libsodium23), measured against OpenSSL before switching.
-* **Stripped flashd + flashctl ≤ 300 KiB**: one multi-call binary already (flashctl is a
-  link to flashd), `-ffunction-sections -Wl,--gc-sections`. Built with the default
-  `-O2` it is about 500 KiB; `-Os -flto -fno-asynchronous-unwind-tables` measured 344 KiB
-  (non-PIE). The rest is host-side code in the same binary: bundle creation and signing
-  keys, factory images (`image:`, ubinize), the userspace simulator backend (`sim:`).
-  What it would take: a configure switch for a device build without them.
+  for SHA-256 and Ed25519; the daemon itself never maps it. Measured on the host: dlopen()
+  of libcrypto.so.3 +1.7 MiB RSS, its first SHA-256 +1.1 MiB more; libsodium 1.0.18
+  (Debian's libsodium23) +0.38 MiB for the dlopen(), +0.37 MiB for a SHA-256 and an Ed25519
+  verification: it would meet the target. Not switched, because libsodium's SHA-256 is
+  portable C: 0.39 GB/s against OpenSSL's 1.57 GB/s on this host (4×; SHA-NI; OpenSSL
+  also has ARMv8 crypto-extension code, libsodium has none), and the worker hashes every
+  byte of an image. What it would take: a SHA-256 with CPU extensions in a smaller
+  library (nettle, Debian's libnettle8, has SHA-NI code; not measured yet).
+* **Stripped flashd + flashctl ≤ 300 KiB**: one multi-call binary (flashctl is a link to
+  flashd), `-ffunction-sections -Wl,--gc-sections`, and since ec39bc8 `-Os` without unwind
+  tables by default: 508 KiB (-O2) -> 372 KiB. The rest is host-side code in the same
+  binary: bundle creation and signing keys, factory images (`image:`, ubinize), the
+  userspace simulator backend (`sim:`), and PIE relocations (20 KiB). What it would take:
+  a configure switch for a device build without the host-side commands.
 * **NOR (mtdram)**: libubootenv 0.3.2 rejects an env on an MTD of type `ram` (what
   mtdram registers as), so the NOR board keeps its env on a second, 16 MiB NAND chip
   (nandsim, bench/nor-bench-96m.json): the slots are on mtdram for every contender.
