@@ -36,6 +36,10 @@ struct source_ops {
 	 * order, so a network source can coalesce them into few requests.
 	 * NULL when the backend gains nothing from it. */
 	int (*plan)(struct source *s, const struct source_range *r, size_t n, struct error *err);
+	/* Optional: the sequential read will next consume len bytes and then
+	 * may stop (the bundle's head), so a network source asks for exactly
+	 * those rather than a guessed range. NULL when it gains nothing. */
+	void (*expect)(struct source *s, uint64_t len);
 	void (*free)(struct source *s);
 };
 
@@ -57,6 +61,7 @@ static inline bool source_can_pread(const struct source *s) { return s->ops->pre
 ssize_t source_read(struct source *s, void *buf, size_t len, struct error *err);
 ssize_t source_pread(struct source *s, void *buf, size_t len, uint64_t off, struct error *err);
 int source_plan(struct source *s, const struct source_range *r, size_t n, struct error *err);
+void source_expect(struct source *s, uint64_t len);
 void source_free(struct source *s);
 static inline void source_freep(struct source **s) { source_free(*s); }
 #define _cleanup_source_ __attribute__((cleanup(source_freep)))

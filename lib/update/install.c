@@ -966,6 +966,16 @@ static int feed_source(struct install *in, struct source *src, uint64_t len, uin
 	return 0;
 }
 
+/* Feed a part of the bundle's head (manifest and signatures, index) whose
+ * length is known: a network source fetches exactly it, so an unchanged
+ * slot costs the head's bytes and no more. */
+static int feed_head(struct install *in, struct source *src, uint64_t len, uint8_t *buf,
+		     volatile int *cancel)
+{
+	source_expect(src, len);
+	return feed_source(in, src, len, buf, cancel);
+}
+
 /* Adaptive: every image uncompressed, on a raw partition whose erase
  * block is the index's block. gzip images (a block cannot be fetched
  * without inflating all before it) and UBI volumes (written by one
@@ -1191,15 +1201,15 @@ int install_run_source(struct install *in, struct source *src, volatile int *can
 		got += n;
 	}
 	if (bundle_header_parse(h, &major, &minor, &msize, &n_sigs, NULL) >= 0)
-		r = feed_source(in, src, msize + (uint64_t)n_sigs * BUNDLE_SIG_ENTRY_SIZE, buf, cancel);
+		r = feed_head(in, src, msize + (uint64_t)n_sigs * BUNDLE_SIG_ENTRY_SIZE, buf, cancel);
 	if (r >= 0 && source_can_pread(src) && src->size && adaptive_fits(in)) {
 		r = check_size(in, src);
 		if (r >= 0)
 			load_records(in);
 		in->adaptive = in->stats.adaptive = true;
 		if (r >= 0)
-			r = feed_source(in, src, bundle_reader_manifest(in->reader)->index_size, buf,
-					cancel);
+			r = feed_head(in, src, bundle_reader_manifest(in->reader)->index_size, buf,
+				      cancel);
 		if (r >= 0)
 			r = write_adaptive(in, src, cancel);
 	} else if (r >= 0) {

@@ -44,6 +44,12 @@ int source_plan(struct source *s, const struct source_range *r, size_t n, struct
 	return s->ops->plan ? s->ops->plan(s, r, n, err) : 0;
 }
 
+void source_expect(struct source *s, uint64_t len)
+{
+	if (s->ops->expect)
+		s->ops->expect(s, len);
+}
+
 void source_free(struct source *s)
 {
 	if (s)

@@ -88,6 +88,7 @@ struct http {
 	struct source_range *runs;
 	size_t n_runs, run_cur;
 	uint64_t seq;              /* read(): the next offset */
+	uint64_t seq_end;          /* read(): where the expected bytes end, or 0 */
 	uint64_t received;         /* body bytes received, used or not (atomic:
 				    * the fetch-ahead thread adds, progress reads) */
 };
@@ -633,8 +634,12 @@ static ssize_t http_read(struct source *s, void *buf, size_t len, struct error *
 {
 	struct http *h = to_http(s);
 	uint64_t end = h->seq >= HTTP_OPEN_FROM ? 0 : h->seq ? 2 * h->seq : HTTP_FIRST_RANGE;
-	ssize_t n = at(h, h->seq, end, err);
+	ssize_t n;
 	size_t c;
+
+	if (h->seq_end > h->seq)
+		end = h->seq_end; /* the rest of the head, and not a byte more */
+	n = at(h, h->seq, end, err);
 
 	if (n <= 0)
 		return n;
@@ -691,6 +696,13 @@ static int http_plan(struct source *s, const struct source_range *r, size_t n, s
 	return 0;
 }
 
+static void http_expect(struct source *s, uint64_t len)
+{
+	struct http *h = to_http(s);
+
+	h->seq_end = h->seq + len;
+}
+
 static void http_free(struct source *s)
 {
 	struct http *h = to_http(s);
@@ -712,6 +724,7 @@ static const struct source_ops http_ops = {
 	.read = http_read,
 	.pread = http_pread,
 	.plan = http_plan,
+	.expect = http_expect,
 	.free = http_free,
 };
 

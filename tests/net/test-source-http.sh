@@ -15,9 +15,12 @@ grep "planned preads" "$T/unit.out" >&2
 # lighttpd writes its access log at exit
 kill "$HTTPD_PID"
 wait "$HTTPD_PID" 2>/dev/null
-# stream 8 (doubling ranges up to 1 MiB, the rest), planned 1 + 4,
-# unplanned 1 + 4 (a pread past the end asks nothing: the size is known)
+# stream 8 (doubling ranges up to 1 MiB, the rest), expected head 2 (the
+# second of exactly 922 bytes), planned 1 + 4, unplanned 1 + 4 (a pread
+# past the end asks nothing: the size is known)
 n=$(grep -c "^GET /data.bin " "$T/access.log")
-[ "$n" = 18 ] || fail "lighttpd saw $n requests for data.bin, the source counted 18: $(cat "$T/access.log")"
+[ "$n" = 20 ] || fail "lighttpd saw $n requests for data.bin, the source counted 20: $(cat "$T/access.log")"
+grep -q "^GET /data.bin HTTP/1.1 206 \[-\] 922\$" "$T/access.log" ||
+	fail "no request of exactly the expected head's 922 bytes: $(cat "$T/access.log")"
 grep -q "^GET /none.bin HTTP/1.1 404" "$T/access.log" || fail "no 404 in the access log"
 ok "lighttpd's log agrees: $n requests"

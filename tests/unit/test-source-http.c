@@ -111,6 +111,31 @@ TEST(test_stream)
 	s->ops->free(s);
 }
 
+/* a head of 16 KiB + 922 bytes, the last part announced with expect():
+ * the second request asks for those 922 bytes, not a doubled 16 KiB, so
+ * an unchanged slot's install costs the head and nothing more */
+TEST(test_expect_head)
+{
+	enum { HEAD = 16 * 1024 + 922 };
+	size_t size, got = 0;
+	_cleanup_free_ uint8_t *want = local(&size);
+	_cleanup_free_ uint8_t *buf = malloc(HEAD);
+	struct source *s = open_url("data.bin");
+	ssize_t n;
+
+	assert_true(size > 4 * HEAD);
+	while (got < 16 * 1024 && (n = rd(s, buf + got, 16 * 1024 - got)) > 0)
+		got += n;
+	s->ops->expect(s, HEAD - got);
+	while (got < HEAD && (n = rd(s, buf + got, HEAD - got)) > 0)
+		got += n;
+	assert_int_equal(got, HEAD);
+	assert_memory_equal(buf, want, HEAD);
+	assert_int_equal(source_http_requests(s), 2);
+	assert_int_equal(source_http_received(s), HEAD);
+	s->ops->free(s);
+}
+
 /* blocks 40-42 and 60-61 (adjacent), 63 (a 1-block gap: a run of its
  * own), 100 (alone), read in that order after a plan: four requests past
  * the first GET, and no more bytes than asked plus the first GET's */
