@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,7 +105,7 @@ static _Noreturn void run_child(int fd, pid_t parent, worker_job_fn job, void *u
 	signal(SIGPIPE, SIG_IGN);
 	/* Below the daemon: its answers (status, progress) must not wait for
 	 * a job whose pace the flash sets, not the CPU. */
-	(void)setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + WORKER_NICE);
+	(void)util_lower_priority(WORKER_NICE);
 	/* the parent blocks signals for sd-event; the job must get SIGTERM */
 	sigfillset(&all);
 	sigprocmask(SIG_UNBLOCK, &all, NULL);

@@ -51,3 +51,7 @@ void util_hex(const uint8_t *p, size_t n, char *out);
 
 /* True when every byte of buf equals c. */
 bool util_mem_is(const void *buf, int c, size_t len);
+
+/* Raise the nice value of the calling thread (who 0 is the thread, not the
+ * whole process, on Linux) by steps; the kernel caps it at 19. */
+int util_lower_priority(int steps);

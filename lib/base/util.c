@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -252,4 +253,18 @@ void util_hex(const uint8_t *p, size_t n, char *out)
 		out[2 * i + 1] = digits[p[i] & 15];
 	}
 	out[2 * n] = '\0';
+}
+
+int util_lower_priority(int steps)
+{
+	int prio;
+
+	/* -1 is also a valid nice value: only errno tells a failure */
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, 0);
+	if (prio == -1 && errno)
+		return -errno;
+	if (setpriority(PRIO_PROCESS, 0, prio + steps) < 0)
+		return -errno;
+	return 0;
 }

@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -289,10 +288,9 @@ struct ahead {
 static void *ahead_main(void *p)
 {
 	struct ahead *a = p;
-	id_t self = (id_t)gettid();
 
-	/* per thread in Linux; failing leaves the priority as it was */
-	(void)setpriority(PRIO_PROCESS, self, getpriority(PRIO_PROCESS, self) + AHEAD_NICE);
+	/* this thread only; failing leaves the priority as it was */
+	(void)util_lower_priority(AHEAD_NICE);
 	a->r = fetch(a->x, a->k, a->x->abuf, &a->err);
 	return NULL;
 }

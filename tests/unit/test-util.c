@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -191,6 +193,28 @@ TEST(test_full_loops_on_pipes)
 	assert_int_equal(util_write_full(p[1], "x", 1), -EPIPE);
 	close(p[1]);
 	assert_int_equal(util_read_full(-1, buf, 1), -EBADF);
+}
+
+/* In a child: its nice value goes up by the steps, and stops at 19. */
+TEST(test_lower_priority)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int before = getpriority(PRIO_PROCESS, 0);
+		bool ok = util_lower_priority(2) == 0 &&
+			  getpriority(PRIO_PROCESS, 0) == MIN(before + 2, 19) &&
+			  util_lower_priority(40) == 0 && getpriority(PRIO_PROCESS, 0) == 19;
+
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 TEST(test_positional)
