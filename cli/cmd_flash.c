@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include "cli.h"
-#include "cleanup_crypto.h"
+#include "hash.h"
 #include "cleanup_json.h"
 #include "flash.h"
 #include "flashio.h"
@@ -389,17 +388,6 @@ static int cmd_erase(struct cli_ctx *ctx, int argc, char **argv)
 
 /* ---- write ----------------------------------------------------------------- */
 
-static int hex_digest(EVP_MD_CTX *c, char out[65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned n;
-
-	if (!EVP_DigestFinal_ex(c, md, &n) || n != 32)
-		return -EIO;
-	util_hex(md, n, out);
-	return 0;
-}
-
 static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -411,7 +399,6 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 	};
 	_cleanup_flash_ struct flash *f = NULL;
 	_cleanup_(flashio_writer_freep) struct flashio_writer *w = NULL;
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct dev_opts d = { 0 };
@@ -419,6 +406,8 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 	bool verify = true;
 	const char *spec, *img;
 	char want[65] = "", got[65] = "";
+	uint8_t sha[HASH_SIZE];
+	struct hash md;
 	const struct flashio_stats *st;
 	int64_t total;
 	int c, r;
@@ -442,10 +431,7 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "cannot open image %s: %m", img);
 		return CLI_EXIT_FAIL;
 	}
-	if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
-		cli_error(ctx, "cannot set up SHA-256");
-		return CLI_EXIT_FAIL;
-	}
+	hash_init(&md);
 	if (open_dev(ctx, spec, &d, true, &f) < 0)
 		return CLI_EXIT_FAIL;
 	buf = malloc(f->info.erasesize);
@@ -467,7 +453,7 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 		}
 		if (n == 0)
 			break;
-		EVP_DigestUpdate(md, buf, n);
+		hash_update(&md, buf, n);
 		r = flashio_writer_write_all(w, buf, n);
 		if (r < 0)
 			break;
@@ -485,12 +471,10 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	st = flashio_writer_stats(w);
-	if (hex_digest(md, want) < 0)
-		return CLI_EXIT_FAIL;
+	hash_final(&md, sha);
+	util_hex(sha, sizeof(sha), want);
 	if (verify) {
 		uint64_t at = 0;
-
-		uint8_t sha[32];
 
 		r = flashio_read_sha256(f, total, sha, &at);
 		if (r >= 0)

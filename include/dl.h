@@ -1,5 +1,5 @@
 /* A shared library loaded on first use instead of at start-up (libcrypto:
- * crypto_dl.c, libcurl: curl_dl.c): the library's functions are defined
+ * crypto_dl.c, libcurl: curl_dl.c, nettle: hash.c): the library's functions are defined
  * under their own names, each forwarding to the symbol dlsym() finds the
  * first time it is called. The prototype comes from the library's header,
  * so a changed signature fails to build.

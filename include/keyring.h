@@ -18,7 +18,7 @@
 struct keyring_key {
 	uint8_t id[KEYRING_ID_SIZE];
 	char *name;                  /* file it came from */
-	void *pkey;                  /* EVP_PKEY * */
+	uint8_t pub[KEYRING_RAW_KEY_SIZE]; /* the raw Ed25519 public key */
 };
 
 struct keyring;

@@ -3,7 +3,7 @@
 # Usage: tools/deps.sh [build|test]   (test = build + qemu harness tools)
 set -e
 build_pkgs="build-essential autoconf automake libtool pkg-config
- libjson-c-dev libsystemd-dev libubootenv-dev zlib1g-dev libssl-dev
+ libjson-c-dev libsystemd-dev libubootenv-dev zlib1g-dev libssl-dev nettle-dev
  libcmocka-dev linux-libc-dev scdoc libcurl4-openssl-dev"
 run_pkgs="mtd-utils squashfs-tools libubootenv-tool u-boot-tools openssl
  lighttpd lighttpd-mod-openssl python3"

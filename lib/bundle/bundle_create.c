@@ -22,11 +22,12 @@
 #include "cleanup.h"
 #include "cleanup_crypto.h"
 #include "cleanup_json.h"
+#include "hash.h"
 #include "util.h"
 
 struct pass {
-	EVP_MD_CTX *sha;
-	EVP_MD_CTX *bsha;                /* the current block (index) */
+	struct hash sha;
+	struct hash bsha;                /* the current block (index) */
 	uint32_t bs;                     /* block size; 0: no index */
 	uint8_t *hashes;                 /* one per block, grown as they come */
 	uint64_t n_hashes;
@@ -69,14 +70,12 @@ static int pass_deflate(struct pass *ps, const void *p, size_t n, int flush)
 static int pass_blocks(struct pass *ps, const uint8_t *p, size_t n, bool end)
 {
 	uint64_t pos = ps->in - n; /* image offset of p */
-	unsigned mdlen = 0;
 
 	while (n > 0 || (end && pos % ps->bs)) {
 		size_t take = MIN((uint64_t)n, ps->bs - pos % ps->bs);
 		uint8_t *h;
 
-		if (EVP_DigestUpdate(ps->bsha, p, take) != 1)
-			return -EIO;
+		hash_update(&ps->bsha, p, take);
 		pos += take;
 		p += take;
 		n -= take;
@@ -86,9 +85,7 @@ static int pass_blocks(struct pass *ps, const uint8_t *p, size_t n, bool end)
 		if (!h)
 			return -ENOMEM;
 		ps->hashes = h;
-		if (EVP_DigestFinal_ex(ps->bsha, h + ps->n_hashes++ * BUNDLE_HASH_SIZE, &mdlen) != 1 ||
-		    EVP_DigestInit_ex(ps->bsha, EVP_sha256(), NULL) != 1)
-			return -EIO;
+		hash_final(&ps->bsha, h + ps->n_hashes++ * BUNDLE_HASH_SIZE);
 		if (end && n == 0)
 			break;
 	}
@@ -105,7 +102,6 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 	_cleanup_close_ int fd = open(ci->path, O_RDONLY | O_CLOEXEC);
 	_cleanup_free_ struct pass *ps = calloc(1, sizeof(*ps));
 	_cleanup_free_ uint8_t *in = malloc(BUNDLE_INFLATE_CHUNK);
-	unsigned mdlen = 0;
 	int r = 0;
 
 	if (fd < 0)
@@ -114,17 +110,9 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 		return -ENOMEM;
 	ps->out_fd = out_fd;
 	ps->gzip = ci->compression == BUNDLE_COMPRESSION_GZIP;
-	ps->sha = EVP_MD_CTX_new();
-	if (!ps->sha || EVP_DigestInit_ex(ps->sha, EVP_sha256(), NULL) != 1) {
-		r = -ENOMEM;
-		goto out;
-	}
+	hash_init(&ps->sha);
+	hash_init(&ps->bsha);
 	ps->bs = ret_hashes ? block_size : 0;
-	if (ps->bs && (!(ps->bsha = EVP_MD_CTX_new()) ||
-		       EVP_DigestInit_ex(ps->bsha, EVP_sha256(), NULL) != 1)) {
-		r = -ENOMEM;
-		goto out;
-	}
 	/* default gzip header (mtime 0): the same input gives the same bundle */
 	if (ps->gzip && deflateInit2(&ps->z, level ? level : Z_DEFAULT_COMPRESSION, Z_DEFLATED,
 				     15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
@@ -145,11 +133,9 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 			r = error_set(err, -EFBIG, "%s: larger than the format's 1 TiB limit", ci->path);
 			goto out;
 		}
-		if (EVP_DigestUpdate(ps->sha, in, n) != 1 ||
-		    (ps->bs && pass_blocks(ps, in, n, n == 0) < 0)) {
-			r = -EIO;
+		hash_update(&ps->sha, in, n);
+		if (ps->bs && (r = pass_blocks(ps, in, n, n == 0)) < 0)
 			goto out;
-		}
 		r = ps->gzip ? pass_deflate(ps, in, n, n ? Z_NO_FLUSH : Z_FINISH) :
 			pass_write(ps, in, n);
 		if (r < 0) {
@@ -159,8 +145,7 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 		if (n == 0)
 			break;
 	}
-	if (EVP_DigestFinal_ex(ps->sha, sha, &mdlen) != 1)
-		r = -EIO;
+	hash_final(&ps->sha, sha);
 	*ret_size = ps->in;
 	*ret_stored = ps->out;
 	if (ret_hashes)
@@ -168,8 +153,6 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 out:
 	if (ps->gzip)
 		deflateEnd(&ps->z);
-	EVP_MD_CTX_free(ps->sha);
-	EVP_MD_CTX_free(ps->bsha);
 	free(ps->hashes);
 	return r;
 }

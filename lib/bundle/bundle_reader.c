@@ -12,15 +12,12 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <zlib.h>
 
 #include "bundle.h"
 #include "bundle_reader.h"
 #include "cleanup.h"
-#include "cleanup_crypto.h"
+#include "hash.h"
 #include "util.h"
 
 /* ---- reader ---- */
@@ -56,11 +53,11 @@ struct bundle_reader {
 	bool have_manifest;
 	uint8_t *index;                  /* format 2: the block hashes, verified */
 	bool have_index;
-	EVP_MD_CTX *bsha;                /* hash of the current block */
+	struct hash bsha;                /* hash of the current block */
 	uint64_t block;                  /* its number in the image */
 	size_t cur;                      /* image being read */
 	uint64_t stored_done, out_done;
-	EVP_MD_CTX *sha;
+	struct hash sha;
 	z_stream z;
 	bool z_init, z_end;
 	uint8_t *zout;
@@ -130,10 +127,6 @@ static void reader_image_reset(struct bundle_reader *r)
 	r->z_init = r->z_end = false;
 	r_free(r, r->zout);
 	r->zout = NULL;
-	EVP_MD_CTX_free(r->sha);
-	r->sha = NULL;
-	EVP_MD_CTX_free(r->bsha);
-	r->bsha = NULL;
 }
 
 void bundle_reader_free(struct bundle_reader *r)
@@ -283,14 +276,8 @@ static int image_begin(struct bundle_reader *r, struct error *err)
 	r->stored_done = r->out_done = 0;
 	r->sb_fill = 0;
 	r->block = 0;
-	r->sha = EVP_MD_CTX_new();
-	if (!r->sha || EVP_DigestInit_ex(r->sha, EVP_sha256(), NULL) != 1)
-		return -ENOMEM;
-	if (r->have_index) {
-		r->bsha = EVP_MD_CTX_new();
-		if (!r->bsha || EVP_DigestInit_ex(r->bsha, EVP_sha256(), NULL) != 1)
-			return -ENOMEM;
-	}
+	hash_init(&r->sha);
+	hash_init(&r->bsha);
 	if (img->compression == BUNDLE_COMPRESSION_GZIP) {
 		r->zout = r_alloc(r, BUNDLE_INFLATE_CHUNK);
 		if (!r->zout)
@@ -342,13 +329,10 @@ static int check_head(struct bundle_reader *r, const struct bundle_image *img,
 static int check_block(struct bundle_reader *r, const struct bundle_image *img,
 		       struct error *err)
 {
-	uint8_t md[32];
-	unsigned mdlen = 0;
+	uint8_t md[HASH_SIZE];
 	const uint8_t *want = r->index + (img->index_first + r->block) * BUNDLE_HASH_SIZE;
 
-	if (EVP_DigestFinal_ex(r->bsha, md, &mdlen) != 1 || mdlen != 32 ||
-	    EVP_DigestInit_ex(r->bsha, EVP_sha256(), NULL) != 1)
-		return -EIO;
+	hash_final(&r->bsha, md);
 	if (memcmp(md, want, 32))
 		return error_set(err, -EBADMSG, "image %u \"%s\": block %" PRIu64 " (bytes %" PRIu64
 				 "..%" PRIu64 ") does not match its sha256 in the signed index "
@@ -377,8 +361,7 @@ static int emit(struct bundle_reader *r, const uint8_t *p, size_t n, struct erro
 	while (n > 0) {
 		size_t take = MIN((uint64_t)n, bs - r->out_done % bs);
 
-		if (EVP_DigestUpdate(r->bsha, p, take) != 1)
-			return -EIO;
+		hash_update(&r->bsha, p, take);
 		if ((r->out_done + take) % bs == 0 || r->out_done + take == img->size) {
 			r->out_done += take;
 			ret = check_block(r, img, err);
@@ -403,8 +386,7 @@ static int emit_piece(struct bundle_reader *r, const uint8_t *p, size_t n, struc
 	int ret;
 
 	r->out_done += n;
-	if (EVP_DigestUpdate(r->sha, p, n) != 1)
-		return -EIO;
+	hash_update(&r->sha, p, n);
 	if (r->sb_fill < head) {
 		size_t take = MIN(n, head - r->sb_fill);
 
@@ -456,9 +438,8 @@ static int consume_gzip(struct bundle_reader *r, const uint8_t *p, size_t n,
 static int image_end(struct bundle_reader *r, struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
-	uint8_t md[32];
+	uint8_t md[HASH_SIZE];
 	char want[65], got[65];
-	unsigned mdlen = 0;
 
 	if (img->compression == BUNDLE_COMPRESSION_GZIP && !r->z_end)
 		return error_set(err, -EBADMSG, "image %u \"%s\": gzip stream incomplete at its stored_size "
@@ -467,8 +448,7 @@ static int image_end(struct bundle_reader *r, struct error *err)
 	if (r->out_done != img->size)
 		return error_set(err, -EBADMSG, "image %u \"%s\": %" PRIu64 " bytes, manifest says %"
 			    PRIu64, img->index, img->slot, r->out_done, img->size);
-	if (EVP_DigestFinal_ex(r->sha, md, &mdlen) != 1 || mdlen != 32)
-		return -EIO;
+	hash_final(&r->sha, md);
 	if (memcmp(md, img->sha256, 32)) {
 		util_hex(img->sha256, 32, want);
 		util_hex(md, 32, got);

@@ -5,13 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/bio.h>
-#include <openssl/err.h>
+#include <nettle/eddsa.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 
 #include "cleanup.h"
-#include "cleanup_crypto.h"
+#include "dl.h"
+#include "hash.h"
 #include "keyring.h"
 #include "util.h"
 
@@ -19,8 +18,6 @@ struct keyring {
 	struct keyring_key keys[KEYRING_MAX_KEYS];
 	size_t n_keys;
 };
-
-static void BIO_freep(BIO **p) { BIO_free(*p); }
 
 int keyring_new(struct keyring **ret)
 {
@@ -36,10 +33,8 @@ void keyring_free(struct keyring *k)
 {
 	if (!k)
 		return;
-	for (size_t i = 0; i < k->n_keys; i++) {
-		EVP_PKEY_free(k->keys[i].pkey);
+	for (size_t i = 0; i < k->n_keys; i++)
 		free(k->keys[i].name);
-	}
 	free(k);
 }
 
@@ -63,14 +58,12 @@ const struct keyring_key *keyring_find(const struct keyring *k, const uint8_t id
 
 int keyring_key_id_raw(const uint8_t raw[KEYRING_RAW_KEY_SIZE], uint8_t ret[KEYRING_ID_SIZE])
 {
-	unsigned int n = 0;
-
-	if (!EVP_Digest(raw, KEYRING_RAW_KEY_SIZE, ret, &n, EVP_sha256(), NULL) ||
-	    n != KEYRING_ID_SIZE)
-		return -EIO;
+	hash_buf(raw, KEYRING_RAW_KEY_SIZE, ret);
 	return 0;
 }
 
+/* The host-side signer's keys are OpenSSL's (bundle_create.c): this is
+ * the only place the keyring calls libcrypto. */
 int keyring_key_id_pkey(void *pkey, uint8_t ret[KEYRING_ID_SIZE])
 {
 	uint8_t raw[KEYRING_RAW_KEY_SIZE];
@@ -98,43 +91,107 @@ const char *keyring_id_to_hex(const uint8_t id[KEYRING_ID_SIZE], char *buf, size
 	return buf;
 }
 
-/* Name the key type for a refusal message. */
-static const char *pkey_type_name(EVP_PKEY *p)
-{
-	const char *n = EVP_PKEY_get0_type_name(p);
+/* The SubjectPublicKeyInfo of an Ed25519 key (RFC 8410): this prefix and
+ * the raw key; any other key differs from it in the algorithm's OID. */
+static const uint8_t ed25519_spki[] = { 0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65,
+					0x70, 0x03, 0x21, 0x00 };
+#define SPKI_SIZE (sizeof(ed25519_spki) + KEYRING_RAW_KEY_SIZE)
 
-	return n ? n : "unknown";
+/* Name another key's algorithm (by its OID) for the refusal message. */
+static const char *spki_type_name(const uint8_t *der, size_t len)
+{
+	static const struct { const char *name; uint8_t oid[11]; size_t len; } types[] = {
+		{ "RSA", { 6, 9, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 1, 1, 1 }, 11 },
+		{ "EC", { 6, 7, 0x2a, 0x86, 0x48, 0xce, 0x3d, 2, 1 }, 9 },
+		{ "DSA", { 6, 7, 0x2a, 0x86, 0x48, 0xce, 0x38, 4, 1 }, 9 },
+		{ "ED448", { 6, 3, 0x2b, 0x65, 0x71 }, 5 },
+		{ "X25519", { 6, 3, 0x2b, 0x65, 0x6e }, 5 },
+		{ "X448", { 6, 3, 0x2b, 0x65, 0x6f }, 5 },
+		{ "ED25519", { 6, 3, 0x2b, 0x65, 0x70 }, 5 }, /* but not well-formed */
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(types); i++)
+		if (memmem(der, len, types[i].oid, types[i].len))
+			return types[i].name;
+	return "unknown";
+}
+
+static int base64_value(char c)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = c ? strchr(alphabet, c) : NULL;
+
+	return p ? (int)(p - alphabet) : -1;
+}
+
+/* Decode the base64 text [p, end) (line breaks allowed, '=' only as
+ * padding at the end) into out; the decoded length, or -EINVAL. */
+static ssize_t base64_decode(const char *p, const char *end, uint8_t *out, size_t max)
+{
+	uint32_t acc = 0;
+	size_t n = 0, bits = 0, pad = 0;
+
+	for (; p < end; p++) {
+		int v = base64_value(*p);
+
+		if (strchr(" \t\r\n", *p))
+			continue;
+		if (*p == '=' && ++pad <= 2)
+			continue;
+		if (v < 0 || pad)
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n >= max)
+				return -EINVAL;
+			out[n++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return bits >= 6 ? -EINVAL : (ssize_t)n;
+}
+
+/* The DER inside the first PUBLIC KEY block of a PEM text. */
+static ssize_t pem_public_key(const char *pem, size_t len, uint8_t *der, size_t max)
+{
+	static const char begin[] = "-----BEGIN PUBLIC KEY-----", end[] = "-----END PUBLIC KEY-----";
+	const char *b = memmem(pem, len, begin, sizeof(begin) - 1), *e;
+
+	if (!b)
+		return -EINVAL;
+	b += sizeof(begin) - 1;
+	e = memmem(b, len - (size_t)(b - pem), end, sizeof(end) - 1);
+	return e ? base64_decode(b, e, der, max) : -EINVAL;
 }
 
 int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *name,
 		    struct error *err)
 {
-	_cleanup_(BIO_freep) BIO *bio = NULL;
-	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;
-	uint8_t id[KEYRING_ID_SIZE];
+	uint8_t der[KEYRING_MAX_FILE_SIZE], id[KEYRING_ID_SIZE];
+	const char *type;
+	ssize_t n;
 	char *dup;
 
-	if (len > KEYRING_MAX_FILE_SIZE || len > INT32_MAX)
+	if (len > KEYRING_MAX_FILE_SIZE)
 		return error_set(err, -EFBIG, "%s: %zu bytes, too large for a public key file",
 			 name, len);
-	if (memmem(pem, len, "PRIVATE KEY-----", 16)) {
-		snprintf(err->msg, sizeof(err->msg), "%s: contains a private key; a keyring holds "
-			 "public keys only (openssl pkey -in KEY -pubout)", name);
-		return -EINVAL;
-	}
-	bio = BIO_new_mem_buf(pem, (int)len);
-	if (!bio)
-		return -ENOMEM;
-	pkey = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
-	if (!pkey) {
-		ERR_clear_error();
+	if (memmem(pem, len, "PRIVATE KEY-----", 16))
+		return error_set(err, -EINVAL, "%s: contains a private key; a keyring holds "
+				 "public keys only (openssl pkey -in KEY -pubout)", name);
+	n = pem_public_key(pem, len, der, sizeof(der));
+	if (n < 0 || n < 2 || der[0] != 0x30)
 		return error_set(err, -EINVAL, "%s: not a PEM public key", name);
-	}
-	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519)
+	type = (size_t)n == SPKI_SIZE && !memcmp(der, ed25519_spki, sizeof(ed25519_spki)) ?
+		NULL : spki_type_name(der, (size_t)n);
+	if (type && !strcmp(type, "ED25519"))
+		return error_set(err, -EINVAL, "%s: not a well-formed Ed25519 public key (%zd bytes "
+				 "of DER, want %zu)", name, n, SPKI_SIZE);
+	if (type)
 		return error_set(err, -EINVAL, "%s: %s key, only Ed25519 keys are supported",
-			 name, pkey_type_name(pkey));
-	if (keyring_key_id_pkey(pkey, id) < 0)
-		return error_set(err, -EINVAL, "%s: cannot read the raw Ed25519 key", name);
+			 name, type);
+	keyring_key_id_raw(der + sizeof(ed25519_spki), id);
 	if (keyring_find(k, id))
 		return 0;
 	if (k->n_keys >= KEYRING_MAX_KEYS)
@@ -145,9 +202,9 @@ int keyring_add_pem(struct keyring *k, const void *pem, size_t len, const char *
 		return -ENOMEM;
 	k->keys[k->n_keys++] = (struct keyring_key) {
 		.name = dup,
-		.pkey = TAKE_PTR(pkey),
 	};
 	memcpy(k->keys[k->n_keys - 1].id, id, sizeof(id));
+	memcpy(k->keys[k->n_keys - 1].pub, der + sizeof(ed25519_spki), KEYRING_RAW_KEY_SIZE);
 	return 0;
 }
 
@@ -250,15 +307,6 @@ out:
 int keyring_verify(const struct keyring_key *key, const void *msg, size_t len,
 		   const uint8_t sig[KEYRING_SIG_SIZE])
 {
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-
-	if (!ctx)
-		return -ENOMEM;
-	if (EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key->pkey) != 1)
-		return -EIO;
-	if (EVP_DigestVerify(ctx, sig, KEYRING_SIG_SIZE, msg, len) != 1) {
-		ERR_clear_error();
-		return -EKEYREJECTED;
-	}
-	return 0;
+	return DL_FN(hash_hogweed_sym, nettle_ed25519_sha512_verify)(key->pub, len, msg, sig) ?
+		0 : -EKEYREJECTED;
 }

@@ -3,10 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
 #include "cleanup.h"
-#include "cleanup_crypto.h"
+#include "hash.h"
 #include "flashio.h"
 #include "util.h"
 
@@ -377,16 +376,14 @@ ssize_t flashio_reader_read(struct flashio_reader *r, void *buf, size_t len)
 
 int flashio_read_sha256(struct flash *f, uint64_t len, uint8_t ret_sha256[32], uint64_t *ret_at)
 {
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
 	_cleanup_(flashio_reader_freep) struct flashio_reader *rd = NULL;
 	_cleanup_free_ uint8_t *buf = malloc(f->info.erasesize);
-	unsigned mdlen = 0;
+	struct hash md;
 	int r;
 
-	if (!md || !buf)
+	if (!buf)
 		return -ENOMEM;
-	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-		return -EIO;
+	hash_init(&md);
 	r = flashio_reader_new(f, &rd);
 	if (r < 0)
 		return r;
@@ -398,11 +395,10 @@ int flashio_read_sha256(struct flash *f, uint64_t len, uint8_t ret_sha256[32], u
 				*ret_at = flashio_reader_offset(rd);
 			return n < 0 ? (int)n : -ENOSPC;
 		}
-		EVP_DigestUpdate(md, buf, n);
+		hash_update(&md, buf, n);
 		len -= n;
 	}
-	if (EVP_DigestFinal_ex(md, ret_sha256, &mdlen) != 1 || mdlen != 32)
-		return -EIO;
+	hash_final(&md, ret_sha256);
 	return 0;
 }
 

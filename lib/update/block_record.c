@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include "block_record.h"
 #include "cleanup.h"
+#include "hash.h"
 #include "record.h"
 #include "util.h"
 
@@ -118,13 +118,6 @@ static int record_path(const char *dir, const char *group, const char *slot, con
 	return asprintf(ret, "%s/blocks-%s-%s-%s.bin", dir, group, slot, member) < 0 ? -ENOMEM : 0;
 }
 
-static int sha256(const void *buf, size_t len, uint8_t md[32])
-{
-	unsigned n = 0;
-
-	return EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL) == 1 && n == 32 ? 0 : -EIO;
-}
-
 int block_record_save(const char *dir, const char *group, const char *slot, const char *member,
 		      const struct block_record *r)
 {
@@ -151,9 +144,7 @@ int block_record_save(const char *dir, const char *group, const char *slot, cons
 	p += (size_t)r->n_blocks * sizeof(uint32_t);
 	memcpy(p, r->hashes, (size_t)r->n_blocks * 32);
 	p += (size_t)r->n_blocks * 32;
-	ret = sha256(buf, p - buf, p);
-	if (ret < 0)
-		return ret;
+	hash_buf(buf, (size_t)(p - buf), p);
 	ret = util_mkdir_p(dir, 0755);
 	if (ret < 0)
 		return ret;
@@ -175,8 +166,7 @@ static int record_parse(const uint8_t *buf, size_t len, struct block_record **re
 	    h.part_blocks > BLOCK_RECORD_MAX_BLOCKS || h.n_blocks > h.part_blocks ||
 	    len != record_bytes(h.part_blocks, h.n_blocks) || h.version[BUNDLE_VERSION_MAX])
 		return -EBADMSG;
-	if (sha256(buf, len - 32, md) < 0)
-		return -EIO;
+	hash_buf(buf, len - 32, md);
 	if (memcmp(md, buf + len - 32, 32))
 		return -EBADMSG;
 	ret2 = record_alloc(h.part_blocks, h.n_blocks, &r);
@@ -237,8 +227,7 @@ static int block_matches(const struct block_record *r, struct flash *f, uint32_t
 
 	if (q < 0 && q != -EUCLEAN)
 		return q == -EBADMSG ? 0 : q;
-	if (sha256(buf, len, md) < 0)
-		return -EIO;
+	hash_buf(buf, len, md);
 	return !memcmp(md, r->hashes + (size_t)k * 32, 32);
 }
 

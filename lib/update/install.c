@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/evp.h>
 
 #include "block_record.h"
 #include "bundle_reader.h"
 #include "cleanup.h"
 #include "env.h"
 #include "flashio.h"
+#include "hash.h"
 #include "install.h"
 #include "install_index.h"
 #include "slot.h"
@@ -80,7 +80,7 @@ struct install {
 	/* verify state */
 	size_t verify_idx;
 	bool verifying;                      /* verify_begin done for targets[verify_idx] */
-	EVP_MD_CTX *md;
+	struct hash md;
 	uint64_t vleft;
 	uint8_t *vbuf;
 	size_t vbuf_size;
@@ -610,7 +610,6 @@ void install_free(struct install *in)
 		block_record_free(in->other_recs[i]);
 		flash_close(in->other_flash[i]);
 	}
-	EVP_MD_CTX_free(in->md);
 	free(in->vbuf);
 	bundle_reader_free(in->reader);
 	free(in);
@@ -755,10 +754,7 @@ static int verify_begin(struct install *in, struct install_target *t)
 	r = t->ops->verify_begin(in, t);
 	if (r < 0)
 		return r;
-	if (!in->md && !(in->md = EVP_MD_CTX_new()))
-		return -ENOMEM;
-	if (EVP_DigestInit_ex(in->md, EVP_sha256(), NULL) != 1)
-		return -EIO;
+	hash_init(&in->md);
 	in->vleft = t->img->size;
 	in->verifying = true;
 	return 0;
@@ -766,11 +762,9 @@ static int verify_begin(struct install *in, struct install_target *t)
 
 static int verify_end(struct install *in, struct install_target *t)
 {
-	uint8_t md[32];
-	unsigned mdlen = 0;
+	uint8_t md[HASH_SIZE];
 
-	if (EVP_DigestFinal_ex(in->md, md, &mdlen) != 1 || mdlen != sizeof(md))
-		return fail(in, -EIO, "sha256 failed");
+	hash_final(&in->md, md);
 	if (memcmp(md, t->img->sha256, sizeof(md)))
 		return fail(in, -EBADMSG, "read-back of image '%s' from %s does not "
 			    "match its sha256: the flash did not keep what was written; slot %s "
@@ -797,7 +791,7 @@ static int verify_step(struct install *in)
 	n = t->ops->read(in, t, in->vbuf, MIN(in->vleft, in->vbuf_size));
 	if (n < 0)
 		return (int)n;
-	EVP_DigestUpdate(in->md, in->vbuf, n);
+	hash_update(&in->md, in->vbuf, n);
 	in->vleft -= n;
 	in->stats.bytes_verified += n;
 	progress(in, t->img->slot);

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <openssl/evp.h>
 
 #include "board.h"
 #include "block_record.h"
 #include "bundle.h"
 #include "bundle_reader.h"
+#include "hash.h"
 #include "cleanup_json.h"
 #include "env.h"
 #include "flashio.h"
@@ -912,7 +912,7 @@ struct export {
 
 /* Copy one erase block to the image files; returns 1 when it holds data. */
 static int export_block(struct export *x, uint64_t blk, uint8_t *buf, uint8_t *oob,
-			EVP_MD_CTX *md)
+			struct hash *md)
 {
 	uint32_t eb = x->info.geo.erasesize, ws = x->info.geo.writesize;
 	uint64_t off = blk * eb;
@@ -923,7 +923,7 @@ static int export_block(struct export *x, uint64_t blk, uint8_t *buf, uint8_t *o
 		memset(buf, 0xff, eb); /* a bad block: the programmer skips it */
 	used = !util_mem_is(buf, 0xff, eb);
 	if (md)
-		EVP_DigestUpdate(md, buf, eb);
+		hash_update(md, buf, eb);
 	if (util_write_full(x->data_fd, buf, eb) < 0)
 		return -errno;
 	if (x->oob_fd < 0)
@@ -992,18 +992,16 @@ static int export_image(struct prov *pv)
 	}
 	for (size_t i = 0; i < pv->l->n_partitions; i++) {
 		struct provision_region *reg = &pv->regions[i];
-		EVP_MD_CTX *md = EVP_MD_CTX_new();
+		struct hash md;
 		uint64_t first = reg->part->offset / x.info.geo.erasesize;
 		uint64_t n = reg->part->size / x.info.geo.erasesize;
 		struct json_object *o = json_object_new_object();
 		char h[65];
-		unsigned len;
 
-		EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+		hash_init(&md);
 		for (uint64_t b = first; b < first + n; b++) {
-			r = export_block(&x, b, buf, oob, md);
+			r = export_block(&x, b, buf, oob, &md);
 			if (r < 0) {
-				EVP_MD_CTX_free(md);
 				json_object_put(o);
 				error_set(pv->err, r, "writing the factory image: %s", strerror(-r));
 				goto out;
@@ -1012,8 +1010,7 @@ static int export_image(struct prov *pv)
 			if (r == 1 && nand && reg->action != PROVISION_UBI_IMAGE)
 				json_object_array_add(x.good, json_object_new_int64(b));
 		}
-		EVP_DigestFinal_ex(md, reg->sha256, &len);
-		EVP_MD_CTX_free(md);
+		hash_final(&md, reg->sha256);
 		reg->has_sha256 = true;
 		hex(reg->sha256, 32, h);
 		json_object_object_add(o, "name", json_object_new_string(reg->part->name));

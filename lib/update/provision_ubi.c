@@ -11,10 +11,10 @@
 #include "cleanup.h"
 #include "flash.h"
 #include "flash_ubi.h"
+#include "hash.h"
 #include "provision_ubi.h"
 #include "ubinize.h"
 #include "util.h"
-#include <openssl/evp.h>
 
 #define UBIFORMAT "ubiformat"
 
@@ -331,11 +331,12 @@ int provision_ubi_image_verify(struct provision_ubi_image *pi, size_t vol,
 			       const uint8_t sha256[32], struct error *err)
 {
 	_cleanup_free_ uint8_t *peb = malloc(pi->f->info.erasesize);
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	uint64_t first = ubinize_first_peb(pi->z, vol);
-	uint8_t out[32];
-	unsigned outlen = 0;
-	int r = peb && md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
+	uint8_t out[HASH_SIZE];
+	struct hash md;
+	int r = peb ? 0 : -ENOMEM;
+
+	hash_init(&md);
 
 	for (uint64_t l = 0; r >= 0 && l < ubinize_used_ebs(pi->z, vol); l++) {
 		const uint8_t *data;
@@ -348,11 +349,12 @@ int provision_ubi_image_verify(struct provision_ubi_image *pi, size_t vol,
 		}
 		r = ubinize_check_peb(pi->z, vol, l, peb, &data, &len, err);
 		if (r >= 0)
-			EVP_DigestUpdate(md, data, len);
+			hash_update(&md, data, len);
 	}
-	if (r >= 0 && (EVP_DigestFinal_ex(md, out, &outlen) != 1 || memcmp(out, sha256, 32)))
+	if (r >= 0)
+		hash_final(&md, out);
+	if (r >= 0 && memcmp(out, sha256, HASH_SIZE))
 		r = error_set(err, -EBADMSG, "the volume's data does not match the image's sha256");
-	EVP_MD_CTX_free(md);
 	if (r < 0)
 		return error_prefix(err, r, "read-back of UBI volume %s (partition %s)",
 				    pi->u->volumes[vol].name, pi->u->part->name);

@@ -15,6 +15,7 @@
 
 #include "cleanup.h"
 #include "error.h"
+#include "hash.h"
 #include "util.h"
 #include "testlib.h"
 
@@ -83,6 +84,31 @@ TEST(test_prefix_truncates_inside)
 	/* a prefix longer than the buffer still leaves a terminated string */
 	error_prefix(&err, -EINVAL, "%s", big);
 	assert_int_equal(strlen(err.msg), ERROR_MSG_MAX - 1);
+}
+
+/* FIPS 180-2's vectors; fed in pieces of every split, and hash_final
+ * starting over (the readers hash block after block in one struct). */
+TEST(test_hash)
+{
+	static const char abc[] = "abc";
+	static const char two[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	char hex[2 * HASH_SIZE + 1];
+	uint8_t md[HASH_SIZE], again[HASH_SIZE];
+	struct hash h;
+
+	hash_buf(abc, 3, md);
+	util_hex(md, HASH_SIZE, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	hash_buf(two, strlen(two), md);
+	util_hex(md, HASH_SIZE, hex);
+	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	hash_init(&h);
+	for (size_t cut = 0; cut <= strlen(two); cut++) {
+		hash_update(&h, two, cut);
+		hash_update(&h, two + cut, strlen(two) - cut);
+		hash_final(&h, again);
+		assert_memory_equal(md, again, HASH_SIZE);
+	}
 }
 
 TEST(test_string_table)

@@ -116,6 +116,38 @@ TEST(test_refusals)
 	assert_non_null(strstr(err.msg, "/nonexistent/keys"));
 }
 
+/* keyring.c reads the PEM and the DER itself: line ends, other key
+ * types, and damaged keys, each with the message that names them. */
+TEST(test_pem_forms)
+{
+	_cleanup_keyring_ struct keyring *k = NULL;
+	struct error err = {};
+	char path[256], want[65], got[65];
+
+	expect_dir_error("openssl genpkey -algorithm ed448 | openssl pkey -pubout -out bad/k.pem",
+			 -EINVAL, "bad/k.pem: ED448 key, only Ed25519");
+	expect_dir_error("openssl genpkey -algorithm rsa -pkeyopt rsa_keygen_bits:1024 | "
+			 "openssl pkey -pubout -out bad/k.pem", -EINVAL, "bad/k.pem: RSA key");
+	expect_dir_error("sed '2s/....$//' ring/a.pem > bad/k.pem", -EINVAL,
+			 "bad/k.pem: not a well-formed Ed25519 public key");
+	expect_dir_error("sed '2s/^./*/' ring/a.pem > bad/k.pem", -EINVAL,
+			 "bad/k.pem: not a PEM public key");
+	expect_dir_error("sed '2s/=$/===/' ring/a.pem > bad/k.pem", -EINVAL,
+			 "bad/k.pem: not a PEM public key");
+	expect_dir_error("head -2 ring/a.pem > bad/k.pem", -EINVAL, "bad/k.pem: not a PEM public key");
+	expect_dir_error(": > bad/k.pem", -EINVAL, "bad/k.pem: not a PEM public key");
+
+	/* CRLF line ends and text around the block, as mail and editors leave them */
+	assert_int_equal(th_sh("cd %s && rm -rf crlf && mkdir crlf && (echo 'Subject: key'; "
+			       "sed 's/$/\\r/' ring/a.pem; echo bye) > crlf/a.pem", kdir), 0);
+	snprintf(path, sizeof(path), "%s/crlf", kdir);
+	assert_int_equal(keyring_load_dir(path, &k, &err), 0);
+	snprintf(path, sizeof(path), "%s/ring/a.pem", kdir);
+	expected_id(path, want);
+	keyring_id_to_hex(keyring_get(k, 0)->id, got, sizeof(got));
+	assert_string_equal(got, want);
+}
+
 TEST(test_verify_openssl_signature)
 {
 	_cleanup_keyring_ struct keyring *k = NULL;
