@@ -316,75 +316,78 @@ def main():
 
 
 NOTES = """\
-* **Full install on NAND with delays (MISS by 0.01× in this run: 1.23×, ahead of both
-  peers)**: flashd 9.51 s (runs 9.42-9.59) against a floor whose own runs spread 7.36-7.97 s
-  in this VM boot (RAUC 10.64 s, SWUpdate 10.03 s); the run at 45c55a6 measured 1.19×
-  (8.70 s). The fetch-ahead thread fetches and hashes the next changed block while the
-  current one is erased, programmed and read back; what is left above the floor is the
-  read-back (≈ 1.2× at these datasheet timings: 16,384 page reads of 78 µs against 16,384
-  programs of 303 µs plus 256 erases of 2 ms), which the floor and RAUC do not do. The
-  target sits at the read-back's own cost, so one VM boot's noise decides it.
-* **Full install ≤ 1.22× the floor without flash delays (NAND no delays, NOR, UBI)**:
-  without delays the flash costs next to nothing, so every row is CPU under TCG, and the
-  floor's own runs spread widely between runs (NAND floor 1.08 s here, 1.81 s at
-  82c58f6; UBI floor 1.06 s here, 2.03 s then). The floor (`nandwrite`, `flashcp`,
-  `ubiupdatevol`) writes a plain image file; flashd also checks the bundle's signature,
-  hashes every block against the signed index (SHA-256 of 32 MiB: ≈ 0.6 s in the guest),
-  copies it through the worker and (NAND, NOR) reads it back, across three processes
-  (client, daemon, worker). The fetch-ahead hides the hash only behind flash time, of
-  which there is none here. What it would take: fewer passes over the data (write from
-  the fetch buffer without the copy into the writer), and on UBI the same fetch-ahead
-  (its volume update still runs on one thread).
+* **Full install on NAND with delays (MISS: 1.25×, ahead of both peers)**: flashd 8.55 s
+  (runs 8.54-8.63) against the floor's 6.87 s (6.84-6.93; RAUC 10.52 s, SWUpdate 9.93 s);
+  the run at 16d842a, the commit before, measured the same 1.25× (8.61 s against 6.90 s).
+  The read-back, which the floor and RAUC do not do, costs ≈ 1.19× by itself at these
+  datasheet timings (16,384 page reads of 78 µs against 16,384 programs of 303 µs plus
+  256 erases of 2 ms); the pre-write check of an erased slot reads one page per block
+  (256 × 78 µs). The other ≈ 0.06× is not found yet: the run at 45c55a6 measured 1.19×,
+  before the worker ran niced (356beaf, for GetStatus during an install); one nand-delay
+  VM run per change would tell (10 minutes each).
+* **Full install ≤ 1.22× the floor on NOR and UBI (MISS)**: without flash delays every
+  row is CPU under TCG. NOR: flashd's three runs were 1.63, 1.71 and 1.29 s (median
+  1.51×) against 1.25, 1.31 and 1.25 s (1.16×) at 16d842a, on a code path (the adaptive
+  raw write) that the commit between did not touch: the guest's noise. UBI: 1.41× (1.90 s
+  against `ubiupdatevol`'s 1.35 s), from 1.77× at 16d842a: with a signed index the bundle
+  reader no longer hashes every byte a second time for the whole image's sha256
+  (14a1fdf). What is left on UBI: the signature check, the block hashes (SHA-256 of
+  32 MiB, now with nettle: 4× faster than libcrypto in this guest, whose emulated CPU has
+  no SHA instructions), the copy through the worker, three processes; the volume update
+  runs on one thread (the raw path has the fetch-ahead).
 * **UBI**: every workload is the same whole-volume update for every tool (nothing can be
-  skipped, docs/ubi.md); flashd is ahead of both peers on all three rows of this run (the
-  10%-changed row was a MISS within noise in the run at 45c55a6).
-* **GetStatus p99 during an install (NAND with delays; MISS in this run, 5.35 ms)**: the
-  state is kept by the daemon, so a call is a JSON rendering (the host's simulator rows).
-  In the VM an install keeps both vCPUs busy (nandsim's delays busy-wait in the kernel on
-  one, the fetch-ahead hashes on the other): 9.4 ms in the run at 45c55a6. Since 356beaf
-  the worker runs 5 nice steps below the daemon and its fetch-ahead thread 5 more:
-  5.35 ms here. Its cost to the install cannot be told from this VM boot's noise (1.23×
-  against 1.19×, while the floor itself moved 7.34 -> 7.73 s). What is left: the busy-wait inside the driver's syscall cannot be preempted by
-  a nicer process (Debian's kernel is not fully preemptible); a board whose flash
-  driver sleeps (real NAND controllers wait on an interrupt) does not have it.
-* **GetStatus p99 idle in the VM**: the bare round trip on the same socket
-  (`org.varlink.service.GetInfo`) already costs what TCG costs (p99 1.36 ms here); the
-  difference between the two rows is what flashd adds.
-* **Daemon RSS idle ≤ 3 MiB**: measured floor on Debian 12: a C program that only links
-  libsystemd and creates an sd-event loop has VmRSS 2,644 KiB (glibc alone: 1,404 KiB):
-  libsystemd 252 maps libgcrypt, liblz4, libzstd, liblzma and libgpg-error at load. The
-  idle daemon adds ≈ 1 MiB: 468 KiB anonymous (`smaps_rollup`), the rest file-backed
-  text: its own binary (424 KiB resident, -Os since ec39bc8), zlib, json-c. libcrypto
-  and libcurl are not mapped (dlopen() in the worker only). What it would take: zlib
-  loaded on first use (only the worker inflates), about -0.1 MiB; the rest needs a daemon
-  without libsystemd's dependencies (sd-event -> a plain epoll loop), against the brief's
-  choice of sd-event.
-* **Peak RSS (daemon + worker) ≤ 5 MiB**: the install worker maps OpenSSL 3's libcrypto
-  for SHA-256 and Ed25519; the daemon itself never maps it. Measured on the host: dlopen()
-  of libcrypto.so.3 +1.7 MiB RSS, its first SHA-256 +1.1 MiB more; libsodium 1.0.18
-  (Debian's libsodium23) +0.38 MiB for the dlopen(), +0.37 MiB for a SHA-256 and an Ed25519
-  verification: it would meet the target. Not switched, because libsodium's SHA-256 is
-  portable C: 0.39 GB/s against OpenSSL's 1.57 GB/s on this host (4×; SHA-NI; OpenSSL
-  also has ARMv8 crypto-extension code, libsodium has none), and the worker hashes every
-  byte of an image. What it would take: a SHA-256 with CPU extensions in a smaller
-  library (nettle, Debian's libnettle8, has SHA-NI code; not measured yet).
-* **Stripped flashd + flashctl ≤ 300 KiB**: one multi-call binary (flashctl is a link to
-  flashd), `-ffunction-sections -Wl,--gc-sections`, and since ec39bc8 `-Os` without unwind
-  tables by default: 508 KiB (-O2) -> 372 KiB. The rest is host-side code in the same
+  skipped, docs/ubi.md); flashd is ahead of both peers on all three rows.
+* **GetStatus p99 during an install (NAND with delays; MISS in this run, 5.18 ms; 2.57 ms
+  at 16d842a)**: the state is kept by the daemon, so a call is a JSON rendering (the
+  host's simulator rows: 0.16 ms). In the VM an install keeps both vCPUs busy (nandsim's
+  delays busy-wait in the kernel on one, the fetch-ahead hashes on the other); the busy-wait
+  inside the driver's syscall cannot be preempted by the niced worker (Debian's kernel is
+  not fully preemptible). The two runs of this stop straddle the target: one VM boot's
+  noise decides it. A board whose flash driver sleeps (real NAND controllers wait on an
+  interrupt) does not have it.
+* **GetStatus p99 idle in the VM (MISS, 1.67 ms)**: the bare round trip on the same
+  socket (`org.varlink.service.GetInfo`) already costs p99 1.37 ms under TCG; what flashd
+  adds is the difference (0.3 ms p99, 0.33 ms p50). What it would take: the rendered
+  answer kept as text between changes (json-c's custom serializer), so that GetStatus
+  costs what GetInfo costs; the target would still sit under TCG's own floor.
+* **Daemon RSS idle ≤ 3 MiB (pass on NOR; MISS elsewhere by 0.6-0.7 MiB)**: measured floor
+  on Debian 12: a C program that only links libsystemd and creates an sd-event loop has
+  VmRSS 2,644 KiB (glibc alone: 1,404 KiB): libsystemd 252 maps libgcrypt, liblz4,
+  libzstd, liblzma and libgpg-error at load. On the host's simulator the idle daemon's
+  resident pages are 460 KiB anonymous and 3.3 MiB file-backed: libc 1.5 MiB, libsystemd
+  0.6 MiB, its own binary 0.36 MiB, libgcrypt + libgpg-error 0.3 MiB, zlib, zstd, lzma,
+  lz4, json-c 0.1 MiB each: shared text faulted in 64 KiB at a time. No crypto library
+  and no libcurl are mapped (dlopen() in the worker only). What it would take: a daemon
+  without libsystemd's dependencies (sd-event -> a plain epoll loop), against the
+  brief's choice of sd-event.
+* **Peak RSS (daemon + worker) ≤ 5 MiB: pass on every board since 16d842a** (was 7.2-7.7
+  MiB): SHA-256 and Ed25519 verification come from nettle and hogweed (Debian's libnettle8,
+  libhogweed6), dlopen()ed by the worker; libcrypto is left to the host-side commands
+  (signing keys, bundle signatures). Measured on the host before the switch (dlopen(),
+  64 MiB hashed, one verification): libcrypto 3 +1.7 MiB to map and +1.1 MiB at its
+  first SHA-256, 1.31 GB/s with SHA-NI, 0.40 GB/s without, 0.02 GB/s in this guest (its
+  AVX2 code, emulated); nettle + hogweed +0.9 MiB in all, 1.31 GB/s with SHA-NI, 0.31 GB/s
+  without, 0.08 GB/s in this guest; libsodium +0.75 MiB but 0.39 GB/s everywhere (portable
+  C). On the simulator the worker's peak went 7,660 -> 4,280 KiB.
+* **Stripped flashd + flashctl ≤ 300 KiB (MISS, 376 KiB)**: one multi-call binary
+  (flashctl is a link to flashd), `-ffunction-sections -Wl,--gc-sections`, `-Os` without
+  unwind tables: 508 KiB (-O2) -> 376 KiB. The rest is host-side code in the same
   binary: bundle creation and signing keys, factory images (`image:`, ubinize), the
   userspace simulator backend (`sim:`), and PIE relocations (20 KiB). What it would take:
   a configure switch for a device build without the host-side commands.
 * **NOR (mtdram)**: libubootenv 0.3.2 rejects an env on an MTD of type `ram` (what
   mtdram registers as), so the NOR board keeps its env on a second, 16 MiB NAND chip
   (nandsim, bench/nor-bench-96m.json): the slots are on mtdram for every contender.
-* **URL, unchanged, on NOR**: the head (header, manifest and an index of 511 64 KiB
-  blocks: 16,887 B) is larger than the first 16 KiB range, so a second range of 16 KiB
-  is fetched: 32 KiB in all, 15,881 B of them image bytes that are not used (no block is
-  written). What it would take: ranges sized by what the reader asks for once the header
-  has said the manifest's and the index's lengths, instead of doubling from 16 KiB.
+* **URL, unchanged**: the install asks the source for exactly the head's length (header,
+  manifest, signatures, then the index) once the header has said it (3696438): on NOR
+  16,887 B are downloaded, the head and not a byte more (32 KiB before).
+* **Bench hang**: the first attempt at this run had its nand-delay VM hang in the guest
+  kernel's boot (empty console, both vCPUs busy, 20 minutes) and was stopped by hand;
+  since c465a13 `vm-run` kills a guest that has not reached `/init` within 180 s and
+  boots it once more (docs/harness.md). This run is the second attempt, whole.
 * Timing noise: each row is the median of 3 runs where it says so (the others one run);
   the floor's own runs spread by up to 10% within one VM boot, and far more between
-  VM boots (see the floors above).
+  VM boots (see the NOR row).
 """
 
 
