@@ -135,7 +135,7 @@ static ssize_t base64_decode(const char *p, const char *end, uint8_t *out, size_
 	for (; p < end; p++) {
 		int v = base64_value(*p);
 
-		if (strchr(" \t\r\n", *p))
+		if (*p && strchr(" \t\r\n", *p))
 			continue;
 		if (*p == '=' && ++pad <= 2)
 			continue;

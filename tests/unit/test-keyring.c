@@ -134,6 +134,8 @@ TEST(test_pem_forms)
 			 "bad/k.pem: not a PEM public key");
 	expect_dir_error("sed '2s/=$/===/' ring/a.pem > bad/k.pem", -EINVAL,
 			 "bad/k.pem: not a PEM public key");
+	expect_dir_error("sed '2s/^\\(....\\)/\\1\\x00/' ring/a.pem > bad/k.pem", -EINVAL,
+			 "bad/k.pem: not a PEM public key");
 	expect_dir_error("head -2 ring/a.pem > bad/k.pem", -EINVAL, "bad/k.pem: not a PEM public key");
 	expect_dir_error(": > bad/k.pem", -EINVAL, "bad/k.pem: not a PEM public key");
 
