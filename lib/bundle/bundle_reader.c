@@ -438,11 +438,26 @@ static int consume_gzip(struct bundle_reader *r, const uint8_t *p, size_t n,
 	return 0;
 }
 
+/* Without an index, the whole image's sha256 is what vouches for it. */
+static int image_sha_check(struct bundle_reader *r, const struct bundle_image *img,
+			   struct error *err)
+{
+	uint8_t md[HASH_SIZE];
+	char want[65], got[65];
+
+	hash_final(&r->sha, md);
+	if (!memcmp(md, img->sha256, HASH_SIZE))
+		return 0;
+	util_hex(img->sha256, 32, want);
+	util_hex(md, 32, got);
+	return error_set(err, -EBADMSG, "image %u \"%s\": sha256 mismatch (payload corrupt or "
+			 "tampered): manifest %.16s..., data %.16s...", img->index, img->slot,
+			 want, got);
+}
+
 static int image_end(struct bundle_reader *r, struct error *err)
 {
 	const struct bundle_image *img = &r->m.images[r->cur];
-	uint8_t md[HASH_SIZE];
-	char want[65], got[65];
 
 	if (img->compression == BUNDLE_COMPRESSION_GZIP && !r->z_end)
 		return error_set(err, -EBADMSG, "image %u \"%s\": gzip stream incomplete at its stored_size "
@@ -451,15 +466,8 @@ static int image_end(struct bundle_reader *r, struct error *err)
 	if (r->out_done != img->size)
 		return error_set(err, -EBADMSG, "image %u \"%s\": %" PRIu64 " bytes, manifest says %"
 			    PRIu64, img->index, img->slot, r->out_done, img->size);
-	if (!r->have_index)
-		hash_final(&r->sha, md);
-	if (!r->have_index && memcmp(md, img->sha256, 32)) {
-		util_hex(img->sha256, 32, want);
-		util_hex(md, 32, got);
-		return error_set(err, -EBADMSG, "image %u \"%s\": sha256 mismatch (payload corrupt or "
-			    "tampered): manifest %.16s..., data %.16s...", img->index, img->slot,
-			    want, got);
-	}
+	if (!r->have_index && image_sha_check(r, img, err) < 0)
+		return -EBADMSG;
 	reader_image_reset(r);
 	if (r->ops.image_end)
 		return call(r, r->ops.image_end(r->userdata, img, err), "image end", err);
