@@ -92,6 +92,7 @@ const struct proto_param proto_params_none[] = {
 struct proto_interface {
 	const char *name;
 	const char *description;
+	int (*describe)(char **ret); /* instead of description: a text made on demand */
 };
 
 struct proto_server {
@@ -583,19 +584,27 @@ static int service_get_description(struct proto_call *call, struct json_object *
 				   void *userdata)
 {
 	_cleanup_json_ struct json_object *reply = NULL;
+	_cleanup_free_ char *text = NULL;
 	const struct proto_interface *i;
 	struct json_object *v;
 	const char *name;
+	int r;
 
 	json_object_object_get_ex(params, "interface", &v);
 	name = json_object_get_string(v);
 	i = server_find_interface(call->server, name, strlen(name));
 	if (!i || !server_serves(call->server, name, strlen(name)))
 		return proto_error_string(call, PROTO_ERROR_INTERFACE_NOT_FOUND, "interface", name);
+	if (i->describe) {
+		r = i->describe(&text);
+		if (r < 0)
+			return r;
+	}
 	reply = json_object_new_object();
 	if (!reply)
 		return -ENOMEM;
-	json_object_object_add(reply, "description", json_object_new_string(i->description));
+	json_object_object_add(reply, "description",
+			       json_object_new_string(text ? text : i->description));
 	return proto_reply(call, reply);
 }
 
@@ -1465,10 +1474,10 @@ int proto_server_new(sd_event *e, int listen_fd, const struct proto_method *meth
 	if (!s->vendor || !s->product || !s->version || !s->url)
 		return -ENOMEM;
 	s->interfaces[s->n_interfaces++] = (struct proto_interface) {
-		PROTO_SERVICE_INTERFACE, proto_service_description,
+		PROTO_SERVICE_INTERFACE, proto_service_description, NULL,
 	};
 	s->interfaces[s->n_interfaces++] = (struct proto_interface) {
-		PROTO_FLASHD_INTERFACE, proto_flashd_description,
+		PROTO_FLASHD_INTERFACE, NULL, proto_flashd_description,
 	};
 	s->idle_usec = PROTO_IDLE_TIMEOUT_DEFAULT * 1000000ULL;
 	if (e) {
@@ -1575,11 +1584,12 @@ int proto_server_add_interface(struct proto_server *s, const char *name,
 	i = (struct proto_interface *) server_find_interface(s, name, strlen(name));
 	if (i) {
 		i->description = description;
+		i->describe = NULL;
 		return 0;
 	}
 	if (s->n_interfaces >= PROTO_MAX_INTERFACES)
 		return -E2BIG;
-	s->interfaces[s->n_interfaces++] = (struct proto_interface) { name, description };
+	s->interfaces[s->n_interfaces++] = (struct proto_interface) { name, description, NULL };
 	return 0;
 }
 

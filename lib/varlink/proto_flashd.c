@@ -1,6 +1,11 @@
-/* The io.flashd method table (include/proto_flashd.h). */
+/* The io.flashd method table (include/proto_flashd.h) and its text. */
+#include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <zlib.h>
 
+#include "cleanup.h"
 #include "proto_flashd.h"
 
 static const struct proto_param params_install[] = {
@@ -73,3 +78,35 @@ const char *const proto_flashd_errors[] = {
 	PROTO_ERROR_NO_SUCH_PARTITION, PROTO_ERROR_ENV_REFUSED, PROTO_ERROR_CANCELLED,
 	PROTO_ERROR_PROTOCOL, PROTO_ERROR_INTERNAL, NULL,
 };
+
+/* The gzip member's trailer ends with the text's length (ISIZE, mod 2^32:
+ * the IDL is far below that), so the text is inflated in one call. */
+int proto_flashd_description(char **ret)
+{
+	const unsigned char *gz = proto_flashd_idl_gz;
+	size_t n = proto_flashd_idl_gz_size;
+	_cleanup_free_ char *text = NULL;
+	z_stream z = { 0 };
+	uint32_t len;
+	int r;
+
+	if (n < 18)
+		return -EBADMSG;
+	len = gz[n - 4] | gz[n - 3] << 8 | gz[n - 2] << 16 | (uint32_t)gz[n - 1] << 24;
+	text = malloc((size_t)len + 1);
+	if (!text)
+		return -ENOMEM;
+	if (inflateInit2(&z, 15 + 16) != Z_OK) /* gzip wrapper only */
+		return -ENOMEM;
+	z.next_in = (unsigned char *)gz;
+	z.avail_in = n;
+	z.next_out = (unsigned char *)text;
+	z.avail_out = len;
+	r = inflate(&z, Z_FINISH);
+	inflateEnd(&z);
+	if (r != Z_STREAM_END || z.avail_out)
+		return -EBADMSG;
+	text[len] = 0;
+	*ret = TAKE_PTR(text);
+	return 0;
+}

@@ -50,7 +50,7 @@ declare -A SRCS=(
 )
 declare -A PKGS=(
 	[layout]="json-c"
-	[proto]="json-c libsystemd"
+	[proto]="json-c libsystemd zlib"
 	[bundle]="json-c libcrypto nettle hogweed zlib"
 	[squashfs]=""
 	[env]="json-c libubootenv zlib"
@@ -81,15 +81,11 @@ else
 	CFLAGS+=(-D_GNU_SOURCE -D_FILE_OFFSET_BITS=64)
 fi
 
-# The io.flashd IDL as a C string (the rule of am/varlink.am).
+# The io.flashd IDL as C (the rule of am/varlink.am).
 idl=$top_srcdir/lib/varlink/io.flashd.varlink
-if [ ! -f "$OUT/proto-idl.c" ] || [ "$idl" -nt "$OUT/proto-idl.c" ]; then
-	{
-		echo '#include "proto.h"'
-		echo 'const char proto_flashd_description[] ='
-		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$/\\n"/' "$idl"
-		echo ';'
-	} > "$OUT/proto-idl.c" || exit 1
+if [ ! -f "$OUT/proto-idl.c" ] || [ "$idl" -nt "$OUT/proto-idl.c" ] ||
+   [ "$top_srcdir/tools/idl2c.sh" -nt "$OUT/proto-idl.c" ]; then
+	sh "$top_srcdir/tools/idl2c.sh" "$idl" > "$OUT/proto-idl.c" || exit 1
 fi
 
 newest_header=$(ls -t "$top_srcdir"/include/*.h | head -n 1)

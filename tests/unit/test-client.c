@@ -264,7 +264,12 @@ TEST(test_get_interface_description)
 	json_object_object_add(p, "interface", json_object_new_string("io.flashd"));
 	assert_int_equal(client_call_simple(c, "org.varlink.service.GetInterfaceDescription", p, &r), 0);
 	assert_true(json_object_object_get_ex(r, "description", &v));
-	assert_string_equal(json_object_get_string(v), proto_flashd_description);
+	{
+		_cleanup_free_ char *idl = NULL;
+
+		assert_int_equal(proto_flashd_description(&idl), 0);
+		assert_string_equal(json_object_get_string(v), idl);
+	}
 
 	json_object_put(r);
 	r = NULL;
