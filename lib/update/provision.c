@@ -1,3 +1,5 @@
+/* Provisioning (include/provision.h): the run. Its UBI pass and its
+ * factory-image export are parts of their own (provision-internal.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,38 +14,21 @@
 #include "block_record.h"
 #include "bundle.h"
 #include "bundle_reader.h"
-#include "hash.h"
-#include "cleanup_json.h"
 #include "env.h"
 #include "flashio.h"
 #include "install.h"
 #include "jffs2.h"
 #include "layout_kernel.h"
 #include "nsim.h"
+#include "provision-internal.h"
 #include "provision.h"
 #include "provision_ubi.h"
 #include "slot.h"
 #include "slot_boot.h"
-#include "slot_change.h"
-#include "ubinize.h"
 #include "util.h"
 
 static const char *const provision_action_table[] = { PROVISION_ACTION_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(provision_action, enum provision_action)
-
-struct prov {
-	const struct provision_params *p;
-	struct error *err;
-	bool *written;                /* flash was touched */
-	const struct layout *l;
-	const struct layout_slot_group *g;
-	char target[4096];            /* board target: "system" or "sim:PATH" */
-	char *image_prefix;           /* image: targets */
-	struct bundle_manifest man;
-	struct provision_region *regions; /* one per partition */
-	char (*details)[PROVISION_DETAIL_MAX];
-	uint64_t *ubi_pebs;           /* per partition: PEBs of the UBI image written (factory) */
-};
 
 static bool is_system(const struct prov *pv)
 {
@@ -62,7 +47,7 @@ static bool ubi_factory(const struct prov *pv)
 	return pv->l->n_ubis && !is_system(pv);
 }
 
-static bool slot_installed(const struct prov *pv, size_t i)
+bool provision_slot_installed(const struct prov *pv, size_t i)
 {
 	return i == 0 || pv->p->both_slots;
 }
@@ -87,7 +72,7 @@ static void plan_ubi_member(struct prov *pv, const struct layout_image_target *t
 	if (pv->regions[t->part - pv->l->partitions].action != PROVISION_UBI &&
 	    pv->regions[t->part - pv->l->partitions].action != PROVISION_UBI_IMAGE)
 		return;
-	if (slot_installed(pv, slot) && manifest_has(pv, member))
+	if (provision_slot_installed(pv, slot) && manifest_has(pv, member))
 		snprintf(d + len, PROVISION_DETAIL_MAX - len, "; %s of slot %s into %s: version %s",
 			 member, pv->g->slots[slot].name, t->ubi_volume, pv->man.version);
 	else
@@ -108,7 +93,7 @@ static void plan_slot_member(struct prov *pv, const struct layout_image_target *
 		return;
 	idx = t->part - pv->l->partitions;
 	r = &pv->regions[idx];
-	if (slot_installed(pv, slot) && manifest_has(pv, member)) {
+	if (provision_slot_installed(pv, slot) && manifest_has(pv, member)) {
 		r->action = PROVISION_IMAGE;
 		snprintf(pv->details[idx], sizeof(pv->details[idx]), "%s of slot %s: version %s",
 			 member, pv->g->slots[slot].name, pv->man.version);
@@ -185,7 +170,7 @@ static size_t member_limits(const struct prov *pv, struct bundle_slot_limit *lim
 			if (m == 1 && !sl->has_kernel)
 				continue;
 			has = true;
-			if (slot_installed(pv, s) && t->part)
+			if (provision_slot_installed(pv, s) && t->part)
 				l.max_size = MIN(l.max_size, layout_target_size(pv->l, t));
 		}
 		if (has)
@@ -194,8 +179,8 @@ static size_t member_limits(const struct prov *pv, struct bundle_slot_limit *lim
 	return n;
 }
 
-static void bundle_policy_of(const struct prov *pv, struct bundle_slot_limit lim[2],
-			     struct bundle_policy *ret)
+void provision_bundle_policy_of(const struct prov *pv, struct bundle_slot_limit lim[2],
+				struct bundle_policy *ret)
 {
 	*ret = (struct bundle_policy){
 		.keyring = pv->p->keyring,
@@ -224,7 +209,7 @@ static int verify_bundle(struct prov *pv)
 		return error_set(pv->err, -EINVAL, "bundle %s is not a regular file", pv->p->bundle);
 	if (fcntl(fd, F_SETFL, 0) < 0)
 		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
-	bundle_policy_of(pv, lim, &pol);
+	provision_bundle_policy_of(pv, lim, &pol);
 	ret = bundle_reader_new(&pol, NULL, NULL, &r);
 	if (ret >= 0)
 		ret = bundle_reader_read_fd(r, fd, pv->err);
@@ -299,7 +284,7 @@ static int check_sim_target(struct prov *pv, const char *path)
 }
 
 /* The simulator file of a sim: target (pv->target after check_target). */
-static const char *sim_file(const struct prov *pv)
+const char *provision_sim_file(const struct prov *pv)
 {
 	const char *path = NULL;
 
@@ -369,7 +354,7 @@ static int check_layout(struct prov *pv)
 		return error_set(pv->err, -ENOENT, "layout %s has no U-Boot env to initialise", pv->l->path);
 	for (size_t s = 0; s < pv->g->n_slots; s++) {
 		const struct layout_slot *sl = &pv->g->slots[s];
-		if (!slot_installed(pv, s))
+		if (!provision_slot_installed(pv, s))
 			continue;
 		for (int k = 0; k < 1 + sl->has_kernel; k++) {
 			const struct layout_image_target *t = k ? &sl->kernel : &sl->rootfs;
@@ -429,7 +414,7 @@ static int check_room(struct prov *pv)
 		return error_set(pv->err, r, "target %s: %s", pv->target, strerror(-r));
 	for (size_t s = 0; s < pv->g->n_slots; s++) {
 		const struct layout_slot *sl = &pv->g->slots[s];
-		if (!slot_installed(pv, s))
+		if (!provision_slot_installed(pv, s))
 			continue;
 		for (size_t i = 0; i < pv->man.n_images; i++) {
 			const struct bundle_image *img = &pv->man.images[i];
@@ -607,217 +592,6 @@ static int install_slot(struct prov *pv, struct board *b, const char *slot)
 	return 0;
 }
 
-/* ---- UBI partitions without the kernel's UBI: the ubinize image ---- */
-
-#define UBI_DESTS (2 * SLOT_MAX)
-
-struct ubi_pass {
-	struct prov *pv;
-	struct flash **f;                     /* per layout UBI: its partition */
-	struct provision_ubi_image **pi;      /* per layout UBI: its image */
-};
-
-static void ubi_pass_done(struct ubi_pass *up)
-{
-	for (size_t u = 0; up->pi && up->f && u < up->pv->l->n_ubis; u++) {
-		provision_ubi_image_free(up->pi[u]);
-		flash_close(up->f[u]);
-	}
-	free(up->pi);
-	free(up->f);
-}
-
-/* The volumes a bundle image goes into: one per installed slot holding the
- * member in UBI (ubi[i], vol[i]: layout indexes). */
-static size_t ubi_dests(const struct prov *pv, const char *member, size_t *ubi, size_t *vol)
-{
-	size_t n = 0;
-
-	for (size_t s = 0; s < pv->g->n_slots; s++) {
-		const struct layout_slot *sl = &pv->g->slots[s];
-		const struct layout_image_target *t = !strcmp(member, "rootfs") ? &sl->rootfs :
-			!strcmp(member, "kernel") && sl->has_kernel ? &sl->kernel : NULL;
-
-		if (!slot_installed(pv, s) || !t || t->storage != LAYOUT_STORAGE_UBI)
-			continue;
-		for (size_t u = 0; u < pv->l->n_ubis && n < UBI_DESTS; u++) {
-			const struct layout_ubi_volume *v =
-				layout_find_ubi_volume(&pv->l->ubis[u], t->ubi_volume);
-			if (pv->l->ubis[u].part != t->part || !v)
-				continue;
-			ubi[n] = u;
-			vol[n++] = (size_t)(v - pv->l->ubis[u].volumes);
-		}
-	}
-	return n;
-}
-
-static int ubi_on_data(void *userdata, const struct bundle_image *img, const void *buf,
-		       size_t len, struct error *err)
-{
-	struct ubi_pass *up = userdata;
-	size_t ubi[UBI_DESTS], vol[UBI_DESTS], n = ubi_dests(up->pv, img->slot, ubi, vol);
-	int r;
-
-	for (size_t i = 0; i < n; i++)
-		if ((r = provision_ubi_image_write(up->pi[ubi[i]], vol[i], buf, len, err)) < 0)
-			return error_prefix(err, r, "image \"%s\"", img->slot);
-	return 0;
-}
-
-/* The same image in every UBI volume it goes to: reproducible factory images. */
-static uint32_t ubi_image_seq(const struct prov *pv)
-{
-	uint32_t crc = 0xffffffffu;
-
-	for (size_t i = 0; i < pv->man.n_images; i++)
-		crc = ubinize_crc32(crc, pv->man.images[i].sha256, 32);
-	return crc ? crc : 1;
-}
-
-static int ubi_pass_open(struct ubi_pass *up, struct board *b)
-{
-	struct prov *pv = up->pv;
-	int r;
-
-	up->f = calloc(pv->l->n_ubis, sizeof(*up->f));
-	up->pi = calloc(pv->l->n_ubis, sizeof(*up->pi));
-	if (!up->f || !up->pi)
-		return -ENOMEM;
-	for (size_t u = 0; u < pv->l->n_ubis; u++) {
-		const struct layout_ubi *ubi = &pv->l->ubis[u];
-		_cleanup_free_ uint64_t *sizes = calloc(ubi->n_volumes, sizeof(*sizes));
-
-		if (!sizes)
-			return -ENOMEM;
-		for (size_t i = 0; i < pv->man.n_images; i++) {
-			size_t du[UBI_DESTS], dv[UBI_DESTS];
-			size_t n = ubi_dests(pv, pv->man.images[i].slot, du, dv);
-			for (size_t d = 0; d < n; d++)
-				if (du[d] == u)
-					sizes[dv[d]] = pv->man.images[i].size;
-		}
-		r = board_open_partition(b, ubi->part, &up->f[u]);
-		if (r < 0)
-			return error_set(pv->err, r, "partition %s: %s", ubi->part->name, strerror(-r));
-		r = provision_ubi_image_new(ubi, up->f[u], sizes, ubi_image_seq(pv), &up->pi[u],
-					    pv->err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* The install engine's last store, without its writer. */
-static int slot_store(struct prov *pv, size_t slot, enum slot_op op, const char *version)
-{
-	_cleanup_env_ struct env *e = NULL;
-	struct slot_change_result res;
-	char var[64];
-	int r;
-
-	slot_version_var(pv->g->slots[slot].name, var, sizeof(var));
-	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, pv->err);
-	if (r >= 0)
-		r = slot_change(e, pv->g, &(struct slot_change) {
-				.op = op, .slot = (int)slot, .booted = -1,
-				.extra_name = var, .extra_value = version }, &res, pv->err);
-	return r < 0 ? error_prefix(pv->err, r, "U-Boot env, slot %s", pv->g->slots[slot].name) : 0;
-}
-
-static int ubi_stream(struct ubi_pass *up)
-{
-	struct prov *pv = up->pv;
-	_cleanup_(bundle_reader_freep) struct bundle_reader *r = NULL;
-	_cleanup_close_ int fd = open(pv->p->bundle, O_RDONLY | O_CLOEXEC);
-	static const struct bundle_reader_ops ops = { .image_data = ubi_on_data };
-	struct bundle_slot_limit lim[2];
-	struct bundle_policy pol;
-	int ret;
-
-	if (fd < 0)
-		return error_set(pv->err, -errno, "bundle %s: %s", pv->p->bundle, strerror(errno));
-	bundle_policy_of(pv, lim, &pol);
-	ret = bundle_reader_new(&pol, &ops, up, &r);
-	if (ret >= 0)
-		ret = bundle_reader_read_fd(r, fd, pv->err);
-	for (size_t u = 0; ret >= 0 && u < pv->l->n_ubis; u++)
-		ret = provision_ubi_image_finish(up->pi[u], pv->err);
-	return ret < 0 ? error_prefix(pv->err, ret, "UBI image from bundle %s", pv->p->bundle) : 0;
-}
-
-static int ubi_verify(struct ubi_pass *up)
-{
-	struct prov *pv = up->pv;
-
-	for (size_t i = 0; i < pv->man.n_images; i++) {
-		size_t ubi[UBI_DESTS], vol[UBI_DESTS];
-		size_t n = ubi_dests(pv, pv->man.images[i].slot, ubi, vol);
-		for (size_t d = 0; d < n; d++) {
-			int r = provision_ubi_image_verify(up->pi[ubi[d]], vol[d],
-							   pv->man.images[i].sha256, pv->err);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-static int ubi_export(struct ubi_pass *up)
-{
-	struct prov *pv = up->pv;
-
-	for (size_t u = 0; u < pv->l->n_ubis; u++) {
-		const struct layout_partition *part = pv->l->ubis[u].part;
-		_cleanup_free_ char *path = NULL;
-		_cleanup_close_ int fd = -1;
-		int r;
-
-		pv->ubi_pebs[part - pv->l->partitions] = provision_ubi_image_pebs(up->pi[u]);
-		if (!pv->image_prefix)
-			continue;
-		if (asprintf(&path, "%s.%s.ubi", pv->image_prefix, part->name) < 0)
-			return -ENOMEM;
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return error_set(pv->err, -errno, "cannot write the UBI image %s: %s", path,
-					 strerror(errno));
-		if ((r = provision_ubi_image_export(up->pi[u], fd, pv->err)) < 0)
-			return error_prefix(pv->err, r, "%s", path);
-	}
-	return 0;
-}
-
-/* Every UBI image written from one pass over the bundle and read back
- * through its headers against the manifest, while the env partitions are
- * still erased: an interrupted run leaves no slot state at all, never a
- * slot recorded good before its image verified (the env comes after). */
-static int write_ubi_images(struct prov *pv, struct board *b)
-{
-	struct ubi_pass up = { .pv = pv };
-	int r = ubi_pass_open(&up, b);
-
-	if (r >= 0)
-		r = ubi_stream(&up);
-	if (r >= 0)
-		r = ubi_verify(&up);
-	if (r >= 0)
-		r = ubi_export(&up);
-	ubi_pass_done(&up);
-	return r;
-}
-
-/* After init_env: each slot holding verified images recorded and activated,
- * the last one (A) first in BOOT_ORDER, as the installs do. */
-static int activate_ubi_slots(struct prov *pv)
-{
-	int r = 0;
-
-	for (size_t s = pv->g->n_slots; r >= 0 && s-- > 0;)
-		if (slot_installed(pv, s))
-			r = slot_store(pv, s, SLOT_OP_INSTALL_ACTIVATE, pv->man.version);
-	return r;
-}
 
 /* Slots left empty go out of BOOT_ORDER (one store each). */
 static int retire_empty_slots(struct prov *pv)
@@ -828,7 +602,7 @@ static int retire_empty_slots(struct prov *pv)
 		struct slot_changes ch;
 		int r;
 
-		if (slot_installed(pv, i))
+		if (provision_slot_installed(pv, i))
 			continue;
 		r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, pv->err);
 		if (r < 0)
@@ -894,163 +668,6 @@ static int check_board(struct prov *pv, struct board *b)
 	return 0;
 }
 
-/* ---- factory images ---- */
-
-static int hex(const uint8_t *b, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
-	return 0;
-}
-
-struct export {
-	struct nsim *s;
-	struct nsim_info info;
-	int data_fd, oob_fd;
-	struct json_object *good;      /* blocks that must be good (NAND) */
-};
-
-/* Copy one erase block to the image files; returns 1 when it holds data. */
-static int export_block(struct export *x, uint64_t blk, uint8_t *buf, uint8_t *oob,
-			struct hash *md)
-{
-	uint32_t eb = x->info.geo.erasesize, ws = x->info.geo.writesize;
-	uint64_t off = blk * eb;
-	bool used = false;
-	int r = nsim_read(x->s, off, buf, eb);
-
-	if (r < 0 && r != -EUCLEAN)
-		memset(buf, 0xff, eb); /* a bad block: the programmer skips it */
-	used = !util_mem_is(buf, 0xff, eb);
-	if (md)
-		hash_update(md, buf, eb);
-	if (util_write_full(x->data_fd, buf, eb) < 0)
-		return -errno;
-	if (x->oob_fd < 0)
-		return used;
-	for (uint32_t p = 0; p < eb / ws; p++) {
-		if (nsim_read_oob_raw(x->s, off + (uint64_t)p * ws, oob, x->info.geo.oobsize) < 0)
-			memset(oob, 0xff, x->info.geo.oobsize);
-		used = used || !util_mem_is(oob, 0xff, x->info.geo.oobsize);
-		if (util_write_full(x->oob_fd, buf + (size_t)p * ws, ws) < 0 ||
-		    util_write_full(x->oob_fd, oob, x->info.geo.oobsize) < 0)
-			return -errno;
-	}
-	return used;
-}
-
-/* A UBI partition's image alone and how it was made: the partition's
- * PEBs may go onto the chip in any good blocks (UBI finds them by their
- * headers), the geometry must be the chip's. */
-static void export_ubi_info(const struct prov *pv, const struct provision_region *reg,
-			    struct json_object *o)
-{
-	const struct layout_device *d = reg->part->dev;
-	char *path = NULL;
-
-	if (asprintf(&path, "%s.%s.ubi", pv->image_prefix, reg->part->name) < 0)
-		return;
-	json_object_object_add(o, "ubi_image", json_object_new_string(path));
-	json_object_object_add(o, "ubi_pebs",
-			       json_object_new_int64((int64_t)pv->ubi_pebs[reg->part - pv->l->partitions]));
-	json_object_object_add(o, "ubi_min_io_size",
-			       json_object_new_int64(d->type == FLASH_NAND ? d->writesize : 1));
-	json_object_object_add(o, "ubi_subpage_size",
-			       json_object_new_int64(d->type == FLASH_NAND ? d->subpage : 1));
-	free(path);
-}
-
-static int export_image(struct prov *pv)
-{
-	_cleanup_free_ char *data = NULL, *oobf = NULL, *rep = NULL;
-	_cleanup_free_ uint8_t *buf = NULL, *oob = NULL;
-	_cleanup_json_ struct json_object *j = json_object_new_object();
-	struct json_object *parts = json_object_new_array();
-	struct export x = { .data_fd = -1, .oob_fd = -1, .good = json_object_new_array() };
-	bool nand;
-	int r;
-
-	r = nsim_open(sim_file(pv), false, &x.s);
-	if (r < 0)
-		return error_set(pv->err, r, "reopening %s: %s", sim_file(pv), strerror(-r));
-	nsim_get_info(x.s, &x.info);
-	nand = x.info.geo.type == NSIM_NAND;
-	buf = malloc(x.info.geo.erasesize);
-	oob = malloc(x.info.geo.oobsize + 1);
-	if (asprintf(&data, "%s.bin", pv->image_prefix) < 0 ||
-	    asprintf(&oobf, "%s.oob.bin", pv->image_prefix) < 0 ||
-	    asprintf(&rep, "%s.json", pv->image_prefix) < 0 || !buf || !oob) {
-		r = -ENOMEM;
-		goto out;
-	}
-	x.data_fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (nand)
-		x.oob_fd = open(oobf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (x.data_fd < 0 || (nand && x.oob_fd < 0)) {
-		r = error_set(pv->err, -errno, "cannot write the factory image %s: %s", data, strerror(errno));
-		goto out;
-	}
-	for (size_t i = 0; i < pv->l->n_partitions; i++) {
-		struct provision_region *reg = &pv->regions[i];
-		struct hash md;
-		uint64_t first = reg->part->offset / x.info.geo.erasesize;
-		uint64_t n = reg->part->size / x.info.geo.erasesize;
-		struct json_object *o = json_object_new_object();
-		char h[65];
-
-		hash_init(&md);
-		for (uint64_t b = first; b < first + n; b++) {
-			r = export_block(&x, b, buf, oob, &md);
-			if (r < 0) {
-				json_object_put(o);
-				error_set(pv->err, r, "writing the factory image: %s", strerror(-r));
-				goto out;
-			}
-			/* a UBI image's PEBs go into any good blocks of their partition */
-			if (r == 1 && nand && reg->action != PROVISION_UBI_IMAGE)
-				json_object_array_add(x.good, json_object_new_int64(b));
-		}
-		hash_final(&md, reg->sha256);
-		reg->has_sha256 = true;
-		hex(reg->sha256, 32, h);
-		json_object_object_add(o, "name", json_object_new_string(reg->part->name));
-		json_object_object_add(o, "offset", json_object_new_int64(reg->part->offset));
-		json_object_object_add(o, "size", json_object_new_int64(reg->part->size));
-		json_object_object_add(o, "action", json_object_new_string(provision_action_table[reg->action]));
-		json_object_object_add(o, "detail", json_object_new_string(reg->detail));
-		json_object_object_add(o, "sha256", json_object_new_string(h));
-		if (reg->action == PROVISION_UBI_IMAGE)
-			export_ubi_info(pv, reg, o);
-		json_object_array_add(parts, o);
-	}
-	json_object_object_add(j, "board", json_object_new_string(pv->l->board ? pv->l->board : ""));
-	json_object_object_add(j, "compatible", json_object_new_string(pv->l->compatible ? pv->l->compatible : ""));
-	json_object_object_add(j, "type", json_object_new_string(nand ? "nand" : "nor"));
-	json_object_object_add(j, "size", json_object_new_int64(x.info.geo.size));
-	json_object_object_add(j, "erase_block", json_object_new_int64(x.info.geo.erasesize));
-	json_object_object_add(j, "page", json_object_new_int64(x.info.geo.writesize));
-	json_object_object_add(j, "oob", json_object_new_int64(x.info.geo.oobsize));
-	json_object_object_add(j, "data_image", json_object_new_string(data));
-	json_object_object_add(j, "oob_image", nand ? json_object_new_string(oobf) : NULL);
-	json_object_object_add(j, "bundle_version", json_object_new_string(pv->man.version));
-	json_object_object_add(j, "partitions", parts);
-	parts = NULL;
-	/* NAND: blocks with content must be good on the target chip */
-	json_object_object_add(j, "must_be_good", nand ? json_object_get(x.good) : NULL);
-	r = json_object_to_file_ext(rep, j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0 ? -EIO : 0;
-	if (r < 0)
-		error_set(pv->err, r, "cannot write %s", rep);
-out:
-	json_object_put(parts);
-	json_object_put(x.good);
-	if (x.data_fd >= 0)
-		close(x.data_fd);
-	if (x.oob_fd >= 0)
-		close(x.oob_fd);
-	nsim_close(x.s);
-	return r;
-}
-
 /* ---- the whole job ---- */
 
 static void report_all(struct prov *pv)
@@ -1105,14 +722,14 @@ static int run(struct prov *pv)
 	if (r >= 0 && is_system(pv))
 		r = format_ubis(pv, b);
 	if (r >= 0 && ubi_factory(pv))
-		r = write_ubi_images(pv, b);
+		r = provision_ubi_pass_write(pv, b);
 	if (r >= 0)
 		r = init_env(pv);
 	if (r >= 0 && ubi_factory(pv))
-		r = activate_ubi_slots(pv);
+		r = provision_ubi_pass_activate(pv);
 	/* the last install activates slot A, so A boots first */
 	for (size_t i = pv->g->n_slots; r >= 0 && !ubi_factory(pv) && i-- > 0;)
-		if (slot_installed(pv, i))
+		if (provision_slot_installed(pv, i))
 			r = install_slot(pv, b, pv->g->slots[i].name);
 	if (r >= 0)
 		r = retire_empty_slots(pv);
@@ -1120,7 +737,7 @@ static int run(struct prov *pv)
 		r = check_board(pv, b);
 	board_close(TAKE_PTR(b));
 	if (r >= 0 && pv->image_prefix)
-		r = export_image(pv);
+		r = provision_export_image(pv);
 	if (r >= 0)
 		report_all(pv);
 	return r;
@@ -1168,7 +785,7 @@ int provision_run(const struct provision_params *p, bool *ret_written, struct er
 	if (r >= 0)
 		r = run(&pv);
 	if (pv.image_prefix && !p->dry_run)
-		unlink(sim_file(&pv));
+		unlink(provision_sim_file(&pv));
 out:
 	free(pv.image_prefix);
 	free(pv.regions);
