@@ -18,6 +18,7 @@ static const struct cli_cmd top_cmds[] = {
 	{ "cancel", "[--socket PATH]", "cancel the running install (the slot stays marked bad)",
 	  cli_cancel, NULL },
 	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
+#if FLASHD_HOST_TOOLS
 	{ "provision", "--layout FILE --bundle FILE (--keyring DIR|--allow-unsigned) [--both-slots] "
 	  "[--include-bootloader] [--initial-env FILE] [--cmdline FILE] [--dry-run] "
 	  "system|sim:PATH|image:PREFIX",
@@ -25,6 +26,7 @@ static const struct cli_cmd top_cmds[] = {
 	  "Every check runs before the first erase; --dry-run runs the same checks and\n"
 	  "exits 3 exactly when the real run would refuse.",
 	  cli_provision, NULL },
+#endif
 	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
 	{ "flash", NULL, "inspect and write flash devices (MTD or simulator)", NULL, cli_flash_cmds },
 	{ "slot", NULL, "A/B slot state: status, mark-good, mark-bad, activate, rollback", NULL, cli_slot_cmds },
@@ -87,6 +89,22 @@ static void print_table(struct cli_ctx *ctx, const char *path, const struct cli_
 		*path ? " " : "");
 }
 
+/* The commands a device build leaves out: named as such, not as unknown. */
+static bool host_only(const char *path, const char *name)
+{
+	static const char *const cmds[] = { " provision", "bundle create", "bundle keygen",
+					    "flash sim-create" };
+	char full[160];
+
+	if (FLASHD_HOST_TOOLS)
+		return false;
+	snprintf(full, sizeof(full), "%s %s", path, name);
+	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
+		if (!strcmp(full, cmds[i]))
+			return true;
+	return false;
+}
+
 static int dispatch(struct cli_ctx *ctx, const struct cli_cmd *table, char *path,
 		    size_t pathlen, int argc, char **argv)
 {
@@ -100,6 +118,12 @@ static int dispatch(struct cli_ctx *ctx, const struct cli_cmd *table, char *path
 	for (c = table; c->name; c++)
 		if (!strcmp(c->name, argv[0]))
 			break;
+	if (!c->name && host_only(path, argv[0])) {
+		cli_error(ctx, "'%s%s%s' is a host tool, left out of this device build "
+			  "(configure --disable-host-tools): run it on the build host", path,
+			  *path ? " " : "", argv[0]);
+		return CLI_EXIT_USAGE;
+	}
 	if (!c->name) {
 		cli_error(ctx, "unknown command '%s%s%s' (see '%s %s%s--help')", path,
 			  *path ? " " : "", argv[0], ctx->prog, path, *path ? " " : "");

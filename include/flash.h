@@ -125,7 +125,12 @@ int flash_spec_split(const char *spec, char **ret_base, uint64_t *ret_off, uint6
 
 /* The simulator behind a sim: device (or a window on one), NULL otherwise. */
 struct nsim;
+#if FLASHD_HOST_TOOLS
 struct nsim *flash_sim_nsim(struct flash *f);
+#else
+/* a device build has no simulator backend (configure --disable-host-tools) */
+static inline struct nsim *flash_sim_nsim(struct flash *f) { return NULL; }
+#endif
 
 #define FLASH_MTD_SYSFS "/sys/class/mtd"
 

@@ -13,7 +13,9 @@ static const struct {
 	bool strip; /* pass the spec without the prefix to open() */
 	const struct flash_ops *ops;
 } backends[] = {
+#if FLASHD_HOST_TOOLS /* a device build has no simulator */
 	{ "sim:", true, &flash_sim_ops },
+#endif
 	{ "mtd:", true, &flash_mtd_ops },
 	{ "/dev/mtd", false, &flash_mtd_ops },
 };

@@ -106,7 +106,9 @@ const struct flash_ops flash_sim_ops = {
 	.unlock = NULL, /* the simulated NOR has no lock bits */
 };
 
+#if FLASHD_HOST_TOOLS
 struct nsim *flash_sim_nsim(struct flash *f)
 {
 	return f && f->root->ops == &flash_sim_ops ? f->root->priv : NULL;
 }
+#endif
