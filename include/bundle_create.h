@@ -48,6 +48,9 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
  * overwrite existing files (-EEXIST). ret_id may be NULL. */
 int bundle_create_keygen(const char *private_path, const char *public_path,
 			 uint8_t ret_id[KEYRING_ID_SIZE], struct error *err);
+/* Key id of an OpenSSL EVP_PKEY (public or private; -EINVAL unless
+ * Ed25519): keyring_key_id_raw of its public half. */
+int bundle_create_key_id(void *pkey, uint8_t ret[KEYRING_ID_SIZE]);
 /* Load an Ed25519 private key (PEM) for bundle_create; free with
  * bundle_create_key_free. */
 int bundle_create_key_load(const char *path, void **ret, struct error *err);

@@ -46,10 +46,8 @@ const struct keyring_key *keyring_find(const struct keyring *k, const uint8_t id
 int keyring_verify(const struct keyring_key *key, const void *msg, size_t len,
 		   const uint8_t sig[KEYRING_SIG_SIZE]);
 
-/* Key id of a raw Ed25519 public key, and of an OpenSSL EVP_PKEY (public
- * or private; -EINVAL unless Ed25519). */
+/* Key id of a raw Ed25519 public key (bundle_create_key_id: of a signer's). */
 int keyring_key_id_raw(const uint8_t raw[KEYRING_RAW_KEY_SIZE], uint8_t ret[KEYRING_ID_SIZE]);
-int keyring_key_id_pkey(void *pkey, uint8_t ret[KEYRING_ID_SIZE]);
 /* Lower-case hex of an id (buf >= 2 * KEYRING_ID_SIZE + 1). */
 const char *keyring_id_to_hex(const uint8_t id[KEYRING_ID_SIZE], char *buf, size_t len);
 

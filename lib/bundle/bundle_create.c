@@ -178,6 +178,20 @@ static int build_date_now(char buf[BUNDLE_BUILD_DATE_LEN + 1], struct error *err
 	return 0;
 }
 
+/* The signer's keys are OpenSSL's; the keyring (keyring.c) never calls
+ * libcrypto, so a device's verifier does not map it. */
+int bundle_create_key_id(void *pkey, uint8_t ret[KEYRING_ID_SIZE])
+{
+	uint8_t raw[KEYRING_RAW_KEY_SIZE];
+	size_t len = sizeof(raw);
+
+	if (!pkey || EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519)
+		return -EINVAL;
+	if (!EVP_PKEY_get_raw_public_key(pkey, raw, &len) || len != sizeof(raw))
+		return -EINVAL;
+	return keyring_key_id_raw(raw, ret);
+}
+
 static int sign_manifest(EVP_PKEY *key, const void *msg, size_t len,
 			 uint8_t entry[BUNDLE_SIG_ENTRY_SIZE], struct error *err)
 {
@@ -186,7 +200,7 @@ static int sign_manifest(EVP_PKEY *key, const void *msg, size_t len,
 
 	if (!ctx)
 		return -ENOMEM;
-	if (keyring_key_id_pkey(key, entry) < 0)
+	if (bundle_create_key_id(key, entry) < 0)
 		return error_set(err, -EINVAL, "signing key is not an Ed25519 key");
 	if (EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) != 1 ||
 	    EVP_DigestSign(ctx, entry + KEYRING_ID_SIZE, &siglen, msg, len) != 1 ||
@@ -440,7 +454,7 @@ int bundle_create_keygen(const char *private_path, const char *public_path,
 		unlink(private_path);
 		return r;
 	}
-	if (keyring_key_id_pkey(key, id) < 0)
+	if (bundle_create_key_id(key, id) < 0)
 		return -EIO;
 	if (ret_id)
 		memcpy(ret_id, id, sizeof(id));

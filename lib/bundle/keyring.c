@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include <nettle/eddsa.h>
-#include <openssl/evp.h>
 
 #include "cleanup.h"
 #include "dl.h"
@@ -60,20 +59,6 @@ int keyring_key_id_raw(const uint8_t raw[KEYRING_RAW_KEY_SIZE], uint8_t ret[KEYR
 {
 	hash_buf(raw, KEYRING_RAW_KEY_SIZE, ret);
 	return 0;
-}
-
-/* The host-side signer's keys are OpenSSL's (bundle_create.c): this is
- * the only place the keyring calls libcrypto. */
-int keyring_key_id_pkey(void *pkey, uint8_t ret[KEYRING_ID_SIZE])
-{
-	uint8_t raw[KEYRING_RAW_KEY_SIZE];
-	size_t len = sizeof(raw);
-
-	if (!pkey || EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519)
-		return -EINVAL;
-	if (!EVP_PKEY_get_raw_public_key(pkey, raw, &len) || len != sizeof(raw))
-		return -EINVAL;
-	return keyring_key_id_raw(raw, ret);
 }
 
 const char *keyring_id_to_hex(const uint8_t id[KEYRING_ID_SIZE], char *buf, size_t len)

@@ -747,7 +747,7 @@ static uint8_t *craft(const char *manifest, unsigned major, unsigned minor, void
 		uint8_t *e = b + BUNDLE_HEADER_SIZE + mlen;
 		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 		size_t siglen = 64;
-		assert_int_equal(keyring_key_id_pkey(key, e), 0);
+		assert_int_equal(bundle_create_key_id(key, e), 0);
 		assert_int_equal(EVP_DigestSignInit(ctx, NULL, NULL, NULL, key), 1);
 		assert_int_equal(EVP_DigestSign(ctx, e + 32, &siglen, (const uint8_t *)manifest,
 						mlen), 1);

@@ -240,7 +240,7 @@ static char *craft_bundle(const char *name, const char *manifest, unsigned major
 	for (int i = 0; i < 4; i++)
 		b[20 + i] = c >> (8 * i);
 	memcpy(b + BUNDLE_HEADER_SIZE, manifest, mlen);
-	assert_int_equal(keyring_key_id_pkey(key, e), 0);
+	assert_int_equal(bundle_create_key_id(key, e), 0);
 	assert_int_equal(EVP_DigestSignInit(ctx, NULL, NULL, NULL, key), 1);
 	assert_int_equal(EVP_DigestSign(ctx, e + KEYRING_ID_SIZE, &siglen,
 					(const uint8_t *)manifest, mlen), 1);
