@@ -285,6 +285,31 @@ if [ $UBI = 1 ]; then
 fi
 
 # ---- floor: mtd-utils ------------------------------------------------------------
+# run_readback: reading the image back out of slot B with mtd-utils (nanddump
+# on NAND, a plain read of the MTD or UBI volume otherwise), REPS times: the
+# cost of the read-back the floor leaves out and flashd keeps, so the full
+# install's target can be set against floor + read-back.
+run_readback() {
+	local r t0 t1 rc=0 times="" blocks=$(( (size + ES - 1) / ES ))
+	for r in $(seq $REPS); do
+		t0=$(now)
+		if [ "$TYPE" = nand ] && [ $UBI = 0 ]; then
+			bounded nanddump -q -l "$size" -f /dev/null "$DEV_B" >$tmp/readback.log 2>&1
+		else
+			bounded dd if="$DEV_B" of=/dev/null bs="$ES" count="$blocks" >$tmp/readback.log 2>&1
+		fi
+		rc=$?
+		t1=$(now)
+		[ $rc = 0 ] || break
+		times="$times $(elapsed "$t0" "$t1")"
+	done
+	if [ $rc != 0 ]; then
+		emit kind=readback error="$(why $rc): $(tail -c 300 $tmp/readback.log)"
+	else
+		emit kind=readback seconds="$(median $times)" runs="${times# }" \
+			how="$(if [ "$TYPE" = nand ] && [ $UBI = 0 ]; then echo "nanddump -l IMAGE"; else echo "dd of the image's blocks"; fi)"
+	fi
+}
 run_floor() {
 	local w img t0 t1 rc r times rss
 	for w in $workloads; do
@@ -318,6 +343,7 @@ run_floor() {
 				elif [ "$TYPE" = nand ]; then echo "flash_erase (image-size blocks) + nandwrite -p"
 				else echo "flashcp (erases image-size blocks, writes, verifies)"; fi)"
 	done
+	run_readback
 }
 
 # ---- flashd ----------------------------------------------------------------------
