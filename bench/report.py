@@ -324,50 +324,51 @@ def main():
 
 
 NOTES = """\
-* **Full install on NAND with delays (MISS: 1.25×, ahead of both peers)**: flashd 8.55 s
-  (runs 8.54-8.63) against the floor's 6.87 s (6.84-6.93; RAUC 10.52 s, SWUpdate 9.93 s);
-  the run at 16d842a, the commit before, measured the same 1.25× (8.61 s against 6.90 s).
-  The read-back, which the floor and RAUC do not do, costs ≈ 1.19× by itself at these
-  datasheet timings (16,384 page reads of 78 µs against 16,384 programs of 303 µs plus
-  256 erases of 2 ms); the pre-write check of an erased slot reads one page per block
-  (256 × 78 µs). The other ≈ 0.06× is not found yet: the run at 45c55a6 measured 1.19×,
-  before the worker ran niced (356beaf, for GetStatus during an install); one nand-delay
-  VM run per change would tell (10 minutes each).
-* **Full install ≤ 1.22× the floor on NOR and UBI (MISS)**: without flash delays every
-  row is CPU under TCG. NOR: flashd's three runs were 1.63, 1.71 and 1.29 s (median
-  1.51×) against 1.25, 1.31 and 1.25 s (1.16×) at 16d842a, on a code path (the adaptive
-  raw write) that the commit between did not touch: the guest's noise. UBI: 1.41× (1.90 s
-  against `ubiupdatevol`'s 1.35 s), from 1.77× at 16d842a: with a signed index the bundle
-  reader no longer hashes every byte a second time for the whole image's sha256
-  (14a1fdf). What is left on UBI: the signature check, the block hashes (SHA-256 of
-  32 MiB, now with nettle: 4× faster than libcrypto in this guest, whose emulated CPU has
-  no SHA instructions), the copy through the worker, three processes; the volume update
-  runs on one thread (the raw path has the fetch-ahead).
+* **Full install ≤ 1.22× the floor (MISS on every board; flashd ahead of both peers on
+  every board)**: the floor (`flash_erase` + `nandwrite`, `ubiupdatevol`) reads nothing
+  back; flashd reads every written block back and compares it. This run times that
+  read-back alone, with mtd-utils, on the same slot (the "read-back" note of each row):
+  * NAND with delays: flashd 8.55 s (runs 8.55 / 8.55 / 9.06) against the floor's 6.83 s
+    (6.89 / 6.83 / 6.78), 1.25×; `nanddump` of the image alone takes 2.00 s, +0.29×. The
+    floor plus a read-back is 1.29×: flashd's whole install, with its signature and block
+    hashes, costs less than that (its read-back overlaps the next block's fetch and hash).
+    The target's 1.22× assumed the datasheet's 0.19× for the read-back (16,384 page reads
+    of 78 µs); in this guest the read costs 0.29×. RAUC 10.43 s, SWUpdate 10.30 s.
+  * NAND without delays: 1.32× (1.76 s against 1.33 s); the read-back alone is +0.53×.
+  * UBI: 1.33× (1.88 s against `ubiupdatevol`'s 1.42 s); reading the volume alone +0.41×.
+  * NOR: 1.25× (1.34 s against 1.08 s). Here the floor is `flashcp`, which verifies by
+    reading back itself, so the difference is flashd's own work: the SHA-256 of every
+    block against the signed index, 0.08 GB/s on this guest's emulated CPU (0.4 s for
+    32 MiB, on the fetch-ahead thread beside the writes), which `flashcp` does not do.
+  What it would take: dropping the read-back (the brief asks for it: "verified") or the
+  block hashes (they are what makes the image the signed one). Neither was done.
 * **UBI**: every workload is the same whole-volume update for every tool (nothing can be
   skipped, docs/ubi.md); flashd is ahead of both peers on all three rows.
-* **GetStatus p99 during an install (NAND with delays; MISS in this run, 5.18 ms; 2.57 ms
-  at 16d842a)**: the state is kept by the daemon, so a call is a JSON rendering (the
-  host's simulator rows: 0.16 ms). In the VM an install keeps both vCPUs busy (nandsim's
-  delays busy-wait in the kernel on one, the fetch-ahead hashes on the other); the busy-wait
-  inside the driver's syscall cannot be preempted by the niced worker (Debian's kernel is
-  not fully preemptible). The two runs of this stop straddle the target: one VM boot's
-  noise decides it. A board whose flash driver sleeps (real NAND controllers wait on an
-  interrupt) does not have it.
-* **GetStatus p99 idle in the VM (MISS, 1.67 ms)**: the bare round trip on the same
-  socket (`org.varlink.service.GetInfo`) already costs p99 1.37 ms under TCG; what flashd
-  adds is the difference (0.3 ms p99, 0.33 ms p50). What it would take: the rendered
-  answer kept as text between changes (json-c's custom serializer), so that GetStatus
-  costs what GetInfo costs; the target would still sit under TCG's own floor.
-* **Daemon RSS idle ≤ 3 MiB (pass on NOR; MISS elsewhere by 0.6-0.7 MiB)**: measured floor
-  on Debian 12: a C program that only links libsystemd and creates an sd-event loop has
-  VmRSS 2,644 KiB (glibc alone: 1,404 KiB): libsystemd 252 maps libgcrypt, liblz4,
-  libzstd, liblzma and libgpg-error at load. On the host's simulator the idle daemon's
-  resident pages are 460 KiB anonymous and 3.3 MiB file-backed: libc 1.5 MiB, libsystemd
-  0.6 MiB, its own binary 0.36 MiB, libgcrypt + libgpg-error 0.3 MiB, zlib, zstd, lzma,
-  lz4, json-c 0.1 MiB each: shared text faulted in 64 KiB at a time. No crypto library
-  and no libcurl are mapped (dlopen() in the worker only). What it would take: a daemon
-  without libsystemd's dependencies (sd-event -> a plain epoll loop), against the
-  brief's choice of sd-event.
+* **GetStatus p99 idle in the VM (MISS, 1.94 ms)**: the bare round trip on the same
+  socket (`org.varlink.service.GetInfo`) costs p99 0.93 ms (p50 0.48 ms) under TCG;
+  GetStatus p50 is 1.04 ms. The state is kept by the daemon (no flash is read), so the
+  difference is making the answer: about thirty JSON members rendered and serialized by
+  an emulated CPU. On the host's simulator the same call is p99 0.26 ms. What it would
+  take: the serialized answer kept as text between changes (json-c's custom serializer),
+  with an invalidation on every state change (install events, progress, env stores);
+  a missed one would make status lie about the next boot, and GetInfo's own 0.93 ms
+  leaves no room under TCG. Not done.
+* **GetStatus p99 during an install (pass in this run, 2.94 ms; 5.18 ms in the run at
+  14a1fdf)**: in the VM an install keeps both vCPUs busy (nandsim's delays busy-wait in
+  the kernel on one, the fetch-ahead hashes on the other), and the busy-wait inside the
+  driver's syscall cannot be preempted (Debian's kernel is not fully preemptible): one VM
+  boot's noise moves it by ±2 ms. A board whose flash driver sleeps (real NAND
+  controllers wait on an interrupt) does not have it.
+* **Daemon RSS idle ≤ 3 MiB (pass on NOR, 2,952 KiB; MISS elsewhere by 0.5-0.9 MiB)**:
+  measured floor on Debian 12: a C program that only links libsystemd and creates an
+  sd-event loop has VmRSS 2,644 KiB (glibc alone: 1,404 KiB; `sleep` 1,800 KiB):
+  libsystemd 252 maps libgcrypt, liblz4, libzstd, liblzma and libgpg-error at load. On
+  the host's simulator the idle daemon's resident pages are 470 KiB anonymous and 3.1 MiB
+  file-backed: libc 1.5 MiB, libsystemd 0.5 MiB, its own binary 0.34 MiB, libgcrypt +
+  libgpg-error 0.24 MiB, zlib, zstd, lzma, lz4, json-c 0.1 MiB each: shared text faulted
+  in 64 KiB at a time. No crypto library and no libcurl are mapped (dlopen() in the
+  worker only). What it would take: a daemon without libsystemd's dependencies (sd-event
+  -> a plain epoll loop), against the brief's choice of sd-event.
 * **Peak RSS (daemon + worker) ≤ 5 MiB: pass on every board since 16d842a** (was 7.2-7.7
   MiB): SHA-256 and Ed25519 verification come from nettle and hogweed (Debian's libnettle8,
   libhogweed6), dlopen()ed by the worker; libcrypto is left to the host-side commands
@@ -377,25 +378,25 @@ NOTES = """\
   AVX2 code, emulated); nettle + hogweed +0.9 MiB in all, 1.31 GB/s with SHA-NI, 0.31 GB/s
   without, 0.08 GB/s in this guest; libsodium +0.75 MiB but 0.39 GB/s everywhere (portable
   C). On the simulator the worker's peak went 7,660 -> 4,280 KiB.
-* **Stripped flashd + flashctl ≤ 300 KiB (MISS, 376 KiB)**: one multi-call binary
-  (flashctl is a link to flashd), `-ffunction-sections -Wl,--gc-sections`, `-Os` without
-  unwind tables: 508 KiB (-O2) -> 376 KiB. The rest is host-side code in the same
-  binary: bundle creation and signing keys, factory images (`image:`, ubinize), the
-  userspace simulator backend (`sim:`), and PIE relocations (20 KiB). What it would take:
-  a configure switch for a device build without the host-side commands.
+* **Stripped flashd + flashctl ≤ 300 KiB: pass for the device build (296 KiB); the full
+  build is 348 KiB**: one multi-call binary (flashctl is a link to flashd),
+  `-ffunction-sections -Wl,--gc-sections`, `-Os` without unwind tables (508 KiB at -O2 ->
+  376 KiB), DT_RELR for the PIE's relocations (8217fe1, -20 KiB), the io.flashd text
+  built in gzip-compressed (3223557, -8 KiB). The device build (`configure
+  --disable-host-tools`, af7c7cf; `tools/device-build.sh`), like RAUC's
+  `--disable-create`, leaves out what runs on a build host or in the factory: bundle
+  creation and signing keys, provisioning and factory images, the userspace simulator
+  (`sim:`); the linker drops the code behind them (-52 KiB). Its flashctl names a
+  left-out command as a host tool; tests/cli/test-device-build.sh builds one in CI.
 * **NOR (mtdram)**: libubootenv 0.3.2 rejects an env on an MTD of type `ram` (what
   mtdram registers as), so the NOR board keeps its env on a second, 16 MiB NAND chip
   (nandsim, bench/nor-bench-96m.json): the slots are on mtdram for every contender.
 * **URL, unchanged**: the install asks the source for exactly the head's length (header,
   manifest, signatures, then the index) once the header has said it (3696438): on NOR
-  16,887 B are downloaded, the head and not a byte more (32 KiB before).
-* **Bench hang**: the first attempt at this run had its nand-delay VM hang in the guest
-  kernel's boot (empty console, both vCPUs busy, 20 minutes) and was stopped by hand;
-  since c465a13 `vm-run` kills a guest that has not reached `/init` within 180 s and
-  boots it once more (docs/harness.md). This run is the second attempt, whole.
+  16,887 B are downloaded, the head and not a byte more.
 * Timing noise: each row is the median of 3 runs where it says so (the others one run);
   the floor's own runs spread by up to 10% within one VM boot, and far more between
-  VM boots (see the NOR row).
+  VM boots.
 """
 
 
