@@ -8,8 +8,10 @@ set -e
 [ $# -eq 1 ] || { echo "usage: device-build.sh DIR" >&2; exit 2; }
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=$1
-git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
-	{ echo "device-build.sh: $top is not a git checkout (the file list comes from git)" >&2; exit 3; }
+# the top of a git work tree (a copy inside one, like run-tests' ASan tree,
+# lies in an ignored folder: git would list nothing)
+[ "$(git -C "$top" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$top" && pwd -P)" ] ||
+	{ echo "device-build.sh: $top is not the top of a git checkout (the file list comes from git)" >&2; exit 3; }
 rm -rf "$dir"
 mkdir -p "$dir"
 # the tracked files as they are in the working tree (uncommitted changes too)
