@@ -31,6 +31,15 @@ struct cli_cmd {
 	const struct cli_cmd *sub;
 };
 
+/* A command for the build host or the factory. A device build (configure
+ * --disable-host-tools) keeps its name only, with neither run nor sub:
+ * flashctl names it as left out, and the linker drops its code. */
+#if FLASHD_HOST_TOOLS
+#define CLI_HOST_TOOL(name, usage, help, run) { name, usage, help, run, NULL }
+#else
+#define CLI_HOST_TOOL(name, usage, help, run) { name, NULL, NULL, NULL, NULL }
+#endif
+
 extern const struct cli_cmd cli_layout_cmds[];
 extern const struct cli_cmd cli_flash_cmds[];
 extern const struct cli_cmd cli_slot_cmds[];

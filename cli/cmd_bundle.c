@@ -650,20 +650,17 @@ static int cmd_keygen(struct cli_ctx *ctx, int argc, char **argv)
 }
 
 const struct cli_cmd cli_bundle_cmds[] = {
-#if FLASHD_HOST_TOOLS
-	{ "create", "-o OUT (--compatible STR | --layout FILE) --version V "
-	  "--image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) [--gzip[=LEVEL]] "
-	  "[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ]",
-	  "build a signed update bundle (host side); OUT may be - for stdout", cmd_create, NULL },
-#endif
+	CLI_HOST_TOOL("create",
+		"-o OUT (--compatible STR | --layout FILE) --version V "
+		"--image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) [--gzip[=LEVEL]] "
+		"[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ]",
+		"build a signed update bundle (host side); OUT may be - for stdout", cmd_create),
 	{ "info", "FILE|-", "show a bundle's manifest (signatures are not checked)", cmd_info, NULL },
 	{ "verify", "FILE|- --keyring DIR [--compatible STR | --layout FILE] "
 	  "[--slot-size MEMBER=SIZE...] [--allow-unsigned]",
 	  "verify signature and every image hash, streaming; exit 3 when refused", cmd_verify,
 	  NULL },
-#if FLASHD_HOST_TOOLS
-	{ "keygen", "--out DIR/NAME", "make an Ed25519 signing key pair (NAME.key, NAME.pub)",
-	  cmd_keygen, NULL },
-#endif
+	CLI_HOST_TOOL("keygen", "--out DIR/NAME",
+		"make an Ed25519 signing key pair (NAME.key, NAME.pub)", cmd_keygen),
 	{ NULL },
 };

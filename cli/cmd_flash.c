@@ -683,11 +683,10 @@ const struct cli_cmd cli_flash_cmds[] = {
 	  "read the good blocks (nanddump --bb=skipbad) into OUTFILE ('-' = stdout).",
 	  cmd_read, NULL },
 	{ "markbad", "DEVICE OFFSET", "mark the erase block containing OFFSET bad.", cmd_markbad, NULL },
-#if FLASHD_HOST_TOOLS
-	{ "sim-create", "FILE --type nand|nor --size S --erase-block S [--page S] [--oob S] "
-	  "[--bad-blocks 3,17] [--force]",
-	  "create a simulator file (all erased). NAND defaults: 2 KiB pages, page/32 OOB.\n"
-	  "Fault injection and power cuts: see nsimctl(1).", cmd_sim_create, NULL },
-#endif
+	CLI_HOST_TOOL("sim-create",
+		"FILE --type nand|nor --size S --erase-block S [--page S] [--oob S] "
+		"[--bad-blocks 3,17] [--force]",
+		"create a simulator file (all erased). NAND defaults: 2 KiB pages, page/32 OOB.\n"
+		"Fault injection and power cuts: see nsimctl(1).", cmd_sim_create),
 	{ NULL },
 };

@@ -18,15 +18,14 @@ static const struct cli_cmd top_cmds[] = {
 	{ "cancel", "[--socket PATH]", "cancel the running install (the slot stays marked bad)",
 	  cli_cancel, NULL },
 	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
-#if FLASHD_HOST_TOOLS
-	{ "provision", "--layout FILE --bundle FILE (--keyring DIR|--allow-unsigned) [--both-slots] "
-	  "[--include-bootloader] [--initial-env FILE] [--cmdline FILE] [--dry-run] "
-	  "system|sim:PATH|image:PREFIX",
-	  "lay out a blank board: erase, initial env, slot A (and B), overlay, read back\n"
-	  "Every check runs before the first erase; --dry-run runs the same checks and\n"
-	  "exits 3 exactly when the real run would refuse.",
-	  cli_provision, NULL },
-#endif
+	CLI_HOST_TOOL("provision",
+		"--layout FILE --bundle FILE (--keyring DIR|--allow-unsigned) [--both-slots] "
+		"[--include-bootloader] [--initial-env FILE] [--cmdline FILE] [--dry-run] "
+		"system|sim:PATH|image:PREFIX",
+		"lay out a blank board: erase, initial env, slot A (and B), overlay, read back\n"
+		"Every check runs before the first erase; --dry-run runs the same checks and\n"
+		"exits 3 exactly when the real run would refuse.",
+		cli_provision),
 	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
 	{ "flash", NULL, "inspect and write flash devices (MTD or simulator)", NULL, cli_flash_cmds },
 	{ "slot", NULL, "A/B slot state: status, mark-good, mark-bad, activate, rollback", NULL, cli_slot_cmds },
@@ -82,27 +81,14 @@ static void print_table(struct cli_ctx *ctx, const char *path, const struct cli_
 {
 	fprintf(out, "Usage: %s [--json] %s%sCOMMAND [ARGS]\n\nCommands:\n", ctx->prog,
 		path, *path ? " " : "");
-	/* the table shows the first line of each help text */
+	/* the table shows the first line of each help text; not the host
+	 * tools a device build left out */
 	for (; t->name; t++)
-		fprintf(out, "  %-15s %.*s\n", t->name, (int)strcspn(t->help, "\n"), t->help);
+		if (t->run || t->sub)
+			fprintf(out, "  %-15s %.*s\n", t->name, (int)strcspn(t->help, "\n"),
+				t->help);
 	fprintf(out, "\nRun '%s %s%sCOMMAND --help' for details.\n", ctx->prog, path,
 		*path ? " " : "");
-}
-
-/* The commands a device build leaves out: named as such, not as unknown. */
-static bool host_only(const char *path, const char *name)
-{
-	static const char *const cmds[] = { " provision", "bundle create", "bundle keygen",
-					    "flash sim-create" };
-	char full[160];
-
-	if (FLASHD_HOST_TOOLS)
-		return false;
-	snprintf(full, sizeof(full), "%s %s", path, name);
-	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
-		if (!strcmp(full, cmds[i]))
-			return true;
-	return false;
 }
 
 static int dispatch(struct cli_ctx *ctx, const struct cli_cmd *table, char *path,
@@ -118,7 +104,7 @@ static int dispatch(struct cli_ctx *ctx, const struct cli_cmd *table, char *path
 	for (c = table; c->name; c++)
 		if (!strcmp(c->name, argv[0]))
 			break;
-	if (!c->name && host_only(path, argv[0])) {
+	if (c->name && !c->run && !c->sub) { /* CLI_HOST_TOOL in a device build */
 		cli_error(ctx, "'%s%s%s' is a host tool, left out of this device build "
 			  "(configure --disable-host-tools): run it on the build host", path,
 			  *path ? " " : "", argv[0]);
