@@ -290,14 +290,15 @@ fi
 # cost of the read-back the floor leaves out and flashd keeps, so the full
 # install's target can be set against floor + read-back.
 run_readback() {
-	local r t0 t1 rc=0 times="" blocks=$(( (size + ES - 1) / ES ))
+	local r t0 t1 rc=0 times="" how="nanddump -l IMAGE"
+	local cmd=(nanddump -q -l "$size" -f /dev/null "$DEV_B")
+	if [ "$TYPE" != nand ] || [ $UBI = 1 ]; then
+		how="dd of the image's blocks"
+		cmd=(dd if="$DEV_B" of=/dev/null bs="$ES" count=$(( (size + ES - 1) / ES )))
+	fi
 	for r in $(seq $REPS); do
 		t0=$(now)
-		if [ "$TYPE" = nand ] && [ $UBI = 0 ]; then
-			bounded nanddump -q -l "$size" -f /dev/null "$DEV_B" >$tmp/readback.log 2>&1
-		else
-			bounded dd if="$DEV_B" of=/dev/null bs="$ES" count="$blocks" >$tmp/readback.log 2>&1
-		fi
+		bounded "${cmd[@]}" >$tmp/readback.log 2>&1
 		rc=$?
 		t1=$(now)
 		[ $rc = 0 ] || break
@@ -306,8 +307,7 @@ run_readback() {
 	if [ $rc != 0 ]; then
 		emit kind=readback error="$(why $rc): $(tail -c 300 $tmp/readback.log)"
 	else
-		emit kind=readback seconds="$(median $times)" runs="${times# }" \
-			how="$(if [ "$TYPE" = nand ] && [ $UBI = 0 ]; then echo "nanddump -l IMAGE"; else echo "dd of the image's blocks"; fi)"
+		emit kind=readback seconds="$(median $times)" runs="${times# }" how="$how"
 	fi
 }
 run_floor() {
