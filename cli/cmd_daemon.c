@@ -261,6 +261,35 @@ static void print_status(struct json_object *st)
 	}
 }
 
+/* Every string of o made printable (util_printable), for the human
+ * output: the daemon's replies carry what servers and bundles said (JSON
+ * output escapes them itself). */
+static void printable_json(struct json_object *o)
+{
+	char shown[1024];
+
+	switch (json_object_get_type(o)) {
+	case json_type_string:
+		util_printable(json_object_get_string(o), shown, sizeof(shown));
+		if (strcmp(shown, json_object_get_string(o)))
+			json_object_set_string(o, shown);
+		break;
+	case json_type_object: {
+		json_object_object_foreach(o, k, v) {
+			(void)k;
+			printable_json(v);
+		}
+		break;
+	}
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			printable_json(json_object_array_get_idx(o, i));
+		break;
+	default:
+		break;
+	}
+}
+
 /* A call without parameters: [--socket PATH], then the answer as JSON or
  * through print. what names the call in an error. */
 static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *method,
@@ -279,10 +308,12 @@ static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *m
 	r = client_call_simple(c, method, NULL, &res);
 	if (r < 0)
 		return cli_call_failed(ctx, c, r, what);
-	if (ctx->json)
+	if (ctx->json) {
 		cli_print_json(json_object_get(res));
-	else
+	} else {
+		printable_json(res);
 		print(res);
+	}
 	return CLI_EXIT_OK;
 }
 
@@ -369,6 +400,7 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 	}
 	if (ui->ctx->quiet)
 		return 0;
+	printable_json(params);
 	draw_bar(ui, params);
 	if (!continues) {
 		if (ui->tty)

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "flashctl.h"
+#include "util.h"
 
 static const struct cli_cmd top_cmds[] = {
 	{ "status", "[--socket PATH]", "board, slots, last install, overlay and flash health",
@@ -36,13 +37,15 @@ static const struct cli_cmd top_cmds[] = {
 
 void cli_error(struct cli_ctx *ctx, const char *fmt, ...)
 {
+	char msg[2048], shown[2048];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", ctx && ctx->prog ? ctx->prog : "flashctl");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* messages carry the daemon's, a server's or a file's words */
+	fprintf(stderr, "%s: %s\n", ctx && ctx->prog ? ctx->prog : "flashctl",
+		util_printable(msg, shown, sizeof(shown)));
 }
 
 void cli_print_json(struct json_object *j)

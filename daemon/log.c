@@ -5,6 +5,7 @@
 #include <systemd/sd-journal.h>
 
 #include "log.h"
+#include "util.h"
 
 static bool log_journal;
 static int log_max = LOG_INFO;
@@ -28,17 +29,19 @@ void log_set_max_level(int level)
 
 void log_msg(int level, const char *fmt, ...)
 {
+	char msg[2048], shown[2048];
 	va_list ap;
 
 	if (level > log_max)
 		return;
 	va_start(ap, fmt);
-	if (log_journal) {
-		sd_journal_printv(level, fmt, ap);
-	} else {
-		fprintf(stderr, "flashd[%s]: ", log_prefix[level & 7]);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* a message may carry what a server, a bundle or a file said: no
+	 * escape codes into a terminal, no forged lines into the journal */
+	util_printable(msg, shown, sizeof(shown));
+	if (log_journal)
+		sd_journal_print(level, "%s", shown);
+	else
+		fprintf(stderr, "flashd[%s]: %s\n", log_prefix[level & 7], shown);
 }

@@ -48,6 +48,12 @@ int util_log2_exact(uint64_t v);
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes). */
 void util_hex(const uint8_t *p, size_t n, char *out);
+/* s made safe for a terminal and a log line, into buf (truncated to len):
+ * control characters (C0, DEL, C1) and bytes that are not valid UTF-8
+ * become "\xNN" (so applying it twice changes nothing more). For every
+ * string a server, a bundle or a file provides before it is printed or
+ * logged. NULL is "". Returns buf. */
+const char *util_printable(const char *s, char *buf, size_t len);
 
 /* True when every byte of buf equals c. */
 bool util_mem_is(const void *buf, int c, size_t len);

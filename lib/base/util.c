@@ -268,3 +268,46 @@ int util_lower_priority(int steps)
 		return -errno;
 	return 0;
 }
+
+/* The length of the UTF-8 sequence at p (at most n bytes) when it is a
+ * valid one that encodes no control character (C1: U+0080..U+009F), else 0. */
+static size_t utf8_printable(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] >= 0xf0 && p[0] < 0xf5 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+
+	if (!len || len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((len == 2 && p[0] == 0xc2 && p[1] < 0xa0) || (len == 3 && p[0] == 0xe0 && p[1] < 0xa0) ||
+	    (len == 4 && p[0] == 0xf0 && p[1] < 0x90) || (len == 4 && p[0] == 0xf4 && p[1] >= 0x90))
+		return 0; /* C1 controls, overlong forms, beyond U+10FFFF */
+	return len;
+}
+
+const char *util_printable(const char *s, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t o = 0, n = strlen((const char *)p), u;
+
+	if (!len)
+		return buf;
+	for (size_t i = 0; i < n && o + 1 < len; i += u ? u : 1) {
+		u = p[i] >= 0x80 ? utf8_printable(p + i, n - i) : 0;
+		if (u && o + u < len) {
+			memcpy(buf + o, p + i, u);
+			o += u;
+		} else if (u) {
+			break;
+		} else if (p[i] >= 0x20 && p[i] < 0x7f) {
+			buf[o++] = p[i];
+		} else if (o + 4 < len) {
+			o += snprintf(buf + o, len - o, "\\x%02x", p[i]);
+		} else {
+			break;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}

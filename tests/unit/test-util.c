@@ -288,3 +288,23 @@ TEST(test_small_helpers)
 	assert_int_equal(util_snprintf(b, sizeof(b), "%s", "abcdef"), 6);
 	assert_string_equal(b, "abc");
 }
+
+/* Issue 32.6: what a server sends is printed without its escape codes */
+TEST(test_printable)
+{
+	char buf[64];
+
+	assert_string_equal(util_printable("plain ascii", buf, sizeof(buf)), "plain ascii");
+	assert_string_equal(util_printable("\x1b[2J\x07x", buf, sizeof(buf)), "\\x1b[2J\\x07x");
+	assert_string_equal(util_printable("a\nb\x7f", buf, sizeof(buf)), "a\\x0ab\\x7f");
+	/* twice is once: a message printable at its source passes unchanged */
+	assert_string_equal(util_printable("\\x1b", buf, sizeof(buf)), "\\x1b");
+	/* UTF-8 kept; C1 controls (U+009B, CSI), stray and overlong bytes escaped */
+	assert_string_equal(util_printable("gr\xc3\xbc\xc3\x9f", buf, sizeof(buf)), "gr\xc3\xbc\xc3\x9f");
+	assert_string_equal(util_printable("\xc2\x9b" "2J", buf, sizeof(buf)), "\\xc2\\x9b2J");
+	assert_string_equal(util_printable("\x9b\xc0\xaf", buf, sizeof(buf)), "\\x9b\\xc0\\xaf");
+	assert_string_equal(util_printable(NULL, buf, sizeof(buf)), "");
+	/* truncated, never an escape cut in half */
+	assert_string_equal(util_printable("ab\x1b", buf, 6), "ab");
+	assert_string_equal(util_printable("abcdefgh", buf, 4), "abc");
+}
