@@ -19,6 +19,8 @@ enum conf_kind {
 	CONF_SECONDS,
 	CONF_COUNT,       /* 0..1000 */
 	CONF_MSEC,        /* 1..600000 */
+	CONF_SECONDS0,    /* 0 (none) .. 7 days */
+	CONF_RATE,        /* bytes per second, 0 (none) .. 1 GiB */
 	CONF_LIST,        /* repeatable: each line adds one */
 	_CONF_KIND_MAX,
 };
@@ -50,7 +52,13 @@ static const struct conf_key {
 	{ "network", "stall-timeout", CONF_SECONDS, offsetof(struct conf, stall_timeout) },
 	{ "network", "retries", CONF_COUNT, offsetof(struct conf, retries) },
 	{ "network", "retry-delay", CONF_MSEC, offsetof(struct conf, retry_delay_ms) },
-	{ "network", "redirect-other-host", CONF_BOOL, offsetof(struct conf, redirect_other_host) },
+	{ "network", "netrc-file", CONF_STRING, offsetof(struct conf, netrc_file) },
+	{ "network", "min-rate", CONF_RATE, offsetof(struct conf, min_rate) },
+	{ "network", "min-rate-time", CONF_SECONDS, offsetof(struct conf, min_rate_time) },
+	{ "network", "download-deadline", CONF_SECONDS0, offsetof(struct conf, deadline) },
+	{ "network", "redirect-other-origin", CONF_BOOL, offsetof(struct conf, redirect_other_origin) },
+	/* its former name: now followed without credentials and headers too */
+	{ "network", "redirect-other-host", CONF_BOOL, offsetof(struct conf, redirect_other_origin) },
 };
 
 /* the sections of conf_keys, in the order flashd.conf(5) lists them */
@@ -63,6 +71,8 @@ static const struct {
 	[CONF_SECONDS] = { 1, 86400, "a number of seconds" },
 	[CONF_COUNT] = { 0, 1000, "a count" },
 	[CONF_MSEC] = { 1, 600000, "a number of milliseconds" },
+	[CONF_SECONDS0] = { 0, 7 * 86400, "a number of seconds (0: none)" },
+	[CONF_RATE] = { 0, 1 << 30, "a number of bytes per second (0: none)" },
 };
 
 static const struct {
@@ -104,6 +114,9 @@ int conf_new(struct conf **ret)
 	c->stall_timeout = 60;
 	c->retries = 5;
 	c->retry_delay_ms = 1000;
+	c->min_rate = 1024;
+	c->min_rate_time = 60;
+	c->deadline = 6 * 3600;
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -123,6 +136,7 @@ void conf_free(struct conf *c)
 	free(c->ca_file);
 	free(c->client_cert);
 	free(c->client_key);
+	free(c->netrc_file);
 	for (char **h = c->headers; h && *h; h++)
 		free(*h);
 	free(c->headers);
@@ -191,6 +205,8 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 	case CONF_SECONDS:
 	case CONF_COUNT:
 	case CONF_MSEC:
+	case CONF_SECONDS0:
+	case CONF_RATE:
 		return set_number(k, field, value, err);
 	case _CONF_KIND_MAX:
 		break;

@@ -130,7 +130,11 @@ static void network_conf(const struct conf *c, volatile int *cancel,
 		.stall_timeout = c->stall_timeout,
 		.retries = c->retries,
 		.retry_delay_ms = c->retry_delay_ms,
-		.redirect_other_host = c->redirect_other_host,
+		.netrc_file = c->netrc_file,
+		.min_rate = c->min_rate,
+		.min_rate_time = c->min_rate_time,
+		.deadline = c->deadline,
+		.redirect_other_origin = c->redirect_other_origin,
 		.cancel = cancel,
 	};
 }

@@ -28,7 +28,11 @@ struct conf {
 	uint32_t stall_timeout;   /* stall-timeout= seconds without a byte */
 	uint32_t retries;         /* retries= after a transient error, without progress */
 	uint32_t retry_delay_ms;  /* retry-delay= ms before the first retry (doubled after) */
-	bool redirect_other_host; /* redirect-other-host= follow redirects to other hosts */
+	char *netrc_file;         /* netrc-file= credentials per host, for the URL's origin */
+	uint32_t min_rate;        /* min-rate= bytes/s over min-rate-time, else it fails; 0: none */
+	uint32_t min_rate_time;   /* min-rate-time= seconds */
+	uint32_t deadline;        /* download-deadline= seconds for a download; 0: none */
+	bool redirect_other_origin; /* redirect-other-origin= follow, without credentials */
 };
 
 #define CONF_DEFAULT_PATH SYSCONFDIR "/flashd/flashd.conf"

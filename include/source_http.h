@@ -6,9 +6,14 @@
  * file). A transfer that breaks (dropped connection, 5xx, no byte for
  * stall_timeout seconds) is retried with backoff and resumed with
  * "Range: bytes=N-" and "If-Range: <ETag or Last-Modified>", so a bundle
- * that changed on the server is never spliced. Only http and https,
- * also for redirects; a redirect to another host (or from https to http)
- * is refused unless redirect_other_host. */
+ * that changed on the server is never spliced. Only http and https.
+ *
+ * Redirects are followed one hop at a time, each judged from libcurl's own
+ * parse of it (CURLINFO_REDIRECT_URL): the URL's credentials, the netrc
+ * file's and the configured headers go to the URL's origin (scheme, host,
+ * port) only. A redirect to another origin is refused unless
+ * redirect_other_origin, which follows it without them; from https to http
+ * never. */
 #pragma once
 #include <stdbool.h>
 #include "source.h"
@@ -18,11 +23,15 @@ struct source_http_conf {
 	const char *client_cert;    /* PEM, NULL: none */
 	const char *client_key;     /* PEM, NULL: in client_cert */
 	char *const *headers;       /* "Name: value" lines, NULL-terminated; may be NULL */
+	const char *netrc_file;     /* credentials per host, for the URL's origin; NULL: none */
 	unsigned connect_timeout;   /* seconds; 0: 30 */
 	unsigned stall_timeout;     /* seconds without a byte; 0: 60 */
 	unsigned retries;           /* attempts after a transient error without progress */
 	unsigned retry_delay_ms;    /* first backoff, doubled each time; 0: 1000 */
-	bool redirect_other_host;
+	unsigned min_rate;          /* bytes/s: slower over min_rate_time fails; 0: no minimum */
+	unsigned min_rate_time;     /* seconds spent waiting for the network; 0: 60 */
+	unsigned deadline;          /* seconds for the whole download; 0: none */
+	bool redirect_other_origin; /* follow, without credentials and headers */
 	volatile int *cancel;       /* polled every 200 ms while waiting; may be NULL */
 };
 

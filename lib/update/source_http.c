@@ -18,7 +18,20 @@
  * request needs 206 with a Content-Range starting where we asked; the
  * ETag (strong) or Last-Modified and the size must be those of the first
  * response, and ranged requests carry If-Range with it, so a bundle
- * replaced on the server fails (-ESTALE) instead of being spliced. */
+ * replaced on the server fails (-ESTALE) instead of being spliced.
+ *
+ * Redirects: libcurl does not follow them (a server may send two Location
+ * headers, or one longer than a header line we would keep: what counts is
+ * what libcurl itself would follow). At the end of a 3xx response we take
+ * CURLINFO_REDIRECT_URL, compare its origin (scheme, host, port, parsed by
+ * libcurl's URL API) with the URL's, and send the next hop ourselves: with
+ * the credentials and configured headers to the URL's origin, without
+ * them elsewhere (when allowed at all).
+ *
+ * Time: a transfer that moves no byte for stall_timeout is retried; one
+ * slower than min_rate over min_rate_time of waiting for the network (a
+ * drip that would keep an install running for days), or a download not
+ * done by its deadline, fails. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -47,16 +60,23 @@
 #define HTTP_FIRST_RANGE (16 * 1024)
 #define HTTP_OPEN_FROM (1024 * 1024)
 #define HTTP_MAX_REDIRS 5
+#define HTTP_REDIRECT_BODY_MAX (64 * 1024) /* dropped; more is a hostile server */
 #define HTTP_BACKOFF_MAX_MS 30000
 #define HTTP_RETRY_FACTOR 20
 #define HTTP_POLL_MS 200
+/* libcurl itself refuses a header line longer than CURL_MAX_HTTP_HEADER
+ * (as "Out of memory"); we refuse a response header larger than this */
+#define HTTP_HEADER_MAX (64 * 1024)
 
 struct http {
 	struct source s;
-	char *url;
+	char *url;                 /* without its user:password@ */
+	char *user, *password;     /* of the URL: for its origin only */
 	char shown[512];           /* url for messages: no credentials, no query */
-	char host[256];            /* of url: redirects elsewhere are refused */
-	bool https;
+	char origin[300];          /* scheme://host:port of url */
+	char hop_origin[300];      /* of the current request (after redirects) */
+	unsigned hops;             /* redirects followed by the current request */
+	bool foreign;              /* the current request goes to another origin */
 	const struct source_http_conf *conf;
 	CURLM *multi;
 	CURL *easy;
@@ -76,7 +96,12 @@ struct http {
 	bool checked;              /* its headers passed check_response() */
 	bool has_crange;
 	uint64_t crange_start, crange_total, clen;
-	char etag[256], lastmod[128], location[1024];
+	char etag[256], lastmod[128];
+	bool redirect;             /* a 3xx: its body is dropped, then the next hop */
+	size_t header_bytes, redirect_body;
+	/* min_rate: time spent waiting for the network in this window, and
+	 * received at its start; the deadline (CLOCK_MONOTONIC, ms; 0: none) */
+	uint64_t win_ms, win_bytes, deadline_ms;
 	/* why a callback stopped the transfer */
 	int cb_r;
 	bool cb_transient;
@@ -168,48 +193,54 @@ static size_t cb_fail(struct http *h, int r, bool transient, const char *fmt, ..
 	return 0; /* stops the transfer (CURLE_WRITE_ERROR) */
 }
 
-/* host and scheme of url (relative to base when not NULL) */
-static int url_host(const char *base, const char *url, char *host, size_t len, bool *https)
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char *url_part(CURLU *u, CURLUPart what, unsigned flags)
+{
+	char *v = NULL;
+
+	return curl_url_get(u, what, &v, flags) == CURLUE_OK ? v : NULL;
+}
+
+/* libcurl's parse of url: "scheme://host:port" (the port always written)
+ * into origin; with ret_url, url without user:password@ (strdup()ed) and
+ * with ret_user/ret_password its credentials, decoded (NULL: none). */
+static int url_split(const char *url, char *origin, size_t len, char **ret_url, char **ret_user,
+		     char **ret_password)
 {
 	CURLU *u = curl_url();
-	char *h = NULL, *scheme = NULL;
+	char *scheme = NULL, *host = NULL, *port = NULL, *bare = NULL;
 	int r = -EINVAL;
 
 	if (!u)
 		return -ENOMEM;
-	if ((!base || curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK) &&
-	    curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK) {
-		snprintf(host, len, "%s", h);
-		*https = !strcasecmp(scheme, "https");
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    (scheme = url_part(u, CURLUPART_SCHEME, 0)) &&
+	    (host = url_part(u, CURLUPART_HOST, 0)) &&
+	    (port = url_part(u, CURLUPART_PORT, CURLU_DEFAULT_PORT))) {
+		snprintf(origin, len, "%s://%s:%s", scheme, host, port);
+		if (ret_user)
+			*ret_user = url_part(u, CURLUPART_USER, CURLU_URLDECODE);
+		if (ret_password)
+			*ret_password = url_part(u, CURLUPART_PASSWORD, CURLU_URLDECODE);
 		r = 0;
+		if (ret_url && (curl_url_set(u, CURLUPART_USER, NULL, 0) != CURLUE_OK ||
+				curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK ||
+				!(bare = url_part(u, CURLUPART_URL, 0)) || !(*ret_url = strdup(bare))))
+			r = -ENOMEM;
 	}
-	curl_free(h);
 	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(bare);
 	curl_url_cleanup(u);
 	return r;
-}
-
-static size_t check_redirect(struct http *h)
-{
-	char *eff = NULL, host[256], shown[512];
-	bool https;
-
-	if (curl_easy_getinfo(h->easy, CURLINFO_EFFECTIVE_URL, &eff) != CURLE_OK || !eff ||
-	    url_host(eff, h->location, host, sizeof(host), &https) < 0)
-		return cb_fail(h, -EPERM, false, "unusable redirect to '%s'",
-			       source_http_redact(h->location, shown, sizeof(shown)));
-	if (h->conf->redirect_other_host)
-		return 1;
-	if (strcasecmp(host, h->host))
-		return cb_fail(h, -EPERM, false, "redirected to '%s' on another host (%s): refused "
-			       "([network] redirect-other-host=yes allows it)",
-			       source_http_redact(h->location, shown, sizeof(shown)), host);
-	if (h->https && !https)
-		return cb_fail(h, -EPERM, false, "redirected from https to http ('%s'): refused",
-			       source_http_redact(h->location, shown, sizeof(shown)));
-	return 1;
 }
 
 static const char *response_validator(const struct http *h)
@@ -258,8 +289,10 @@ static size_t check_response(struct http *h)
 	} else if (v[0] && strcmp(v, h->validator)) {
 		/* (a response without one is covered by If-Range: a server that
 		 * honours it answers 200 for a changed file) */
+		char now[256], was[256];
 		return cb_fail(h, -ESTALE, false, "the bundle changed on the server (validator "
-			       "'%s', was '%s')", v, h->validator);
+			       "'%s', was '%s')", util_printable(v, now, sizeof(now)),
+			       util_printable(h->validator, was, sizeof(was)));
 	}
 	if (total && h->s.size && total != h->s.size)
 		return cb_fail(h, -ESTALE, false, "the bundle changed on the server (%" PRIu64
@@ -281,8 +314,6 @@ static void parse_header(struct http *h, const char *name, const char *v)
 		header_value(h->etag, sizeof(h->etag), v);
 	} else if (!strcasecmp(name, "last-modified")) {
 		header_value(h->lastmod, sizeof(h->lastmod), v);
-	} else if (!strcasecmp(name, "location")) {
-		header_value(h->location, sizeof(h->location), v);
 	} else if (!strcasecmp(name, "content-length")) {
 		h->clen = strtoull(v, NULL, 10);
 	} else if (!strcasecmp(name, "content-range")) {
@@ -299,6 +330,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 	size_t len = size * n, l;
 	char line[1400], *colon, *v;
 
+	h->header_bytes += len;
+	if (h->header_bytes > HTTP_HEADER_MAX)
+		return cb_fail(h, -EMSGSIZE, false, "the response header from %s exceeds %u bytes",
+			       h->hop_origin, HTTP_HEADER_MAX);
 	l = MIN(len, sizeof(line) - 1);
 	memcpy(line, p, l);
 	while (l && (line[l - 1] == '\n' || line[l - 1] == '\r'))
@@ -307,17 +342,18 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 	if (!strncmp(line, "HTTP/", 5)) {
 		v = strchr(line, ' ');
 		h->status = v ? strtol(v + 1, NULL, 10) : 0;
-		h->has_crange = false;
-		h->clen = 0;
-		h->etag[0] = h->lastmod[0] = h->location[0] = 0;
+		h->has_crange = h->redirect = false;
+		h->clen = h->redirect_body = 0;
+		h->header_bytes = len;
+		h->etag[0] = h->lastmod[0] = 0;
 		return len;
 	}
 	if (!line[0]) {
 		if (h->status < 200)
 			return len;
-		if (h->status >= 300 && h->status < 400 && h->location[0])
-			return check_redirect(h) ? len : 0;
-		return check_response(h) ? len : 0;
+		/* the next hop is judged once libcurl has parsed all of it */
+		h->redirect = h->status >= 300 && h->status < 400;
+		return h->redirect || check_response(h) ? len : 0;
 	}
 	colon = strchr(line, ':');
 	if (!colon)
@@ -334,6 +370,12 @@ static size_t on_write(char *p, size_t size, size_t n, void *userdata)
 	struct http *h = userdata;
 	size_t len = size * n;
 
+	if (h->redirect) {
+		h->redirect_body += len;
+		return h->redirect_body <= HTTP_REDIRECT_BODY_MAX ? len :
+		       cb_fail(h, -EMSGSIZE, false, "a redirect from %s with a body of more than "
+			       "%u bytes", h->hop_origin, HTTP_REDIRECT_BODY_MAX);
+	}
 	if (!h->checked)
 		return cb_fail(h, -EREMOTEIO, false, "a body without a checked response");
 	if (h->end && h->bufpos + avail(h) + len > h->end)
@@ -385,31 +427,38 @@ static int http_error(struct http *h, int r, struct error *err, const char *fmt,
 	return error_set(err, r, "%s: %s", h->shown, msg);
 }
 
-static int start_transfer(struct http *h, uint64_t start, uint64_t end, struct error *err)
+/* One hop of the current request: url with the credentials, the netrc
+ * file and the configured headers when it is on the URL's origin, with
+ * none of them elsewhere. The range stays that of the request. */
+static int send_hop(struct http *h, const char *url, bool foreign, struct error *err)
 {
-	char range[48], ifrange[300];
+	const struct source_http_conf *c = h->conf;
+	char ifrange[300];
 	struct curl_slist *l = NULL;
 
-	stop_transfer(h);
-	for (char *const *hd = h->conf->headers; hd && *hd; hd++)
+	if (h->active)
+		curl_multi_remove_handle(h->multi, h->easy);
+	h->active = h->finished = h->paused = false;
+	for (char *const *hd = c->headers; !foreign && hd && *hd; hd++)
 		if (!(l = curl_slist_append(l, *hd)))
 			goto oom;
-	if ((start || end) && h->validator[0]) {
+	if ((h->start || h->end) && h->validator[0]) {
 		snprintf(ifrange, sizeof(ifrange), "If-Range: %s", h->validator);
 		if (!(l = curl_slist_append(l, ifrange)))
 			goto oom;
 	}
 	curl_slist_free_all(h->hdrs);
 	h->hdrs = l;
-	if (end)
-		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, start, end - 1);
-	else
-		snprintf(range, sizeof(range), "%" PRIu64 "-", start);
-	curl_easy_setopt(h->easy, CURLOPT_RANGE, start || end ? range : NULL);
+	h->foreign = foreign;
+	curl_easy_setopt(h->easy, CURLOPT_URL, url);
 	curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, h->hdrs);
-	h->start = h->bufpos = start;
-	h->end = end;
-	h->checked = false;
+	curl_easy_setopt(h->easy, CURLOPT_USERNAME, foreign ? NULL : h->user);
+	curl_easy_setopt(h->easy, CURLOPT_PASSWORD, foreign ? NULL : h->password);
+	curl_easy_setopt(h->easy, CURLOPT_NETRC_FILE, c->netrc_file);
+	curl_easy_setopt(h->easy, CURLOPT_NETRC, (long)(c->netrc_file && !foreign ?
+						      CURL_NETRC_OPTIONAL : CURL_NETRC_IGNORED));
+	h->bufpos = h->start;
+	h->checked = h->redirect = false;
 	h->status = 0;
 	h->cb_r = 0;
 	h->errbuf[0] = 0;
@@ -422,6 +471,54 @@ static int start_transfer(struct http *h, uint64_t start, uint64_t end, struct e
 oom:
 	curl_slist_free_all(l);
 	return http_error(h, -ENOMEM, err, "out of memory");
+}
+
+static int start_transfer(struct http *h, uint64_t start, uint64_t end, struct error *err)
+{
+	char range[48];
+
+	stop_transfer(h);
+	if (end)
+		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, start, end - 1);
+	else
+		snprintf(range, sizeof(range), "%" PRIu64 "-", start);
+	curl_easy_setopt(h->easy, CURLOPT_RANGE, start || end ? range : NULL);
+	h->start = start;
+	h->end = end;
+	h->hops = 0;
+	snprintf(h->hop_origin, sizeof(h->hop_origin), "%s", h->origin);
+	return send_hop(h, h->url, false, err);
+}
+
+/* The end of a 3xx response: the next hop, to where libcurl says, if its
+ * origin may be asked at all. */
+static int follow_redirect(struct http *h, struct error *err)
+{
+	char *to = NULL, origin[300];
+	_cleanup_free_ char *bare = NULL;
+	bool foreign;
+	int r;
+
+	if (curl_easy_getinfo(h->easy, CURLINFO_REDIRECT_URL, &to) != CURLE_OK || !to)
+		return http_error(h, -EREMOTEIO, err, "HTTP status %ld from %s without a usable "
+				  "Location", h->status, h->hop_origin);
+	if (++h->hops > HTTP_MAX_REDIRS)
+		return http_error(h, -ELOOP, err, "more than %d redirects", HTTP_MAX_REDIRS);
+	r = url_split(to, origin, sizeof(origin), &bare, NULL, NULL);
+	if (r < 0)
+		return http_error(h, r == -ENOMEM ? r : -EPERM, err, "redirected from %s to an "
+				  "unusable URL", h->hop_origin);
+	foreign = strcmp(origin, h->origin);
+	if (foreign && !strncmp(h->origin, "https:", 6) && strncmp(origin, "https:", 6))
+		return http_error(h, -EPERM, err, "redirected from %s to %s: from https to http, "
+				  "refused", h->hop_origin, origin);
+	if (foreign && !h->conf->redirect_other_origin)
+		return http_error(h, -EPERM, err, "redirected from %s to %s, another origin: refused "
+				  "([network] redirect-other-origin=yes follows it, without "
+				  "credentials and header= lines)", h->hop_origin, origin);
+	snprintf(h->hop_origin, sizeof(h->hop_origin), "%s", origin);
+	/* the Location's own user:password@ is not sent either: bare */
+	return send_hop(h, bare, foreign, err);
 }
 
 /* libcurl's answers: the errno we report and whether trying again may help */
@@ -444,7 +541,6 @@ static const struct {
 	{ CURLE_SSL_CACERT_BADFILE, -ECOMM, false },
 	{ CURLE_SSL_CERTPROBLEM, -ECOMM, false },
 	{ CURLE_SSL_CONNECT_ERROR, -ECOMM, false },
-	{ CURLE_TOO_MANY_REDIRECTS, -ELOOP, false },
 	{ CURLE_UNSUPPORTED_PROTOCOL, -EPROTONOSUPPORT, false },
 	{ CURLE_OUT_OF_MEMORY, -ENOMEM, false },
 };
@@ -469,6 +565,10 @@ static int transfer_result(struct http *h, bool *transient, struct error *err)
 					  " of %" PRIu64, h->bufpos, want);
 		return 0;
 	}
+	if (h->result == CURLE_OUT_OF_MEMORY && h->status && !h->checked && !h->redirect)
+		/* libcurl's name for a header line it will not hold */
+		return http_error(h, -EMSGSIZE, err, "the response header from %s exceeds %u bytes",
+				  h->hop_origin, CURL_MAX_HTTP_HEADER);
 	for (size_t i = 0; i < ELEMENTSOF(curl_errors); i++)
 		if (curl_errors[i].code == h->result) {
 			*transient = curl_errors[i].transient;
@@ -495,6 +595,8 @@ static int backoff(struct http *h)
 	for (ms = MIN(ms, HTTP_BACKOFF_MAX_MS); ms; ms -= MIN(ms, 100u)) {
 		if (cancelled(h))
 			return -ECANCELED;
+		if (h->deadline_ms && now_ms() >= h->deadline_ms)
+			return 0; /* the next pump() says so */
 		nanosleep(&slice, NULL);
 	}
 	return 0;
@@ -526,11 +628,43 @@ static int retry(struct http *h, int r, struct error *err)
 	return start_transfer(h, pos, h->end, err);
 }
 
+/* min_rate, counted over the time spent here, waiting for the network:
+ * not while the engine writes (a full buffer pauses the transfer) nor
+ * during a retry's backoff */
+static int check_rate(struct http *h, uint64_t waited_ms, struct error *err)
+{
+	const struct source_http_conf *c = h->conf;
+	uint64_t window = (c->min_rate_time ? c->min_rate_time : 60) * 1000ULL, got;
+
+	if (!c->min_rate)
+		return 0;
+	h->win_ms += waited_ms;
+	if (h->win_ms < window)
+		return 0;
+	got = source_http_received(&h->s) - h->win_bytes;
+	if (got * 1000 < (uint64_t)c->min_rate * h->win_ms)
+		return http_error(h, -ETIMEDOUT, err, "slower than %u bytes/s over %" PRIu64 " s "
+				  "(%" PRIu64 " bytes; [network] min-rate=, min-rate-time=)",
+				  c->min_rate, h->win_ms / 1000, got);
+	h->win_ms = 0;
+	h->win_bytes += got;
+	return 0;
+}
+
+static int check_deadline(struct http *h, struct error *err)
+{
+	if (!h->deadline_ms || now_ms() < h->deadline_ms)
+		return 0;
+	return http_error(h, -ETIMEDOUT, err, "not done after %u s (download-deadline=%u)",
+			  h->conf->deadline, h->conf->deadline);
+}
+
 static int pump(struct http *h, struct error *err)
 {
 	CURLMcode mc;
 	CURLMsg *msg;
-	int running, left;
+	int running, left, r;
+	uint64_t t0 = now_ms();
 
 	mc = curl_multi_perform(h->multi, &running);
 	if (mc != CURLM_OK)
@@ -545,7 +679,8 @@ static int pump(struct http *h, struct error *err)
 		if (mc != CURLM_OK)
 			return http_error(h, -EIO, err, "%s", curl_multi_strerror(mc));
 	}
-	return 0;
+	r = check_rate(h, now_ms() - t0, err);
+	return r < 0 ? r : check_deadline(h, err);
 }
 
 /* Bytes buffered at bufpos (> 0), 0 when the transfer delivered all it
@@ -560,6 +695,12 @@ static ssize_t fill(struct http *h, struct error *err)
 		if (h->paused) {
 			h->paused = false;
 			curl_easy_pause(h->easy, CURLPAUSE_CONT);
+			continue;
+		}
+		if (h->finished && h->redirect && !h->cb_r && h->result == CURLE_OK) {
+			r = follow_redirect(h, err);
+			if (r < 0)
+				return r;
 			continue;
 		}
 		if (h->finished) {
@@ -716,6 +857,8 @@ static void http_free(struct source *s)
 	free(h->buf);
 	free(h->runs);
 	free(h->url);
+	curl_free(h->user);
+	curl_free(h->password);
 	free(h);
 }
 
@@ -733,11 +876,9 @@ static void setup_easy(struct http *h)
 	const struct source_http_conf *c = h->conf;
 	CURL *e = h->easy;
 
-	curl_easy_setopt(e, CURLOPT_URL, h->url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)HTTP_MAX_REDIRS);
+	/* each hop decided by follow_redirect() */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "flashd/" PACKAGE_VERSION);
@@ -775,16 +916,20 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 	if (r < 0)
 		return error_prefix(err, r, "%s", source_http_redact(url, shown, sizeof(shown)));
 	h = calloc(1, sizeof(*h));
-	if (!h || !(h->url = strdup(url)) || !(h->buf = malloc(HTTP_BUF_MAX)))
+	if (!h || !(h->buf = malloc(HTTP_BUF_MAX)))
 		goto oom;
 	h->s.ops = &http_ops;
 	h->conf = conf;
 	source_http_redact(url, h->shown, sizeof(h->shown));
-	if (url_host(NULL, url, h->host, sizeof(h->host), &h->https) < 0) {
-		r = error_set(err, -EINVAL, "%s: not a valid URL", h->shown);
+	r = url_split(url, h->origin, sizeof(h->origin), &h->url, &h->user, &h->password);
+	if (r < 0) {
+		r = r == -ENOMEM ? error_set(err, r, "%s: out of memory", h->shown) :
+		    error_set(err, -EINVAL, "%s: not a valid URL", h->shown);
 		http_free(&TAKE_PTR(h)->s);
 		return r;
 	}
+	if (conf->deadline)
+		h->deadline_ms = now_ms() + conf->deadline * 1000ULL;
 	h->multi = curl_multi_init();
 	h->easy = curl_easy_init();
 	if (!h->multi || !h->easy)

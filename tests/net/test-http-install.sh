@@ -4,7 +4,7 @@
 # daemon's environment, header= seen by the server, a server that requires
 # a client certificate (refused without client-cert=, served with it);
 # a server certificate from
-# an untrusted CA, a redirect to another host, a 404 and a server that
+# an untrusted CA, a redirect to another origin, a 404 and a server that
 # never answers fail cleanly, naming the URL, with nothing activated and
 # the booted slot untouched; file://, ftp:// are refused before anything
 # starts.
@@ -139,16 +139,23 @@ daemon_with "ca-file=$T/ca.pem" $FAST
 # ---- 404 names the status ----
 failed_install notfound "http://127.0.0.1:$HTTP_PORT/nope.bundle" "HTTP status 404"
 
-# ---- a redirect to another host is refused; on the same host followed ----
+# ---- a redirect to another origin (host, or port) is refused; followed
+# with redirect-other-origin=yes (tests/net/test-http-hostile.sh: what
+# the other origin receives) ----
 start_proxy --redirect "http://localhost:$HTTP_PORT/v1.bundle"
-failed_install redirect "http://127.0.0.1:$PROXY_PORT/v1.bundle" "another host"
+failed_install redirect "http://127.0.0.1:$PROXY_PORT/v1.bundle" "another origin"
 stop_proxy
 start_proxy --redirect "http://127.0.0.1:$HTTP_PORT/v1.bundle"
+failed_install redirect-port "http://127.0.0.1:$PROXY_PORT/v1.bundle" "another origin"
+# shellcheck disable=SC2086
+daemon_with "ca-file=$T/ca.pem" "redirect-other-origin=yes" $FAST
 fctl install "http://127.0.0.1:$PROXY_PORT/v1.bundle" > "$T/redir-same.out" 2>&1 ||
-	fail "a redirect to the same host was not followed: $(cat "$T/redir-same.out")"
-expect_installed "same-host redirect" 1.0
-ok "a redirect on the same host is followed"
+	fail "an allowed redirect to another port was not followed: $(cat "$T/redir-same.out")"
+expect_installed "allowed redirect" 1.0
+ok "a redirect to another port is followed with redirect-other-origin=yes"
 stop_proxy
+# shellcheck disable=SC2086
+daemon_with "ca-file=$T/ca.pem" $FAST
 reset_slots
 
 # ---- credentials and query tokens in a URL stay out of the log ----

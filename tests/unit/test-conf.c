@@ -47,7 +47,26 @@ TEST(test_defaults)
 	assert_null(c->headers);
 	assert_int_equal(c->retries, 5);
 	assert_int_equal(c->stall_timeout, 60);
-	assert_false(c->redirect_other_host);
+	assert_false(c->redirect_other_origin);
+	assert_null(c->netrc_file);
+	assert_int_equal(c->min_rate, 1024);
+	assert_int_equal(c->min_rate_time, 60);
+	assert_int_equal(c->deadline, 6 * 3600);
+}
+
+/* Issue 32.3-5: the network's new keys */
+TEST(test_load_network_limits)
+{
+	_cleanup_conf_ struct conf *c = NULL;
+	struct error err = {};
+
+	assert_int_equal(load("[network]\nmin-rate=4K\nmin-rate-time=2\ndownload-deadline=0\n"
+			      "netrc-file=/etc/flashd/netrc\nredirect-other-origin=yes\n", &c, &err), 0);
+	assert_int_equal(c->min_rate, 4096);
+	assert_int_equal(c->min_rate_time, 2);
+	assert_int_equal(c->deadline, 0);
+	assert_string_equal(c->netrc_file, "/etc/flashd/netrc");
+	assert_true(c->redirect_other_origin);
 }
 
 TEST(test_load_values)
@@ -75,7 +94,7 @@ TEST(test_load_values)
 	assert_int_equal(c->retries, 0);
 	assert_int_equal(c->retry_delay_ms, 250);
 	assert_int_equal(c->stall_timeout, 7);
-	assert_true(c->redirect_other_host);
+	assert_true(c->redirect_other_origin);
 }
 
 static void expect_error(const char *text, const char *msg)
