@@ -324,6 +324,8 @@ static int status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 
 /* ---- install ---- */
 
+#define URL_FILE_MAX 8192
+
 static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig)
@@ -446,14 +448,49 @@ static int open_bundle(struct cli_ctx *ctx, const char *file)
 	return TAKE_FD(fd);
 }
 
+/* --url-file FILE|-: the URL is the first line of FILE or of standard
+ * input, so that a user:password@ or a token in its query stays out of
+ * argv, which every local user reads in ps. */
+static int read_url_file(struct cli_ctx *ctx, const char *path, char **ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	int r = util_read_file(strcmp(path, "-") ? path : "/dev/stdin", URL_FILE_MAX, &buf, NULL);
+
+	if (r < 0) {
+		cli_error(ctx, "cannot read the URL from %s: %s", path,
+			  r == -EFBIG ? "more than 8 KiB" : strerror(-r));
+		return r;
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* A URL given in argv with credentials or a query (a signed URL's token):
+ * say where else it can come from. */
+static void warn_url_secrets(struct cli_ctx *ctx, const char *url)
+{
+	const char *auth = strstr(url, "://") + 3;
+	size_t len = strcspn(auth, "/?#");
+
+	if (memchr(auth, '@', len) || strchr(auth + len, '?'))
+		cli_error(ctx, "warning: every local user can read this URL's user:password@ or "
+			  "query in the process list while flashctl runs; give the URL with "
+			  "--url-file FILE (or - for standard input), or the credentials in "
+			  "flashd.conf's netrc-file=");
+}
+
 static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "slot", required_argument, NULL, 'S' },
 		{ "no-activate", no_argument, NULL, 'n' },
+		{ "url-file", required_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 },
 	};
+	_cleanup_free_ char *url = NULL;
+	const char *url_file = NULL;
 	_cleanup_(client_freep) struct client *c = NULL;
 	_cleanup_json_ struct json_object *params = json_object_new_object();
 	_cleanup_close_ int fd = -1;
@@ -471,15 +508,24 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 			json_object_object_add(params, "activate", json_object_new_boolean(false));
 			ui.no_activate = true;
 			break;
+		case 'u': url_file = optarg; break;
 		default: return CLI_EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (optind + !url_file != argc) {
 		cli_error(ctx, "install takes one bundle file, an http(s) URL, or - for standard "
-			  "input");
+			  "input; or --url-file FILE and nothing more");
 		return CLI_EXIT_USAGE;
 	}
-	file = argv[optind];
+	if (url_file && read_url_file(ctx, url_file, &url) < 0)
+		return CLI_EXIT_USAGE;
+	if (url_file && !source_http_is_url(url)) {
+		cli_error(ctx, "%s does not hold a URL", url_file);
+		return CLI_EXIT_USAGE;
+	}
+	file = url ? url : argv[optind];
+	if (!url && source_http_is_url(file))
+		warn_url_secrets(ctx, file);
 	if (source_http_is_url(file)) {
 		/* the daemon's worker downloads it, with the daemon's TLS settings */
 		if (source_http_check_url(file, &err) < 0) {

@@ -13,7 +13,7 @@
 static const struct cli_cmd top_cmds[] = {
 	{ "status", "[--socket PATH]", "board, slots, last install, overlay and flash health",
 	  cli_status, NULL },
-	{ "install", "[--socket PATH] [--slot X] [--no-activate] BUNDLE|URL|-",
+	{ "install", "[--socket PATH] [--slot X] [--no-activate] BUNDLE|URL|- or --url-file FILE|-",
 	  "install a bundle into the inactive slot, with progress; Ctrl-C cancels", cli_install,
 	  NULL },
 	{ "cancel", "[--socket PATH]", "cancel the running install (the slot stays marked bad)",

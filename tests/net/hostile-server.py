@@ -90,7 +90,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.record()
         a = self.server.args
-        kind, _, name = self.path.lstrip("/").partition("/")
+        kind, _, name = self.path.lstrip("/").partition("?")[0].partition("/")
         me = "http://127.0.0.1:%d" % a.port
         if kind == "file":
             self.serve(name)

@@ -11,7 +11,10 @@
 # - a 4 bytes/s drip ends by itself (min-rate, and download-deadline);
 # - terminal escape codes from the server (ETag, Location) never reach
 #   flashctl's output, flashctl status or the daemon's log raw;
-# - a 10 MB response header is named as such, not "Out of memory".
+# - a 10 MB response header is named as such, not "Out of memory";
+# - secrets stay out of argv: flashctl install --url-file FILE|-, and
+#   netrc-file= (to the URL's origin only); a URL with credentials in
+#   argv is installed with a warning.
 # HOSTILE_CASES="redirects drip" runs some of the cases only.
 . "$(dirname "$0")/../lib/sim-board.sh"
 . "$TEST_LIB/http.sh"
@@ -173,7 +176,51 @@ case_huge_header() {
 	ok "a 10 MB response header is named as such"
 }
 
-for c in ${HOSTILE_CASES:-redirects drip escapes huge_header}; do
+# ---- secrets out of argv: --url-file, netrc-file= (its credentials to
+# the URL's origin only), a warning for a URL with credentials in argv ----
+case_secrets() {
+	AUTH="Authorization: Basic $(printf 'flashd:s3cret' | base64)"
+	printf 'http://flashd:s3cret@127.0.0.1:%s/file/v1.bundle?token=t0k3n\n' "$HPORT" > "$T/url"
+	: > "$T/hostile.log"
+	fctl install --url-file "$T/url" > "$T/url-file.out" 2>&1 ||
+		fail "--url-file: $(cat "$T/url-file.out")"
+	grep -q "$AUTH" "$T/hostile.log" || fail "--url-file: no credentials sent: $(cat "$T/hostile.log")"
+	grep -q "token=t0k3n" "$T/hostile.log" || fail "--url-file: the query was lost"
+	grep -q "warning" "$T/url-file.out" && fail "--url-file: warned: $(cat "$T/url-file.out")"
+	reset_slots
+	fctl install --url-file - < "$T/url" > "$T/url-stdin.out" 2>&1 ||
+		fail "--url-file -: $(cat "$T/url-stdin.out")"
+	ok "--url-file FILE and -: the URL with its credentials and query, none of it in argv"
+	reset_slots
+	fctl install "http://flashd:s3cret@127.0.0.1:$HPORT/file/v1.bundle" > "$T/argv.out" 2>&1 ||
+		fail "a URL with credentials in argv: $(cat "$T/argv.out")"
+	grep -q "warning: every local user can read this URL" "$T/argv.out" ||
+		fail "no warning for credentials in argv: $(cat "$T/argv.out")"
+	ok "credentials in argv: installed, with a warning on stderr"
+	reset_slots
+	# netrc-file=: to the origin, not to another port of the same host
+	printf 'machine 127.0.0.1 login flashd password s3cret\n' > "$T/netrc"
+	chmod 600 "$T/netrc"
+	# shellcheck disable=SC2086
+	daemon_with "netrc-file=$T/netrc" "redirect-other-origin=yes" $FAST
+	: > "$T/hostile.log"
+	: > "$T/other.log"
+	fctl install "$ORIGIN/same-origin/v1.bundle" > "$T/netrc.out" 2>&1 ||
+		fail "netrc-file: $(cat "$T/netrc.out")"
+	grep "GET /file/v1.bundle" "$T/hostile.log" | grep -q "$AUTH" ||
+		fail "netrc-file: no credentials at the origin: $(cat "$T/hostile.log")"
+	reset_slots
+	fctl install "$ORIGIN/other-port/v1.bundle" > "$T/netrc-other.out" 2>&1 ||
+		fail "netrc-file, redirect to another port: $(cat "$T/netrc-other.out")"
+	grep -q "GET /file/v1.bundle" "$T/other.log" || fail "netrc-file: the other origin was not asked"
+	other_untouched "netrc-file= and a redirect to another port"
+	ok "netrc-file=: its credentials go to the URL's origin, not to another port"
+	reset_slots
+	# shellcheck disable=SC2086
+	daemon_with "header=$TOKEN" $FAST
+}
+
+for c in ${HOSTILE_CASES:-redirects drip escapes huge_header secrets}; do
 	"case_$c"
 done
 expect_daemon_ok "after the hostile server"
