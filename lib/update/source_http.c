@@ -76,7 +76,6 @@ struct http {
 	char origin[300];          /* scheme://host:port of url */
 	char hop_origin[300];      /* of the current request (after redirects) */
 	unsigned hops;             /* redirects followed by the current request */
-	bool foreign;              /* the current request goes to another origin */
 	const struct source_http_conf *conf;
 	CURLM *multi;
 	CURL *easy;
@@ -449,7 +448,6 @@ static int send_hop(struct http *h, const char *url, bool foreign, struct error 
 	}
 	curl_slist_free_all(h->hdrs);
 	h->hdrs = l;
-	h->foreign = foreign;
 	curl_easy_setopt(h->easy, CURLOPT_URL, url);
 	curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, h->hdrs);
 	curl_easy_setopt(h->easy, CURLOPT_USERNAME, foreign ? NULL : h->user);
