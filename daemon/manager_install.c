@@ -13,6 +13,7 @@
 
 #include "board.h"
 #include "cleanup_json.h"
+#include "flash.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "record.h"
@@ -161,6 +162,8 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	int r;
 
 	proto_server_close_fds_in_child(m->server);
+	/* not the event loop: a writer of the simulator may take longer */
+	flash_sim_set_lock_wait(MANAGER_SIM_LOCK_WAIT_WORKER_USEC);
 	/* the lock came with the fork; it is ours until we exit */
 	if (m->op.lock)
 		oplock_set_holder(m->op.lock, getpid(), "flashd install worker");
