@@ -64,11 +64,12 @@ open(f"{tmp}/closed-{uid}", "w").write(f"{closed}\n")
 PYEOF
 	BG_PIDS="$BG_PIDS $!"
 done
-all_held() {
+# every flooder wrote $T/x/WHAT-UID
+all_flooders() {
 	local u
-	for u in $FLOODERS; do [ -s "$T/x/held-$u" ] || return 1; done
+	for u in $FLOODERS; do [ -s "$T/x/$1-$u" ] || return 1; done
 }
-wait_for 60 all_held || fail "the flooders did not open their connections"
+wait_for 60 all_flooders held || fail "the flooders did not open their connections"
 total=0
 for u in $FLOODERS; do total=$((total + $(cat "$T/x/held-$u"))); done
 [ "$total" = 48 ] || fail "six uids hold $total connections, expected 6 x $PER_USER = 48 (the shared pool)"
@@ -100,11 +101,7 @@ check "a uid holding $PER_USER gets no ninth connection [$(head -c 200 "$T/extra
 	grep -q "Connection reset by peer" "$T/extra.out"
 
 touch "$T/x/stop"
-all_closed() {
-	local u
-	for u in $FLOODERS; do [ -s "$T/x/closed-$u" ] || return 1; done
-}
-wait_for 20 all_closed || fail "the flooders did not report"
+wait_for 20 all_flooders closed || fail "the flooders did not report"
 closed=0
 for u in $FLOODERS; do closed=$((closed + $(cat "$T/x/closed-$u"))); done
 check "exactly one flooder connection was closed for the seventh user (closed: $closed)" [ "$closed" = 1 ]
