@@ -23,7 +23,6 @@ LAYOUT=$FL
 TARGET=system
 FLASHD_DIR=$FW
 export FLASHD_SOCKET=$FW/flashd.sock
-REPLY_CHECK_FAIL=vm_fail   # the VM tests end without check_done
 
 FW_NANDSIM=$(jq -r .params <<<"$("$FLASHCTL" --json layout nandsim "$FL")") ||
 	vm_fail "flashctl layout nandsim $FL"
