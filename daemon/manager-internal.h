@@ -32,6 +32,12 @@
 
 #define MANAGER_OVERLAY_RESET_VAR SLOT_OVERLAY_RESET_VAR
 #define MANAGER_BOOT_STATE_FILE "/run/flashd/boot.json"
+/* How long an op on a sim: board waits for the simulator file's lock
+ * (nsim_set_lock_wait): the event loop 100 ms (a writer holds it for one
+ * op; a user who can open the file could hold it for ever), the install
+ * worker as long as the env lock (ENV_LOCK_TIMEOUT_MS) */
+#define MANAGER_SIM_LOCK_WAIT_LOOP_USEC (100 * 1000ULL)
+#define MANAGER_SIM_LOCK_WAIT_WORKER_USEC (ENV_LOCK_TIMEOUT_MS * 1000ULL)
 
 /* What the install worker tells the daemon: a record of fixed size on the
  * report pipe (worker.h), progress or, once, the end. Strings are

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "cleanup_json.h"
+#include "flash.h"
 #include "keyring.h"
 #include "log.h"
 #include "manager-internal.h"
@@ -133,6 +134,7 @@ int manager_new(struct conf *conf, struct manager **ret, struct error *err)
 	m->status.inotify_fd = -1;
 	/* env access on the event loop waits for the env lock 1 s at most */
 	env_set_lock(NULL, ENV_LOCK_TIMEOUT_LOOP_MS);
+	flash_sim_set_lock_wait(MANAGER_SIM_LOCK_WAIT_LOOP_USEC);
 	r = layout_load(conf->layout, &m->layout, err);
 	if (r < 0)
 		return error_prefix(err, r, "layout");

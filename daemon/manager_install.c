@@ -13,6 +13,7 @@
 
 #include "board.h"
 #include "cleanup_json.h"
+#include "flash.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "record.h"
@@ -165,6 +166,8 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	int r;
 
 	proto_server_close_fds_in_child(m->server);
+	/* not the event loop: a writer of the simulator may take longer */
+	flash_sim_set_lock_wait(MANAGER_SIM_LOCK_WAIT_WORKER_USEC);
 	/* the lock came with the fork; it is ours until we exit */
 	if (m->op.lock)
 		oplock_set_holder(m->op.lock, getpid(), "flashd install worker");
@@ -365,8 +368,15 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
 
 	if (json_object_object_get_ex(params, "url", &v) && v)
 		return -EUCLEAN; /* not a descriptor: the worker fetches it */
-	if (json_object_object_get_ex(params, "fd", &v) && v)
-		return proto_call_take_fd(call, json_object_get_int(v));
+	if (json_object_object_get_ex(params, "fd", &v) && v) {
+		int64_t idx = json_object_get_int64(v);
+
+		/* an index beyond the passed descriptors is the caller's
+		 * mistake (InvalidParameter "fd"), not a system error */
+		if (idx < 0 || idx >= proto_call_n_fds(call))
+			return -EDOM;
+		return proto_call_take_fd(call, idx);
+	}
 	if (json_object_object_get_ex(params, "path", &v) && v) {
 		const char *path = json_object_get_string(v);
 		struct stat st;
@@ -461,12 +471,15 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	url = manager_param_str(params, "url");
 	if (url && (manager_param_str(params, "path") || json_object_object_get_ex(params, "fd", NULL)))
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "url");
+	/* exactly one source: an fd with a path would leave the path unread */
+	if (manager_param_str(params, "path") && json_object_object_get_ex(params, "fd", &v) && v)
+		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "path");
 	if (url && source_http_check_url(url, &err) < 0) {
 		log_warning("install refused: %s", error_message(&err));
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "url");
 	}
 	fd = url ? -1 : install_open_bundle(call, params);
-	if (fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL))
+	if ((fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL)) || fd == -EDOM)
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
 	if (fd < 0 && !url)
 		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, an "

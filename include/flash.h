@@ -125,11 +125,15 @@ int flash_spec_split(const char *spec, char **ret_base, uint64_t *ret_off, uint6
 
 /* The simulator behind a sim: device (or a window on one), NULL otherwise. */
 struct nsim;
+/* nsim_set_lock_wait() for every simulator this process opens (the
+ * daemon's event loop bounds its waits; its install worker does not). */
 #if FLASHD_HOST_TOOLS
 struct nsim *flash_sim_nsim(struct flash *f);
+void flash_sim_set_lock_wait(uint64_t usec);
 #else
 /* a device build has no simulator backend (configure --disable-host-tools) */
 static inline struct nsim *flash_sim_nsim(struct flash *f) { return NULL; }
+static inline void flash_sim_set_lock_wait(uint64_t usec) { (void)usec; }
 #endif
 
 #define FLASH_MTD_SYSFS "/sys/class/mtd"

@@ -123,6 +123,12 @@ int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flag
 int nsim_create_spec(const char *path, struct nsim_geometry *geo, unsigned flags,
 		     const char *bad, struct error *err);
 int nsim_open(const char *path, bool writable, struct nsim **ret);
+/* How long each op of this process waits for the file's lock: 0 (the
+ * default) forever, as a tool or an install worker may; an event loop
+ * sets a bound, because anyone who can open the file can hold its lock
+ * (a user, on a file created readable by others before simulators were
+ * created 0600): an op that would wait longer fails with -EWOULDBLOCK. */
+void nsim_set_lock_wait(uint64_t usec);
 void nsim_close(struct nsim *s);
 static inline void nsim_closep(struct nsim **s) { if (*s) nsim_close(*s); }
 #define _cleanup_nsim_ __attribute__((cleanup(nsim_closep)))

@@ -31,8 +31,10 @@
 #define PROTO_MAX_PENDING_FDS 16
 /* Connections at once. Users without rights (neither root nor in the
  * socket group) share all but PROTO_RESERVED_CONNECTIONS of them, at most
- * PROTO_MAX_CONNECTIONS_PER_UID per uid: however many connections they
- * hold, root still gets in (issue 13 item 10, docs/security.md). */
+ * PROTO_MAX_CONNECTIONS_PER_UID per uid, and a newcomer to a full share
+ * replaces the longest-idle connection of the uid holding the most:
+ * however many connections they hold, root and every other user still
+ * get in (issues 13 item 10 and 32 item 10, docs/security.md). */
 #define PROTO_MAX_CONNECTIONS 64
 #define PROTO_RESERVED_CONNECTIONS 16
 #define PROTO_MAX_CONNECTIONS_PER_UID 8
@@ -184,6 +186,8 @@ void proto_server_set_log(struct proto_server *s, proto_log_fn fn, void *userdat
  * accepted afterwards. Default PROTO_IDLE_TIMEOUT_DEFAULT seconds. */
 void proto_server_set_idle_timeout(struct proto_server *s, uint64_t usec);
 unsigned proto_server_n_connections(const struct proto_server *s);
+/* Connections of uid that are neither root's nor the socket group's. */
+unsigned proto_server_uid_connections(const struct proto_server *s, uid_t uid);
 /* In a forked child (the install worker): close this process's copies of
  * the listening socket and of every connection, touching nothing else.
  * Otherwise a connection the daemon closes stays open for its client

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -53,8 +54,10 @@ int nsim_create(const char *path, const struct nsim_geometry *geo, unsigned flag
 	r = nsim_format_geometry_check(geo);
 	if (r < 0)
 		return r;
+	/* 0600: whoever can open the file can hold its lock, and stall a
+	 * daemon's op on it (issue 32 item 11) */
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
-		  ((flags & NSIM_CREATE_FORCE) ? 0 : O_EXCL), 0666);
+		  ((flags & NSIM_CREATE_FORCE) ? 0 : O_EXCL), 0600);
 	if (fd < 0)
 		return -errno;
 	/* --force replaces a simulator, never truncates a device or a FIFO */
@@ -203,15 +206,67 @@ void nsim_close(struct nsim *s)
 
 /* ---- op framing: lock, fresh header, write back ---------------------- */
 
+static uint64_t lock_wait_usec;      /* 0: forever */
+static uint64_t lock_contended_until; /* CLOCK_MONOTONIC usec: try once only */
+
+void nsim_set_lock_wait(uint64_t usec)
+{
+	lock_wait_usec = usec;
+	lock_contended_until = 0;
+}
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The lock, within lock_wait_usec: tries, sleeping 1, 2, 4 ... 16 ms in
+ * between (a writer holds it for one op, at most an erase block). After
+ * a wait ran out, the ops of the next second try once: a status that
+ * touches every partition must not wait once per op. */
+static int op_lock(struct nsim *s)
+{
+	int how = s->writable ? LOCK_EX : LOCK_SH;
+	uint64_t waited = 0, nap = 1000, budget = lock_wait_usec;
+
+	if (!lock_wait_usec) {
+		while (flock(s->fd, how) < 0)
+			if (errno != EINTR)
+				return -errno;
+		return 0;
+	}
+	if (now_usec() < lock_contended_until)
+		budget = 0;
+	while (flock(s->fd, how | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		if (waited >= budget) {
+			lock_contended_until = now_usec() + 1000000;
+			return -EWOULDBLOCK;
+		}
+		nap = MIN(nap, budget - waited);
+		usleep(nap);
+		waited += nap;
+		nap = MIN(nap * 2, (uint64_t)16000);
+	}
+	return 0;
+}
+
 static int op_begin(struct nsim *s, bool mutating)
 {
 	ssize_t n;
+	int r;
 
 	if (mutating && !s->writable)
 		return -EROFS;
-	while (flock(s->fd, s->writable ? LOCK_EX : LOCK_SH) < 0)
-		if (errno != EINTR)
-			return -errno;
+	r = op_lock(s);
+	if (r < 0)
+		return r;
 	n = util_pread_full(s->fd, &s->h, sizeof(s->h), 0);
 	if (n != (ssize_t)sizeof(s->h)) {
 		flock(s->fd, LOCK_UN);

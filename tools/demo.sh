@@ -8,7 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 layout=$top/layouts/nandsim-128m.json
-demo=$top/build/demo
+demo=${DEMO_DIR:-$top/build/demo}   # tests/cli/test-demo.sh runs it in a temp dir
 flashctl=$top/flashctl
 export FLASHD_SOCKET=$demo/flashd.sock
 
@@ -61,6 +61,23 @@ CONF
 }
 trap 'stop_daemon; stop_httpd' EXIT
 
+# wait_idle WHAT: until flashd runs no operation (its health check after a
+# start), read from status's JSON as JSON (the text's spacing is not a
+# contract); fails the demo after 10 s
+wait_idle() {
+	for _ in $(seq 100); do
+		if "$flashctl" --json status 2>/dev/null | python3 -c \
+			'import json, sys; sys.exit(json.load(sys.stdin)["operation"] is not None)' \
+			2>/dev/null; then
+			echo "flashd is idle ($1)"
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "flashd is still busy after 10 s ($1): $("$flashctl" --json status)" >&2
+	exit 1
+}
+
 # A root filesystem image: busybox, an os-release with the version, and
 # some payload so that the install has work to do.
 make_root() { # version
@@ -108,7 +125,7 @@ timeout=30
 reboot-on-failure=no
 CONF
 start_daemon
-sleep 0.5 # the health check of the first boot
+wait_idle "the health check of the first boot is done"
 run "$flashctl" status
 
 say "4. Build version 2.0 and install it through flashd (into the inactive slot B)"
@@ -122,10 +139,7 @@ stop_daemon
 "$flashctl" slot boot-select --layout "$layout" --target "sim:$demo/board.sim" >"$demo/cmdline"
 echo "kernel command line: $(cat "$demo/cmdline")"
 start_daemon
-for _ in $(seq 50); do
-	"$flashctl" --json status | grep -q '"operation": null' && break
-	sleep 0.1
-done
+wait_idle "the health check of slot B is done"
 
 say "6. The health check passed: slot B is marked good"
 run "$flashctl" status

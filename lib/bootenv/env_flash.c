@@ -192,9 +192,14 @@ static int env_flash_blocks(struct env_copy *c, size_t size,
 				      void *userdata),
 			    void *userdata)
 {
-	uint64_t eb = c->f->info.erasesize;
+	uint64_t eb;
 	size_t pos = 0;
 
+	/* an attach that failed part-way (a simulator whose lock was held)
+	 * leaves copies without a device: unreadable, not a crash */
+	if (!c->f)
+		return -EBADF;
+	eb = c->f->info.erasesize;
 	for (uint64_t off = c->offset; pos < size && off < c->offset + c->span; off += eb) {
 		int r = flash_block_isbad(c->f, off);
 		if (r < 0)

@@ -111,4 +111,9 @@ struct nsim *flash_sim_nsim(struct flash *f)
 {
 	return f && f->root->ops == &flash_sim_ops ? f->root->priv : NULL;
 }
+
+void flash_sim_set_lock_wait(uint64_t usec)
+{
+	nsim_set_lock_wait(usec);
+}
 #endif

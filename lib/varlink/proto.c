@@ -116,8 +116,11 @@ struct proto_server {
 		sd_event_source *src;
 		struct proto_conn *head, *tail;
 	} runq[2];
-	uint64_t refused_logged;         /* rate limit of the refusal log */
-	unsigned refused_quiet;
+	/* one line a second at most: a connect loop must not flood the log */
+	struct log_limit {
+		uint64_t last;
+		unsigned quiet;
+	} refused_log, evicted_log;
 };
 
 struct pending_fd {
@@ -196,6 +199,31 @@ static void server_log(struct proto_server *s, const struct proto_peer *peer, co
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	s->log(s->log_userdata, peer, msg);
+}
+
+/* server_log, one line a second at most per limit; the lines left out
+ * are counted on the next one */
+_printf_(4, 5)
+static void server_log_limited(struct proto_server *s, struct log_limit *l,
+			       const struct proto_peer *peer, const char *fmt, ...)
+{
+	uint64_t now = now_usec();
+	char msg[512];
+	va_list ap;
+
+	if (l->last && now - l->last < 1000000) {
+		l->quiet++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (l->quiet)
+		server_log(s, peer, "%s (and %u more in the last second)", msg, l->quiet);
+	else
+		server_log(s, peer, "%s", msg);
+	l->last = now;
+	l->quiet = 0;
 }
 
 /* ---- names ---- */
@@ -1259,29 +1287,81 @@ static int peer_from_socket(int fd, gid_t auth_group, struct proto_peer *ret)
 	return 0;
 }
 
-/* Room for one more connection of peer? Root and the socket group may
- * use every slot; everyone else shares all but PROTO_RESERVED_CONNECTIONS
- * of them, at most PROTO_MAX_CONNECTIONS_PER_UID per uid. So no number of
- * connections from users without rights locks root out. */
-static int server_admit(const struct proto_server *s, const struct proto_peer *peer,
-			bool privileged)
+unsigned proto_server_uid_connections(const struct proto_server *s, uid_t uid)
 {
-	unsigned unprivileged = 0, same_uid = 0;
+	unsigned n = 0;
 
-	if (s->n_conns >= PROTO_MAX_CONNECTIONS)
-		return -EMFILE;
-	if (privileged)
-		return 0;
-	for (const struct proto_conn *c = s->conns; c; c = c->next) {
+	for (const struct proto_conn *c = s->conns; c; c = c->next)
+		n += !c->privileged && c->peer.uid == uid;
+	return n;
+}
+
+/* c is a better victim than best: no call in flight before one with a
+ * call, then the one whose last call is oldest */
+static bool conn_idler(const struct proto_conn *c, const struct proto_conn *best)
+{
+	if (!best || !c->current != !best->current)
+		return !best || !c->current;
+	return c->last_call < best->last_call;
+}
+
+/* The connection to close so that a newcomer holding `held` connections
+ * of the shared pool gets in when the pool is full: the longest-idle one of
+ * the uid holding the most, if that uid holds more than the newcomer.
+ * Shares thus converge to an equal part per uid present, however the
+ * connections were taken, and a uid that holds none always gets in (six
+ * uids holding 8 each locked out a seventh: issue 32 item 10). Capping
+ * each uid at the pool divided by the uids present would need the same
+ * eviction when a new uid arrives, with a cap moving under everyone;
+ * eviction alone is simpler. Root's and the socket group's connections are
+ * never chosen. */
+static struct proto_conn *server_victim(const struct proto_server *s, unsigned held)
+{
+	struct proto_conn *victim = NULL;
+	unsigned most = held;
+
+	for (struct proto_conn *c = s->conns; c; c = c->next) {
+		unsigned n;
+
 		if (c->privileged)
 			continue;
-		unprivileged++;
-		same_uid += c->peer.uid == peer->uid;
+		n = proto_server_uid_connections(s, c->peer.uid);
+		if (n > most) {
+			most = n;
+			victim = c;
+		} else if (victim && c->peer.uid == victim->peer.uid && conn_idler(c, victim)) {
+			victim = c;
+		}
 	}
-	if (same_uid >= PROTO_MAX_CONNECTIONS_PER_UID)
+	return victim;
+}
+
+/* Room for one more connection of peer? Root and the socket group may
+ * use every slot; everyone else shares all but PROTO_RESERVED_CONNECTIONS
+ * of them, at most PROTO_MAX_CONNECTIONS_PER_UID per uid, and a newcomer
+ * to a full pool takes the place of an idle connection of the uid that
+ * holds the most (server_victim). So no number of connections from users
+ * without rights locks root, or any other user, out. */
+static int server_admit(struct proto_server *s, const struct proto_peer *peer, bool privileged)
+{
+	unsigned unprivileged = 0, held = privileged ? 0 : proto_server_uid_connections(s, peer->uid);
+	struct proto_conn *victim;
+
+	for (const struct proto_conn *c = s->conns; c; c = c->next)
+		unprivileged += !c->privileged;
+	if (!privileged && held >= PROTO_MAX_CONNECTIONS_PER_UID)
 		return -EUSERS;
-	if (unprivileged >= PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS)
-		return -ENOSPC;
+	if (s->n_conns < PROTO_MAX_CONNECTIONS &&
+	    (privileged || unprivileged < PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS))
+		return 0;
+	victim = server_victim(s, held);
+	if (!victim)
+		return s->n_conns >= PROTO_MAX_CONNECTIONS ? -EMFILE : -ENOSPC;
+	server_log_limited(s, &s->evicted_log, &victim->peer,
+			   "closing this uid's longest-idle connection: the connections for users "
+			   "without rights are full and it holds the most (%u) of them",
+			   proto_server_uid_connections(s, victim->peer.uid));
+	proto_conn_free(victim);
 	return 0;
 }
 
@@ -1396,19 +1476,8 @@ static const char *refusal_reason(int r)
 /* One line per second at most: a connect loop must not flood the log. */
 static void server_log_refusal(struct proto_server *s, const struct proto_peer *peer, int r)
 {
-	uint64_t now = now_usec();
-
-	if (s->refused_logged && now - s->refused_logged < 1000000) {
-		s->refused_quiet++;
-		return;
-	}
-	if (s->refused_quiet)
-		server_log(s, peer, "refusing a connection: %s (and %u more in the last second)",
-			   refusal_reason(r), s->refused_quiet);
-	else
-		server_log(s, peer, "refusing a connection: %s", refusal_reason(r));
-	s->refused_logged = now;
-	s->refused_quiet = 0;
+	server_log_limited(s, &s->refused_log, peer, "refusing a connection: %s",
+			   refusal_reason(r));
 }
 
 static int server_accept_cb(sd_event_source *src, int fd, uint32_t revents, void *userdata)

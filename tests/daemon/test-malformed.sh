@@ -131,8 +131,11 @@ expect_reply("missing parameter", b'{"method": "io.flashd.GetEnv", "parameters":
              "org.varlink.service.InvalidParameter", {"parameter": "name"})
 expect_reply("unknown parameter", b'{"method": "io.flashd.GetStatus", "parameters": {"verbose": true}}\0',
              "org.varlink.service.InvalidParameter", {"parameter": "verbose"})
+# the caller's mistakes name the parameter (#32: fd out of range was InternalError ENXIO)
 expect_reply("install fd out of range", b'{"method": "io.flashd.Install", "parameters": {"fd": 3}}\0',
-             "io.flashd.InternalError")
+             "org.varlink.service.InvalidParameter", {"parameter": "fd"})
+expect_reply("install fd negative", b'{"method": "io.flashd.Install", "parameters": {"fd": -1}}\0',
+             "org.varlink.service.InvalidParameter", {"parameter": "fd"})
 expect_reply("bool for int", b'{"method": "io.flashd.Install", "parameters": {"fd": true}}\0',
              "org.varlink.service.InvalidParameter", {"parameter": "fd"})
 
@@ -204,6 +207,19 @@ check("empty bundle", r.get("error") in ("io.flashd.InvalidBundle", "io.flashd.I
       f"reply {r}")
 check("empty bundle", r.get("parameters", {}).get("reason"), f"no reason: {r}")
 alive("empty bundle")
+# one fd passed, index 1; an fd and a path: refused, naming the parameter (#32)
+for case, params, name in (("fd index past the passed fds", {"fd": 1}, "fd"),
+                           ("fd and path", {"fd": 0, "path": "/dev/null"}, "path")):
+    s = connect()
+    fd = os.open("/dev/null", os.O_RDONLY)
+    socket.send_fds(s, [json.dumps({"method": "io.flashd.Install",
+                                    "parameters": params}).encode() + b"\0"], [fd])
+    os.close(fd)
+    r = read_one(s)
+    s.close()
+    check(case, r.get("error") == "org.varlink.service.InvalidParameter" and
+          r.get("parameters") == {"parameter": name}, f"reply {r}")
+    alive(case)
 
 # -- pipelining: three calls in one write, three replies in order --
 s = connect()

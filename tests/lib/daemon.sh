@@ -7,6 +7,13 @@
 #   LAYOUT TARGET  the board ("sim:PATH" or "system")
 #   FLASHD_SOCKET  (exported: flashctl and varlink-call.py find it there)
 # DAEMON_WRAPPER (e.g. "valgrind ...") wraps the daemon when set.
+#
+# Every reply a test's clients receive (varlink-call.py, flashctl) is
+# logged to $FLASHD_DIR/replies.log (FLASHD_TEST_REPLY_LOG) and checked,
+# when the daemon stops, against the interface descriptions it served at
+# start (tests/lib/varlink-idl.py): a reply the IDL does not declare is a
+# check_fail of the test (REPLY_CHECK_FAIL=fail where no check_done
+# follows, e.g. in the VM). REPLY_CHECK=0 turns it off.
 
 DAEMON_PID=
 DAEMON_WRAPPER=${DAEMON_WRAPPER:-}
@@ -43,6 +50,37 @@ daemon_answers() {
 	fi
 }
 
+REPLY_CHECK=${REPLY_CHECK:-1}
+REPLY_CHECK_FAIL=${REPLY_CHECK_FAIL:-check_fail}
+
+# replies_fetch_idl: the interface descriptions as a client sees them
+# (GetInterfaceDescription), for replies_check; once per test (the same
+# binary serves the same text)
+replies_fetch_idl() {
+	local i
+	[ "$REPLY_CHECK" = 1 ] && [ -n "$PY" ] || return 0
+	[ -s "$FLASHD_DIR/idl-org.varlink.service.json" ] && return 0
+	export FLASHD_TEST_REPLY_LOG=${FLASHD_TEST_REPLY_LOG:-$FLASHD_DIR/replies.log}
+	for i in io.flashd org.varlink.service; do
+		"$PY" "$VCALL" --timeout 10 org.varlink.service.GetInterfaceDescription \
+			"{\"interface\": \"$i\"}" > "$FLASHD_DIR/idl-$i.json" ||
+			fail "GetInterfaceDescription($i): $(cat "$FLASHD_DIR/idl-$i.json")"
+	done
+}
+
+# replies_check: the replies logged since the last check conform to the
+# served IDL; the log is set aside (replies.log.N) so that each is checked once
+replies_check() {
+	local log=${FLASHD_TEST_REPLY_LOG:-} n=0
+	[ "$REPLY_CHECK" = 1 ] && [ -n "$log" ] && [ -s "$log" ] &&
+		[ -f "$FLASHD_DIR/idl-io.flashd.json" ] || return 0
+	while [ -e "$log.$n" ]; do n=$((n + 1)); done
+	mv "$log" "$log.$n"
+	"$PY" "$TEST_LIB/varlink-idl.py" check "$FLASHD_DIR/idl-io.flashd.json" \
+		"$FLASHD_DIR/idl-org.varlink.service.json" --log "$log.$n" >&2 ||
+		"$REPLY_CHECK_FAIL" "replies that the served interface description does not declare (above)"
+}
+
 # start_daemon [FLASHD ARGS]: returns once the socket answers (within
 # START_TIMEOUT seconds, default 20); the daemon's pid in $DAEMON_PID.
 start_daemon() {
@@ -53,7 +91,7 @@ start_daemon() {
 	DAEMON_PID=$!
 	for i in $(seq 1 $((${START_TIMEOUT:-20} * 20))); do
 		daemon_alive || fail "flashd exited during startup"
-		daemon_answers && return 0
+		daemon_answers && { replies_fetch_idl; return 0; }
 		sleep 0.05
 	done
 	fail "flashd did not answer on $FLASHD_SOCKET within ${START_TIMEOUT:-20} s"
@@ -77,6 +115,7 @@ stop_daemon() {
 	wait "$DAEMON_PID" 2>/dev/null
 	DAEMON_RC=$?
 	DAEMON_PID=
+	replies_check
 }
 
 # assert the daemon still runs and answers GetStatus

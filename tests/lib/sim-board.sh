@@ -36,6 +36,8 @@ cleanup() {
 	rc=$?
 	touch "$T/abort"   # releases every gated_cat
 	stop_daemon
+	# the replies' IDL check (replies_check) notes failures after the test's end
+	[ $rc -eq 0 ] && [ "$CHECK_FAILS" -ne 0 ] && rc=1
 	for p in $BG_PIDS; do kill -9 "$p" 2>/dev/null; done
 	if [ "${KEEP_TMP:-0}" = 1 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${KEEP_TMP_ON_FAIL:-}" ]; }; then
 		say "kept $T"

@@ -17,6 +17,10 @@ parameters is its index among the passed descriptors. --raw sends stdin
 verbatim, closes the sending side, and prints the replies until the daemon
 closes the connection.
 
+When FLASHD_TEST_REPLY_LOG names a file, every reply is also appended to
+it as {"method": METHOD, "reply": REPLY} (method null with --raw), for
+varlink-idl.py to check against the interface description.
+
 Exit status: 0 the final reply is not an error, 1 it is an error reply,
 2 usage or connection problem, 3 the connection ended (or timed out)
 before the final reply.
@@ -44,6 +48,27 @@ def parse_args():
     if not a.raw and not a.method:
         p.error("METHOD is required")
     return a
+
+
+def log_reply(method, msg):
+    """Append one reply to $FLASHD_TEST_REPLY_LOG, in one write (several
+    clients share the file)."""
+    path = os.environ.get("FLASHD_TEST_REPLY_LOG")
+    if not path:
+        return
+    try:
+        reply = json.loads(msg)
+    except ValueError:
+        reply = msg.decode(errors="replace")
+    line = json.dumps({"method": method, "reply": reply}) + "\n"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return  # another uid's test client cannot reach the test's directory
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
 
 
 class Reader:
@@ -80,6 +105,7 @@ def main():
         try:
             while (msg := r.next()) is not None:
                 print(msg.decode())
+                log_reply(None, msg)
         except socket.timeout:
             print("varlink-call: timed out waiting for the daemon", file=sys.stderr)
             return 3
@@ -116,6 +142,7 @@ def main():
                 print("varlink-call: connection closed before the final reply",
                       file=sys.stderr)
                 return 3
+            log_reply(a.method, msg)
             reply = json.loads(msg)
             print(json.dumps(reply), flush=True)
             if not reply.get("continues"):

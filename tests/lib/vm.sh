@@ -13,6 +13,8 @@ DAEMON_PROBE=flashctl
 
 # the VM tests' names for common.sh's fail and skip
 vm_fail() { fail "$@"; }
+# tests/lib/daemon.sh's check of the replies: the VM tests end without check_done
+REPLY_CHECK_FAIL=vm_fail
 vm_skip() { skip "$@"; }
 vm_log() { echo "--- $*"; }
 

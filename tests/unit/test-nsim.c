@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <getopt.h>
@@ -566,4 +568,36 @@ TEST(test_spec_parse)
 	assert_string_equal(err.msg, "--erase-block 8GiB is too large");
 	assert_int_equal(spec_parse(&s, &err, "/x.sim", "--size", "lots", NULL), -EINVAL);
 	assert_non_null(strstr(err.msg, "invalid --size 'lots'"));
+}
+
+/* Simulator files are private to their owner: whoever can open one can
+ * hold its lock (issue 32 item 11). */
+TEST_FIXTURE(test_create_mode_0600, setup_nand, teardown)
+{
+	struct fx *fx = *state;
+	struct stat st;
+
+	assert_int_equal(stat(fx->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+/* With a lock wait set (the daemon's event loop), an op whose lock another
+ * open file holds fails with -EWOULDBLOCK after the wait, and the ops of
+ * the next second try once only; released, ops work again. Without one
+ * (tools, workers), nothing changes. */
+TEST_FIXTURE(test_lock_wait_bounded, setup_nand, teardown)
+{
+	struct fx *fx = *state;
+	_cleanup_close_ int other = open(fx->path, O_RDONLY | O_CLOEXEC);
+	struct nsim_info i;
+
+	assert_true(other >= 0);
+	assert_int_equal(flock(other, LOCK_SH), 0);
+	nsim_set_lock_wait(20 * 1000);
+	assert_int_equal(nsim_get_info(fx->s, &i), -EWOULDBLOCK);
+	assert_int_equal(nsim_get_info(fx->s, &i), -EWOULDBLOCK);
+	assert_int_equal(flock(other, LOCK_UN), 0);
+	assert_int_equal(nsim_get_info(fx->s, &i), 0);
+	nsim_set_lock_wait(0);
+	assert_int_equal(nsim_get_info(fx->s, &i), 0);
 }

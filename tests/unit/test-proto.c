@@ -716,7 +716,10 @@ TEST(test_dispatch_auth)
 
 /* Connection limits (issue 13 item 10): users without rights get at most
  * PROTO_MAX_CONNECTIONS_PER_UID each and all of them together all but
- * PROTO_RESERVED_CONNECTIONS; root and the socket group get the rest. */
+ * PROTO_RESERVED_CONNECTIONS; root and the socket group get the rest. A
+ * newcomer to a full share takes the place of the longest-idle connection
+ * of the uid holding the most, if that uid holds more than the newcomer
+ * (issue 32 item 10: a seventh uid was locked out by six holding 8). */
 TEST(test_connection_limits)
 {
 	_cleanup_proto_server_ struct proto_server *s = NULL;
@@ -738,8 +741,15 @@ TEST(test_connection_limits)
 		     n < PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS; i++, n++)
 			assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
 	}
-	p.uid = p.gid = 2000; /* a fresh uid: the share is used up */
-	assert_int_equal(proto_conn_new(s, -1, &p, &c), -ENOSPC);
+	/* a fresh uid still gets in: one connection of a uid holding 8 goes */
+	p.uid = p.gid = 2000;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_server_n_connections(s), n);
+	assert_int_equal(proto_server_uid_connections(s, 2000), 1);
+	/* and again, while others hold more than it */
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_server_n_connections(s), n);
+	assert_int_equal(proto_server_uid_connections(s, 2000), 2);
 	/* the reserve: root, and a process with the socket group */
 	p.uid = 0;
 	assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
@@ -748,12 +758,40 @@ TEST(test_connection_limits)
 	for (; n < PROTO_MAX_CONNECTIONS; n++)
 		assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
 	assert_int_equal(proto_server_n_connections(s), PROTO_MAX_CONNECTIONS);
-	p.uid = 0;
-	assert_int_equal(proto_conn_new(s, -1, &p, &c), -EMFILE);
-	/* a reserved slot that frees up stays reserved */
-	proto_conn_free(c); /* the socket group's last one */
-	p.uid = p.gid = 2000, p.n_groups = 0;
+	/* all full: root takes the place of a user without rights */
+	p.uid = 0, p.n_groups = 0;
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_server_n_connections(s), PROTO_MAX_CONNECTIONS);
+	(void) state;
+}
+
+/* Shares equal: nobody takes another's place; and root, with nothing
+ * unprivileged to close, is refused at the total. */
+TEST(test_connection_share_equal)
+{
+	_cleanup_proto_server_ struct proto_server *s = NULL;
+	struct proto_peer p = { .pid = 1 };
+	struct proto_conn *c;
+	unsigned n;
+
+	assert_int_equal(proto_server_new(NULL, -1, test_methods, NULL, &s), 0);
+	for (n = 0; n < PROTO_MAX_CONNECTIONS - PROTO_RESERVED_CONNECTIONS; n++) {
+		p.uid = p.gid = 1000 + n;
+		assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	}
+	p.uid = p.gid = 1000; /* holds 1, as everyone does */
 	assert_int_equal(proto_conn_new(s, -1, &p, &c), -ENOSPC);
+	p.uid = p.gid = 5000; /* holds none: one of the others' goes */
+	assert_int_equal(proto_conn_new(s, -1, &p, &c), 0);
+	assert_int_equal(proto_server_uid_connections(s, 5000), 1);
+	assert_int_equal(proto_server_n_connections(s), n);
+
+	_cleanup_proto_server_ struct proto_server *r = NULL;
+	assert_int_equal(proto_server_new(NULL, -1, test_methods, NULL, &r), 0);
+	p.uid = p.gid = 0;
+	for (n = 0; n < PROTO_MAX_CONNECTIONS; n++)
+		assert_int_equal(proto_conn_new(r, -1, &p, &c), 0);
+	assert_int_equal(proto_conn_new(r, -1, &p, &c), -EMFILE);
 	(void) state;
 }
 
