@@ -30,8 +30,12 @@ enum {
 	 * compare it with what was written: the data is still in memory, so
 	 * the check is exact and needs no hash. A block that FLASHIO_CHANGED_ONLY
 	 * found identical was compared in full by that read and is not read
-	 * again. Errors: -EBADMSG uncorrectable read-back, -EILSEQ the flash
-	 * did not keep what was programmed (at flashio_writer_offset()). */
+	 * again. A block that fails its read-back is erased and programmed
+	 * once more; failing again, under FLASHIO_MARK_BAD it is marked bad
+	 * and the data goes on the next good block. Errors (a block that
+	 * could not be retired): -EBADMSG uncorrectable read-back, -EILSEQ
+	 * the flash did not keep what was programmed (at
+	 * flashio_writer_offset()): flash faults, not faults of the data. */
 	FLASHIO_VERIFY = 1u << 2,
 };
 

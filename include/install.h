@@ -74,7 +74,8 @@ struct install_stats {
 	/* adaptive installs (install_run_source on a random-access source): */
 	uint64_t blocks_read;     /* flash blocks read to compare with the index */
 	uint64_t blocks_erased;   /* found erased by their first page: not read whole */
-	uint64_t blocks_trusted;  /* skipped on the slot's block record, not read */
+	uint64_t blocks_recorded; /* the slot's block record named them (read all the same) */
+	uint64_t blocks_stale;    /* of those, read otherwise (rot, ECC, a write): rewritten */
 	uint64_t bytes_fetched;   /* bundle bytes read from the source */
 	uint64_t blocks_copied;   /* written from the other slot instead of fetched */
 	bool adaptive;            /* the install took the adaptive path */

@@ -4,19 +4,26 @@
  *
  * Logical block k of the image goes to the k-th good erase block of the
  * partition. For each block:
- *   - the slot's trusted block record knows the block at the same
- *     physical place: it holds the index's hash -> neither read nor
- *     written; another hash -> fetched and written without a read;
+ *   - the slot's block record knows the block at the same physical place:
+ *     another hash than the index's -> fetched and written without a
+ *     read; the index's hash -> the block is to keep, but only once it was
+ *     read and hashed (below);
  *   - else the flash block is read and hashed: equal -> left alone;
  *   - else the block is fetched (source_pread, after one source_plan()
  *     of all such blocks), its hash checked against the index, erased,
  *     programmed and read back; a block the other (running) slot's
- *     trusted record holds is read there instead, checked the same way.
- * So every block of the result is either read back, read and compared, or
- * vouched for by a trusted record; each against the signed index, which
- * covers every byte of the image. A block that goes bad on erase/program
- * is marked bad, and the blocks after it move one good block on: they are
- * classified again on their new place.
+ *     record names is read there instead, checked the same way.
+ * Every block an install keeps is read from the flash and hashed against
+ * the signed index, whatever the record says: the blocks the record names
+ * on the fetch-ahead thread (through a second handle, `verify`), while the
+ * main thread programs, so the reads overlap the writes. A read error, an
+ * ECC correction or failure, or another hash means the block is rewritten
+ * (fetched and written like a changed one): bit rot, an uncorrectable
+ * block and a write outside flashd are repaired, never kept. A read-back
+ * that fails twice marks the block bad (flashio) and the blocks after it
+ * move one good block on: they are classified again on their new place;
+ * where a block cannot be retired, the install fails with a flash error
+ * (-EIO), not a fault of the bundle.
  *
  * The same path resumes an interrupted install: an install that stopped
  * halfway left no record (it was dropped before the first write), so
@@ -33,7 +40,8 @@
 
 struct install_index_stats {
 	uint64_t blocks_read;      /* flash blocks read to compare (not read-back) */
-	uint64_t blocks_trusted;   /* skipped on the record's word, not read */
+	uint64_t blocks_recorded;  /* the record said they held the block (read all the same) */
+	uint64_t blocks_stale;     /* of those, read otherwise (rot, ECC, a write): rewritten */
 	uint64_t blocks_same;      /* read, equal, left alone */
 	uint64_t blocks_written;
 	uint64_t blocks_copied;    /* of those, read from the other slot, not fetched */
@@ -48,9 +56,14 @@ struct install_index_image {
 	const struct bundle_image *img;  /* offset, size, n_blocks, index_first */
 	uint32_t block_size;             /* the manifest's = flash erase size */
 	const uint8_t *index;            /* the whole verified index */
-	const struct block_record *rec;  /* trusted record of the slot, or NULL */
-	/* The same member in the other (running) slot and its trusted
-	 * record, or NULL: a block it holds is read from there (and checked
+	const struct block_record *rec;  /* record of the slot (where to look first), or NULL */
+	/* A second, read-only handle onto the same partition, or NULL: the
+	 * fetch-ahead thread reads the blocks to keep through it while the
+	 * main thread writes through flash (a handle is one thread's). NULL:
+	 * they are read on the main thread. */
+	struct flash *verify;
+	/* The same member in the other (running) slot and its record, or
+	 * NULL: a block the record names is read from there (and checked
 	 * against the index) instead of fetched. Only read, never written. */
 	struct flash *other;
 	const struct block_record *other_rec;

@@ -184,6 +184,35 @@ static int readback_block(struct flashio_writer *w)
 	return memcmp(w->cmp, w->buf, es) ? -EILSEQ : 0;
 }
 
+/* Programs of a block that does not read back what was programmed,
+ * counting the first: the second rules out a stray bitflip while
+ * programming; a block failing both is worn out. */
+#define READBACK_TRIES 2
+
+static bool readback_failed(int r)
+{
+	return r == -EBADMSG || r == -EILSEQ;
+}
+
+/* The read-back of the block at w->pos under FLASHIO_VERIFY, with a
+ * block that fails it erased and programmed again, then (under
+ * FLASHIO_MARK_BAD) retired like a block failing erase or program: 0
+ * verified, 1 retired (the data goes on the next good block), -errno
+ * (-EBADMSG, -EILSEQ: failed and not retired). */
+static int verify_block(struct flashio_writer *w)
+{
+	int r = readback_block(w);
+
+	for (unsigned t = 1; readback_failed(r) && t < READBACK_TRIES; t++) {
+		r = erase_program(w, true);
+		if (r == 0)
+			r = readback_block(w);
+	}
+	if (readback_failed(r) && (w->flags & FLASHIO_MARK_BAD) && retire_block(w, w->pos) == 0)
+		return 1;
+	return r;
+}
+
 /* The block at w->pos holds w->buf: left as it was (identical, which the
  * compare read proved in full) or written. */
 static int block_done(struct flashio_writer *w, bool identical)
@@ -243,9 +272,11 @@ static int flush_block(struct flashio_writer *w)
 		if (r > 0)
 			continue; /* retired: the next good block */
 		if (w->flags & FLASHIO_VERIFY) {
-			r = readback_block(w);
+			r = verify_block(w);
 			if (r < 0)
 				return r;
+			if (r > 0)
+				continue; /* retired: the next good block */
 		}
 		return block_done(w, false);
 	}

@@ -13,7 +13,9 @@
 #include "util.h"
 
 #define BLOCK_RECORD_MAGIC "FLASHDBR"
-#define BLOCK_RECORD_VERSION 1
+/* 2: no bundle version (a record is matched by its hashes, never by a
+ * name); a version 1 record is not used */
+#define BLOCK_RECORD_VERSION 2
 #define BLOCK_RECORD_MAX_BLOCKS (1u << 20)
 
 /* The fixed part, then bad[], phys[], hashes[], then the SHA-256 of all
@@ -24,8 +26,6 @@ struct block_record_head {
 	uint32_t erasesize;
 	uint64_t size;
 	uint8_t image_sha256[32];
-	char version[BUNDLE_VERSION_MAX + 1];
-	uint8_t pad[3];
 	uint32_t part_blocks;
 	uint32_t n_blocks;
 };
@@ -135,7 +135,6 @@ int block_record_save(const char *dir, const char *group, const char *slot, cons
 	if (!buf || record_path(dir, group, slot, member, &path) < 0)
 		return -ENOMEM;
 	memcpy(h.image_sha256, r->image_sha256, 32);
-	memcpy(h.version, r->version, sizeof(h.version));
 	memcpy(p, &h, sizeof(h));
 	p += sizeof(h);
 	memcpy(p, r->bad, bad_bytes(r->part_blocks));
@@ -164,7 +163,7 @@ static int record_parse(const uint8_t *buf, size_t len, struct block_record **re
 	memcpy(&h, buf, sizeof(h));
 	if (memcmp(h.magic, BLOCK_RECORD_MAGIC, 8) || h.format != BLOCK_RECORD_VERSION ||
 	    h.part_blocks > BLOCK_RECORD_MAX_BLOCKS || h.n_blocks > h.part_blocks ||
-	    len != record_bytes(h.part_blocks, h.n_blocks) || h.version[BUNDLE_VERSION_MAX])
+	    len != record_bytes(h.part_blocks, h.n_blocks))
 		return -EBADMSG;
 	hash_buf(buf, len - 32, md);
 	if (memcmp(md, buf + len - 32, 32))
@@ -175,7 +174,6 @@ static int record_parse(const uint8_t *buf, size_t len, struct block_record **re
 	r->erasesize = h.erasesize;
 	r->size = h.size;
 	memcpy(r->image_sha256, h.image_sha256, 32);
-	memcpy(r->version, h.version, sizeof(r->version));
 	memcpy(r->bad, p, bad_bytes(h.part_blocks));
 	p += bad_bytes(h.part_blocks);
 	memcpy(r->phys, p, (size_t)h.n_blocks * sizeof(uint32_t));
@@ -217,33 +215,4 @@ int block_record_drop(const char *dir, const char *group, const char *slot, cons
 	if (dfd < 0 || fsync(dfd) < 0)
 		return -errno;
 	return 0;
-}
-
-static int block_matches(const struct block_record *r, struct flash *f, uint32_t k, uint8_t *buf)
-{
-	size_t len = (size_t)MIN((uint64_t)r->erasesize, r->size - (uint64_t)k * r->erasesize);
-	uint8_t md[32];
-	int q = flash_read(f, (uint64_t)r->phys[k] * r->erasesize, buf, len);
-
-	if (q < 0 && q != -EUCLEAN)
-		return q == -EBADMSG ? 0 : q;
-	hash_buf(buf, len, md);
-	return !memcmp(md, r->hashes + (size_t)k * 32, 32);
-}
-
-int block_record_spot_check(const struct block_record *r, struct flash *f, unsigned n)
-{
-	_cleanup_free_ uint8_t *buf = NULL;
-	int q = 1;
-
-	if (!r->n_blocks)
-		return 1;
-	buf = malloc(r->erasesize);
-	if (!buf)
-		return -ENOMEM;
-	for (unsigned i = 0; q == 1 && i < n && i < r->n_blocks; i++) {
-		uint32_t k = i == 0 ? 0 : i == 1 ? r->n_blocks - 1 : arc4random_uniform(r->n_blocks);
-		q = block_matches(r, f, k, buf);
-	}
-	return q;
 }

@@ -69,7 +69,11 @@ struct install {
 	size_t n_targets;
 	struct install_target *current;      /* being written */
 	bool adaptive;                       /* install_run_source writes block by block */
-	struct block_record *recs[BUNDLE_MAX_IMAGES]; /* trusted block records of the targets */
+	struct block_record *recs[BUNDLE_MAX_IMAGES]; /* block records of the targets: hints */
+	/* second read-only handles onto the targets, for the fetch-ahead
+	 * thread's reads of the blocks to keep (NULL: read on the main one) */
+	struct board *verify_board;
+	struct flash *verify_flash[BUNDLE_MAX_IMAGES];
 	/* the same members in the other (running) slot: read only */
 	struct block_record *other_recs[BUNDLE_MAX_IMAGES];
 	struct flash *other_flash[BUNDLE_MAX_IMAGES];

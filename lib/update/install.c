@@ -382,7 +382,9 @@ void install_free(struct install *in)
 		block_record_free(in->recs[i]);
 		block_record_free(in->other_recs[i]);
 		flash_close(in->other_flash[i]);
+		flash_close(in->verify_flash[i]);
 	}
+	board_close(in->verify_board);
 	free(in->vbuf);
 	bundle_reader_free(in->reader);
 	free(in);
@@ -469,9 +471,10 @@ static int verify_end(struct install *in, struct install_target *t)
 	uint8_t md[HASH_SIZE];
 
 	hash_final(&in->md, md);
+	/* what was written matched the signed sha256: the flash's fault */
 	if (memcmp(md, t->img->sha256, sizeof(md)))
-		return install_fail(in, -EBADMSG, "read-back of image '%s' from %s does not "
-				    "match its sha256: the flash did not keep what was "
+		return install_fail(in, -EIO, "flash I/O error: read-back of image '%s' from %s "
+				    "does not match its sha256: the flash did not keep what was "
 				    "written; slot %s stays marked bad", t->img->slot, t->where,
 				    install_slot_name(in));
 	in->verifying = false;
@@ -520,7 +523,6 @@ static void save_records(struct install *in)
 		if (!t->flash || t->flash->info.erasesize != m->block_size ||
 		    install_index_record(t->flash, t->img, index, &rec) < 0)
 			continue;
-		snprintf(rec->version, sizeof(rec->version), "%s", m->version);
 		(void)block_record_save(in->p.state_dir, in->group->name, install_slot_name(in),
 					t->img->slot, rec);
 	}

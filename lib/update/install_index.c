@@ -14,7 +14,7 @@
 #include "util.h"
 
 enum block_state {
-	BLOCK_TRUSTED,   /* the record vouches for it */
+	BLOCK_KEEP,      /* the record names it: kept once read and hashed equal */
 	BLOCK_SAME,      /* read, equal */
 	BLOCK_CHANGED,   /* to fetch and write */
 	BLOCK_COPY,      /* to write, from the other slot if it still holds it */
@@ -29,7 +29,7 @@ struct ix {
 	uint64_t n;                  /* logical blocks */
 	uint32_t *map;               /* physical block of each logical block */
 	uint8_t *state;              /* enum block_state */
-	uint8_t *buf, *rbuf;         /* one erase block each */
+	uint8_t *buf;                /* one erase block */
 	uint8_t *abuf;               /* the fetch-ahead's, swapped with buf */
 	uint8_t ff_hash[32];         /* of a whole erased block, once computed */
 	bool ff_hash_set;
@@ -98,7 +98,8 @@ static int first_page_erased(struct ix *x, uint64_t k, size_t len)
 	return memcmp(h, want_hash(x, k), 32) ? 1 : 0;
 }
 
-/* What block k needs: the record's word, else read and compare. An ECC
+/* What block k needs: the record says where to look (a block it names is
+ * read later, overlapping the writes), else read and compare. An ECC
  * correction or failure makes it "changed": rewriting it scrubs it. */
 static int classify(struct ix *x, uint64_t k)
 {
@@ -106,12 +107,12 @@ static int classify(struct ix *x, uint64_t k)
 	size_t len = block_len(x, k);
 	int r;
 
-	/* the record knows what is there: equal is skipped, different is
-	 * fetched, neither is read */
+	/* the record says what was written there: another hash is fetched
+	 * without a read; the same hash is read before it is kept */
 	if (rec && k < rec->n_blocks && rec->phys[k] == x->map[k]) {
 		bool same = !memcmp(rec->hashes + k * 32, want_hash(x, k), 32);
-		x->state[k] = same ? BLOCK_TRUSTED : BLOCK_CHANGED;
-		x->st->blocks_trusted += same;
+		x->state[k] = same ? BLOCK_KEEP : BLOCK_CHANGED;
+		x->st->blocks_recorded += same;
 		return 0;
 	}
 	/* an erased block (first page all 0xFF) cannot hold data the image
@@ -210,8 +211,10 @@ static int fetch(const struct ix *x, uint64_t k, uint8_t *buf, struct error *err
 	return 0;
 }
 
-/* Erase, program and read back block k at its place. 1: the block went
- * bad (marked), nothing written. */
+/* Erase, program and read back block k at its place (flashio: a block
+ * failing any of them, the read-back twice, is marked bad). 1: the block
+ * went bad (marked), nothing written. A block that cannot be retired is a
+ * flash fault, -EIO: the bytes matched the signed index when fetched. */
 static int program(struct ix *x, uint64_t k)
 {
 	_cleanup_flash_ struct flash *w = NULL;
@@ -223,7 +226,7 @@ static int program(struct ix *x, uint64_t k)
 
 	r = flash_open_window(x->ii->flash, NULL, at, x->es, &w);
 	if (r >= 0)
-		r = flashio_writer_new(w, FLASHIO_MARK_BAD, &wr);
+		r = flashio_writer_new(w, FLASHIO_MARK_BAD | FLASHIO_VERIFY, &wr);
 	if (r >= 0)
 		r = flashio_writer_write_all(wr, x->buf, len);
 	if (r >= 0)
@@ -235,18 +238,16 @@ static int program(struct ix *x, uint64_t k)
 		if (fs->blocks_marked_bad)
 			return 1;
 	}
+	if (r == -EBADMSG || r == -EILSEQ)
+		return error_set(x->err, -EIO, "flash I/O error: read-back of block %" PRIu64
+				 " (erase block %" PRIu32 ") failed twice (%s) and the block could "
+				 "not be marked bad", k, x->map[k], r == -EBADMSG ?
+				 "uncorrectable ECC error" : "the flash did not keep what was written");
 	if (r < 0)
 		return error_set(x->err, r, "writing block %" PRIu64 " to erase block %" PRIu32 ": %s",
 				 k, x->map[k], strerror(-r));
 	x->st->blocks_written++;
 	x->st->bytes_written += len;
-	r = flash_read(x->ii->flash, at, x->rbuf, len);
-	/* buf matched the signed index when it was fetched: bytes equal to
-	 * it are the image, no second hash needed */
-	if ((r < 0 && r != -EUCLEAN) || memcmp(x->rbuf, x->buf, len))
-		return error_set(x->err, r < 0 ? r : -EIO, "read-back of block %" PRIu64 " (erase "
-				 "block %" PRIu32 ") does not match what was written%s", k, x->map[k],
-				 r == -EBADMSG ? ": uncorrectable ECC error" : "");
 	return 0;
 }
 
@@ -255,26 +256,52 @@ static int tick(struct ix *x, uint64_t done)
 	return x->ii->tick ? x->ii->tick(x->ii->userdata, done, x->st) : 0;
 }
 
-/* The next block from k on to write, or n. */
-static uint64_t next_to_write(const struct ix *x, uint64_t k)
+/* The next block from k on still to settle (to keep once read, or to
+ * write), or n. */
+static uint64_t next_pending(const struct ix *x, uint64_t k)
 {
-	while (k < x->n && x->state[k] != BLOCK_CHANGED && x->state[k] != BLOCK_COPY)
+	while (k < x->n && x->state[k] == BLOCK_SAME)
 		k++;
 	return k;
 }
 
+/* Block k, which the record names, read through f and hashed against the
+ * signed index: true, it holds the block (kept); false, it is to rewrite
+ * (another hash, an ECC correction or failure, a read error: whatever
+ * the read says, never the record). Only f, buf and st are written: it
+ * may run on the fetch-ahead thread. */
+static bool kept_holds(const struct ix *x, struct flash *f, uint64_t k, uint8_t *buf,
+		       struct install_index_stats *st)
+{
+	size_t len = block_len(x, k);
+	int r = flash_read(f, (uint64_t)x->map[k] * x->es, buf, len);
+
+	st->blocks_read++;
+	if (r == 0 && hash_is(buf, len, want_hash(x, k))) {
+		st->blocks_same++;
+		return true;
+	}
+	st->blocks_stale++;
+	return false;
+}
+
 /* Fetch-ahead: while block k is erased, programmed and read back (the
- * worker waits on the flash), block k's successor is fetched and hashed
- * on a second thread, so network/file and SHA-256 time hide behind flash
- * time. One block ahead at most, so the source sees one reader at a time,
- * in order. Blocks copied from the other slot are not fetched ahead: the
- * flash is the main thread's. */
+ * worker waits on the flash), a second thread settles what follows: it
+ * reads and hashes the blocks to keep (through ii->verify, at most
+ * AHEAD_KEEP_MAX), then fetches and hashes the next block to write, so
+ * flash reads, network/file and SHA-256 time hide behind flash writes.
+ * It stops before a block copied from the other slot (that flash is the
+ * main thread's) and, without a verify handle, before a block to keep.
+ * The source sees one reader at a time, in order. */
 struct ahead {
 	const struct ix *x;
 	pthread_t th;
 	bool running;
-	uint64_t k;
-	struct error err;   /* the thread's, handed to x->err on failure */
+	uint64_t k;          /* the first block it settles */
+	uint64_t upto;       /* it settled k..upto-1 (kept, verified) */
+	bool fetched;        /* and abuf holds block upto, to write */
+	struct install_index_stats st; /* its counts, added at the join */
+	struct error err;    /* the thread's, handed to x->err on failure */
 	int r;
 };
 
@@ -284,6 +311,37 @@ struct ahead {
  * GetStatus p99 during an install 4.5 -> 9.4 ms). Ahead is not on the
  * critical path while the flash is slower than the hash. */
 #define AHEAD_NICE 5
+/* Blocks to keep it reads per start: about what one block's program
+ * hides; the main thread reads the rest of a longer run itself, ticking
+ * progress and polling cancel between blocks. */
+#define AHEAD_KEEP_MAX 8
+
+static int ahead_settle(struct ahead *a)
+{
+	const struct ix *x = a->x;
+	uint64_t j = a->k;
+	unsigned kept = 0;
+
+	for (; j < x->n; j = next_pending(x, j + 1)) {
+		if (x->state[j] == BLOCK_KEEP) {
+			if (!x->ii->verify || kept++ == AHEAD_KEEP_MAX)
+				break;
+			if (kept_holds(x, x->ii->verify, j, x->abuf, &a->st))
+				continue;
+			/* the main thread looks at blocks from k on only after the join */
+			x->state[j] = BLOCK_CHANGED;
+		}
+		if (x->state[j] == BLOCK_CHANGED) {
+			int r = fetch(x, j, x->abuf, &a->err);
+			if (r < 0)
+				return r;
+			a->fetched = true;
+		}
+		break;
+	}
+	a->upto = j;
+	return 0;
+}
 
 static void *ahead_main(void *p)
 {
@@ -291,7 +349,7 @@ static void *ahead_main(void *p)
 
 	/* this thread only; failing leaves the priority as it was */
 	(void)util_lower_priority(AHEAD_NICE);
-	a->r = fetch(a->x, a->k, a->x->abuf, &a->err);
+	a->r = ahead_settle(a);
 	return NULL;
 }
 
@@ -299,10 +357,12 @@ static void ahead_start(struct ahead *a, uint64_t k)
 {
 	sigset_t all, old;
 
-	a->k = k;
+	a->k = a->upto = k;
+	a->fetched = false;
+	a->st = (struct install_index_stats){ 0 };
 	error_clear(&a->err);
 	/* signals (the worker's SIGTERM = cancel) stay with the main thread:
-	 * the new one inherits a full mask. No thread: fetched on the main
+	 * the new one inherits a full mask. No thread: settled on the main
 	 * thread when its turn comes. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -310,53 +370,88 @@ static void ahead_start(struct ahead *a, uint64_t k)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Wait for the fetch-ahead; true if it fetched block k (result in *r). */
-static bool ahead_join(struct ahead *a, uint64_t k, int *r)
+static void add_stats(struct install_index_stats *to, const struct install_index_stats *st)
+{
+	to->blocks_read += st->blocks_read;
+	to->blocks_same += st->blocks_same;
+	to->blocks_stale += st->blocks_stale;
+}
+
+/* Wait for the fetch-ahead; true if it started at block k (what it
+ * settled in a, its error in *r). */
+static bool ahead_join(struct ix *x, struct ahead *a, uint64_t k, int *r)
 {
 	if (!a->running)
 		return false;
 	pthread_join(a->th, NULL);
 	a->running = false;
+	add_stats(x->st, &a->st);
 	if (a->k != k)
 		return false;
 	*r = a->r;
 	return true;
 }
 
-/* Block k into x->buf: from the fetch-ahead, the other slot or the
- * source. A failed fetch-ahead is not tried again (it spent the
- * source's retries): its error is the install's. */
-static int load(struct ix *x, struct ahead *a, uint64_t k)
+/* Block k, the next to settle, on the main thread: 1 a block to keep,
+ * read and found equal; 0 its data in x->buf (from the other slot or
+ * the source), to write; -errno. */
+static int settle_here(struct ix *x, uint64_t k)
+{
+	if (x->state[k] == BLOCK_KEEP) {
+		if (kept_holds(x, x->ii->flash, k, x->buf, x->st))
+			return 1;
+		x->state[k] = BLOCK_CHANGED;
+	}
+	if (x->state[k] == BLOCK_COPY && copy_local(x, k))
+		return 0;
+	return fetch(x, k, x->buf, x->err);
+}
+
+/* The next block to write from *k on, its data in x->buf, the blocks to
+ * keep before it read and found equal: from the fetch-ahead when it
+ * started at *k, else on this thread. *k = n: none left. */
+static int take(struct ix *x, struct ahead *a, uint64_t *k)
 {
 	int r = 0;
 
-	if (ahead_join(a, k, &r)) {
-		uint8_t *t = x->buf;
+	if (ahead_join(x, a, *k, &r)) {
 		if (r < 0) {
 			if (x->err)
 				*x->err = a->err;
 			return r;
 		}
-		x->buf = x->abuf;
-		x->abuf = t;
-		return 0;
+		*k = a->upto;
+		if (a->fetched) {
+			uint8_t *t = x->buf;
+			x->buf = x->abuf;
+			x->abuf = t;
+			return 0;
+		}
 	}
-	r = x->state[k] == BLOCK_COPY ? copy_local(x, k) : 0;
-	return r == 0 ? fetch(x, k, x->buf, x->err) : MIN(r, 0);
+	for (; *k < x->n; *k = next_pending(x, *k + 1)) {
+		if ((r = tick(x, x->n + *k)) < 0 || (r = settle_here(x, *k)) <= 0)
+			return r;
+	}
+	return 0;
 }
 
-/* Write the changed blocks from k0 on. Returns the block that went bad
- * (its successors must be placed again), n, or -errno. */
-static int64_t write_changed(struct ix *x, uint64_t k0, struct ahead *a)
+/* Settle the blocks from k0 on: keep the ones that read equal, write the
+ * others. Returns the block that went bad (its successors must be placed
+ * again), n, or -errno. */
+static int64_t settle(struct ix *x, uint64_t k0, struct ahead *a)
 {
-	for (uint64_t k = next_to_write(x, k0), kn; k < x->n; k = kn) {
+	for (uint64_t k = next_pending(x, k0), kn; k < x->n; k = kn) {
 		int r = tick(x, x->n + k);
 		if (r >= 0)
-			r = load(x, a, k);
+			r = take(x, a, &k);
 		if (r < 0)
 			return r;
-		kn = next_to_write(x, k + 1);
-		if (kn < x->n && x->state[kn] == BLOCK_CHANGED)
+		if (k == x->n)
+			break;
+		kn = next_pending(x, k + 1);
+		/* not for a block it would leave to this thread anyway */
+		if (kn < x->n && (x->state[kn] == BLOCK_CHANGED ||
+				  (x->state[kn] == BLOCK_KEEP && x->ii->verify)))
 			ahead_start(a, kn);
 		r = program(x, k);
 		if (r != 0)
@@ -381,9 +476,9 @@ static int64_t pass(struct ix *x, uint64_t k0)
 			return r;
 	if ((r = plan(x, k0)) < 0)
 		return r;
-	w = write_changed(x, k0, &a);
-	/* a fetch still running on an error, a cancel or a bad block */
-	(void)ahead_join(&a, UINT64_MAX, &r);
+	w = settle(x, k0, &a);
+	/* a fetch-ahead still running on an error, a cancel or a bad block */
+	(void)ahead_join(x, &a, UINT64_MAX, &r);
 	if (w != (int64_t)x->n)
 		return w;
 	r = tick(x, 2 * x->n);
@@ -429,9 +524,8 @@ int install_index_write(const struct install_index_image *ii, struct source *src
 	x.map = calloc(x.n + 1, sizeof(*x.map));
 	x.state = calloc(x.n + 1, 1);
 	x.buf = malloc(x.es);
-	x.rbuf = malloc(x.es);
 	x.abuf = malloc(x.es);
-	r = x.map && x.state && x.buf && x.rbuf && x.abuf ? run(&x) : -ENOMEM;
+	r = x.map && x.state && x.buf && x.abuf ? run(&x) : -ENOMEM;
 	if (r >= 0 && ret_rec && (r = block_record_new(ii->flash, x.n, &rec)) >= 0) {
 		rec->size = ii->img->size;
 		memcpy(rec->image_sha256, ii->img->sha256, 32);
@@ -442,7 +536,6 @@ int install_index_write(const struct install_index_image *ii, struct source *src
 	free(x.map);
 	free(x.state);
 	free(x.buf);
-	free(x.rbuf);
 	free(x.abuf);
 	return r;
 }

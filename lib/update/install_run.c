@@ -12,10 +12,8 @@
 #include "block_record.h"
 #include "bundle_reader.h"
 #include "cleanup.h"
-#include "env.h"
 #include "install_index.h"
 #include "install-internal.h"
-#include "slot.h"
 #include "source.h"
 #include "util.h"
 
@@ -150,46 +148,29 @@ static bool adaptive_fits(const struct install *in)
 	return true;
 }
 
-/* A record is trusted only while the env still says the slot holds the
- * verified content it describes, and the flash has the same bad blocks. */
-static bool record_trusted(struct env *e, const char *slot, const struct block_record *rec,
-			   struct flash *f)
-{
-	_cleanup_free_ char *ver = NULL, *state = NULL;
-	char var[64];
-	int st;
-
-	if (!block_record_matches_flash(rec, f))
-		return false;
-	slot_version_var(slot, var, sizeof(var));
-	if (env_get(e, var, &ver) < 0 || strcmp(ver, rec->version))
-		return false;
-	slot_record_var(slot, var, sizeof(var));
-	if (env_get(e, var, &state) < 0)
-		return false;
-	st = slot_record_from_string(state);
-	return st == SLOT_RECORD_VERIFIED || st == SLOT_RECORD_GOOD;
-}
-
-/* A trusted record of member of slot, or NULL. */
-static struct block_record *trusted_record(struct install *in, struct env *e, const char *slot,
-					   const char *member, struct flash *f)
+/* The record of member of slot, or NULL: where to look first. One made
+ * for another erase size or bad-block map places the blocks elsewhere and
+ * is not used; any other is, block by block against the signed index, and
+ * every block it says holds the right bytes is read before it is kept
+ * (install_index.h): neither the env nor a version string vouches for
+ * what is on the flash. */
+static struct block_record *slot_record(struct install *in, const char *slot, const char *member,
+					struct flash *f)
 {
 	struct block_record *rec = NULL;
 
 	if (block_record_load(in->p.state_dir, in->group->name, slot, member, &rec) < 0)
 		return NULL;
-	/* the env vouches for it; a few blocks read back confirm that
-	 * nothing outside flashd rewrote the slot since */
-	if (record_trusted(e, slot, rec, f) && block_record_spot_check(rec, f, 4) == 1)
+	if (block_record_matches_flash(rec, f))
 		return rec;
 	block_record_free(rec);
 	return NULL;
 }
 
 /* The other slot's partition for target i (the running one in A/B), and
- * its trusted record: blocks to copy instead of fetch. */
-static void load_other(struct install *in, struct env *e, size_t i)
+ * its record: blocks to copy instead of fetch (each checked against the
+ * index when read). */
+static void load_other(struct install *in, size_t i)
 {
 	const struct layout_slot *o;
 	const struct layout_image_target *lt;
@@ -203,24 +184,41 @@ static void load_other(struct install *in, struct env *e, size_t i)
 				 lt->storage != LAYOUT_STORAGE_NAND) ||
 	    board_open_partition(in->p.board, lt->part, &f) < 0)
 		return;
-	in->other_recs[i] = trusted_record(in, e, o->name, in->targets[i].img->slot, f);
+	in->other_recs[i] = slot_record(in, o->name, in->targets[i].img->slot, f);
 	if (in->other_recs[i])
 		in->other_flash[i] = f;
 	else
 		flash_close(f);
 }
 
-/* Before the mark-bad store changes what the env says. */
+/* A second handle onto each target's partition, through a board of its
+ * own (a simulator's handle is shared by the windows of one board): the
+ * fetch-ahead thread reads the blocks to keep through it. Only read;
+ * opened writable as the install's board is, so that a simulator counts
+ * the ECC failures those reads meet in its file, as the kernel counts
+ * them for an MTD device (status shows them). Without one the blocks are
+ * read on the main thread. */
+static void open_verify(struct install *in)
+{
+	if (board_open(in->layout, in->p.target, true, &in->verify_board) < 0)
+		return;
+	for (size_t i = 0; i < in->n_targets; i++)
+		if (board_open_partition(in->verify_board, in->targets[i].lt->part,
+					 &in->verify_flash[i]) < 0)
+			in->verify_flash[i] = NULL;
+}
+
+/* Before anything is written: the records of the target slot (dropped
+ * by the mark-bad store) and of the other one. */
 static void load_records(struct install *in)
 {
-	_cleanup_env_ struct env *e = NULL;
-
-	if (!in->p.state_dir || env_open_layout(in->layout, in->p.target, NULL, 0, &e, NULL) < 0)
+	open_verify(in);
+	if (!in->p.state_dir)
 		return;
 	for (size_t i = 0; i < in->n_targets; i++) {
-		in->recs[i] = trusted_record(in, e, install_slot_name(in),
-					     in->targets[i].img->slot, in->targets[i].flash);
-		load_other(in, e, i);
+		in->recs[i] = slot_record(in, install_slot_name(in), in->targets[i].img->slot,
+					  in->targets[i].flash);
+		load_other(in, i);
 	}
 }
 
@@ -228,8 +226,9 @@ static void add_index_stats(struct install *in, const struct install_index_stats
 {
 	in->stats.blocks_read += st->blocks_read;
 	in->stats.blocks_erased += st->blocks_erased;
-	in->stats.blocks_trusted += st->blocks_trusted;
-	in->stats.blocks_skipped += st->blocks_trusted + st->blocks_same;
+	in->stats.blocks_recorded += st->blocks_recorded;
+	in->stats.blocks_stale += st->blocks_stale;
+	in->stats.blocks_skipped += st->blocks_same;
 	in->stats.blocks_written += st->blocks_written;
 	in->stats.blocks_copied += st->blocks_copied;
 	in->stats.blocks_bad += st->blocks_bad;
@@ -297,10 +296,12 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 	for (size_t i = 0; r >= 0 && i < in->n_targets; i++) {
 		struct install_target *t = &in->targets[i];
 		struct install_index_stats st = { 0 };
-		struct install_index_image ii = { t->flash, t->img, m->block_size,
-						  bundle_reader_index(in->reader), in->recs[i],
-						  in->other_flash[i], in->other_recs[i],
-						  adaptive_tick, &at };
+		struct install_index_image ii = {
+			.flash = t->flash, .img = t->img, .block_size = m->block_size,
+			.index = bundle_reader_index(in->reader), .rec = in->recs[i],
+			.verify = in->verify_flash[i], .other = in->other_flash[i],
+			.other_rec = in->other_recs[i], .tick = adaptive_tick, .userdata = &at,
+		};
 
 		if (util_cancelled(cancel)) {
 			install_cancel(in);
@@ -325,8 +326,9 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 	}
 	if (r < 0)
 		return r;
-	/* every block was read back, compared or vouched for against the
-	 * signed index: nothing is left to read back */
+	/* every block was read back after its write, or read and hashed
+	 * against the signed index before it was kept: nothing is left to
+	 * read back */
 	in->verify_idx = in->n_targets;
 	in->phase = INSTALL_PHASE_VERIFY;
 	return 0;

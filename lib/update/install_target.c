@@ -68,14 +68,17 @@ static int raw_begin(struct install *in, struct install_target *t)
 }
 
 /* The writer failed at the block at flashio_writer_offset(): in the write,
- * or in the read-back of a block it programmed. */
+ * or in the read-back of a block it programmed, erased and programmed
+ * again and could not mark bad. The bytes matched what the bundle signs:
+ * a read-back that fails is the flash's fault (-EIO), not the bundle's. */
 static int raw_write_failed(struct install *in, struct install_target *t, int r)
 {
 	uint64_t at = flashio_writer_offset(t->writer);
 
 	if (r == -EBADMSG || r == -EILSEQ)
-		return install_fail(in, -EBADMSG, "read-back of image '%s' from partition '%s' "
-				    "at 0x%" PRIx64 ": %s; slot %s stays marked bad", t->img->slot,
+		return install_fail(in, -EIO, "flash I/O error: read-back of image '%s' from "
+				    "partition '%s' at 0x%" PRIx64 " failed twice (%s) and the block "
+				    "could not be marked bad; slot %s stays marked bad", t->img->slot,
 				    t->lt->part->name, at,
 				    r == -EBADMSG ? "uncorrectable ECC error" :
 				    "the flash did not keep what was written",
@@ -211,6 +214,12 @@ static ssize_t ubi_read(struct install *in, struct install_target *t, void *buf,
 
 	if (n == 0)
 		n = -ENOSPC;
+	/* uncorrectable: the flash's fault, not the bundle's */
+	if (n == -EBADMSG)
+		return install_fail(in, -EIO, "flash I/O error: read-back of image '%s' from UBI "
+				    "volume '%s' at %" PRIu64 ": uncorrectable ECC error; slot %s "
+				    "stays marked bad", t->img->slot, t->lt->ubi_volume, off,
+				    install_slot_name(in));
 	if (n < 0)
 		return install_fail(in, (int)n, "read-back of image '%s' from UBI volume '%s' "
 				    "at %" PRIu64 ": %s; slot %s stays marked bad", t->img->slot,

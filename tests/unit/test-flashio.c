@@ -287,23 +287,56 @@ TEST_FIXTURE(test_verify_reads_each_block_once, setup_nand, teardown)
 }
 
 /* A program that reports success but does not keep a bit: the read-back
- * stops the write at that block (-EILSEQ, its offset), the blocks before
- * it count as verified. */
+ * catches it, the block gets a second erase and program; failing again it
+ * is a flash fault: without FLASHIO_MARK_BAD the write stops there
+ * (-EILSEQ, its offset, the blocks before it verified), with it the block
+ * is marked bad and the data goes on the next good block (issue 31: a
+ * failed read-back once stopped the install and blamed the bundle). */
 TEST_FIXTURE(test_verify_catches_stuck_bit, setup_nand, teardown)
 {
 	struct fx *fx = *state;
 	size_t len = 4 * ES;
 	_cleanup_free_ uint8_t *img = image(len, 8);
 	_cleanup_(flashio_writer_freep) struct flashio_writer *w = NULL;
+	uint32_t erases;
 
 	/* logical block 2 is physical block 3 (block 2 is bad) */
 	assert_int_equal(nsim_set_block_faults(fx->s, 3, NSIM_FAULT_STUCK_BIT), 0);
-	assert_int_equal(flashio_writer_new(fx->f, FLASHIO_VERIFY | FLASHIO_MARK_BAD, &w), 0);
+	erases = erase_count(fx, 3);
+	assert_int_equal(flashio_writer_new(fx->f, FLASHIO_VERIFY, &w), 0);
 	assert_int_equal(flashio_writer_write_all(w, img, len), -EILSEQ);
 	assert_int_equal(flashio_writer_offset(w), 3 * ES);
 	assert_int_equal(flashio_writer_stats(w)->bytes_verified, 2 * ES);
 	assert_int_equal(flashio_writer_stats(w)->blocks_marked_bad, 0);
 	assert_int_equal(flashio_writer_finish(w), -EILSEQ);
+	/* programmed twice */
+	assert_int_equal(erase_count(fx, 3) - erases, 2);
+	flashio_writer_free(TAKE_PTR(w));
+
+	assert_int_equal(flashio_writer_new(fx->f, FLASHIO_VERIFY | FLASHIO_MARK_BAD, &w), 0);
+	assert_int_equal(flashio_writer_write_all(w, img, len), 0);
+	assert_int_equal(flashio_writer_finish(w), (int64_t)len);
+	assert_int_equal(flashio_writer_stats(w)->blocks_marked_bad, 1);
+	assert_int_equal(flashio_writer_stats(w)->bytes_verified, len);
+	assert_int_equal(nsim_block_isbad(fx->s, 3 * ES), 1);
+	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
+}
+
+/* An uncorrectable block (the ECC fails on every read) is the same flash
+ * fault: retired, the data on the next good block. */
+TEST_FIXTURE(test_verify_retires_uncorrectable_block, setup_nand, teardown)
+{
+	struct fx *fx = *state;
+	size_t len = 3 * ES;
+	_cleanup_free_ uint8_t *img = image(len, 9);
+	struct flashio_stats st;
+
+	assert_int_equal(nsim_set_block_flip(fx->s, 1, NSIM_FLIP_UNCORRECTABLE), 0);
+	write_image(fx->f, FLASHIO_VERIFY | FLASHIO_MARK_BAD, img, len, &st);
+	assert_int_equal(st.blocks_marked_bad, 1);
+	assert_int_equal(st.blocks_written, 3);
+	assert_int_equal(nsim_block_isbad(fx->s, ES), 1);
+	assert_int_equal(verify_buf(fx->f, img, len, NULL), 0);
 }
 
 TEST_FIXTURE(test_changed_only_scrubs_corrected_block, setup_nand, teardown)
