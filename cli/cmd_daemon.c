@@ -175,11 +175,17 @@ static void print_flash(struct json_object *st)
 	}
 }
 
-/* Only an unreadable env is worth a line: it changes what boots. */
+/* Only an unreadable env or a malformed variable is worth a line: they
+ * change what boots. */
 static void print_env(struct json_object *st)
 {
 	struct json_object *env = jo(st, "env"), *copies = env ? jo(env, "copies") : NULL;
+	struct json_object *bad = env ? jo(env, "malformed") : NULL;
 
+	for (size_t i = 0; bad && i < json_object_array_length(bad); i++) {
+		struct json_object *b = json_object_array_get_idx(bad, i);
+		printf("MALFORMED:    %s='%s': %s\n", jp(b, "name"), jp(b, "value"), jp(b, "effect"));
+	}
 	if (!env || jb(env, "readable"))
 		return;
 	printf("U-Boot env:   UNREADABLE (%s):", jp(env, "device"));

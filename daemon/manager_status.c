@@ -334,6 +334,23 @@ void manager_status_invalidate(struct manager *m, unsigned what)
 		m->status.board_valid = false;
 }
 
+/* Variables of the slot state written by hand that do not read as flashd
+ * and the boot script read them: named, with what becomes of them. */
+static struct json_object *malformed_json(const struct slot_state *st)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < st->n_malformed && i < SLOT_MAX; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "name", json_object_new_string(st->malformed[i].name));
+		json_object_object_add(o, "value", json_object_new_string(st->malformed[i].value));
+		json_object_object_add(o, "effect", json_object_new_string(st->malformed[i].effect));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 /* The env part: slot state and the env copies. Both copies corrupt: the
  * state still loads (blank), status still answers (issue 13, item 6). */
 static int status_load_env(struct manager *m, uint64_t now, struct error *err)
@@ -355,6 +372,7 @@ static int status_load_env(struct manager *m, uint64_t now, struct error *err)
 	st->blank = env_is_blank(e);
 	json_object_put(st->env);
 	st->env = env_json(e);
+	json_object_object_add(st->env, "malformed", malformed_json(&v.st));
 	st->env_valid = true;
 	st->env_loaded = now;
 	return 0;

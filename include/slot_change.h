@@ -41,3 +41,10 @@ struct slot_change_result {
  * loaded, after is set once computed. */
 int slot_change(struct env *e, const struct layout_slot_group *g, const struct slot_change *c,
 		struct slot_change_result *ret, struct error *err);
+
+/* A raw write of vars (env set --force, SetEnv with force, by root): the
+ * slot state as it would be after it must keep BOOT_ORDER to slots
+ * recorded verified (slot_order_check). 0, or -EPERM with err saying
+ * which slot and why; -errno when the state cannot be loaded. */
+int slot_change_check_raw(struct env *e, const struct layout_slot_group *g,
+			  const struct env_var *vars, size_t n, struct error *err);
