@@ -63,6 +63,9 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 		case SLOT_CHANGE_NO_SLOT:
 			return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot",
 						  error_message(&err));
+		case SLOT_CHANGE_NO_ROLLBACK:
+			return proto_error_string(call, PROTO_ERROR_NO_ROLLBACK, "reason",
+						  error_message(&err));
 		case SLOT_CHANGE_REFUSED:
 			return proto_error_string(call, PROTO_ERROR_DENIED, "reason",
 						  error_message(&err));

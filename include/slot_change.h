@@ -23,7 +23,8 @@ struct slot_change {
 enum slot_change_fail {
 	SLOT_CHANGE_OK,
 	SLOT_CHANGE_ENV,        /* the env: unreadable slot state, the store failed */
-	SLOT_CHANGE_NO_SLOT,    /* no such slot (or none to roll back to) */
+	SLOT_CHANGE_NO_SLOT,    /* no such slot */
+	SLOT_CHANGE_NO_ROLLBACK, /* rollback: no other verified slot to go back to */
 	SLOT_CHANGE_REFUSED,    /* the state logic refuses */
 };
 

@@ -29,7 +29,7 @@ static int compute(const struct slot_change *c, int idx, struct slot_change_resu
 		ret->forcible = slot_compute_booted(&ret->before, c->booted, c->op, idx,
 						    c->flags | SLOT_FORCE, &fst, &fch, NULL) >= 0;
 	}
-	return change_fail(ret, c->op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_SLOT :
+	return change_fail(ret, c->op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_ROLLBACK :
 			   SLOT_CHANGE_REFUSED, r);
 }
 

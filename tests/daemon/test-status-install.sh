@@ -276,7 +276,13 @@ slots.0.tries_left 0
 slots.0.priority null
 next B
 EOF
-vcall_error "$T/rb2" io.flashd.NoSuchSlot io.flashd.Rollback
+# nothing to roll back to: a clear error, not "no such slot" (issue 31 item 12)
+vcall_error "$T/rb2" io.flashd.NoRollbackTarget io.flashd.Rollback
+grep -q "no other verified slot" "$T/rb2.last" || fail "Rollback does not say why: $(cat "$T/rb2.last")"
+fctl slot rollback > "$T/rb2.out" 2>&1
+rc=$?
+[ $rc = 3 ] || fail "flashctl slot rollback with nothing to roll back to exited $rc, expected 3"
+grep -q "roll back to" "$T/rb2.out" || fail "flashctl slot rollback does not say why: $(cat "$T/rb2.out")"
 vcall "$T/ac" io.flashd.Activate '{"slot":"A"}' || fail "Activate A: $(cat "$T/ac")"
 expect_fields "$T/ac.last" <<EOF
 parameters {}
