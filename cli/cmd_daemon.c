@@ -238,13 +238,20 @@ static void print_status(struct json_object *st)
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");
 	print_slots(st);
+	if (js(st, "installing_elsewhere"))
+		printf("Install:      the slot installing is being installed by another process: "
+		       "%s\n", jp(st, "installing_elsewhere"));
 	print_env(st);
 	if (li) {
-		printf("Last install: version %s into slot %s: %s", jp(li, "version"),
-		       jp(li, "slot"), jp(li, "result"));
+		/* a worker that died early left no version (or slot) */
+		printf("Last install: version %s into slot %s: %s",
+		       js(li, "version") ? jp(li, "version") : "unknown (the bundle was not read)",
+		       js(li, "slot") ? jp(li, "slot") : "unknown", jp(li, "result"));
 		print_time(", finished ", ji(li, "finished"));
 		if (js(li, "reason"))
 			printf("\n              %s", jp(li, "reason"));
+		if (js(li, "record_error"))
+			printf("\n              RECORD NOT SAVED: %s", jp(li, "record_error"));
 		printf("\n");
 	} else {
 		printf("Last install: none\n");

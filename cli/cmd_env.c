@@ -156,18 +156,20 @@ static int lock_target(struct cli_env_args *a, const char *what, struct oplock *
 
 bool cli_install_running(struct cli_env_args *a)
 {
-	_cleanup_free_ char *target = NULL;
 	struct oplock_holder h = { 0 };
-	struct oplock *l = NULL;
 	int r;
 
 	if (a->env_config)
 		return true;
-	r = lock_target(a, "flashctl slot status", &l, &h, &target);
-	oplock_release(l);
-	/* the install worker holds the lock for the whole install; without
-	 * rights to look, say what the record says */
-	return r == -EBUSY ? strstr(h.what, "install") || strstr(h.what, "provision") : r < 0;
+	/* a broken flashd.conf is reported by cli_env_open() */
+	env_conf(a);
+	if (!a->conf)
+		return true;
+	/* the install worker holds the lock for the whole install (looked
+	 * at, not taken: a reader must not make the daemon's Install busy);
+	 * without rights to look, say what the record says */
+	r = oplock_probe(a->target ? a->target : a->conf->target, &h);
+	return r > 0 ? strstr(h.what, "install") || strstr(h.what, "provision") : r < 0;
 }
 
 int cli_env_lock(struct cli_ctx *ctx, struct cli_env_args *a, const char *what,

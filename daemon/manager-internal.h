@@ -25,6 +25,7 @@
 #include "oplock.h"
 #include "proto.h"
 #include "proto_flashd.h"
+#include "record.h"
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
@@ -100,6 +101,12 @@ struct manager_status {
 	struct json_object *flash;           /* the partitions and their counters */
 	struct json_object *last_install;
 	struct json_object *boot;            /* flashd boot's record (boot.json), or NULL */
+	/* the last install's record when the state dir could not keep it
+	 * (with record_error): shown instead of the older one the file has */
+	struct json_object *unsaved_install;
+	/* another process (a second flashd's worker) installs: its holder
+	 * description, "" when none */
+	char installer[96];
 	int inotify_fd;
 	unsigned loads;                      /* loads from flash so far (debug log) */
 };
@@ -147,6 +154,9 @@ void manager_status_invalidate(struct manager *m, unsigned what);
 int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
 			      struct error *err);
 void manager_status_slots_done(struct slots_view *v);
+/* The last install's record could not be written (error -errno): status
+ * shows r and says so. r NULL: written, the file is the truth again. */
+void manager_status_unsaved_install(struct manager *m, const struct record *r, int error);
 struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pending);
 int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_status_overlay(struct proto_call *call, struct json_object *params, void *userdata);
