@@ -14,6 +14,7 @@
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
+#include "slot_verify.h"
 
 
 struct slot_ctx {
@@ -230,6 +231,50 @@ static int run_op_daemon(struct cli_ctx *ctx, struct client *c, int i, const cha
 	return CLI_EXIT_OK;
 }
 
+/* Slot i read against its recorded signed index (slot_verify.h): 1 read
+ * and equal, 0 not (err says why). */
+static int read_slot(struct slot_ctx *s, size_t i, struct error *err)
+{
+	const char *target = s->a.target ? s->a.target : s->a.conf->target;
+	int r = slot_verify_read(s->layout, target, s->group, i, s->a.conf->state_dir, err);
+
+	return r > 0;
+}
+
+/* init: the flags saying which slots were read (or run); each other one
+ * is said, on stderr, with why it is left unknown. */
+static unsigned init_reads(struct cli_ctx *ctx, struct slot_ctx *s)
+{
+	unsigned flags = SLOT_INIT_READ;
+
+	for (size_t i = 0; i < s->st.n_slots; i++) {
+		struct error err = {};
+
+		if ((int)i == s->booted)
+			flags |= SLOT_RUNNING(i);
+		else if (read_slot(s, i, &err))
+			flags |= SLOT_READ_OK(i);
+		else if (!ctx->quiet)
+			fprintf(stderr, "flashctl: slot init: slot %s is not bootable until an install "
+				"verifies it (recorded unknown, out of BOOT_ORDER): %s\n",
+				slot_name(s, (int)i), error_message(&err));
+	}
+	return flags;
+}
+
+/* activate: a slot that is not running must read as its signed index
+ * says; its record alone (anyone with root can write it) is no proof. */
+static int activate_read(struct cli_ctx *ctx, struct slot_ctx *s, int slot)
+{
+	struct error err = {};
+
+	if (slot == s->booted || read_slot(s, (size_t)slot, &err))
+		return CLI_EXIT_OK;
+	cli_error(ctx, "activate: refusing slot %s: it was not read back as its signed image: %s",
+		  slot_name(s, slot), error_message(&err));
+	return CLI_EXIT_INVALID;
+}
+
 /* One operation: through flashd when it runs (and has a method for it),
  * else offline: resolve the slot operand, compute, write once, show. */
 static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
@@ -239,6 +284,7 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	_cleanup_client_ struct client *client = NULL;
 	struct slot_change_result res;
 	struct error err = { 0 };
+	unsigned flags;
 	int slot = -1, r, i;
 
 	snprintf(what, sizeof(what), "flashctl slot %s", slot_op_to_string(op));
@@ -268,10 +314,14 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 			  "flashd.slot=); name the slot", slot_op_to_string(op));
 		return CLI_EXIT_USAGE;
 	}
+	flags = s.a.force ? SLOT_FORCE : 0;
+	if (op == SLOT_OP_INIT)
+		flags |= init_reads(ctx, &s);
+	if (op == SLOT_OP_ACTIVATE && slot >= 0 && (r = activate_read(ctx, &s, slot)))
+		return r;
 	/* a fallback not recorded yet (no daemon ran) joins this store */
 	r = slot_change(s.env, s.group, &(struct slot_change) {
-			.op = op, .slot = slot, .booted = s.booted,
-			.flags = s.a.force ? SLOT_FORCE : 0 }, &res, &err);
+			.op = op, .slot = slot, .booted = s.booted, .flags = flags }, &res, &err);
 	if (r < 0 && res.fail == SLOT_CHANGE_ENV) {
 		cli_error(ctx, "%s", error_message(&err));
 		return CLI_EXIT_FAIL;

@@ -57,6 +57,12 @@ struct install_report {
 };
 _Static_assert(sizeof(struct install_report) <= WORKER_MSG_MAX, "one atomic pipe write");
 
+/* Activate's worker: its read of the slot (slot_verify_read). */
+struct slot_read_report {
+	int r;                         /* 1 read and equal; 0 or -errno: not */
+	char message[ERROR_MSG_MAX];
+};
+
 struct operation {
 	const char *name;              /* "install", "health-check"; NULL = idle */
 	struct worker *worker;
@@ -68,6 +74,7 @@ struct operation {
 	bool activate;
 	bool cancelled;
 	int health_slot;               /* the booted slot the health check runs for */
+	struct slot_read_report read;  /* activate: what its worker read */
 	struct install_report final;   /* the worker's end report (final: true once it came) */
 	struct install_report last;    /* the last progress report */
 	bool has_progress;             /* last is set */

@@ -60,5 +60,9 @@ int block_record_drop(const char *dir, const char *group, const char *slot, cons
  * vouching for it, is caught so (a change of a few blocks only with
  * luck: such writes must delete the record, docs/bundle-format.md). */
 int block_record_spot_check(const struct block_record *r, struct flash *f, unsigned n);
+/* Read every block the record describes and compare its hash: 1 all
+ * match, 0 one differs or cannot be read (an uncorrectable ECC error;
+ * *ret_block says which logical block), -errno. */
+int block_record_verify(const struct block_record *r, struct flash *f, uint32_t *ret_block);
 /* The record still describes f: same erase size, same bad-block map. */
 bool block_record_matches_flash(const struct block_record *r, struct flash *f);

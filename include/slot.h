@@ -86,7 +86,16 @@ enum {
 	 * is "degraded" but keeps booting its best image; slot_compute()
 	 * returns 1 then */
 	SLOT_KEEP_LAST = 1 << 1,
+	/* init after an env loss ('flashctl slot init'): only what was read
+	 * counts, not the records. A slot of SLOT_READ_OK(i) (read against its
+	 * signed index) is recorded good, the running one of SLOT_RUNNING(i)
+	 * kept as verified (it boots: the health check judges it); every other
+	 * slot leaves BOOT_ORDER with 0 tries, recorded unknown (an install
+	 * record that already says unverified stays). */
+	SLOT_INIT_READ = 1 << 2,
 };
+#define SLOT_READ_OK(i) (1u << (8 + (i)))
+#define SLOT_RUNNING(i) (1u << (8 + SLOT_MAX + (i)))
 
 /* FLASHD_<x>_STATE */
 #define SLOT_RECORD_LIST(X)                                                               \

@@ -646,10 +646,30 @@ static int activate(struct slot_state *n, size_t slot, struct error *err)
 	return 0;
 }
 
-static int init_order(struct slot_state *n, struct error *err)
+/* SLOT_INIT_READ: the records say nothing; what was read or runs does. */
+static void init_from_reads(struct slot_state *n, unsigned flags)
+{
+	for (size_t i = 0; i < n->n_slots; i++) {
+		struct slot_info *s = &n->slots[i];
+
+		if (flags & SLOT_READ_OK(i))
+			s->record = s->record == SLOT_RECORD_BAD ? SLOT_RECORD_BAD : SLOT_RECORD_GOOD;
+		else if (flags & SLOT_RUNNING(i))
+			s->record = s->record == SLOT_RECORD_BAD || s->record == SLOT_RECORD_GOOD ?
+				    s->record : SLOT_RECORD_VERIFIED;
+		else if (slot_verified(n, i) || s->record == SLOT_RECORD_NONE)
+			s->record = SLOT_RECORD_UNKNOWN;
+		if (!slot_verified(n, i))
+			set_left(n, i, 0);
+	}
+}
+
+static int init_order(struct slot_state *n, unsigned flags, struct error *err)
 {
 	size_t idx[SLOT_MAX], k = 0;
 
+	if (flags & SLOT_INIT_READ)
+		init_from_reads(n, flags);
 	for (size_t i = 0; i < n->n_slots; i++)
 		if (slot_verified(n, i) && n->slots[i].record != SLOT_RECORD_BAD) {
 			idx[k++] = i;
@@ -750,7 +770,7 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 			set_left(n, n->order[k], n->max_tries);
 		return 0;
 	case SLOT_OP_INIT:
-		return init_order(n, err);
+		return init_order(n, flags, err);
 	case SLOT_OP_INSTALL_BEGIN:
 		if (n->slots[slot].order_pos >= 0 && n->n_order == 1)
 			return error_set(err, -EBUSY, "refusing to install into slot %s: it is the "

@@ -247,3 +247,18 @@ int block_record_spot_check(const struct block_record *r, struct flash *f, unsig
 	}
 	return q;
 }
+
+int block_record_verify(const struct block_record *r, struct flash *f, uint32_t *ret_block)
+{
+	_cleanup_free_ uint8_t *buf = malloc(r->erasesize ? r->erasesize : 1);
+	int q = 1;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t k = 0; q == 1 && k < r->n_blocks; k++) {
+		q = block_matches(r, f, k, buf);
+		if (q != 1 && ret_block)
+			*ret_block = k;
+	}
+	return q;
+}

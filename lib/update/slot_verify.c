@@ -1,0 +1,72 @@
+/* A slot read against its recorded signed index (include/slot_verify.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "block_record.h"
+#include "board.h"
+#include "cleanup.h"
+#include "flash.h"
+#include "slot_verify.h"
+
+/* 1 verified, 0 no record, -errno (err). */
+static int verify_member(struct board *b, const char *state_dir, const char *group,
+			 const char *slot, const char *member, const struct layout_image_target *t,
+			 struct error *err)
+{
+	_cleanup_block_record_ struct block_record *rec = NULL;
+	_cleanup_flash_ struct flash *f = NULL;
+	uint32_t bad = 0;
+	int r;
+
+	if (t->storage != LAYOUT_STORAGE_NAND && t->storage != LAYOUT_STORAGE_NOR)
+		return 0;
+	r = block_record_load(state_dir, group, slot, member, &rec);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return error_set(err, r, "%s: its block record in %s is damaged", member, state_dir);
+	r = board_open_partition(b, t->part, &f);
+	if (r < 0)
+		return error_set(err, r, "%s: cannot open partition %s: %s", member, t->part->name,
+				 strerror(-r));
+	if (!block_record_matches_flash(rec, f))
+		return error_set(err, -EILSEQ, "%s: partition %s changed since the install (bad "
+				 "blocks or erase size)", member, t->part->name);
+	r = block_record_verify(rec, f, &bad);
+	if (r < 0)
+		return error_set(err, r, "%s: reading partition %s: %s", member, t->part->name,
+				 strerror(-r));
+	if (r == 0)
+		return error_set(err, -EILSEQ, "%s: block %" PRIu32 " of partition %s differs from "
+				 "the signed image (version %s) or cannot be read", member, bad,
+				 t->part->name, rec->version);
+	return 1;
+}
+
+int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
+		     size_t slot, const char *state_dir, struct error *err)
+{
+	_cleanup_board_ struct board *b = NULL;
+	const struct layout_slot *s = &g->slots[slot];
+	int r, found = 0;
+
+	if (!state_dir)
+		return error_set(err, 0, "slot %s: no state dir to find its signed index in", s->name);
+	r = board_open(l, target, false, &b);
+	if (r < 0)
+		return error_set(err, r, "slot %s: cannot open the board: %s", s->name, strerror(-r));
+	r = verify_member(b, state_dir, g->name, s->name, "rootfs", &s->rootfs, err);
+	found = r > 0;
+	if (r >= 0 && s->has_kernel) {
+		r = verify_member(b, state_dir, g->name, s->name, "kernel", &s->kernel, err);
+		found |= r > 0;
+	}
+	if (r < 0)
+		return error_prefix(err, r, "slot %s", s->name);
+	if (!found)
+		return error_set(err, 0, "slot %s: no signed index recorded for it in %s (an install "
+				 "with a block index keeps one): nothing to read it against",
+				 s->name, state_dir);
+	return 1;
+}
