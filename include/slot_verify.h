@@ -11,6 +11,9 @@
 #pragma once
 #include <stddef.h>
 
+#include <stdint.h>
+
+#include "bundle.h"
 #include "error.h"
 #include "layout.h"
 
@@ -19,3 +22,11 @@
  * -EILSEQ: the slot differs (err names member and block); -errno (err). */
 int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
 		     size_t slot, const char *state_dir, struct error *err);
+/* The same against a bundle's verified signed index (m, index: from a
+ * bundle_reader that read the whole bundle): every raw image of m is read
+ * from the slot member it names, logical block k on the k-th good block,
+ * as an install writes it. 1 all equal; 0 m has no raw image of this
+ * slot or no index (err says); -EILSEQ differs; -errno. */
+int slot_verify_index(const struct layout *l, const char *target,
+		      const struct layout_slot_group *g, size_t slot,
+		      const struct bundle_manifest *m, const uint8_t *index, struct error *err);

@@ -75,4 +75,18 @@ head -c 2048 /dev/urandom | dd of="$SIM" bs=1 seek=$((4096 + 0x3140000 + 3 * 131
 fctl slot mark-bad B $C --offline --force > /dev/null 2>&1 || fail "mark-bad B"
 fctl slot activate B $C --offline > "$T/a3.out" 2>&1 && fail "slot activate B accepted while B differs from its image"
 grep -q "block 3 of partition rootfs-b differs" "$T/a3.out" || fail "activate B does not name the block: $(cat "$T/a3.out")"
+
+# ---- the state dir lost too: slot init reads against a bundle given ----
+start_daemon
+fctl -q install --no-activate "$T/v2.bundle" > "$T/i4.out" 2>&1 || fail "install v2: $(cat "$T/i4.out")"
+rm -f "$T"/state/blocks-*
+lose_env
+fctl slot init $C --offline > "$T/si4.out" 2>&1 || fail "slot init: $(cat "$T/si4.out")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "slot init without records: BOOT_ORDER '$(env_var BOOT_ORDER)'"
+fctl slot init $C --offline --bundle "$T/v1.bundle" > "$T/si5.out" 2>&1 || fail "slot init --bundle v1: $(cat "$T/si5.out")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "slot init --bundle of another image took B: '$(env_var BOOT_ORDER)'"
+grep -q "differs from the signed image" "$T/si5.out" || fail "slot init --bundle v1 does not say why: $(cat "$T/si5.out")"
+fctl slot init $C --offline --bundle "$T/v2.bundle" > "$T/si6.out" 2>&1 || fail "slot init --bundle v2: $(cat "$T/si6.out")"
+[ "$(env_var BOOT_ORDER)" = "A B" ] || fail "slot init --bundle of B's image: BOOT_ORDER '$(env_var BOOT_ORDER)'"
+[ "$(env_var FLASHD_B_STATE)" = good ] || fail "slot init --bundle: B recorded $(env_var FLASHD_B_STATE)"
 say PASS
