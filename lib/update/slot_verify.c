@@ -7,6 +7,7 @@
 #include "board.h"
 #include "cleanup.h"
 #include "flash.h"
+#include "install-internal.h"
 #include "install_index.h"
 #include "slot_verify.h"
 
@@ -81,22 +82,11 @@ int slot_verify_read(const struct layout *l, const char *target, const struct la
 	return 1;
 }
 
-/* The slot member an image of the bundle goes to, or NULL. */
-static const struct layout_image_target *member_target(const struct layout_slot *s,
-							const char *member)
-{
-	if (!strcmp(member, "rootfs"))
-		return &s->rootfs;
-	if (!strcmp(member, "kernel") && s->has_kernel)
-		return &s->kernel;
-	return NULL;
-}
-
 static int verify_image(struct board *b, const struct layout_slot *s,
 			const struct bundle_manifest *m, const struct bundle_image *img,
 			const uint8_t *index, struct error *err)
 {
-	const struct layout_image_target *t = member_target(s, img->slot);
+	const struct layout_image_target *t = install_member_target(s, img->slot);
 	_cleanup_block_record_ struct block_record *rec = NULL;
 	_cleanup_flash_ struct flash *f = NULL;
 	int r;
