@@ -51,6 +51,7 @@ static const struct {
 	{ PROTO_ERROR_ENV_REFUSED, CLI_EXIT_INVALID },
 	{ PROTO_ERROR_INVALID_PARAMETER, CLI_EXIT_INVALID },
 	{ PROTO_ERROR_NO_SUCH_SLOT, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_NO_ROLLBACK, CLI_EXIT_INVALID },
 	{ PROTO_ERROR_SLOT_REFUSED, CLI_EXIT_INVALID },
 	{ PROTO_ERROR_NO_SUCH_PARTITION, CLI_EXIT_INVALID },
 };
@@ -175,11 +176,17 @@ static void print_flash(struct json_object *st)
 	}
 }
 
-/* Only an unreadable env is worth a line: it changes what boots. */
+/* Only an unreadable env or a malformed variable is worth a line: they
+ * change what boots. */
 static void print_env(struct json_object *st)
 {
 	struct json_object *env = jo(st, "env"), *copies = env ? jo(env, "copies") : NULL;
+	struct json_object *bad = env ? jo(env, "malformed") : NULL;
 
+	for (size_t i = 0; bad && i < json_object_array_length(bad); i++) {
+		struct json_object *b = json_object_array_get_idx(bad, i);
+		printf("MALFORMED:    %s='%s': %s\n", jp(b, "name"), jp(b, "value"), jp(b, "effect"));
+	}
 	if (!env || jb(env, "readable"))
 		return;
 	printf("U-Boot env:   UNREADABLE (%s):", jp(env, "device"));
@@ -231,13 +238,20 @@ static void print_status(struct json_object *st)
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");
 	print_slots(st);
+	if (js(st, "installing_elsewhere"))
+		printf("Install:      the slot installing is being installed by another process: "
+		       "%s\n", jp(st, "installing_elsewhere"));
 	print_env(st);
 	if (li) {
-		printf("Last install: version %s into slot %s: %s", jp(li, "version"),
-		       jp(li, "slot"), jp(li, "result"));
+		/* a worker that died early left no version (or slot) */
+		printf("Last install: version %s into slot %s: %s",
+		       js(li, "version") ? jp(li, "version") : "unknown (the bundle was not read)",
+		       js(li, "slot") ? jp(li, "slot") : "unknown", jp(li, "result"));
 		print_time(", finished ", ji(li, "finished"));
 		if (js(li, "reason"))
 			printf("\n              %s", jp(li, "reason"));
+		if (js(li, "record_error"))
+			printf("\n              RECORD NOT SAVED: %s", jp(li, "record_error"));
 		printf("\n");
 	} else {
 		printf("Last install: none\n");

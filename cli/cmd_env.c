@@ -1,6 +1,7 @@
 /* flashctl env get|set|list|init: the U-Boot environment through
- * libubootenv. set refuses the slot variables (BOOT_ORDER, BOOT_x_LEFT)
- * without --force: use 'flashctl slot' so the state is changed whole. */
+ * libubootenv. set refuses flashd's variables (BOOT_ORDER, BOOT_x_LEFT,
+ * FLASHD_*) but to root with --force: use 'flashctl slot' so the state is
+ * changed whole. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "cmd_env.h"
 #include "conf.h"
 #include "slot.h"
+#include "slot_change.h"
 
 bool cli_env_option(struct cli_env_args *a, int c, const char *arg)
 {
@@ -154,18 +156,20 @@ static int lock_target(struct cli_env_args *a, const char *what, struct oplock *
 
 bool cli_install_running(struct cli_env_args *a)
 {
-	_cleanup_free_ char *target = NULL;
 	struct oplock_holder h = { 0 };
-	struct oplock *l = NULL;
 	int r;
 
 	if (a->env_config)
 		return true;
-	r = lock_target(a, "flashctl slot status", &l, &h, &target);
-	oplock_release(l);
-	/* the install worker holds the lock for the whole install; without
-	 * rights to look, say what the record says */
-	return r == -EBUSY ? strstr(h.what, "install") || strstr(h.what, "provision") : r < 0;
+	/* a broken flashd.conf is reported by cli_env_open() */
+	env_conf(a);
+	if (!a->conf)
+		return true;
+	/* the install worker holds the lock for the whole install (looked
+	 * at, not taken: a reader must not make the daemon's Install busy);
+	 * without rights to look, say what the record says */
+	r = oplock_probe(a->target ? a->target : a->conf->target, &h);
+	return r > 0 ? strstr(h.what, "install") || strstr(h.what, "provision") : r < 0;
 }
 
 int cli_env_lock(struct cli_ctx *ctx, struct cli_env_args *a, const char *what,
@@ -315,6 +319,98 @@ static int env_set_daemon(struct cli_ctx *ctx, struct client *c, const struct cl
 	return CLI_EXIT_OK;
 }
 
+/* A raw write of flashd's own variables offline: root with --force only,
+ * said loudly (docs/security.md, "Who writes the env"). */
+static int check_flashd_var(struct cli_ctx *ctx, const struct cli_env_args *a, const char *name)
+{
+	if (!slot_is_flashd_var(name))
+		return CLI_EXIT_OK;
+	if (!a->force) {
+		cli_error(ctx, "env set: %s is flashd's (slot state, install record); use 'flashctl "
+			  "slot activate|mark-good|mark-bad|rollback' (root: --force)", name);
+		return CLI_EXIT_FORCE;
+	}
+	if (geteuid() != 0) {
+		cli_error(ctx, "env set: %s: flashd's records and the boot selection are written "
+			  "only by flashd's own operations; a raw write needs root", name);
+		return CLI_EXIT_DENIED;
+	}
+	fprintf(stderr, "flashctl: WARNING: writing %s by hand: flashd's records and the boot "
+		"selection no longer say what flashd verified; the board may boot what this "
+		"write says\n", name);
+	return CLI_EXIT_OK;
+}
+
+/* Collect the assignments of argv[optind..] into vars (at most max). */
+static int parse_assignments(struct cli_ctx *ctx, const struct cli_env_args *a,
+			     const struct layout_slot_group *group, int argc, char **argv,
+			     struct env_var *vars, size_t max, size_t *ret_n)
+{
+	bool pair = argc - optind == 2 && !strchr(argv[optind], '=');
+	struct error serr = {};
+	size_t n = 0;
+	int r;
+
+	for (int i = optind; i < argc; i += pair ? 2 : 1) {
+		char *eq = strchr(argv[i], '=');
+		const char *value = pair ? argv[i + 1] : eq ? eq + 1 : NULL;
+
+		if ((!pair && !eq) || n == max) {
+			cli_error(ctx, "env set: '%s': expected NAME=VALUE (at most %zu)", argv[i],
+				  max);
+			return CLI_EXIT_USAGE;
+		}
+		if (eq)
+			*eq = '\0';
+		if (value && !*value)
+			value = NULL;
+		if (!env_name_valid(argv[i])) {
+			cli_error(ctx, "env set: '%s' is not a valid variable name", argv[i]);
+			return CLI_EXIT_USAGE;
+		}
+		r = check_flashd_var(ctx, a, argv[i]);
+		if (r)
+			return r;
+		/* forced or not, never a value the boot script reads otherwise */
+		if (slot_var_check(group, argv[i], value, &serr) < 0) {
+			cli_error(ctx, "env set: %s", serr.msg);
+			return CLI_EXIT_INVALID;
+		}
+		vars[n++] = (struct env_var){ argv[i], value };
+	}
+	*ret_n = n;
+	return CLI_EXIT_OK;
+}
+
+/* BOOT_ORDER keeps to slots recorded verified (slot_change_check_raw). */
+static int check_order(struct cli_ctx *ctx, struct env *e, const struct layout_slot_group *group,
+		       const struct env_var *vars, size_t n)
+{
+	struct error err = {};
+	bool flashd = false;
+
+	for (size_t i = 0; i < n; i++)
+		flashd |= slot_is_flashd_var(vars[i].name);
+	if (!group || !flashd || slot_change_check_raw(e, group, vars, n, &err) >= 0)
+		return CLI_EXIT_OK;
+	cli_error(ctx, "env set: %s; nothing was written", err.msg);
+	return CLI_EXIT_DENIED;
+}
+
+static int print_set(struct cli_ctx *ctx, struct env *e, size_t n)
+{
+	if (ctx->json) {
+		struct json_object *j = json_object_new_object();
+		json_object_object_add(j, "via", json_object_new_string("offline"));
+		json_object_object_add(j, "written", json_object_new_int64(n));
+		json_object_object_add(j, "env", json_object_new_string(env_describe(e)));
+		cli_print_json(j);
+	} else if (!ctx->quiet) {
+		printf("%zu variable(s) written to %s (offline)\n", n, env_describe(e));
+	}
+	return CLI_EXIT_OK;
+}
+
 /* set NAME=VALUE... | set NAME VALUE; NAME= deletes. One store for all. */
 static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
@@ -325,8 +421,9 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_layout_ struct layout *l = NULL;
 	_cleanup_client_ struct client *client = NULL;
 	const struct layout_slot_group *group;
+	struct env_var vars[64];
 	struct error err = {};
-	struct error serr = {};
+	size_t n = 0;
 	int r = parse(ctx, argc, argv, &a);
 
 	if (r)
@@ -345,54 +442,19 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	if (r)
 		return r;
 	group = l && l->n_groups ? &l->groups[0] : NULL;
-	if (env_txn_new(e, &t) < 0)
+	r = parse_assignments(ctx, &a, group, argc, argv, vars, ELEMENTSOF(vars), &n);
+	if (!r)
+		r = check_order(ctx, e, group, vars, n);
+	if (r)
+		return r;
+	if (env_txn_new(e, &t) < 0 || env_txn_set_many(t, vars, n) < 0)
 		return CLI_EXIT_FAIL;
-	bool pair = argc - optind == 2 && !strchr(argv[optind], '=');
-	for (int i = optind; i < argc; i += pair ? 2 : 1) {
-		_cleanup_free_ char *name = strdup(argv[i]);
-		char *eq = name ? strchr(name, '=') : NULL;
-		const char *value = pair ? argv[i + 1] : eq ? eq + 1 : NULL;
-
-		if (!name)
-			return CLI_EXIT_FAIL;
-		if (!pair && !eq) {
-			cli_error(ctx, "env set: '%s': expected NAME=VALUE", argv[i]);
-			return CLI_EXIT_USAGE;
-		}
-		if (eq)
-			*eq = '\0';
-		if (value && !*value)
-			value = NULL;
-		if (slot_is_state_var(name) && !a.force) {
-			cli_error(ctx, "env set: %s is slot state; use 'flashctl slot "
-				  "activate|mark-good|mark-bad|rollback' (or --force)", name);
-			return CLI_EXIT_FORCE;
-		}
-		/* forced or not, never a value the boot script reads otherwise */
-		if (slot_var_check(group, name, value, &serr) < 0) {
-			cli_error(ctx, "env set: %s", serr.msg);
-			return CLI_EXIT_INVALID;
-		}
-		if (env_txn_set(t, name, value) < 0) {
-			cli_error(ctx, "env set: '%s' is not a valid variable name", name);
-			return CLI_EXIT_USAGE;
-		}
-	}
 	r = env_txn_commit(t, &err);
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
 		return r == -ENODATA || r == -ENOSPC ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
 	}
-	if (ctx->json) {
-		struct json_object *j = json_object_new_object();
-		json_object_object_add(j, "via", json_object_new_string("offline"));
-		json_object_object_add(j, "written", json_object_new_int64(env_txn_size(t)));
-		json_object_object_add(j, "env", json_object_new_string(env_describe(e)));
-		cli_print_json(j);
-	} else if (!ctx->quiet) {
-		printf("%zu variable(s) written to %s (offline)\n", env_txn_size(t), env_describe(e));
-	}
-	return CLI_EXIT_OK;
+	return print_set(ctx, e, env_txn_size(t));
 }
 
 /* Provision an erased env: U-Boot defaults file + NAME=VALUE, one store. */

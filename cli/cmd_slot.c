@@ -3,17 +3,21 @@
  * write (slot.h). */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bundle_reader.h"
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "client.h"
 #include "cmd_env.h"
+#include "keyring.h"
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
+#include "slot_verify.h"
 
 
 struct slot_ctx {
@@ -26,6 +30,7 @@ struct slot_ctx {
 	const char *booted_by;
 	const char *lock_as;  /* a write: take the board's lock (as this) first */
 	struct oplock *lock;
+	const char *bundle;   /* init --bundle: a signed bundle to read slots against */
 };
 
 static void slot_ctx_done(struct slot_ctx *s)
@@ -37,15 +42,20 @@ static void slot_ctx_done(struct slot_ctx *s)
 		layout_free(s->layout);
 }
 
-static const struct option slot_opts[] = { CLI_ENV_OPTIONS, { NULL, 0, NULL, 0 } };
+#define OPT_BUNDLE 0x1b0
+static const struct option slot_opts[] = { CLI_ENV_OPTIONS,
+	{ "bundle", required_argument, NULL, OPT_BUNDLE }, { NULL, 0, NULL, 0 } };
 
-static int slot_parse(int argc, char **argv, struct cli_env_args *a)
+static int slot_parse(int argc, char **argv, struct slot_ctx *s)
 {
 	int c;
 
-	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0)
-		if (!cli_env_option(a, c, optarg))
+	while ((c = getopt_long(argc, argv, "f", slot_opts, NULL)) >= 0) {
+		if (c == OPT_BUNDLE)
+			s->bundle = optarg;
+		else if (!cli_env_option(&s->a, c, optarg))
 			return CLI_EXIT_USAGE;
+	}
 	return CLI_EXIT_OK;
 }
 
@@ -89,7 +99,7 @@ static struct json_object *json_str_or_null(const char *v)
 
 static int slot_open(struct cli_ctx *ctx, int argc, char **argv, struct slot_ctx *s)
 {
-	int r = slot_parse(argc, argv, &s->a);
+	int r = slot_parse(argc, argv, s);
 
 	return r ? r : slot_load(ctx, s);
 }
@@ -230,6 +240,92 @@ static int run_op_daemon(struct cli_ctx *ctx, struct client *c, int i, const cha
 	return CLI_EXIT_OK;
 }
 
+/* Slot i read against its recorded signed index (slot_verify.h): 1 read
+ * and equal, 0 not (err says why). */
+static int read_slot(struct slot_ctx *s, size_t i, struct error *err)
+{
+	const char *target = s->a.target ? s->a.target : s->a.conf->target;
+	int r = slot_verify_read(s->layout, target, s->group, i, s->a.conf->state_dir, err);
+
+	return r > 0;
+}
+
+/* --bundle: read whole (signature, index, every image hash) with the
+ * keyring of flashd.conf, for the board of the layout. */
+static int init_bundle(struct cli_ctx *ctx, struct slot_ctx *s, struct bundle_reader **ret)
+{
+	_cleanup_keyring_ struct keyring *ring = NULL;
+	_cleanup_close_ int fd = -1;
+	struct bundle_policy pol = { .compatible = s->layout->compatible };
+	struct error err = {};
+	int r;
+
+	if (keyring_load_dir(s->a.conf->keyring, &ring, &err) < 0) {
+		cli_error(ctx, "slot init: %s", err.msg);
+		return CLI_EXIT_INVALID;
+	}
+	pol.keyring = ring;
+	fd = open(s->bundle, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli_error(ctx, "slot init: %s: %s", s->bundle, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	if (bundle_reader_new(&pol, NULL, NULL, ret) < 0)
+		return CLI_EXIT_FAIL;
+	r = bundle_reader_read_fd(*ret, fd, &err);
+	if (r < 0) {
+		cli_error(ctx, "slot init: %s: refused: %s", s->bundle, err.msg);
+		return CLI_EXIT_INVALID;
+	}
+	return CLI_EXIT_OK;
+}
+
+/* Slot i read against the bundle's signed index, if one was given. */
+static bool read_slot_bundle(struct slot_ctx *s, const struct bundle_reader *br, size_t i,
+			     struct error *err)
+{
+	const char *target = s->a.target ? s->a.target : s->a.conf->target;
+
+	return br && slot_verify_index(s->layout, target, s->group, i, bundle_reader_manifest(br),
+				       bundle_reader_index(br), err) > 0;
+}
+
+/* init: the flags saying which slots were read (or run); each other one
+ * is said, on stderr, with why it is left unknown. */
+static unsigned init_reads(struct cli_ctx *ctx, struct slot_ctx *s, const struct bundle_reader *br)
+{
+	unsigned flags = SLOT_INIT_READ;
+
+	for (size_t i = 0; i < s->st.n_slots; i++) {
+		struct error err = {};
+
+		if ((int)i == s->booted)
+			flags |= SLOT_RUNNING(i);
+		else if (read_slot(s, i, &err) || read_slot_bundle(s, br, i, &err))
+			flags |= SLOT_READ_OK(i);
+		else if (!ctx->quiet)
+			fprintf(stderr, "flashctl: slot init: slot %s is not bootable until an install "
+				"verifies it (recorded unknown, out of BOOT_ORDER): %s\n",
+				slot_name(s, (int)i), error_message(&err));
+	}
+	return flags;
+}
+
+/* activate: a slot that is not running must read as its signed index
+ * says; its record alone (anyone with root can write it) is no proof. */
+static int activate_read(struct cli_ctx *ctx, struct slot_ctx *s, int slot)
+{
+	struct error err = {};
+
+	/* a record that says unverified is refused by the state logic, first */
+	if (slot == s->booted || !slot_verified(&s->st, (size_t)slot) ||
+	    read_slot(s, (size_t)slot, &err))
+		return CLI_EXIT_OK;
+	cli_error(ctx, "activate: refusing slot %s: it was not read back as its signed image: %s",
+		  slot_name(s, slot), error_message(&err));
+	return CLI_EXIT_INVALID;
+}
+
 /* One operation: through flashd when it runs (and has a method for it),
  * else offline: resolve the slot operand, compute, write once, show. */
 static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
@@ -237,14 +333,20 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	char what[64];
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = what };
 	_cleanup_client_ struct client *client = NULL;
+	_cleanup_bundle_reader_ struct bundle_reader *br = NULL;
 	struct slot_change_result res;
 	struct error err = { 0 };
+	unsigned flags;
 	int slot = -1, r, i;
 
 	snprintf(what, sizeof(what), "flashctl slot %s", slot_op_to_string(op));
-	r = slot_parse(argc, argv, &s.a);
+	r = slot_parse(argc, argv, &s);
 	if (r)
 		return r;
+	if (s.bundle && op != SLOT_OP_INIT) {
+		cli_error(ctx, "%s: --bundle is for slot init", slot_op_to_string(op));
+		return CLI_EXIT_USAGE;
+	}
 	i = daemon_op(op, optind < argc ? argv[optind] : NULL, s.a.force);
 	if (i >= 0 && cli_env_daemon(&s.a, &client) > 0)
 		return run_op_daemon(ctx, client, i, optind < argc ? argv[optind] : NULL);
@@ -268,10 +370,16 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 			  "flashd.slot=); name the slot", slot_op_to_string(op));
 		return CLI_EXIT_USAGE;
 	}
+	flags = s.a.force ? SLOT_FORCE : 0;
+	if (s.bundle && (r = init_bundle(ctx, &s, &br)))
+		return r;
+	if (op == SLOT_OP_INIT)
+		flags |= init_reads(ctx, &s, br);
+	if (op == SLOT_OP_ACTIVATE && slot >= 0 && (r = activate_read(ctx, &s, slot)))
+		return r;
 	/* a fallback not recorded yet (no daemon ran) joins this store */
 	r = slot_change(s.env, s.group, &(struct slot_change) {
-			.op = op, .slot = slot, .booted = s.booted,
-			.flags = s.a.force ? SLOT_FORCE : 0 }, &res, &err);
+			.op = op, .slot = slot, .booted = s.booted, .flags = flags }, &res, &err);
 	if (r < 0 && res.fail == SLOT_CHANGE_ENV) {
 		cli_error(ctx, "%s", error_message(&err));
 		return CLI_EXIT_FAIL;
@@ -410,7 +518,8 @@ const struct cli_cmd cli_slot_cmds[] = {
 	  "the primary); fails when nothing changes", slot_op_cmd, NULL },
 	{ "reset-counters", SLOT_USAGE, "full tries for every slot in BOOT_ORDER", slot_op_cmd,
 	  NULL },
-	{ "init", SLOT_USAGE, "BOOT_ORDER = every verified slot, full tries (provisioning)",
+	{ "init", "[--bundle FILE] " SLOT_USAGE, "after an env loss: BOOT_ORDER = the running "
+	  "slot and the slots read against their signed index (recorded, or FILE's)",
 	  slot_op_cmd, NULL },
 	{ "boot-select", "[--cmdline FILE] " CLI_ENV_USAGE,
 	  "do what the boot script does at power-on (pick, decrement, save); for simulated boards",

@@ -25,6 +25,7 @@
 #include "oplock.h"
 #include "proto.h"
 #include "proto_flashd.h"
+#include "record.h"
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
@@ -62,6 +63,12 @@ struct install_report {
 };
 _Static_assert(sizeof(struct install_report) <= WORKER_MSG_MAX, "one atomic pipe write");
 
+/* Activate's worker: its read of the slot (slot_verify_read). */
+struct slot_read_report {
+	int r;                         /* 1 read and equal; 0 or -errno: not */
+	char message[ERROR_MSG_MAX];
+};
+
 struct operation {
 	const char *name;              /* "install", "health-check"; NULL = idle */
 	struct worker *worker;
@@ -73,6 +80,7 @@ struct operation {
 	bool activate;
 	bool cancelled;
 	int health_slot;               /* the booted slot the health check runs for */
+	struct slot_read_report read;  /* activate: what its worker read */
 	struct install_report final;   /* the worker's end report (final: true once it came) */
 	struct install_report last;    /* the last progress report */
 	bool has_progress;             /* last is set */
@@ -106,6 +114,12 @@ struct manager_status {
 	struct json_object *flash;           /* the partitions and their counters */
 	struct json_object *last_install;
 	struct json_object *boot;            /* flashd boot's record (boot.json), or NULL */
+	/* the last install's record when the state dir could not keep it
+	 * (with record_error): shown instead of the older one the file has */
+	struct json_object *unsaved_install;
+	/* another process (a second flashd's worker) installs: its holder
+	 * description, "" when none */
+	char installer[96];
 	int inotify_fd;
 	unsigned loads;                      /* loads from flash so far (debug log) */
 };
@@ -153,6 +167,9 @@ void manager_status_invalidate(struct manager *m, unsigned what);
 int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
 			      struct error *err);
 void manager_status_slots_done(struct slots_view *v);
+/* The last install's record could not be written (error -errno): status
+ * shows r and says so. r NULL: written, the file is the truth again. */
+void manager_status_unsaved_install(struct manager *m, const struct record *r, int error);
 struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pending);
 int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_status_overlay(struct proto_call *call, struct json_object *params, void *userdata);

@@ -34,11 +34,6 @@ int manager_env_get(struct proto_call *call, struct json_object *params, void *u
 	return proto_reply(call, o);
 }
 
-static bool env_protected(const char *name)
-{
-	return slot_is_state_var(name) || !strncmp(name, "FLASHD_", 7);
-}
-
 /* EnvRefused {name, reason}; proto_error() borrows the parameters. */
 static int env_refused(struct proto_call *call, const char *name, const char *reason)
 {
@@ -49,7 +44,8 @@ static int env_refused(struct proto_call *call, const char *name, const char *re
 	return proto_error(call, PROTO_ERROR_ENV_REFUSED, o);
 }
 
-/* One variable in one env store; the caller holds the board lock. */
+/* One variable in one env store; the caller holds the board lock. A
+ * variable of flashd's keeps BOOT_ORDER to verified slots (slot_change.h). */
 static int store_var(struct manager *m, const char *name, const char *value, struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
@@ -57,7 +53,22 @@ static int store_var(struct manager *m, const char *name, const char *value, str
 
 	manager_status_invalidate(m, MANAGER_STATUS_ENV);
 	r = manager_open_env(m, &e, err);
+	if (r >= 0 && slot_is_flashd_var(name))
+		r = slot_change_check_raw(e, m->group, &(struct env_var){ name, value }, 1, err);
 	return r < 0 ? r : env_store_var(e, name, value, err);
+}
+
+/* Records and boot selection are flashd's word: only its own operations
+ * write them; a raw write is root's alone (docs/security.md). */
+static int env_denied(struct proto_call *call, const char *name)
+{
+	char reason[256];
+
+	snprintf(reason, sizeof(reason), "%s: flashd's records and the boot selection are "
+		 "written only by flashd's own operations (install, activate, mark-good, "
+		 "mark-bad, rollback); a raw write, even forced, needs root (uid 0)", name);
+	log_notice("SetEnv %s refused for uid %u: not root", name, proto_call_peer(call)->uid);
+	return proto_error_string(call, PROTO_ERROR_DENIED, "reason", reason);
 }
 
 int manager_env_set(struct proto_call *call, struct json_object *params, void *userdata)
@@ -78,9 +89,11 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	if (!env_name_valid(name))
 		return env_refused(call, name, "not a valid U-Boot variable name (empty, too long, "
 				   "or contains '=' or a control character)");
-	if (env_protected(name) && !force)
+	if (slot_is_flashd_var(name) && !force)
 		return env_refused(call, name, "managed by flashd (boot selection / install "
 				   "state): use mark-good, activate, rollback, or force");
+	if (slot_is_flashd_var(name) && proto_call_peer(call)->uid != 0)
+		return env_denied(call, name);
 	/* even forced, a slot variable must read as the boot script reads it */
 	if (slot_var_check(m->group, name, nv, &serr) < 0)
 		return env_refused(call, name, serr.msg);

@@ -234,15 +234,19 @@ static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 		proto_reply_more(m->op.call, o);
 }
 
+/* What is known of the install: the worker's end report or, when it died
+ * before sending one, its last progress (slot and version once the
+ * manifest was read; the requested slot before). */
 static void install_record(struct manager *m, const char *result, const char *error)
 {
 	const struct install_report *f = &m->op.final;
+	const struct install_report *known = f->final ? f : &m->op.last;
 	struct record r = {
 		.started = m->op.started,
 		.finished = time(NULL),
 		.group = m->group->name,
-		.slot = str_or_null(f->slot),
-		.version = str_or_null(f->version),
+		.slot = str_or_null(known->slot) ? str_or_null(known->slot) : m->op.slot,
+		.version = str_or_null(known->version),
 		.compatible = str_or_null(f->compatible),
 		.result = result,
 		.error = error,
@@ -256,6 +260,7 @@ static void install_record(struct manager *m, const char *result, const char *er
 	if (ret < 0)
 		log_warning("cannot keep the install record in %s: %s", m->conf->state_dir,
 			    strerror(-ret));
+	manager_status_unsaved_install(m, ret < 0 ? &r : NULL, ret);
 }
 
 static int on_stop_now(sd_event_source *s, void *userdata)

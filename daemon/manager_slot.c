@@ -1,11 +1,17 @@
 /* MarkGood, MarkBad, Activate, Rollback: each one slot_change(), one env
- * store under the board's lock; the health check uses the same path. */
+ * store under the board's lock; the health check uses the same path.
+ * Activate of a slot that is not running reads it first, in a worker. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 
+#include "cleanup.h"
 #include "cleanup_json.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "slot_verify.h"
 
 int manager_slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
 			const char *const extra[2], int *ret_idx, enum slot_change_fail *ret_kind,
@@ -63,6 +69,9 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 		case SLOT_CHANGE_NO_SLOT:
 			return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot",
 						  error_message(&err));
+		case SLOT_CHANGE_NO_ROLLBACK:
+			return proto_error_string(call, PROTO_ERROR_NO_ROLLBACK, "reason",
+						  error_message(&err));
 		case SLOT_CHANGE_REFUSED:
 			return proto_error_string(call, PROTO_ERROR_DENIED, "reason",
 						  error_message(&err));
@@ -89,9 +98,79 @@ int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, v
 	return slot_op(userdata, call, SLOT_OP_MARK_BAD, manager_param_str(params, "slot"), 0);
 }
 
+/* The worker reads the slot against its recorded signed index (the event
+ * loop never waits on that much flash). */
+static int activate_job(int report_fd, volatile int *cancel, void *userdata)
+{
+	struct manager *m = userdata;
+	struct slot_read_report rep = { 0 };
+	struct error err = {};
+
+	rep.r = slot_verify_read(m->layout, m->conf->target, m->group, (size_t)m->op.health_slot,
+				 m->conf->state_dir, &err);
+	snprintf(rep.message, sizeof(rep.message), "%s", error_message(&err));
+	return worker_report(report_fd, &rep, sizeof(rep));
+}
+
+static void activate_on_msg(struct worker *w, const void *msg, void *userdata)
+{
+	struct manager *m = userdata;
+
+	memcpy(&m->op.read, msg, sizeof(m->op.read));
+}
+
+static void activate_on_done(struct worker *w, int code, int status, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_free_ char *name = TAKE_PTR(m->op.slot);
+	struct proto_call *call = proto_call_ref(m->op.call);
+	struct slot_read_report rep = m->op.read;
+	char reason[ERROR_MSG_MAX + 128];
+
+	manager_op_clear(m); /* the board's lock too: the change takes it again */
+	if (rep.r == 1 && code == CLD_EXITED && status == 0) {
+		slot_op(m, call, SLOT_OP_ACTIVATE, name, 0);
+	} else {
+		snprintf(reason, sizeof(reason), "refusing to activate slot %s: it was not read "
+			 "back as its signed image: %s", name, rep.message[0] ? rep.message :
+			 "the read ended early");
+		log_warning("%s", reason);
+		if (proto_call_is_connected(call))
+			proto_error_string(call, PROTO_ERROR_DENIED, "reason", reason);
+	}
+	proto_call_unref(call);
+}
+
+/* A slot that is not running is read before it is activated: its record
+ * (root may force one) is no proof of its bytes (docs/security.md). */
 int manager_slot_activate(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_ACTIVATE, manager_param_str(params, "slot"), 0);
+	struct manager *m = userdata;
+	const char *name = manager_param_str(params, "slot");
+	struct error err = {};
+	int idx = -1, booted, r;
+
+	for (size_t i = 0; i < m->group->n_slots; i++)
+		if (!strcmp(m->group->slots[i].name, name))
+			idx = (int)i;
+	booted = slot_booted(m->conf->cmdline, m->layout, m->group, NULL, NULL);
+	if (idx < 0 || idx == booted || m->op.name)
+		return slot_op(m, call, SLOT_OP_ACTIVATE, name, 0);
+	m->op = (struct operation){ .name = "activate", .bundle_fd = -1, .started = time(NULL),
+				    .health_slot = idx, .slot = strdup(name),
+				    .call = proto_call_ref(call) };
+	r = manager_lock_board(m, "flashd activate (reading the slot)", &m->op.lock, &err);
+	if (r >= 0 && !m->op.slot)
+		r = -ENOMEM;
+	if (r >= 0)
+		r = worker_start(m->event, sizeof(struct slot_read_report), activate_job,
+				 activate_on_msg, activate_on_done, m, &m->op.worker);
+	if (r < 0) {
+		manager_op_clear(m);
+		return error_is_set(&err) ? manager_reply_lock_error(call, r, &err) :
+		       proto_error_errno(call, r, "cannot start reading the slot");
+	}
+	return 0;
 }
 
 int manager_slot_rollback(struct proto_call *call, struct json_object *params, void *userdata)

@@ -97,7 +97,8 @@ static struct json_object *slots_json(struct manager *m, const struct slots_view
 		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
 							       s->rootfs.ubi_volume));
 		json_object_object_add(o, "state", json_object_new_string(slot_view_to_string(
-			slot_view_ubi(slot_view_of(&v->st, i, manager_install_running(m)),
+			slot_view_ubi(slot_view_of(&v->st, i, manager_install_running(m) ||
+						   m->status.installer[0]),
 				      v->ubi_broken[i]))));
 		json_object_object_add(o, "version", jstr(v->versions[i]));
 		json_object_object_add(o, "health", jstr(v->health[i]));
@@ -231,9 +232,12 @@ static struct json_object *last_install_json(struct manager *m)
 	static const char *const keys[] = { "slot", "version", "result", "started", "finished",
 					    "bytes", "erases", "blocks_skipped", "signer" };
 
-	if (record_load(m->conf->state_dir, &arr) < 0 || json_object_array_length(arr) == 0)
+	if (m->status.unsaved_install)
+		r = m->status.unsaved_install;
+	else if (record_load(m->conf->state_dir, &arr) < 0 || json_object_array_length(arr) == 0)
 		return NULL;
-	r = json_object_array_get_idx(arr, 0);
+	else
+		r = json_object_array_get_idx(arr, 0);
 	o = json_object_new_object();
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
 		if (json_object_object_get_ex(r, keys[i], &v))
@@ -241,7 +245,25 @@ static struct json_object *last_install_json(struct manager *m)
 	json_object_object_add(o, "reason", json_object_object_get_ex(r, "error", &v) ?
 			       json_object_get(v) : NULL);
 	json_object_object_add(o, "bundle_sha256", NULL);
+	json_object_object_add(o, "record_error", json_object_object_get_ex(r, "record_error", &v) ?
+			       json_object_get(v) : NULL);
 	return o;
+}
+
+void manager_status_unsaved_install(struct manager *m, const struct record *r, int error)
+{
+	char why[PATH_MAX + 128];
+
+	json_object_put(m->status.unsaved_install);
+	m->status.unsaved_install = r ? record_to_json(r) : NULL;
+	if (m->status.unsaved_install) {
+		snprintf(why, sizeof(why), "the install record could not be written to %s: %s; "
+			 "it is lost at the daemon's next start", m->conf->state_dir,
+			 strerror(-error));
+		json_object_object_add(m->status.unsaved_install, "record_error",
+				       json_object_new_string(why));
+	}
+	manager_status_invalidate(m, MANAGER_STATUS_BOARD);
 }
 
 /* The env's health. With no valid copy U-Boot boots with its built-in
@@ -334,6 +356,36 @@ void manager_status_invalidate(struct manager *m, unsigned what)
 		m->status.board_valid = false;
 }
 
+/* Variables of the slot state written by hand that do not read as flashd
+ * and the boot script read them: named, with what becomes of them. */
+static struct json_object *malformed_json(const struct slot_state *st)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < st->n_malformed && i < SLOT_MAX; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "name", json_object_new_string(st->malformed[i].name));
+		json_object_object_add(o, "value", json_object_new_string(st->malformed[i].value));
+		json_object_object_add(o, "effect", json_object_new_string(st->malformed[i].effect));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+/* A second flashd's worker installing on this board holds its lock: the
+ * slot it writes is being installed, not interrupted. */
+static void status_probe_installer(struct manager *m)
+{
+	struct oplock_holder h;
+
+	m->status.installer[0] = '\0';
+	if (manager_install_running(m) || oplock_probe(m->conf->target, &h) <= 0 ||
+	    !strstr(h.what, "install"))
+		return;
+	oplock_holder_describe(&h, m->status.installer, sizeof(m->status.installer));
+}
+
 /* The env part: slot state and the env copies. Both copies corrupt: the
  * state still loads (blank), status still answers (issue 13, item 6). */
 static int status_load_env(struct manager *m, uint64_t now, struct error *err)
@@ -355,6 +407,8 @@ static int status_load_env(struct manager *m, uint64_t now, struct error *err)
 	st->blank = env_is_blank(e);
 	json_object_put(st->env);
 	st->env = env_json(e);
+	json_object_object_add(st->env, "malformed", malformed_json(&v.st));
+	status_probe_installer(m);
 	st->env_valid = true;
 	st->env_loaded = now;
 	return 0;
@@ -439,6 +493,8 @@ static struct json_object *status_render(struct manager *m)
 	json_object_object_add(o, "flash", json_object_get(st->flash));
 	json_object_object_add(o, "allow_unsigned", json_object_new_boolean(m->conf->allow_unsigned));
 	json_object_object_add(o, "operation", jstr(m->op.name));
+	json_object_object_add(o, "installing_elsewhere", st->installer[0] ?
+			       jstr(st->installer) : NULL);
 	if (m->op.has_progress)
 		json_object_object_add(o, "progress", manager_install_progress_json(&m->op.last));
 	return o;
@@ -518,6 +574,7 @@ void manager_status_done(struct manager *m)
 	json_object_put(st->flash);
 	json_object_put(st->last_install);
 	json_object_put(st->boot);
+	json_object_put(st->unsaved_install);
 	if (st->inotify_fd >= 0)
 		close(st->inotify_fd);
 	*st = (struct manager_status){ .inotify_fd = -1 };

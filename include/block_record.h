@@ -55,5 +55,9 @@ int block_record_load(const char *dir, const char *group, const char *slot, cons
 /* Delete the record and fsync dir: before the member is written. 0 also
  * when there was none. */
 int block_record_drop(const char *dir, const char *group, const char *slot, const char *member);
+/* Read every block the record describes and compare its hash: 1 all
+ * match, 0 one differs or cannot be read (an uncorrectable ECC error;
+ * *ret_block says which logical block), -errno. */
+int block_record_verify(const struct block_record *r, struct flash *f, uint32_t *ret_block);
 /* The record still describes f: same erase size, same bad-block map. */
 bool block_record_matches_flash(const struct block_record *r, struct flash *f);

@@ -35,6 +35,11 @@ int oplock_path(const char *target, char **ret);
  * creating the directory or the file. */
 int oplock_acquire(const char *target, const char *what, struct oplock **ret,
 		   struct oplock_holder *holder);
+/* Is the lock of target held, and by whom, without taking it: taking it,
+ * even for an instant, could make its rightful taker's attempt fail. The
+ * kernel's list of flocks (/proc/locks) is read for the file's inode. 1
+ * held (holder says who), 0 free or no lock file, -errno. */
+int oplock_probe(const char *target, struct oplock_holder *holder);
 /* Record the holder (the install worker writes its own pid after the
  * fork). */
 int oplock_set_holder(struct oplock *l, pid_t pid, const char *what);

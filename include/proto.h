@@ -59,6 +59,7 @@
 #define PROTO_ERROR_INSTALL_FAILED "io.flashd.InstallFailed"      /* {reason} */
 #define PROTO_ERROR_INVALID_BUNDLE "io.flashd.InvalidBundle"      /* {reason} */
 #define PROTO_ERROR_NO_SUCH_SLOT "io.flashd.NoSuchSlot"           /* {slot} */
+#define PROTO_ERROR_NO_ROLLBACK "io.flashd.NoRollbackTarget"      /* {reason} */
 #define PROTO_ERROR_SLOT_REFUSED "io.flashd.SlotRefused"          /* {slot, reason} */
 #define PROTO_ERROR_NO_SUCH_PARTITION "io.flashd.NoSuchPartition" /* {partition} */
 #define PROTO_ERROR_ENV_REFUSED "io.flashd.EnvRefused"            /* {name, reason} */

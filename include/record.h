@@ -26,6 +26,8 @@ struct record {
 	const char *signer;       /* key id or NULL (unsigned) */
 };
 
+/* r as installs.json keeps it (one element). */
+struct json_object *record_to_json(const struct record *r);
 /* Prepend r to DIR/installs.json (creating DIR), keeping RECORD_MAX. */
 int record_append(const char *dir, const struct record *r);
 /* Write buf to path (in dir) so that a power cut leaves either the old or

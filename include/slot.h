@@ -86,7 +86,16 @@ enum {
 	 * is "degraded" but keeps booting its best image; slot_compute()
 	 * returns 1 then */
 	SLOT_KEEP_LAST = 1 << 1,
+	/* init after an env loss ('flashctl slot init'): only what was read
+	 * counts, not the records. A slot of SLOT_READ_OK(i) (read against its
+	 * signed index) is recorded good, the running one of SLOT_RUNNING(i)
+	 * kept as verified (it boots: the health check judges it); every other
+	 * slot leaves BOOT_ORDER with 0 tries, recorded unknown (an install
+	 * record that already says unverified stays). */
+	SLOT_INIT_READ = 1 << 2,
 };
+#define SLOT_READ_OK(i) (1u << (8 + (i)))
+#define SLOT_RUNNING(i) (1u << (8 + SLOT_MAX + (i)))
 
 /* FLASHD_<x>_STATE */
 #define SLOT_RECORD_LIST(X)                                                               \
@@ -151,6 +160,17 @@ struct slot_info {
 	int order_pos;          /* position in BOOT_ORDER, -1 = not in it */
 	enum slot_record record; /* FLASHD_<x>_STATE */
 	bool has_version;       /* FLASHD_<x>_VERSION is set */
+	bool has_health;        /* FLASHD_<x>_HEALTH is set (a new install deletes it) */
+};
+
+/* A variable of the slot state that does not read as this module and the
+ * boot script read it (written by hand, fw_setenv): the state is loaded
+ * anyway, as the boot script will act on it, and status names it. */
+struct slot_malformed {
+	char name[SLOT_NAME_MAX + 16];
+	char value[32];
+	/* what the boot script and flashd make of it */
+	char effect[160];
 };
 
 struct slot_state {
@@ -163,9 +183,11 @@ struct slot_state {
 				 * slots, as the script does) */
 	bool order_foreign;     /* BOOT_ORDER named something that is not a slot (ignored) */
 	int last_good;          /* FLASHD_LAST_GOOD: slot index, -1 = unset */
+	size_t n_malformed;     /* malformed variables, the first SLOT_MAX of them below */
+	struct slot_malformed malformed[SLOT_MAX];
 };
 
-#define SLOT_CHANGES_MAX (2 * SLOT_MAX + 2)
+#define SLOT_CHANGES_MAX (3 * SLOT_MAX + 2)
 
 /* The variables one operation writes; all of them go into one store. */
 struct slot_changes {
@@ -199,9 +221,15 @@ struct slot_status {
 typedef char *(*slot_getenv_fn)(void *userdata, const char *name);
 
 /* Parse. names: the slot names (1..SLOT_MAX, [A-Za-z0-9_]); max_tries
- * 1..SLOT_MAX_TRIES_LIMIT. A BOOT_<x>_LEFT that is not one decimal digit
- * (what the script's setexpr counts right) or an unknown FLASHD_<x>_STATE
- * is -EBADMSG with err naming it. */
+ * 1..SLOT_MAX_TRIES_LIMIT. A malformed variable does not fail the load
+ * (status must still say what the next boot does): it is read as the boot
+ * script reads it and listed in ret->malformed. A BOOT_<x>_LEFT that is not
+ * one decimal digit: the script's "test -gt 0" reads its leading decimal
+ * number, boots the slot once when that is above 0 and counts on in hex
+ * (setexpr), where "10" becomes "f", which reads as 0: one try left (none
+ * when it does not start with a positive number); the next operation
+ * writes it back as a digit. An unknown FLASHD_<x>_STATE (the script never
+ * reads it) is read as "unknown": the content is unverified. */
 int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
 		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct error *err);
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
@@ -246,6 +274,13 @@ void slot_record_var(const char *name, char *buf, size_t len);
 /* Variables this module owns (BOOT_ORDER, BOOT_<x>_LEFT, FLASHD_<x>_STATE,
  * FLASHD_LAST_GOOD): env set refuses them without --force. */
 bool slot_is_state_var(const char *name);
+/* Variables only flashd's own operations write: the slot state above and
+ * every other FLASHD_* record (versions, health verdicts). A raw write
+ * needs root and force (docs/security.md, "Who writes the env"). */
+bool slot_is_flashd_var(const char *name);
+/* The invariant every store keeps: BOOT_ORDER names only slots recorded
+ * verified (slot_verified()). -EPERM naming the first slot that is not. */
+int slot_order_check(const struct slot_state *st, struct error *err);
 /* Even with --force a state variable must read as the boot script and
  * this module read it: BOOT_ORDER = known slot names separated by single
  * spaces (never empty or unset: that means "every slot"), BOOT_<x>_LEFT =

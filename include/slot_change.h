@@ -23,7 +23,8 @@ struct slot_change {
 enum slot_change_fail {
 	SLOT_CHANGE_OK,
 	SLOT_CHANGE_ENV,        /* the env: unreadable slot state, the store failed */
-	SLOT_CHANGE_NO_SLOT,    /* no such slot (or none to roll back to) */
+	SLOT_CHANGE_NO_SLOT,    /* no such slot */
+	SLOT_CHANGE_NO_ROLLBACK, /* rollback: no other verified slot to go back to */
 	SLOT_CHANGE_REFUSED,    /* the state logic refuses */
 };
 
@@ -41,3 +42,10 @@ struct slot_change_result {
  * loaded, after is set once computed. */
 int slot_change(struct env *e, const struct layout_slot_group *g, const struct slot_change *c,
 		struct slot_change_result *ret, struct error *err);
+
+/* A raw write of vars (env set --force, SetEnv with force, by root): the
+ * slot state as it would be after it must keep BOOT_ORDER to slots
+ * recorded verified (slot_order_check). 0, or -EPERM with err saying
+ * which slot and why; -errno when the state cannot be loaded. */
+int slot_change_check_raw(struct env *e, const struct layout_slot_group *g,
+			  const struct env_var *vars, size_t n, struct error *err);

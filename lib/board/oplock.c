@@ -1,11 +1,13 @@
 /* The operation lock of a board. See include/oplock.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -101,6 +103,47 @@ int oplock_acquire(const char *target, const char *what, struct oplock **ret,
 	(void) oplock_set_holder(l, getpid(), what);
 	*ret = l;
 	return 0;
+}
+
+/* /proc/locks has the flock of this inode: "1: FLOCK  ADVISORY  WRITE
+ * 1234 fd:01:5678 0 EOF" (device numbers in hex; waiters are "->" lines). */
+static bool flock_listed(FILE *f, const struct stat *st)
+{
+	char line[256];
+	unsigned maj, min;
+	unsigned long ino;
+
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: FLOCK %*s %*s %*d %x:%x:%lu", &maj, &min, &ino) == 3 &&
+		    maj == major(st->st_dev) && min == minor(st->st_dev) && ino == st->st_ino)
+			return true;
+	return false;
+}
+
+int oplock_probe(const char *target, struct oplock_holder *holder)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_fclose_ FILE *locks = NULL;
+	struct stat st;
+	int r;
+
+	r = oplock_path(target, &path);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	locks = fopen("/proc/locks", "re");
+	if (!locks)
+		return -errno;
+	if (!flock_listed(locks, &st))
+		return 0;
+	if (holder)
+		read_holder(fd, holder);
+	return 1;
 }
 
 int oplock_set_holder(struct oplock *l, pid_t pid, const char *what)

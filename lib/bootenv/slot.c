@@ -94,6 +94,11 @@ static bool has_affix(const char *name, const char *pre, const char *suf)
 	return len > lp + ls && !strncmp(name, pre, lp) && !strcmp(name + len - ls, suf);
 }
 
+bool slot_is_flashd_var(const char *name)
+{
+	return slot_is_state_var(name) || !strncmp(name, "FLASHD_", 7);
+}
+
 bool slot_is_state_var(const char *name)
 {
 	return !strcmp(name, SLOT_ORDER_VAR) || !strcmp(name, SLOT_LAST_GOOD_VAR) ||
@@ -194,28 +199,78 @@ static void order_push(struct slot_state *st, size_t idx)
 	st->order[st->n_order++] = idx;
 }
 
-/* FLASHD_<x>_STATE and whether FLASHD_<x>_VERSION exists. */
-static int load_record(struct slot_info *s, slot_getenv_fn get, void *userdata,
-		       struct error *err)
+/* Note a malformed variable (the first SLOT_MAX are kept). */
+static void add_malformed(struct slot_state *st, const char *name, const char *value,
+			  const char *fmt, ...)
+{
+	struct slot_malformed *m = &st->malformed[st->n_malformed];
+	va_list ap;
+
+	if (st->n_malformed++ >= SLOT_MAX)
+		return;
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	snprintf(m->value, sizeof(m->value), "%s", value);
+	va_start(ap, fmt);
+	vsnprintf(m->effect, sizeof(m->effect), fmt, ap);
+	va_end(ap);
+}
+
+/* FLASHD_<x>_STATE and whether FLASHD_<x>_VERSION / _HEALTH exist. */
+static void load_record(struct slot_state *st, struct slot_info *s, slot_getenv_fn get,
+			void *userdata)
 {
 	char var[SLOT_NAME_MAX + 16];
-	_cleanup_free_ char *rec = NULL, *ver = NULL;
+	_cleanup_free_ char *rec = NULL, *ver = NULL, *health = NULL;
 	int r;
 
 	slot_record_var(s->name, var, sizeof(var));
 	rec = get(userdata, var);
 	if (rec && *rec) {
 		r = slot_record_from_string(rec);
-		if (r < 0)
-			return error_set(err, -EBADMSG, "%s='%s' is not an install record "
-					 "(installing, verified, good, bad, failed, cancelled)",
-					 var, rec);
+		if (r < 0) {
+			/* the boot script never reads it; not proof of anything */
+			add_malformed(st, var, rec, "not an install record: read as unknown "
+				      "(content unverified); the boot script does not read it");
+			r = SLOT_RECORD_UNKNOWN;
+		}
 		s->record = (enum slot_record)r;
 	}
 	slot_version_var(s->name, var, sizeof(var));
 	ver = get(userdata, var);
 	s->has_version = ver && *ver;
-	return 0;
+	slot_health_var(s->name, var, sizeof(var));
+	health = get(userdata, var);
+	s->has_health = health && *health;
+}
+
+/* BOOT_<x>_LEFT as the script reads it (slot.h, slot_state_load). */
+static void load_left(struct slot_state *st, struct slot_info *s, slot_getenv_fn get,
+		      void *userdata)
+{
+	char var[SLOT_NAME_MAX + 16];
+	_cleanup_free_ char *v = NULL;
+	long n;
+
+	slot_left_var(s->name, var, sizeof(var));
+	v = get(userdata, var);
+	if (!v) {
+		s->left = st->max_tries; /* as the boot script defaults it */
+		return;
+	}
+	if (parse_left(v, &s->left) >= 0) {
+		s->left_set = true;
+		return;
+	}
+	n = strtol(v, NULL, 10);
+	s->left = n > 0 ? 1 : 0;
+	/* left_set false: the next operation writes it back as a digit */
+	if (n > 0)
+		add_malformed(st, var, v, "not one decimal digit: the boot script boots slot %s "
+			      "once more (%ld > 0), then its hex countdown (setexpr) reads as 0: "
+			      "counted as 1 try left", s->name, n);
+	else
+		add_malformed(st, var, v, "not a number of tries: the boot script skips slot %s "
+			      "(reads as 0 tries left)", s->name);
 }
 
 int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
@@ -223,7 +278,6 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 {
 	struct slot_state st = { .max_tries = max_tries, .n_slots = n_names };
 	_cleanup_free_ char *order = NULL, *last = NULL;
-	int r;
 
 	if (n_names < 1 || n_names > SLOT_MAX)
 		return error_set(err, -EINVAL, "%zu slots: 1 to %d supported", n_names, SLOT_MAX);
@@ -231,9 +285,6 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 		return error_set(err, -EINVAL, "max tries %u: must be 1..%d (the boot script counts "
 				 "with setexpr, which prints hex)", max_tries, SLOT_MAX_TRIES_LIMIT);
 	for (size_t i = 0; i < n_names; i++) {
-		char var[SLOT_NAME_MAX + 16];
-		_cleanup_free_ char *v = NULL;
-
 		if (!slot_name_valid(names[i]))
 			return error_set(err, -EINVAL, "slot name '%s': 1-%d characters of "
 					 "[A-Za-z0-9_]", names[i], SLOT_NAME_MAX - 1);
@@ -241,19 +292,8 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 			return error_set(err, -EINVAL, "slot name '%s' given twice", names[i]);
 		snprintf(st.slots[i].name, sizeof(st.slots[i].name), "%s", names[i]);
 		st.slots[i].order_pos = -1;
-		r = load_record(&st.slots[i], get, userdata, err);
-		if (r < 0)
-			return r;
-		slot_left_var(names[i], var, sizeof(var));
-		v = get(userdata, var);
-		if (!v) {
-			st.slots[i].left = max_tries; /* as the boot script defaults it */
-			continue;
-		}
-		if (parse_left(v, &st.slots[i].left) < 0)
-			return error_set(err, -EBADMSG, "%s='%s' is not a number of tries (one "
-					 "decimal digit)", var, v);
-		st.slots[i].left_set = true;
+		load_record(&st, &st.slots[i], get, userdata);
+		load_left(&st, &st.slots[i], get, userdata);
 	}
 	last = get(userdata, SLOT_LAST_GOOD_VAR);
 	st.last_good = last ? slot_find(&st, last) : -1;
@@ -416,6 +456,26 @@ static void diff_changes(const struct slot_state *old, const struct slot_state *
 	}
 	if (old->last_good != new->last_good && new->last_good >= 0)
 		add_change(c, SLOT_LAST_GOOD_VAR, new->slots[new->last_good].name);
+	for (size_t i = 0; i < new->n_slots; i++) {
+		if (!old->slots[i].has_health || new->slots[i].has_health)
+			continue;
+		slot_health_var(new->slots[i].name, var, sizeof(var));
+		add_change(c, var, ""); /* deleted */
+	}
+}
+
+int slot_order_check(const struct slot_state *st, struct error *err)
+{
+	for (size_t k = 0; k < st->n_order; k++) {
+		size_t i = st->order[k];
+
+		if (!slot_verified(st, i))
+			return error_set(err, -EPERM, "BOOT_ORDER would name slot %s, which holds no "
+					 "verified image (%s): the boot script would boot it",
+					 st->slots[i].name,
+					 view_names[slot_view_of(st, i, false)].text);
+	}
+	return 0;
 }
 
 bool slot_verified(const struct slot_state *st, size_t i)
@@ -586,10 +646,30 @@ static int activate(struct slot_state *n, size_t slot, struct error *err)
 	return 0;
 }
 
-static int init_order(struct slot_state *n, struct error *err)
+/* SLOT_INIT_READ: the records say nothing; what was read or runs does. */
+static void init_from_reads(struct slot_state *n, unsigned flags)
+{
+	for (size_t i = 0; i < n->n_slots; i++) {
+		struct slot_info *s = &n->slots[i];
+
+		if (flags & SLOT_READ_OK(i))
+			s->record = s->record == SLOT_RECORD_BAD ? SLOT_RECORD_BAD : SLOT_RECORD_GOOD;
+		else if (flags & SLOT_RUNNING(i))
+			s->record = s->record == SLOT_RECORD_BAD || s->record == SLOT_RECORD_GOOD ?
+				    s->record : SLOT_RECORD_VERIFIED;
+		else if (slot_verified(n, i) || s->record == SLOT_RECORD_NONE)
+			s->record = SLOT_RECORD_UNKNOWN;
+		if (!slot_verified(n, i))
+			set_left(n, i, 0);
+	}
+}
+
+static int init_order(struct slot_state *n, unsigned flags, struct error *err)
 {
 	size_t idx[SLOT_MAX], k = 0;
 
+	if (flags & SLOT_INIT_READ)
+		init_from_reads(n, flags);
 	for (size_t i = 0; i < n->n_slots; i++)
 		if (slot_verified(n, i) && n->slots[i].record != SLOT_RECORD_BAD) {
 			idx[k++] = i;
@@ -690,7 +770,7 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 			set_left(n, n->order[k], n->max_tries);
 		return 0;
 	case SLOT_OP_INIT:
-		return init_order(n, err);
+		return init_order(n, flags, err);
 	case SLOT_OP_INSTALL_BEGIN:
 		if (n->slots[slot].order_pos >= 0 && n->n_order == 1)
 			return error_set(err, -EBUSY, "refusing to install into slot %s: it is the "
@@ -702,6 +782,8 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 		r = drop_install(n, (size_t)slot, SLOT_RECORD_INSTALLING, err);
 		if (r >= 0 && n->last_good == slot)
 			n->last_good = -1;
+		/* the verdict was on the image this install replaces */
+		n->slots[slot].has_health = false;
 		return r;
 	case SLOT_OP_INSTALL_VERIFIED:
 		n->slots[slot].record = SLOT_RECORD_VERIFIED;

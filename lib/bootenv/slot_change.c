@@ -1,5 +1,6 @@
 /* load -> compute -> one env store (include/slot_change.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
@@ -28,7 +29,7 @@ static int compute(const struct slot_change *c, int idx, struct slot_change_resu
 		ret->forcible = slot_compute_booted(&ret->before, c->booted, c->op, idx,
 						    c->flags | SLOT_FORCE, &fst, &fch, NULL) >= 0;
 	}
-	return change_fail(ret, c->op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_SLOT :
+	return change_fail(ret, c->op == SLOT_OP_ROLLBACK && r == -ENOENT ? SLOT_CHANGE_NO_ROLLBACK :
 			   SLOT_CHANGE_REFUSED, r);
 }
 
@@ -79,4 +80,32 @@ int slot_change(struct env *e, const struct layout_slot_group *g, const struct s
 		return r;
 	ret->slot = c->op == SLOT_OP_ROLLBACK ? (int)ret->after.order[0] : idx;
 	return kept;
+}
+
+struct raw_view {
+	struct env *env;
+	const struct env_var *vars;
+	size_t n;
+};
+
+/* The env as the raw write leaves it: the last write of a name wins. */
+static char *raw_get(void *userdata, const char *name)
+{
+	const struct raw_view *v = userdata;
+
+	for (size_t i = v->n; i-- > 0;)
+		if (!strcmp(v->vars[i].name, name))
+			return v->vars[i].value ? strdup(v->vars[i].value) : NULL;
+	return env_get_dup(v->env, name);
+}
+
+int slot_change_check_raw(struct env *e, const struct layout_slot_group *g,
+			  const struct env_var *vars, size_t n, struct error *err)
+{
+	struct raw_view v = { e, vars, n };
+	struct slot_state st;
+	int r;
+
+	r = slot_state_load_group(&st, g, raw_get, &v, err);
+	return r < 0 ? r : slot_order_check(&st, err);
 }

@@ -216,3 +216,30 @@ int block_record_drop(const char *dir, const char *group, const char *slot, cons
 		return -errno;
 	return 0;
 }
+
+static int block_matches(const struct block_record *r, struct flash *f, uint32_t k, uint8_t *buf)
+{
+	size_t len = (size_t)MIN((uint64_t)r->erasesize, r->size - (uint64_t)k * r->erasesize);
+	uint8_t md[32];
+	int q = flash_read(f, (uint64_t)r->phys[k] * r->erasesize, buf, len);
+
+	if (q < 0 && q != -EUCLEAN)
+		return q == -EBADMSG ? 0 : q;
+	hash_buf(buf, len, md);
+	return !memcmp(md, r->hashes + (size_t)k * 32, 32);
+}
+
+int block_record_verify(const struct block_record *r, struct flash *f, uint32_t *ret_block)
+{
+	_cleanup_free_ uint8_t *buf = malloc(r->erasesize ? r->erasesize : 1);
+	int q = 1;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t k = 0; q == 1 && k < r->n_blocks; k++) {
+		q = block_matches(r, f, k, buf);
+		if (q != 1 && ret_block)
+			*ret_block = k;
+	}
+	return q;
+}

@@ -38,7 +38,7 @@ static void add_str(struct json_object *o, const char *k, const char *v)
 		json_object_object_add(o, k, json_object_new_string(v));
 }
 
-static struct json_object *record_to_json(const struct record *r)
+struct json_object *record_to_json(const struct record *r)
 {
 	struct json_object *o = json_object_new_object();
 

@@ -443,6 +443,7 @@ static const struct {
 	{ PROTO_ERROR_EXPECTED_MORE, -EOPNOTSUPP, "the method must be called with 'more'" },
 	{ PROTO_ERROR_INVALID_PARAMETER, -EINVAL, "invalid parameter" },
 	{ PROTO_ERROR_NO_SUCH_SLOT, -ENOENT, "no such slot" },
+	{ PROTO_ERROR_NO_ROLLBACK, -ENOENT, "no other verified slot to roll back to" },
 	{ PROTO_ERROR_NO_SUCH_PARTITION, -ENOENT, "no such partition" },
 	{ PROTO_ERROR_CANCELLED, -ECANCELED, "cancelled" },
 	{ PROTO_ERROR_INVALID_BUNDLE, -EBADMSG, "invalid bundle" },

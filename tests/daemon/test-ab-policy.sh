@@ -171,7 +171,7 @@ stop_daemon
 fctl slot rollback --layout "$LAYOUT" --target "$TARGET" --cmdline "$T/cmdline" > "$T/rb.out" 2>&1 ||
 	fail "offline rollback with an update pending: $(cat "$T/rb.out")"
 [ "$(env_var BOOT_ORDER)" = "A B" ] || fail "offline rollback: BOOT_ORDER '$(env_var BOOT_ORDER)'"
-fctl slot activate B --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "activate B again"
+fctl slot activate B --config "$T/flashd.conf" --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "activate B again"
 
 # ---- item 2 (+9): B never comes up; the board falls back to A ----
 for i in 1 2 3; do

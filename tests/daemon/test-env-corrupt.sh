@@ -37,7 +37,7 @@ EOT
 
 # recovery: a fresh env with the layout's defaults, then the slot records
 fctl -q env init --layout "$LAYOUT" --target "$TARGET" > "$T/init.out" 2>&1 || fail "env init on a corrupt env: $(cat "$T/init.out")"
-fctl -q slot init --layout "$LAYOUT" --target "$TARGET" > "$T/slot.out" 2>&1 || fail "slot init: $(cat "$T/slot.out")"
+fctl -q slot init --layout "$LAYOUT" --target "$TARGET" --cmdline "$T/cmdline" > "$T/slot.out" 2>&1 || fail "slot init: $(cat "$T/slot.out")"
 vcall "$T/st2" --timeout 10 io.flashd.GetStatus || fail "GetStatus after recovery"
 expect_fields "$T/st2.last" "GetStatus after recovery" <<EOT
 parameters.env.readable true

@@ -15,7 +15,7 @@ start_daemon
 # ---- status before anything was installed ----
 fctl --json status > "$T/st0.json" || fail "flashctl --json status: exit $?"
 expect_fields "$T/st0.json" <<EOF
-. {KEYS} layout board compatible slots booted trial fallback switch_pending next next_after_reset degraded last_good last_install overlay flash allow_unsigned operation env
+. {KEYS} layout board compatible slots booted trial fallback switch_pending next next_after_reset degraded last_good last_install overlay flash allow_unsigned operation installing_elsewhere env
 layout $LAYOUT
 board nandsim 128 MiB NAND (demo and test board)
 compatible flashd,nandsim-128m
@@ -116,7 +116,7 @@ booted A
 next B
 switch_pending true
 operation null
-last_install {KEYS} slot version bundle_sha256 result reason started finished bytes erases blocks_skipped signer
+last_install {KEYS} slot version bundle_sha256 result reason started finished bytes erases blocks_skipped signer record_error
 last_install.slot B
 last_install.version 1.0
 last_install.result success
@@ -276,13 +276,18 @@ slots.0.tries_left 0
 slots.0.priority null
 next B
 EOF
-vcall_error "$T/rb2" io.flashd.NoSuchSlot io.flashd.Rollback
-vcall "$T/ac" io.flashd.Activate '{"slot":"A"}' || fail "Activate A: $(cat "$T/ac")"
-expect_fields "$T/ac.last" <<EOF
-parameters {}
-EOF
-[ "$(env_var BOOT_ORDER)" = "A B" ] || fail "BOOT_ORDER after Activate A: '$(env_var BOOT_ORDER)'"
-[ "$(env_var BOOT_A_LEFT)" = 3 ] || fail "BOOT_A_LEFT after Activate A"
+# nothing to roll back to: a clear error, not "no such slot" (issue 31 item 12)
+vcall_error "$T/rb2" io.flashd.NoRollbackTarget io.flashd.Rollback
+grep -q "no other verified slot" "$T/rb2.last" || fail "Rollback does not say why: $(cat "$T/rb2.last")"
+fctl slot rollback > "$T/rb2.out" 2>&1
+rc=$?
+[ $rc = 3 ] || fail "flashctl slot rollback with nothing to roll back to exited $rc, expected 3"
+grep -q "roll back to" "$T/rb2.out" || fail "flashctl slot rollback does not say why: $(cat "$T/rb2.out")"
+# A (the factory's, recorded bad) is not running: Activate reads it first,
+# and no install recorded a signed index of it (issue 31 item 4)
+vcall_error "$T/ac" io.flashd.PermissionDenied io.flashd.Activate '{"slot":"A"}'
+grep -q "not read back as its signed image" "$T/ac.last" || fail "Activate A: $(cat "$T/ac.last")"
+[ "$(env_var BOOT_ORDER)" = B ] || fail "BOOT_ORDER after a refused Activate A: '$(env_var BOOT_ORDER)'"
 vcall_error "$T/ac2" io.flashd.NoSuchSlot io.flashd.Activate '{"slot":"Z"}'
 expect_fields "$T/ac2.last" <<EOF
 parameters.slot Z

@@ -64,11 +64,12 @@ expect_status slots.1.state bad "right after MarkBad B"
 
 # ---- offline, daemon stopped, under the lock ----
 stop_daemon
-fctl -q slot activate B --offline --layout "$LAYOUT" --target "$TARGET" --cmdline "$T/cmdline" ||
-	fail "flashctl --offline slot activate B"
+# (a rollback: activate would read B, which holds no image here)
+fctl -q slot rollback --force --offline --layout "$LAYOUT" --target "$TARGET" --cmdline "$T/cmdline" ||
+	fail "flashctl --offline slot rollback --force"
 start_daemon -v
-expect_status next B "after an offline activate B while flashd was stopped"
-expect_status switch_pending true "after an offline activate B"
+expect_status next B "after an offline rollback to B while flashd was stopped"
+expect_status switch_pending true "after an offline rollback to B"
 
 # ---- a user without rights cannot make it read the flash per call ----
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then

@@ -121,7 +121,8 @@ network_conf() {
 # data stays), flashd restarted on it
 reset_slots() {
 	stop_daemon
-	"$FLASHCTL" -q slot init --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "slot init"
+	"$FLASHCTL" -q slot init --layout "$LAYOUT" --target "$TARGET" \
+		--cmdline "$FLASHD_DIR/cmdline" >/dev/null || fail "slot init"
 	start_daemon
 }
 

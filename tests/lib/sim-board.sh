@@ -57,9 +57,12 @@ setup_board() {
 	cp "$T/rel.pub" "$T/keyring/"
 	"$FLASHCTL" -q flash sim-create "$SIM" --type nand --size 128MiB --erase-block 128KiB \
 		--page 2048 --oob 64 >/dev/null || fail "flash sim-create"
-	"$FLASHCTL" -q env init --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "env init"
-	# provisioned: BOOT_ORDER="A B", full tries, as a factory image has it
-	"$FLASHCTL" -q slot init --layout "$LAYOUT" --target "$TARGET" >/dev/null || fail "slot init"
+	# provisioned: BOOT_ORDER="A B", full tries, both recorded good, as a
+	# factory image's env has it ('slot init' trusts only what it reads:
+	# these slots hold no image to read)
+	"$FLASHCTL" -q env init --layout "$LAYOUT" --target "$TARGET" "BOOT_ORDER=A B" \
+		BOOT_A_LEFT=3 BOOT_B_LEFT=3 FLASHD_A_STATE=good FLASHD_B_STATE=good >/dev/null ||
+		fail "env init"
 	echo "flashd.slot=A" > "$T/cmdline"
 	flashd_conf "${HEALTH_COMMAND:-}"
 }

@@ -154,7 +154,8 @@ static void step(struct slot_state *st, const char *from, enum slot_op op, int s
 
 TEST(test_parse)
 {
-	struct slot_state st;
+	struct slot_state st, n;
+	struct slot_changes c;
 	struct vars none = { { { NULL, NULL } } };
 	struct vars garbage = { { { "BOOT_A_LEFT", "x3" } } };
 	struct error err = {};
@@ -178,8 +179,22 @@ TEST(test_parse)
 	assert_int_equal(slot_health_of(&st, 0), SLOT_HEALTH_BAD);
 	assert_int_equal(slot_health_of(&st, 1), SLOT_HEALTH_GOOD);
 
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &garbage, &err), -EBADMSG);
-	assert_non_null(strstr(err.msg, "BOOT_A_LEFT='x3'"));
+	/* a malformed counter: loaded as the script reads it, and named
+	 * (issue 31 item 11); "x3" reads as 0, "10" boots once more */
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &garbage, &err), 0);
+	assert_int_equal(st.n_malformed, 1);
+	assert_string_equal(st.malformed[0].name, "BOOT_A_LEFT");
+	assert_string_equal(st.malformed[0].value, "x3");
+	assert_non_null(strstr(st.malformed[0].effect, "skips slot A"));
+	assert_int_equal(st.slots[0].left, 0);
+	assert_false(st.slots[0].left_set);
+	load(&st, "A B", "10", "3");
+	assert_int_equal(st.n_malformed, 1);
+	assert_int_equal(st.slots[0].left, 1);
+	assert_non_null(strstr(st.malformed[0].effect, "once more"));
+	/* the next operation writes it back as a digit */
+	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
+	expect_changes(&c, "BOOT_ORDER=B A;BOOT_A_LEFT=1;");
 	assert_int_equal(slot_state_load(&st, AB, 2, 10, map_get, &none, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "setexpr"));
 	const char *bad[] = { "A", "B C" };
@@ -585,8 +600,13 @@ TEST(test_records_and_views)
 	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
 	assert_false(slot_verified(&st, 0));
 	assert_true(slot_verified(&st, 1));
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &bad, &err), -EBADMSG);
-	assert_non_null(strstr(err.msg, "FLASHD_A_STATE='ok'"));
+	/* an unknown record is no proof: unknown, named (item 11) */
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &bad, &err), 0);
+	assert_int_equal(st.slots[0].record, SLOT_RECORD_UNKNOWN);
+	assert_false(slot_verified(&st, 0));
+	assert_int_equal(st.n_malformed, 1);
+	assert_string_equal(st.malformed[0].name, "FLASHD_A_STATE");
+	assert_string_equal(st.malformed[0].value, "ok");
 }
 
 /* Item 3: only a slot whose last install verified enters BOOT_ORDER. */
@@ -925,4 +945,37 @@ TEST(test_slot_change)
 	watched[0] = '\0';
 	testlib_rm_rf(dir);
 	(void) state;
+}
+
+/* Issue 31 item 4: BOOT_ORDER names only slots recorded verified; item
+ * 10: a new install deletes the old image's health verdict. */
+TEST(test_order_check_and_health)
+{
+	struct slot_state st, n;
+	struct slot_changes c;
+	struct error err = {};
+	struct vars m = { { { "BOOT_ORDER", "A" }, { "FLASHD_A_STATE", "good" },
+			    { "FLASHD_B_STATE", "verified" },
+			    { "FLASHD_B_HEALTH", "failed 2026-01-01T00:00:00Z: exit status 1" } } };
+
+	loadr(&st, "A B", "3", "3", "good", "failed");
+	assert_int_equal(slot_order_check(&st, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "slot B"));
+	loadr(&st, "A", "3", "0", "good", "failed");
+	assert_int_equal(slot_order_check(&st, &err), 0);
+	/* legacy: no records, what the script boots is trusted */
+	load(&st, "A B", "3", "3");
+	assert_int_equal(slot_order_check(&st, &err), 0);
+
+	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &m, &err), 0);
+	assert_true(st.slots[1].has_health);
+	run(&st, SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c);
+	expect_changes(&c, "BOOT_A_LEFT=3;BOOT_B_LEFT=0;FLASHD_B_STATE=installing;FLASHD_B_HEALTH=;");
+	/* other operations leave it */
+	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
+	expect_changes(&c, "BOOT_ORDER=B A;BOOT_A_LEFT=3;BOOT_B_LEFT=3;");
+	assert_true(slot_is_flashd_var("FLASHD_B_HEALTH"));
+	assert_true(slot_is_flashd_var("FLASHD_A_VERSION"));
+	assert_true(slot_is_flashd_var("BOOT_ORDER"));
+	assert_false(slot_is_flashd_var("bootdelay"));
 }

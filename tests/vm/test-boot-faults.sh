@@ -26,8 +26,9 @@ printf '/etc/big\n/etc/many\n/etc/keep\n' >/tmp/img/etc/flashd/keep.d/test
 vm_run mksquashfs /tmp/img /tmp/a.sqfs -quiet -noappend -comp xz -all-root
 vm_flashctl flash write "$rootfs" /tmp/a.sqfs
 vm_run "$FLASHCTL" env init --layout "$L" FLASHD_A_VERSION=1.0
-vm_run "$FLASHCTL" slot init --layout "$L"
 echo "console=ttyS0 flashd.slot=A" >/tmp/cmdline
+# slot init trusts the running slot (A here) and what it reads, not records
+vm_run "$FLASHCTL" slot init --layout "$L" --cmdline /tmp/cmdline
 vm_run flash_erase -q "$data" 0 0
 union=/tmp/st/root
 assemble() { boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline; }

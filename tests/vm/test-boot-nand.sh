@@ -45,8 +45,9 @@ vm_run mksquashfs /tmp/img /tmp/a.sqfs -quiet -noappend -comp xz -all-root
 [ "$(stat -c %s /tmp/a.sqfs)" -gt $((4 * 131072)) ] || vm_fail "image too small to cross block 45"
 vm_flashctl flash write "$rootfs" /tmp/a.sqfs
 vm_run "$FLASHCTL" env init --layout "$L" FLASHD_A_VERSION=1.0
-vm_run "$FLASHCTL" slot init --layout "$L"
 echo "console=ttyS0 flashd.slot=A" >/tmp/cmdline
+# slot init trusts the running slot (A here) and what it reads, not records
+vm_run "$FLASHCTL" slot init --layout "$L" --cmdline /tmp/cmdline
 vm_run flash_erase -q "$data" 0 0     # blank, no cleanmarkers: first boot
 
 # ---- first boot (--no-exec) ---------------------------------------------

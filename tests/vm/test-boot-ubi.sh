@@ -64,8 +64,9 @@ vm_run ubidetach -p "$ubimtd"
 [ -e "/sys/class/ubi/ubi$ubi" ] && vm_fail "ubi$ubi still attached after ubidetach"
 
 vm_run "$FLASHCTL" env init --layout "$L" FLASHD_A_VERSION=1.0
-vm_run "$FLASHCTL" slot init --layout "$L"
 echo "console=ttyS0 flashd.slot=A" >/tmp/cmdline
+# slot init trusts the running slot (A here) and what it reads, not records
+vm_run "$FLASHCTL" slot init --layout "$L" --cmdline /tmp/cmdline
 
 # ---- first boot (--no-exec) ---------------------------------------------
 vm_log "first boot: flashd attaches UBI, ubiblock root, UBIFS overlay"

@@ -1,0 +1,32 @@
+/* A slot read against the signed index of what an install verified into
+ * it, before anything makes it bootable on the records' word alone
+ * (docs/security.md, "What is read before anything is trusted").
+ *
+ * The index is the one the install's verified read-back wrote into the
+ * slot's block records (block_record.h, in the daemon's state dir, root
+ * only): the SHA-256 of every erase block of each raw (NOR/NAND) image,
+ * from the bundle's signed index. Every block is read and hashed. A slot
+ * with no record (an install without an index, UBI volumes, a board
+ * flashd never installed to) cannot be verified this way. */
+#pragma once
+#include <stddef.h>
+
+#include <stdint.h>
+
+#include "bundle.h"
+#include "error.h"
+#include "layout.h"
+
+/* 1: at least one member has a record and every recorded member reads
+ * back as recorded; 0: no record to read the slot against (err says);
+ * -EILSEQ: the slot differs (err names member and block); -errno (err). */
+int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
+		     size_t slot, const char *state_dir, struct error *err);
+/* The same against a bundle's verified signed index (m, index: from a
+ * bundle_reader that read the whole bundle): every raw image of m is read
+ * from the slot member it names, logical block k on the k-th good block,
+ * as an install writes it. 1 all equal; 0 m has no raw image of this
+ * slot or no index (err says); -EILSEQ differs; -errno. */
+int slot_verify_index(const struct layout *l, const char *target,
+		      const struct layout_slot_group *g, size_t slot,
+		      const struct bundle_manifest *m, const uint8_t *index, struct error *err);

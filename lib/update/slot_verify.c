@@ -1,0 +1,135 @@
+/* A slot read against its recorded signed index (include/slot_verify.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "block_record.h"
+#include "board.h"
+#include "cleanup.h"
+#include "flash.h"
+#include "install-internal.h"
+#include "install_index.h"
+#include "slot_verify.h"
+
+/* Every block of rec read from f and equal: 1, else -EILSEQ or -errno. */
+static int verify_blocks(const struct block_record *rec, struct flash *f, const char *member,
+			 const struct layout_image_target *t, const char *version,
+			 struct error *err)
+{
+	uint32_t bad = 0;
+	int r = block_record_verify(rec, f, &bad);
+
+	if (r < 0)
+		return error_set(err, r, "%s: reading partition %s: %s", member, t->part->name,
+				 strerror(-r));
+	if (r == 0)
+		return error_set(err, -EILSEQ, "%s: block %" PRIu32 " of partition %s differs from "
+				 "the signed image (version %s) or cannot be read", member, bad,
+				 t->part->name, version);
+	return 1;
+}
+
+/* 1 verified, 0 no record, -errno (err). */
+static int verify_member(struct board *b, const char *state_dir, const char *group,
+			 const char *slot, const char *member, const struct layout_image_target *t,
+			 struct error *err)
+{
+	_cleanup_block_record_ struct block_record *rec = NULL;
+	_cleanup_flash_ struct flash *f = NULL;
+	int r;
+
+	if (t->storage != LAYOUT_STORAGE_NAND && t->storage != LAYOUT_STORAGE_NOR)
+		return 0;
+	r = block_record_load(state_dir, group, slot, member, &rec);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return error_set(err, r, "%s: its block record in %s is damaged", member, state_dir);
+	r = board_open_partition(b, t->part, &f);
+	if (r < 0)
+		return error_set(err, r, "%s: cannot open partition %s: %s", member, t->part->name,
+				 strerror(-r));
+	if (!block_record_matches_flash(rec, f))
+		return error_set(err, -EILSEQ, "%s: partition %s changed since the install (bad "
+				 "blocks or erase size)", member, t->part->name);
+	return verify_blocks(rec, f, member, t, rec->version, err);
+}
+
+int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
+		     size_t slot, const char *state_dir, struct error *err)
+{
+	_cleanup_board_ struct board *b = NULL;
+	const struct layout_slot *s = &g->slots[slot];
+	int r, found = 0;
+
+	if (!state_dir)
+		return error_set(err, 0, "slot %s: no state dir to find its signed index in", s->name);
+	r = board_open(l, target, false, &b);
+	if (r < 0)
+		return error_set(err, r, "slot %s: cannot open the board: %s", s->name, strerror(-r));
+	r = verify_member(b, state_dir, g->name, s->name, "rootfs", &s->rootfs, err);
+	found = r > 0;
+	if (r >= 0 && s->has_kernel) {
+		r = verify_member(b, state_dir, g->name, s->name, "kernel", &s->kernel, err);
+		found |= r > 0;
+	}
+	if (r < 0)
+		return error_prefix(err, r, "slot %s", s->name);
+	if (!found)
+		return error_set(err, 0, "slot %s: no signed index recorded for it in %s (an install "
+				 "with a block index keeps one): nothing to read it against",
+				 s->name, state_dir);
+	return 1;
+}
+
+static int verify_image(struct board *b, const struct layout_slot *s,
+			const struct bundle_manifest *m, const struct bundle_image *img,
+			const uint8_t *index, struct error *err)
+{
+	const struct layout_image_target *t = install_member_target(s, img->slot);
+	_cleanup_block_record_ struct block_record *rec = NULL;
+	_cleanup_flash_ struct flash *f = NULL;
+	int r;
+
+	if (!t || (t->storage != LAYOUT_STORAGE_NAND && t->storage != LAYOUT_STORAGE_NOR))
+		return 0;
+	r = board_open_partition(b, t->part, &f);
+	if (r < 0)
+		return error_set(err, r, "%s: cannot open partition %s: %s", img->slot,
+				 t->part->name, strerror(-r));
+	if (f->info.erasesize != m->block_size)
+		return error_set(err, -EILSEQ, "%s: the bundle's blocks are %" PRIu32 " bytes, the "
+				 "partition's erase blocks %" PRIu32, img->slot, m->block_size,
+				 (uint32_t)f->info.erasesize);
+	r = install_index_record(f, img, index, &rec);
+	if (r < 0)
+		return error_set(err, r, "%s: partition %s cannot hold the image: %s", img->slot,
+				 t->part->name, strerror(-r));
+	return verify_blocks(rec, f, img->slot, t, m->version, err);
+}
+
+int slot_verify_index(const struct layout *l, const char *target,
+		      const struct layout_slot_group *g, size_t slot,
+		      const struct bundle_manifest *m, const uint8_t *index, struct error *err)
+{
+	_cleanup_board_ struct board *b = NULL;
+	const struct layout_slot *s = &g->slots[slot];
+	int r = 0, found = 0;
+
+	if (!index)
+		return error_set(err, 0, "slot %s: bundle version %s has no block index to read "
+				 "the slot against", s->name, m->version);
+	r = board_open(l, target, false, &b);
+	if (r < 0)
+		return error_set(err, r, "slot %s: cannot open the board: %s", s->name, strerror(-r));
+	for (size_t i = 0; r >= 0 && i < m->n_images; i++) {
+		r = verify_image(b, s, m, &m->images[i], index, err);
+		found |= r > 0;
+	}
+	if (r < 0)
+		return error_prefix(err, r, "slot %s", s->name);
+	if (!found)
+		return error_set(err, 0, "slot %s: bundle version %s has no raw image of it",
+				 s->name, m->version);
+	return 1;
+}

@@ -1,0 +1,92 @@
+#!/bin/sh
+# What is read before a slot is trusted (issue 31 items 4 and 5):
+# - 'slot init' (the recovery after an env loss) puts a slot into
+#   BOOT_ORDER only when it reads as the signed index its last verified
+#   install recorded, or when it is the running one; an interrupted slot,
+#   whatever the records said, is unknown and out of BOOT_ORDER;
+# - 'slot activate' of a slot that is not running reads it first: a
+#   record forced to "verified" is no proof, a slot that differs from its
+#   signed image is refused.
+. "$(dirname "$0")/../lib/sim-board.sh"
+
+need dd
+setup_board
+make_bundle v1 1.0 4
+make_bundle v2 2.0 4
+start_daemon
+C="--config $T/flashd.conf --cmdline $T/cmdline"
+B="--layout $LAYOUT --target $TARGET"
+
+# both env copies lost; U-Boot's default env back ('env init')
+lose_env() {
+	stop_daemon
+	printf 'garbage that is no env' | dd of="$SIM" bs=1 seek=$((4096 + 0x100000 + 100)) conv=notrunc status=none
+	dd if=/dev/zero of="$SIM" bs=4096 seek=$(((4096 + 0x120000) / 4096)) count=1 conv=notrunc status=none
+	fctl -q env init $B > "$T/ei.out" 2>&1 || fail "env init: $(cat "$T/ei.out")"
+}
+
+# ---- a verified install survives an env loss: read, good ----
+fctl -q install "$T/v1.bundle" > "$T/i1.out" 2>&1 || fail "install v1: $(cat "$T/i1.out")"
+lose_env
+fctl slot init $C --offline > "$T/si1.out" 2>&1 || fail "slot init: $(cat "$T/si1.out")"
+[ "$(env_var BOOT_ORDER)" = "A B" ] || fail "slot init after a verified install: BOOT_ORDER '$(env_var BOOT_ORDER)', expected 'A B'"
+[ "$(env_var FLASHD_B_STATE)" = good ] || fail "B read against its index is not recorded good: $(env_var FLASHD_B_STATE)"
+
+# ---- an interrupted install, then the env lost: B is unknown, out ----
+start_daemon
+start_gated_install "$T/v2.bundle" 2097152 one
+kill -9 "$WORKER"
+wait_for 20 daemon_idle || fail "the daemon did not notice the killed worker"
+lose_env
+# the running slot unknown (no --cmdline): nothing read, nothing trusted
+fctl slot init --config "$T/flashd.conf" --offline > "$T/si0.out" 2>&1
+case " $(env_var BOOT_ORDER) " in
+*" B "*) fail "slot init put the half-written B into BOOT_ORDER: '$(env_var BOOT_ORDER)'" ;;
+esac
+fctl slot init $C --offline > "$T/si2.out" 2>&1 || fail "slot init: $(cat "$T/si2.out")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "slot init after an interrupted install: BOOT_ORDER '$(env_var BOOT_ORDER)', expected 'A'"
+[ "$(env_var FLASHD_B_STATE)" = unknown ] || fail "the half-written B is recorded '$(env_var FLASHD_B_STATE)', expected unknown"
+[ "$(env_var BOOT_B_LEFT)" = 0 ] || fail "the half-written B has tries: $(env_var BOOT_B_LEFT)"
+grep -q "slot B is not bootable" "$T/si2.out" || fail "slot init does not say why B is left out: $(cat "$T/si2.out")"
+# the boot script's choice: A, and never B
+for i in 1 2 3; do
+	sel=$(fctl slot boot-select $B) || fail "boot-select"
+	[ "$sel" = flashd.slot=A ] || fail "boot-select chose $sel after slot init"
+done
+
+# ---- a record forced to verified is no proof for activate ----
+fctl -q env set --force $B FLASHD_B_STATE=verified 2>/dev/null || fail "root's forced record"
+fctl slot activate B $C --offline > "$T/a1.out" 2>&1 && fail "slot activate B accepted on a forced record"
+grep -q "not read back as its signed image" "$T/a1.out" || fail "activate B does not say why: $(cat "$T/a1.out")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "a refused activate changed BOOT_ORDER: $(env_var BOOT_ORDER)"
+
+# the daemon reads it too (in a worker), and refuses the same
+start_daemon
+vcall_error "$T/da" io.flashd.PermissionDenied io.flashd.Activate '{"slot":"B"}'
+grep -q "not read back as its signed image" "$T/da.last" || fail "Activate B: $(cat "$T/da.last")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "a refused Activate changed BOOT_ORDER: $(env_var BOOT_ORDER)"
+
+# ---- a verified slot whose bytes changed since: refused ----
+fctl -q install --no-activate "$T/v1.bundle" > "$T/i3.out" 2>&1 || fail "install v1 again: $(cat "$T/i3.out")"
+stop_daemon
+fctl slot activate B $C --offline > "$T/a2.out" 2>&1 || fail "activate of a verified, unchanged B: $(cat "$T/a2.out")"
+fctl -q slot init $C --offline > /dev/null 2>&1 || fail "slot init"
+head -c 2048 /dev/urandom | dd of="$SIM" bs=1 seek=$((4096 + 0x3140000 + 3 * 131072)) conv=notrunc status=none
+fctl slot mark-bad B $C --offline --force > /dev/null 2>&1 || fail "mark-bad B"
+fctl slot activate B $C --offline > "$T/a3.out" 2>&1 && fail "slot activate B accepted while B differs from its image"
+grep -q "block 3 of partition rootfs-b differs" "$T/a3.out" || fail "activate B does not name the block: $(cat "$T/a3.out")"
+
+# ---- the state dir lost too: slot init reads against a bundle given ----
+start_daemon
+fctl -q install --no-activate "$T/v2.bundle" > "$T/i4.out" 2>&1 || fail "install v2: $(cat "$T/i4.out")"
+rm -f "$T"/state/blocks-*
+lose_env
+fctl slot init $C --offline > "$T/si4.out" 2>&1 || fail "slot init: $(cat "$T/si4.out")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "slot init without records: BOOT_ORDER '$(env_var BOOT_ORDER)'"
+fctl slot init $C --offline --bundle "$T/v1.bundle" > "$T/si5.out" 2>&1 || fail "slot init --bundle v1: $(cat "$T/si5.out")"
+[ "$(env_var BOOT_ORDER)" = A ] || fail "slot init --bundle of another image took B: '$(env_var BOOT_ORDER)'"
+grep -q "differs from the signed image" "$T/si5.out" || fail "slot init --bundle v1 does not say why: $(cat "$T/si5.out")"
+fctl slot init $C --offline --bundle "$T/v2.bundle" > "$T/si6.out" 2>&1 || fail "slot init --bundle v2: $(cat "$T/si6.out")"
+[ "$(env_var BOOT_ORDER)" = "A B" ] || fail "slot init --bundle of B's image: BOOT_ORDER '$(env_var BOOT_ORDER)'"
+[ "$(env_var FLASHD_B_STATE)" = good ] || fail "slot init --bundle: B recorded $(env_var FLASHD_B_STATE)"
+say PASS
