@@ -67,6 +67,7 @@ struct operation {
 	bool activate;
 	bool cancelled;
 	int health_slot;               /* the booted slot the health check runs for */
+	pid_t health_pgid;             /* the health check's process group, 0 = none */
 	struct install_report final;   /* the worker's end report (final: true once it came) */
 	struct install_report last;    /* the last progress report */
 	bool has_progress;             /* last is set */

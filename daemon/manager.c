@@ -77,6 +77,9 @@ void manager_op_clear(struct manager *m)
 {
 	struct operation *op = &m->op;
 
+	/* everything the health check started, before its supervisor goes */
+	if (op->health_pgid > 0)
+		kill(-op->health_pgid, SIGKILL);
 	worker_free(op->worker);
 	proto_call_unref(op->call);
 	if (op->bundle_fd >= 0)
