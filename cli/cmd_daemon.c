@@ -227,6 +227,9 @@ static void print_status(struct json_object *st)
 	       "none (BOOT_ORDER names no slot: the bootloader resets forever)",
 	       jb(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
 	       jb(st, "switch_pending") ? " (not the booted slot: a reboot switches to it)" : "");
+	if (js(st, "booted_unknown"))
+		printf("BOOTED SLOT UNKNOWN: %s; no slot is written until it is known (installs "
+		       "are refused)\n", jp(st, "booted_unknown"));
 	if (jb(st, "degraded"))
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");

@@ -13,6 +13,7 @@
 #include "cleanup_json.h"
 #include "keyring.h"
 #include "log.h"
+#include "slot_boot.h"
 #include "manager-internal.h"
 #include "util.h"
 
@@ -66,6 +67,13 @@ int manager_reply_env_error(struct proto_call *call, int r, const struct error *
 int manager_reply_busy(struct manager *m, struct proto_call *call)
 {
 	return proto_error_string(call, PROTO_ERROR_BUSY, "operation", m->op.name);
+}
+
+int manager_booted(struct manager *m, const char **ret_by, struct error *err)
+{
+	const struct slot_boot_where w = { .cmdline = m->conf->cmdline, .target = m->conf->target };
+
+	return slot_booted(&w, m->layout, m->group, ret_by, err);
 }
 
 int manager_open_env(struct manager *m, struct env **ret, struct error *err)

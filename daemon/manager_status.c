@@ -60,6 +60,7 @@ static enum slot_view slot_view_ubi(enum slot_view view, bool broken)
 int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
 			      struct error *err)
 {
+	struct error berr = {};
 	const char *by = NULL;
 	char *reset;
 	int booted, r;
@@ -68,7 +69,9 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct slots_vie
 	r = slot_state_load_group(&v->st, m->group, env_get_dup, e, err);
 	if (r < 0)
 		return r;
-	booted = slot_booted(m->conf->cmdline, m->layout, m->group, &by, NULL);
+	booted = manager_booted(m, &by, &berr);
+	if (booted < 0 && booted != -ENOENT)
+		util_snprintf(v->booted_unknown, sizeof(v->booted_unknown), "%s", berr.msg);
 	slot_status_compute(&v->st, booted < 0 ? -1 : booted, booted < 0 ? NULL : by, &v->status);
 	for (size_t i = 0; i < m->group->n_slots && i < SLOT_MAX; i++) {
 		char var[64];
@@ -427,6 +430,8 @@ static struct json_object *status_render(struct manager *m)
 				       json_object_new_string("unknown"));
 	json_object_object_add(o, "slots", slots);
 	json_object_object_add(o, "booted", slot_name_json(m, ss->booted));
+	json_object_object_add(o, "booted_unknown", st->v.booted_unknown[0] ?
+			       json_object_new_string(st->v.booted_unknown) : NULL);
 	json_object_object_add(o, "trial", json_object_new_boolean(ss->on_trial));
 	json_object_object_add(o, "fallback", json_object_new_boolean(ss->fell_back));
 	json_object_object_add(o, "switch_pending", json_object_new_boolean(ss->switch_pending));
