@@ -175,11 +175,18 @@ static void print_flash(struct json_object *st)
 	}
 }
 
-/* Only an unreadable env is worth a line: it changes what boots. */
+/* Only an unreadable env or a dead copy is worth a line: they change
+ * what boots, and what a power cut can do. */
 static void print_env(struct json_object *st)
 {
 	struct json_object *env = jo(st, "env"), *copies = env ? jo(env, "copies") : NULL;
 
+	if (env && js(env, "dead_copy"))
+		printf("U-Boot env:   copy %s DEAD (%s): its block is bad or fails to erase/program; "
+		       "stores go to the other copy in place (a power cut during one can lose the "
+		       "env), and U-Boot's saveenv fails (the boot script boots only slots recorded "
+		       "good, docs/boot-contract.md): replace the env partition's block or move the "
+		       "env\n", jp(env, "dead_copy"), jp(env, "device"));
 	if (!env || jb(env, "readable"))
 		return;
 	printf("U-Boot env:   UNREADABLE (%s):", jp(env, "device"));

@@ -254,6 +254,7 @@ static struct json_object *env_json(struct env *e)
 {
 	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
 	bool blank = env_is_blank(e);
+	int dead = -1;
 
 	json_object_object_add(o, "readable", json_object_new_boolean(!blank));
 	json_object_object_add(o, "device", json_object_new_string(env_describe(e)));
@@ -263,11 +264,14 @@ static struct json_object *env_json(struct env *e)
 		enum env_copy_state st = env_copy_state(e, i, &err);
 
 		json_object_object_add(c, "state", json_object_new_string(env_copy_state_to_string(st)));
-		json_object_object_add(c, "error", st == ENV_COPY_UNREADABLE ?
+		json_object_object_add(c, "error", st == ENV_COPY_UNREADABLE || st == ENV_COPY_DEAD ?
 				       json_object_new_string(strerror(-err)) : NULL);
 		json_object_array_add(arr, c);
+		if (st == ENV_COPY_DEAD)
+			dead = (int)i;
 	}
 	json_object_object_add(o, "copies", arr);
+	json_object_object_add(o, "dead_copy", dead < 0 ? NULL : json_object_new_int(dead + 1));
 	json_object_object_add(o, "next_boot", blank ? json_object_new_string(
 		"no valid env copy: U-Boot boots with its built-in default env (slot variables "
 		"unset: every slot, full tries); recover with 'flashctl env init' and "

@@ -374,6 +374,63 @@ static void kernel_load(const struct layout_slot *s, char *buf, size_t len)
 	}
 }
 
+/* The lines that make slot i the one to boot (after the caller's test). */
+static void bootscript_select(const struct layout *l, const struct layout_slot *s,
+			     const char *indent, FILE *out)
+{
+	char root[256], kern[256];
+
+	root_args(l, s, root, sizeof(root));
+	kernel_load(s, kern, sizeof(kern));
+	fprintf(out, "%ssetenv flashd_slot %s\n"
+		"%ssetenv flashd_root \"%s\"\n", indent, s->name, indent, root);
+	if (kern[0])
+		fprintf(out, "%s%s", indent, kern + 4); /* kern is indented by 4 */
+}
+
+/* saveenv failed (a dead env copy: U-Boot writes the copy not in use and
+ * does not fall back): the try just taken is not counted, so a slot that
+ * does not boot would be tried forever. Boot the chosen slot only when it
+ * is recorded good (or has no record: a board without flashd's records);
+ * else the first slot of BOOT_ORDER recorded good; with none, the chosen
+ * one (nothing better can boot). flashd_saveenv_emulated=1: a test
+ * harness writes the counters back itself (qemu's pflash cannot). */
+static void bootscript_unsaved(const struct layout *l, const struct layout_slot_group *g, FILE *out)
+{
+	fprintf(out, "setenv flashd_unsaved\n"
+		"saveenv || test -n \"${flashd_saveenv_emulated}\" || setenv flashd_unsaved 1\n"
+		"if test -n \"${flashd_unsaved}\"; then\n"
+		"  echo \"flashd: saveenv failed: this try of slot ${flashd_slot} is not counted\"\n"
+		"  setenv flashd_keep\n");
+	for (size_t i = 0; i < g->n_slots; i++) {
+		const char *n = g->slots[i].name;
+		fprintf(out, "  if test \"${flashd_slot}\" = \"%s\" && test \"${FLASHD_%s_STATE}\" = good; "
+			"then setenv flashd_keep 1; fi\n"
+			"  if test \"${flashd_slot}\" = \"%s\" && test -z \"${FLASHD_%s_STATE}\"; "
+			"then setenv flashd_keep 1; fi\n", n, n, n, n);
+	}
+	fprintf(out, "  if test -z \"${flashd_keep}\"; then\n"
+		"    for s in ${BOOT_ORDER}; do\n");
+	for (size_t i = 0; i < g->n_slots; i++) {
+		const char *n = g->slots[i].name;
+		fprintf(out, "      if test -z \"${flashd_keep}\" && test \"${s}\" = \"%s\" && "
+			"test \"${FLASHD_%s_STATE}\" = good; then\n"
+			"        setenv flashd_keep 1\n", n, n);
+		bootscript_select(l, &g->slots[i], "        ", out);
+		fprintf(out, "      fi\n");
+	}
+	fprintf(out, "    done\n"
+		"    if test -n \"${flashd_keep}\"; then\n"
+		"      echo \"flashd: a slot on trial needs a counted try: booting slot ${flashd_slot}, "
+		"recorded good\"\n"
+		"    else\n"
+		"      echo \"flashd: no slot of BOOT_ORDER is recorded good: booting slot "
+		"${flashd_slot} without a counted try\"\n"
+		"    fi\n"
+		"  fi\n"
+		"fi\n");
+}
+
 int slot_bootscript(const struct layout *l, FILE *out)
 {
 	const struct layout_slot_group *g;
@@ -410,17 +467,12 @@ int slot_bootscript(const struct layout *l, FILE *out)
 		"for s in ${BOOT_ORDER}; do\n");
 	for (size_t i = 0; i < g->n_slots; i++) {
 		const char *n = g->slots[i].name;
-		char root[256], kern[256];
 
-		root_args(l, &g->slots[i], root, sizeof(root));
-		kernel_load(&g->slots[i], kern, sizeof(kern));
 		fprintf(out, "  if test -z \"${flashd_slot}\" && test \"${s}\" = \"%s\" && "
 			"test ${BOOT_%s_LEFT} -gt 0; then\n"
-			"    setexpr BOOT_%s_LEFT ${BOOT_%s_LEFT} - 1\n"
-			"    setenv flashd_slot %s\n"
-			"    setenv flashd_root \"%s\"\n"
-			"%s"
-			"  fi\n", n, n, n, n, n, root, kern);
+			"    setexpr BOOT_%s_LEFT ${BOOT_%s_LEFT} - 1\n", n, n, n, n);
+		bootscript_select(l, &g->slots[i], "    ", out);
+		fprintf(out, "  fi\n");
 	}
 	/* None left: give the slots in BOOT_ORDER their tries back and reset.
 	 * A slot out of the order (marked bad: an interrupted install) stays
@@ -435,9 +487,9 @@ int slot_bootscript(const struct layout *l, FILE *out)
 	fprintf(out, "  done\n");
 	fprintf(out, "  saveenv\n"
 		"  reset\n"
-		"fi\n"
-		"saveenv\n"
-		"setenv bootargs \"${flashd_bootargs} ${flashd_root} flashd.slot=${flashd_slot}\"\n"
+		"fi\n");
+	bootscript_unsaved(l, g, out);
+	fprintf(out, "setenv bootargs \"${flashd_bootargs} ${flashd_root} flashd.slot=${flashd_slot}\"\n"
 		"test -n \"${flashd_boot_cmd}\" || setenv flashd_boot_cmd "
 		"'run flashd_kernel_load && bootm ${kernel_addr_r}'\n"
 		"echo \"flashd: booting slot ${flashd_slot}\"\n"
