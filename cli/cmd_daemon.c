@@ -176,8 +176,8 @@ static void print_flash(struct json_object *st)
 	}
 }
 
-/* Only an unreadable env or a malformed variable is worth a line: they
- * change what boots. */
+/* Only an unreadable env, a malformed variable or a dead copy is worth a
+ * line: they change what boots, and what a power cut can do. */
 static void print_env(struct json_object *st)
 {
 	struct json_object *env = jo(st, "env"), *copies = env ? jo(env, "copies") : NULL;
@@ -187,6 +187,12 @@ static void print_env(struct json_object *st)
 		struct json_object *b = json_object_array_get_idx(bad, i);
 		printf("MALFORMED:    %s='%s': %s\n", jp(b, "name"), jp(b, "value"), jp(b, "effect"));
 	}
+	if (env && js(env, "dead_copy"))
+		printf("U-Boot env:   copy %s DEAD (%s): its block is bad or fails to erase/program; "
+		       "stores go to the other copy in place (a power cut during one can lose the "
+		       "env), and U-Boot's saveenv fails (the boot script boots only slots recorded "
+		       "good, docs/boot-contract.md): replace the env partition's block or move the "
+		       "env\n", jp(env, "dead_copy"), jp(env, "device"));
 	if (!env || jb(env, "readable"))
 		return;
 	printf("U-Boot env:   UNREADABLE (%s):", jp(env, "device"));
@@ -234,6 +240,9 @@ static void print_status(struct json_object *st)
 	       "none (BOOT_ORDER names no slot: the bootloader resets forever)",
 	       jb(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
 	       jb(st, "switch_pending") ? " (not the booted slot: a reboot switches to it)" : "");
+	if (js(st, "booted_unknown"))
+		printf("BOOTED SLOT UNKNOWN: %s; no slot is written until it is known (installs "
+		       "are refused)\n", jp(st, "booted_unknown"));
 	if (jb(st, "degraded"))
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");

@@ -82,7 +82,10 @@ static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 		cli_error(ctx, "U-Boot env %s: %s", env_describe(s->env), err.msg);
 		return CLI_EXIT_INVALID;
 	}
-	r = slot_booted(s->a.cmdline, s->layout, s->group, &s->booted_by, &err);
+	r = slot_booted(&(const struct slot_boot_where){ .cmdline = s->a.cmdline,
+							 .target = s->a.target ? s->a.target :
+									   s->a.conf->target },
+			s->layout, s->group, &s->booted_by, &err);
 	s->booted = r >= 0 ? r : -1;
 	return CLI_EXIT_OK;
 }

@@ -81,6 +81,7 @@ struct operation {
 	bool cancelled;
 	int health_slot;               /* the booted slot the health check runs for */
 	struct slot_read_report read;  /* activate: what its worker read */
+	pid_t health_pgid;             /* the health check's process group, 0 = none */
 	struct install_report final;   /* the worker's end report (final: true once it came) */
 	struct install_report last;    /* the last progress report */
 	bool has_progress;             /* last is set */
@@ -96,6 +97,8 @@ struct slots_view {
 	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
 	bool ubi_broken[SLOT_MAX]; /* a UBI volume of the slot has an unfinished update */
 	bool reset_pending;
+	char booted_unknown[256]; /* why the running slot cannot be told ("": it can, or
+				   * the root is on no slot): no slot is written then */
 };
 
 /* The board's state as GetStatus shows it, kept between calls
@@ -151,6 +154,8 @@ int manager_reply_lock_error(struct proto_call *call, int r, const struct error 
 int manager_reply_env_error(struct proto_call *call, int r, const struct error *err);
 int manager_reply_busy(struct manager *m, struct proto_call *call);
 int manager_open_env(struct manager *m, struct env **ret, struct error *err);
+/* The running slot (slot_booted() on the daemon's board and command line). */
+int manager_booted(struct manager *m, const char **ret_by, struct error *err);
 /* Ends the running operation: worker, client call, bundle, lock, timeout. */
 void manager_op_clear(struct manager *m);
 

@@ -14,6 +14,7 @@
 #include "flash.h"
 #include "keyring.h"
 #include "log.h"
+#include "slot_boot.h"
 #include "manager-internal.h"
 #include "util.h"
 
@@ -69,6 +70,13 @@ int manager_reply_busy(struct manager *m, struct proto_call *call)
 	return proto_error_string(call, PROTO_ERROR_BUSY, "operation", m->op.name);
 }
 
+int manager_booted(struct manager *m, const char **ret_by, struct error *err)
+{
+	const struct slot_boot_where w = { .cmdline = m->conf->cmdline, .target = m->conf->target };
+
+	return slot_booted(&w, m->layout, m->group, ret_by, err);
+}
+
 int manager_open_env(struct manager *m, struct env **ret, struct error *err)
 {
 	return env_open_layout(m->layout, m->conf->target, NULL, 0, ret, err);
@@ -78,6 +86,9 @@ void manager_op_clear(struct manager *m)
 {
 	struct operation *op = &m->op;
 
+	/* everything the health check started, before its supervisor goes */
+	if (op->health_pgid > 0)
+		kill(-op->health_pgid, SIGKILL);
 	worker_free(op->worker);
 	proto_call_unref(op->call);
 	if (op->bundle_fd >= 0)

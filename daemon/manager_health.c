@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,12 +16,61 @@
 #include "manager-internal.h"
 #include "util.h"
 
+/* The check's own process (the worker, its supervisor) after fork: the
+ * command, leader of a process group of its own, so that ending the group
+ * ends whatever the check started. */
+static _Noreturn void health_exec(const char *command)
+{
+	setpgid(0, 0);
+	signal(SIGPIPE, SIG_DFL); /* the worker ignores it; exec would keep that */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+	_exit(127);
+}
+
+/* The worker supervises the check: it reports the check's process group
+ * to the daemon (which kills it on a timeout or a stop), waits for the
+ * command and then ends the group, so that nothing the check started
+ * outlives its verdict. If the daemon dies, even by SIGKILL, the kernel
+ * sends this process SIGTERM (the cancel flag) and it ends the group too.
+ * Its exit status is the command's. */
 static int health_job(int report_fd, volatile int *cancel, void *userdata)
 {
 	struct manager *m = userdata;
+	int status = 0;
+	pid_t pid;
 
-	execl("/bin/sh", "sh", "-c", m->conf->health_command, (char *)NULL);
-	return -errno;
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		health_exec(m->conf->health_command);
+	setpgid(pid, pid); /* here too: the group exists before anyone kills it */
+	(void)worker_report(report_fd, &pid, sizeof(pid));
+	for (;;) {
+		if (*cancel)
+			kill(-pid, SIGKILL);
+		if (waitpid(pid, &status, 0) == pid)
+			break;
+		if (errno != EINTR)
+			return -errno;
+	}
+	kill(-pid, SIGKILL);
+	if (WIFSIGNALED(status)) {
+		signal(WTERMSIG(status), SIG_DFL);
+		raise(WTERMSIG(status));
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+static void health_on_msg(struct worker *w, const void *msg, void *userdata)
+{
+	struct manager *m = userdata;
+
+	memcpy(&m->op.health_pgid, msg, sizeof(m->op.health_pgid));
 }
 
 /* The slot the check ran for is still the booted one, in BOOT_ORDER with
@@ -111,6 +162,7 @@ static void health_on_done(struct worker *w, int code, int status, void *userdat
 	struct manager *m = userdata;
 	char what[64];
 
+	m->op.health_pgid = 0; /* ended by the worker, its number may be reused */
 	if (code == CLD_EXITED && status == 0) {
 		health_verdict(m, true, "passed");
 	} else {
@@ -125,6 +177,9 @@ static int health_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
 
+	/* nothing the check started runs on after its verdict */
+	if (m->op.health_pgid > 0)
+		kill(-m->op.health_pgid, SIGKILL);
 	health_verdict(m, false, "timed out");
 	manager_op_clear(m); /* kills the check */
 	return 0;
@@ -195,7 +250,8 @@ int manager_health_start(struct manager *m)
 		 m->group->slots[v.status.booted].name, m->conf->health_command);
 	m->op = (struct operation){ .name = "health-check", .bundle_fd = -1, .started = time(NULL),
 				    .health_slot = v.status.booted };
-	r = worker_start(m->event, 1, health_job, NULL, health_on_done, m, &m->op.worker);
+	r = worker_start(m->event, sizeof(pid_t), health_job, health_on_msg, health_on_done, m,
+			 &m->op.worker);
 	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &m->op.timeout, CLOCK_MONOTONIC,
 					       (uint64_t)m->conf->health_timeout * 1000000, 0,

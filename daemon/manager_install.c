@@ -429,6 +429,10 @@ static int install_precheck(struct manager *m, const char *slot, int *ret_target
 	if (manager_open_env(m, &e, NULL) < 0 || manager_status_load_slots(m, e, &v, NULL) < 0)
 		return 0;
 	manager_status_slots_done(&v);
+	if (v.booted_unknown[0])
+		/* fail closed: any slot could be the running root */
+		return error_set(err, -EBUSY, "refusing to write a slot: it could be the running "
+				 "root: %s", v.booted_unknown);
 	target = slot ? slot_find(&v.st, slot) :
 		 v.status.booted >= 0 && v.st.n_slots == 2 ? 1 - v.status.booted : -1;
 	if (target < 0)

@@ -29,7 +29,7 @@ int manager_slot_change(struct manager *m, enum slot_op op, const char *name, un
 	r = manager_open_env(m, &e, err);
 	if (r < 0)
 		return error_is_set(err) ? r : error_set(err, r, "%s", strerror(-r));
-	booted = slot_booted(m->conf->cmdline, m->layout, m->group, NULL, NULL);
+	booted = manager_booted(m, NULL, NULL);
 	if (booted < 0)
 		booted = -1;
 	if (!name && op != SLOT_OP_ROLLBACK && booted < 0) {

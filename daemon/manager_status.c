@@ -60,6 +60,7 @@ static enum slot_view slot_view_ubi(enum slot_view view, bool broken)
 int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
 			      struct error *err)
 {
+	struct error berr = {};
 	const char *by = NULL;
 	char *reset;
 	int booted, r;
@@ -68,7 +69,9 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct slots_vie
 	r = slot_state_load_group(&v->st, m->group, env_get_dup, e, err);
 	if (r < 0)
 		return r;
-	booted = slot_booted(m->conf->cmdline, m->layout, m->group, &by, NULL);
+	booted = manager_booted(m, &by, &berr);
+	if (booted < 0 && booted != -ENOENT)
+		util_snprintf(v->booted_unknown, sizeof(v->booted_unknown), "%s", berr.msg);
 	slot_status_compute(&v->st, booted < 0 ? -1 : booted, booted < 0 ? NULL : by, &v->status);
 	for (size_t i = 0; i < m->group->n_slots && i < SLOT_MAX; i++) {
 		char var[64];
@@ -273,6 +276,7 @@ static struct json_object *env_json(struct env *e)
 {
 	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
 	bool blank = env_is_blank(e);
+	int dead = -1;
 
 	json_object_object_add(o, "readable", json_object_new_boolean(!blank));
 	json_object_object_add(o, "device", json_object_new_string(env_describe(e)));
@@ -282,11 +286,14 @@ static struct json_object *env_json(struct env *e)
 		enum env_copy_state st = env_copy_state(e, i, &err);
 
 		json_object_object_add(c, "state", json_object_new_string(env_copy_state_to_string(st)));
-		json_object_object_add(c, "error", st == ENV_COPY_UNREADABLE ?
+		json_object_object_add(c, "error", st == ENV_COPY_UNREADABLE || st == ENV_COPY_DEAD ?
 				       json_object_new_string(strerror(-err)) : NULL);
 		json_object_array_add(arr, c);
+		if (st == ENV_COPY_DEAD)
+			dead = (int)i;
 	}
 	json_object_object_add(o, "copies", arr);
+	json_object_object_add(o, "dead_copy", dead < 0 ? NULL : json_object_new_int(dead + 1));
 	json_object_object_add(o, "next_boot", blank ? json_object_new_string(
 		"no valid env copy: U-Boot boots with its built-in default env (slot variables "
 		"unset: every slot, full tries); recover with 'flashctl env init' and "
@@ -481,6 +488,8 @@ static struct json_object *status_render(struct manager *m)
 				       json_object_new_string("unknown"));
 	json_object_object_add(o, "slots", slots);
 	json_object_object_add(o, "booted", slot_name_json(m, ss->booted));
+	json_object_object_add(o, "booted_unknown", st->v.booted_unknown[0] ?
+			       json_object_new_string(st->v.booted_unknown) : NULL);
 	json_object_object_add(o, "trial", json_object_new_boolean(ss->on_trial));
 	json_object_object_add(o, "fallback", json_object_new_boolean(ss->fell_back));
 	json_object_object_add(o, "switch_pending", json_object_new_boolean(ss->switch_pending));

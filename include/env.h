@@ -72,7 +72,10 @@ enum {
 	/* data that does not match its CRC: corrupt or torn */   \
 	X(ENV_COPY_BAD_CRC, "bad-crc")                            \
 	/* read error (uncorrectable ECC, bad blocks, I/O) */     \
-	X(ENV_COPY_UNREADABLE, "unreadable")
+	X(ENV_COPY_UNREADABLE, "unreadable")                      \
+	/* no good block left to hold it, or its erase/program    \
+	 * failed: stores go to the other copy, in place */       \
+	X(ENV_COPY_DEAD, "dead")
 
 enum env_copy_state {
 	ENV_COPY_STATE_LIST(STRING_TABLE_ENUM)
@@ -111,9 +114,9 @@ const struct env_device *env_device(const struct env *e, size_t i);
 
 /* Copy i's state after the last load, also when no copy is valid (open
  * with ENV_OPEN_ALLOW_BLANK to see which copy failed and why);
- * *ret_error = -errno for ENV_COPY_UNREADABLE. */
+ * *ret_error = -errno for ENV_COPY_UNREADABLE and ENV_COPY_DEAD. */
 enum env_copy_state env_copy_state(const struct env *e, size_t i, int *ret_error);
-/* "valid", "erased", "bad-crc", "unreadable", "unknown". */
+/* "valid", "erased", "bad-crc", "unreadable", "dead", "unknown". */
 const char *env_copy_state_to_string(enum env_copy_state s);
 
 /* Value of name (malloc'd) or -ENOENT. */

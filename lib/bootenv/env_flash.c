@@ -233,9 +233,7 @@ static int env_flash_write_block(struct env_copy *c, uint64_t off, size_t pos, s
 	int r;
 
 	r = flash_erase_block(c->f, off);
-	if (r < 0)
-		return r;
-	if (full != len) {
+	if (r >= 0 && full != len) {
 		pad = malloc(full);
 		if (!pad)
 			return -ENOMEM;
@@ -243,7 +241,13 @@ static int env_flash_write_block(struct env_copy *c, uint64_t off, size_t pos, s
 		memcpy(pad, src, len);
 		src = pad;
 	}
-	return flash_write(c->f, off, src, full);
+	if (r >= 0)
+		r = flash_write(c->f, off, src, full);
+	/* a NAND block whose erase or program fails is bad (U-Boot and
+	 * nandwrite mark it so): the copy's next read skips it */
+	if (r == -EIO)
+		(void)flash_block_markbad(c->f, off);
+	return r;
 }
 
 static uint32_t env_crc(const uint8_t *data, size_t len)
@@ -274,7 +278,8 @@ static int env_flash_read_copy(struct env *e, size_t i, uint8_t *buf)
 
 	r = env_flash_blocks(c, e->devs[i].size, env_flash_read_block, buf);
 	if (r < 0) {
-		c->state = ENV_COPY_UNREADABLE;
+		/* -ENOSPC: no good block left to hold the copy */
+		c->state = r == -ENOSPC ? ENV_COPY_DEAD : ENV_COPY_UNREADABLE;
 		c->error = r;
 		return r;
 	}
@@ -374,9 +379,35 @@ static int env_flash_image(struct env *e, uint8_t serial, uint8_t **ret)
 	return 0;
 }
 
+/* Erase and program copy i with img (serial inside). */
+static int env_flash_write_copy(struct env *e, size_t i, uint8_t serial, uint8_t *img)
+{
+	struct env_copy *c = &e->copies[i];
+	int r;
+
+	c->state = ENV_COPY_BAD_CRC; /* until the last page is in */
+	r = env_flash_blocks(c, e->devs[i].size, env_flash_write_block, img);
+	if (r < 0)
+		return r;
+	c->state = ENV_COPY_VALID;
+	c->flags = serial;
+	e->current = i;
+	return 0;
+}
+
+/* The flash refused the copy (a failed erase or program, no good block
+ * left): not a power cut (-ESHUTDOWN), not a bug. */
+static bool env_flash_copy_failed(int r)
+{
+	return r == -EIO || r == -ENOSPC;
+}
+
 /* One store: the copy not in use (the only one on a single env) is erased
  * and programmed with the next serial. A cut leaves that copy invalid and
- * the other one as it was. */
+ * the other one as it was. When that copy is dead (its block is bad, its
+ * erase or program fails), the store goes to the valid copy, in place:
+ * a cut during it can lose the env, but a board whose every store fails
+ * could neither install, nor mark a slot bad, nor activate one. */
 static int env_flash_store(struct env *e)
 {
 	size_t target = env_is_redundant(e) ? !e->current : 0;
@@ -392,14 +423,14 @@ static int env_flash_store(struct env *e)
 		if (r < 0)
 			return r;
 	}
-	e->copies[target].state = ENV_COPY_BAD_CRC; /* until the last page is in */
-	r = env_flash_blocks(&e->copies[target], e->devs[target].size, env_flash_write_block, img);
-	if (r < 0)
+	r = e->copies[target].state == ENV_COPY_DEAD ? e->copies[target].error :
+	    env_flash_write_copy(e, target, serial, img);
+	if (r >= 0 || !env_is_redundant(e) || !env_flash_copy_failed(r) ||
+	    e->copies[!target].state != ENV_COPY_VALID)
 		return r;
-	e->copies[target].state = ENV_COPY_VALID;
-	e->copies[target].flags = serial;
-	e->current = target;
-	return 0;
+	e->copies[target].state = ENV_COPY_DEAD;
+	e->copies[target].error = r;
+	return env_flash_write_copy(e, !target, serial, img);
 }
 
 const struct env_backend env_flash_backend = {

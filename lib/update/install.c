@@ -136,16 +136,32 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 
 /* ---- manifest: pick the target, check room, mark it bad ---- */
 
+/* The running slot, -ENOENT when the root is on no slot; any other
+ * failure is a refusal: a slot that could be running is never written. */
+static int booted_slot(struct install *in)
+{
+	const struct slot_boot_where w = { .cmdline = in->p.cmdline, .target = in->p.target };
+	int booted = slot_booted(&w, in->layout, in->group, NULL, &in->err);
+
+	if (booted == -ENOENT)
+		error_clear(&in->err);
+	else if (booted < 0)
+		return install_failed(in, error_prefix(&in->err, -EBUSY, "refusing to write a "
+						       "slot: it could be the running root"));
+	return booted;
+}
+
 static int pick_slot(struct install *in)
 {
-	int booted;
+	int booted = booted_slot(in);
 
+	if (booted < 0 && booted != -ENOENT)
+		return booted;
 	if (in->p.slot) {
-		booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, NULL);
 		for (size_t i = 0; i < in->group->n_slots; i++) {
 			if (strcmp(in->group->slots[i].name, in->p.slot))
 				continue;
-			/* the running root is never written (an unknown booted slot
+			/* the running root is never written (a root on no slot
 			 * is a board being provisioned from outside) */
 			if ((int)i == booted)
 				return install_fail(in, -EBUSY, "refusing to install into "
@@ -156,14 +172,11 @@ static int pick_slot(struct install *in)
 		return install_fail(in, -ENOENT, "slot group '%s' has no slot '%s'",
 				    in->group->name, in->p.slot);
 	}
-	booted = slot_booted(in->p.cmdline, in->layout, in->group, NULL, &in->err);
 	if (booted == -ENOENT)
-		return install_fail(in, -ENOENT, "cannot tell which slot is booted (no "
-				    "flashd.slot=, rauc.slot= or matching root= in %s): refusing "
-				    "to guess the target",
+		return install_fail(in, -ENOENT, "cannot tell which slot is booted: the running "
+				    "root is on no slot (and %s has no flashd.slot= or rauc.slot=): "
+				    "refusing to guess the target; name it (--slot)",
 				    in->p.cmdline ? in->p.cmdline : "/proc/cmdline");
-	if (booted < 0)
-		return install_failed(in, error_prefix(&in->err, booted, "booted slot"));
 	/* A/B: the target is the one that is not running */
 	return in->group->n_slots == 2 ? 1 - booted : install_fail(in, -EINVAL, "slot group '%s' "
 			"has %zu slots; name the target", in->group->name, in->group->n_slots);

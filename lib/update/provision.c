@@ -296,7 +296,8 @@ const char *provision_sim_file(const struct prov *pv)
 static int check_not_booted(struct prov *pv)
 {
 	const char *by = NULL;
-	int r = slot_booted(pv->p->cmdline, pv->l, pv->g, &by, pv->err);
+	const struct slot_boot_where w = { .cmdline = pv->p->cmdline, .target = pv->p->target };
+	int r = slot_booted(&w, pv->l, pv->g, &by, pv->err);
 
 	if (r == -ENOENT) {
 		error_clear(pv->err); /* not booted from a slot: what provisioning wants */

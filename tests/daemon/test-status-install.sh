@@ -15,7 +15,7 @@ start_daemon
 # ---- status before anything was installed ----
 fctl --json status > "$T/st0.json" || fail "flashctl --json status: exit $?"
 expect_fields "$T/st0.json" <<EOF
-. {KEYS} layout board compatible slots booted trial fallback switch_pending next next_after_reset degraded last_good last_install overlay flash allow_unsigned operation installing_elsewhere env
+. {KEYS} layout board compatible slots booted booted_unknown trial fallback switch_pending next next_after_reset degraded last_good last_install overlay flash allow_unsigned operation installing_elsewhere env
 layout $LAYOUT
 board nandsim 128 MiB NAND (demo and test board)
 compatible flashd,nandsim-128m

@@ -108,6 +108,24 @@ for scr in "$top_srcdir"/layouts/*.bootscr; do
 	run_case "degraded board keeps booting its last slot" \
 		"BOOT_ORDER=A;BOOT_A_LEFT=1;BOOT_B_LEFT=0;FLASHD_A_STATE=bad" \
 		"FLASHD-BOOT slot=A left=0,0 "
+	# issue 31 item 8: saveenv fails here (qemu's pflash), as with a dead
+	# env copy: a slot on trial is not booted without a counted try (it
+	# could be tried forever); the first slot recorded good is
+	run_case "saveenv failed: the slot on trial is not booted, the good one is" \
+		"BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;FLASHD_A_STATE=verified;FLASHD_B_STATE=good" \
+		"FLASHD-BOOT slot=B .* flashd\.slot=B$" "FLASHD-BOOT slot=A"
+	grep -q "flashd: saveenv failed: this try of slot A is not counted" "$work/serial.txt" ||
+		check_fail "[saveenv failed]: the script does not say the try was not counted"
+	run_case "saveenv failed: a slot recorded good boots" \
+		"BOOT_ORDER=A B;BOOT_A_LEFT=2;BOOT_B_LEFT=3;FLASHD_A_STATE=good;FLASHD_B_STATE=good" \
+		"FLASHD-BOOT slot=A .* flashd\.slot=A$"
+	run_case "saveenv failed, nothing recorded good: the chosen slot boots" \
+		"BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;FLASHD_A_STATE=verified;FLASHD_B_STATE=bad" \
+		"FLASHD-BOOT slot=A .* flashd\.slot=A$"
+	# a harness that writes the counters back itself (nandsim/appliance)
+	run_case "saveenv emulated: the slot on trial boots" \
+		"BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;FLASHD_A_STATE=verified;FLASHD_B_STATE=good;flashd_saveenv_emulated=1" \
+		"FLASHD-BOOT slot=A .* flashd\.slot=A$"
 done
 [ "$n" -gt 0 ] || fail "no layouts/*.bootscr"
 check_done

@@ -927,7 +927,7 @@ TEST(test_refusals)
 	struct image kernel = make_raw("ref-kernel.bin", 100 * 1024, 7);
 	struct image big = make_raw("ref-big-kernel.bin", 4 * 1024 * 1024 + 2048, 8);
 	struct image spl = make_raw("ref-spl.bin", 4096, 9);
-	char *good, *marked_bad, *nocmd = th_path("cmdline-none");
+	char *good, *marked_bad, *nocmd = th_path("cmdline-none"), *nfs = th_path("cmdline-nfs");
 	struct bundle_manifest m;
 	uint8_t *raw0;
 	size_t raw_len;
@@ -935,7 +935,8 @@ TEST(test_refusals)
 	uint8_t junk[8192], junk_sha[32];
 
 	rig_new(&r, "nandsim-128m", "nand-refusals.sim");
-	th_write(nocmd, "console=ttyS0 root=/dev/nfs\n", 28);
+	th_write(nocmd, "console=ttyS0 quiet\n", 20);
+	th_write(nfs, "console=ttyS0 root=/dev/nfs\n", 28);
 	good = trusted_bundle(&r, "ref-good.fbd", "2.0", &rootfs, &kernel, false);
 	m = bundle_manifest_of(good);
 	size_t sig = BUNDLE_HEADER_SIZE + m.manifest_size + KEYRING_ID_SIZE;
@@ -1005,8 +1006,11 @@ TEST(test_refusals)
 		{ "member the slot has no place for", make_bundle("ref-spl.fbd", r.l->compatible,
 		  &(struct bspec){ "2.0", &rootfs, &spl, "spl", key_trusted, NULL, false }),
 		  -ENXIO, "bundle image 'spl' has no place in slot B", false, NULL },
-		{ "booted slot unknown", strdup(good), -ENOENT, "cannot tell which slot is booted",
+		{ "booted from no slot", strdup(good), -ENOENT, "cannot tell which slot is booted",
 		  false, nocmd },
+		/* a root the layout does not know could be a slot: nothing is written */
+		{ "booted slot unknown", strdup(good), -EBUSY, "could be the running root", false,
+		  nfs },
 	};
 
 	/* the unmodified bundle is fine (so each refusal is the mutation's doing) */
@@ -1116,6 +1120,7 @@ TEST(test_refusals)
 	free(marked_bad);
 	free(good);
 	free(nocmd);
+	free(nfs);
 	image_free(&rootfs);
 	image_free(&kernel);
 	image_free(&big);
