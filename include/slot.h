@@ -163,6 +163,7 @@ struct slot_state {
 				 * slots, as the script does) */
 	bool order_foreign;     /* BOOT_ORDER named something that is not a slot (ignored) */
 	int last_good;          /* FLASHD_LAST_GOOD: slot index, -1 = unset */
+	bool env_default;       /* FLASHD_ENV=default: a default env, not a legacy one */
 };
 
 #define SLOT_CHANGES_MAX (2 * SLOT_MAX + 2)
@@ -239,6 +240,11 @@ void slot_health_var(const char *name, char *buf, size_t len);
 /* "FLASHD_A_STATE" */
 void slot_record_var(const char *name, char *buf, size_t len);
 #define SLOT_LAST_GOOD_VAR "FLASHD_LAST_GOOD"
+/* FLASHD_ENV=default: the env is a default one (U-Boot's built-in env with
+ * dist/u-boot-env-flashd.txt, or 'flashctl env init'), not a legacy
+ * board's: with no records it means they were lost (slot_records_lost). */
+#define SLOT_ENV_MARK_VAR "FLASHD_ENV"
+#define SLOT_ENV_MARK_DEFAULT "default"
 /* The boot order the boot script walks: "A B". */
 #define SLOT_ORDER_VAR "BOOT_ORDER"
 /* "1": flashd boot erases the overlays before it mounts them (factory reset). */
@@ -265,8 +271,11 @@ int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigne
 /* The booted slot fell back (slot_status.fell_back): the primaries the
  * boot script skipped are out of tries. */
 bool slot_fell_back(const struct slot_state *st, int booted);
-/* No slot record, version or FLASHD_LAST_GOOD: U-Boot's built-in default
- * env (both copies were lost) or an env that never had flashd's records. */
+/* No slot record, version or FLASHD_LAST_GOOD in a default env
+ * (FLASHD_ENV=default, or BOOT_ORDER unset): both copies were lost. An env
+ * with a BOOT_ORDER, no records and no marker is a legacy board's (RAUC,
+ * a factory image): its BOOT_ORDER is kept, its slots count as verified
+ * by the updater before flashd (slot_verified). */
 bool slot_records_lost(const struct slot_state *st);
 /* What the daemon records at start for the booted slot (SLOT_OP_FALLBACK):
  * a fallback, or records lost (only the running slot is trusted then). */

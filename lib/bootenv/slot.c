@@ -222,7 +222,7 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct error *err)
 {
 	struct slot_state st = { .max_tries = max_tries, .n_slots = n_names };
-	_cleanup_free_ char *order = NULL, *last = NULL;
+	_cleanup_free_ char *order = NULL, *last = NULL, *mark = NULL;
 	int r;
 
 	if (n_names < 1 || n_names > SLOT_MAX)
@@ -255,6 +255,8 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 					 "decimal digit)", var, v);
 		st.slots[i].left_set = true;
 	}
+	mark = get(userdata, SLOT_ENV_MARK_VAR);
+	st.env_default = mark && !strcmp(mark, SLOT_ENV_MARK_DEFAULT);
 	last = get(userdata, SLOT_LAST_GOOD_VAR);
 	st.last_good = last ? slot_find(&st, last) : -1;
 	if (st.last_good < 0)
@@ -618,7 +620,7 @@ bool slot_fell_back(const struct slot_state *st, int booted)
 
 bool slot_records_lost(const struct slot_state *st)
 {
-	if (st->last_good >= 0)
+	if (st->last_good >= 0 || (st->order_set && !st->env_default))
 		return false;
 	for (size_t i = 0; i < st->n_slots; i++)
 		if (st->slots[i].record != SLOT_RECORD_NONE || st->slots[i].has_version)
