@@ -81,9 +81,10 @@ enum {
 	 * when no other verified slot is left in BOOT_ORDER (never the last
 	 * slot of BOOT_ORDER: nothing overrides that) */
 	SLOT_FORCE = 1 << 0,
-	/* mark-bad by the health check: the last slot of BOOT_ORDER (or the
-	 * last one not recorded bad) stays in it, recorded bad: the board
-	 * is "degraded" but keeps booting its best image; slot_compute()
+	/* mark-bad by the health check: unless another slot of BOOT_ORDER is
+	 * known to boot (marked good, or legacy; one activated and never
+	 * booted is not) the slot stays in it, recorded bad: the board is
+	 * "degraded" but keeps booting its best image; slot_compute()
 	 * returns 1 then */
 	SLOT_KEEP_LAST = 1 << 1,
 };

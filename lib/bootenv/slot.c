@@ -493,6 +493,25 @@ static size_t order_good_others(const struct slot_state *st, size_t skip)
 	return n;
 }
 
+/* Slots of BOOT_ORDER other than skip known to boot: marked good (or
+ * legacy, booted before flashd). A slot activated and never booted may
+ * not boot at all: a failed health check keeps its slot behind it as
+ * the fallback (found by test-abstate: dud pending in B, A's check
+ * fails, B never boots, A was out for good). */
+static size_t order_proven_others(const struct slot_state *st, size_t skip)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < st->n_order; k++) {
+		const struct slot_info *o = &st->slots[st->order[k]];
+
+		if (st->order[k] != skip && slot_verified(st, st->order[k]) &&
+		    (o->record == SLOT_RECORD_GOOD || o->record == SLOT_RECORD_NONE))
+			n++;
+	}
+	return n;
+}
+
 static int need_verified(const struct slot_state *st, enum slot_op op, size_t slot,
 			 struct error *err)
 {
@@ -531,7 +550,7 @@ static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct er
 		set_left(n, slot, 0);
 		return 0;
 	}
-	if ((flags & SLOT_KEEP_LAST) && order_good_others(n, slot) == 0)
+	if ((flags & SLOT_KEEP_LAST) && order_proven_others(n, slot) == 0)
 		return 1; /* the best the board has: it stays, recorded bad (degraded) */
 	if (n->n_order == 1)
 		return error_set(err, -EBUSY, "refusing to mark slot %s bad: it is the last slot "
