@@ -152,6 +152,8 @@ struct slot_info {
 	int order_pos;          /* position in BOOT_ORDER, -1 = not in it */
 	enum slot_record record; /* FLASHD_<x>_STATE */
 	bool has_version;       /* FLASHD_<x>_VERSION is set */
+	bool unsealed;          /* the group seals its slots and this one's seal is missing
+				 * (slot_state_seal) */
 };
 
 struct slot_state {
@@ -209,6 +211,11 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
 			  slot_getenv_fn get, void *userdata, struct error *err);
 
+/* The seals the boot script reads (a group with "seal": slot_seal.h):
+ * sealed[i] false = slot i's seal is missing. An unset BOOT_ORDER (the
+ * env was lost) then defaults to the sealed slots only, in layout order,
+ * as the script builds it. */
+void slot_state_seal(struct slot_state *st, const bool *sealed);
 int slot_find(const struct slot_state *st, const char *name); /* index or -ENOENT */
 int slot_next_boot(const struct slot_state *st);              /* index or -ENOENT */
 enum slot_health slot_health_of(const struct slot_state *st, size_t i);

@@ -283,6 +283,20 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 	return 0;
 }
 
+void slot_state_seal(struct slot_state *st, const bool *sealed)
+{
+	for (size_t i = 0; i < st->n_slots; i++)
+		st->slots[i].unsealed = !sealed[i];
+	if (st->order_set)
+		return;
+	st->n_order = 0;
+	for (size_t i = 0; i < st->n_slots; i++) {
+		st->slots[i].order_pos = -1;
+		if (sealed[i])
+			order_push(st, i);
+	}
+}
+
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
 			  slot_getenv_fn get, void *userdata, struct error *err)
 {
