@@ -46,6 +46,9 @@ for o in orders:
     for sealed in (["A,B", "A", "B", "-"] if not o else ["A,B"]):
         for a in lefts:
             for b in lefts:
+                # nothing sealed resets whatever the counters (a boot each)
+                if sealed == "-" and (a, b) != (None, None):
+                    continue
                 states.append(((("BOOT_ORDER", o), ("BOOT_A_LEFT", a), ("BOOT_B_LEFT", b)),
                                sealed))
 seen = set()
