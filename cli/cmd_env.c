@@ -457,6 +457,21 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	return print_set(ctx, e, env_txn_size(t));
 }
 
+/* The FLASHD_ENV marker of a reset env (slot_records_lost), unless the
+ * command line gives it: "FLASHD_ENV=" leaves it out (a legacy env). */
+static size_t add_env_mark(struct env_var *v, size_t n, size_t max)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].name, SLOT_ENV_MARK_VAR)) {
+			if (!*v[i].value)
+				v[i] = v[--n];
+			return n;
+		}
+	if (n < max)
+		v[n++] = (struct env_var){ SLOT_ENV_MARK_VAR, SLOT_ENV_MARK_DEFAULT };
+	return n;
+}
+
 /* Provision an erased env: U-Boot defaults file + NAME=VALUE, one store. */
 static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
@@ -487,6 +502,8 @@ static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		*eq = '\0';
 		vars[n++] = (struct env_var){ argv[i], eq + 1 };
 	}
+	/* a reset env, not a legacy one: the daemon adopts the booted slot */
+	n = add_env_mark(vars, n, ELEMENTSOF(vars));
 	r = cli_env_lock(ctx, &a, "flashctl env init", &lock);
 	if (!r)
 		r = cli_env_open(ctx, &a, ENV_OPEN_ALLOW_BLANK, false, &e, NULL);

@@ -15,7 +15,9 @@
 #include "cmd_env.h"
 #include "keyring.h"
 #include "slot.h"
+#include "board.h"
 #include "slot_boot.h"
+#include "slot_seal.h"
 #include "slot_change.h"
 #include "slot_verify.h"
 
@@ -413,17 +415,67 @@ static int slot_op_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	return run_op(ctx, argc, argv, op);
 }
 
+static const struct option boot_select_opts[] = {
+	CLI_ENV_OPTIONS, { "sealed", required_argument, NULL, 'S' }, { NULL, 0, NULL, 0 }
+};
+
+/* The seals the script reads, for a sealed group (slot_seal.h): --sealed
+ * names them ("-" none), else the board's flash. */
+static int boot_select_seals(struct cli_ctx *ctx, struct slot_ctx *s, const char *list)
+{
+	_cleanup_board_ struct board *b = NULL;
+	_cleanup_free_ char *copy = NULL;
+	bool sealed[SLOT_MAX] = { false };
+	const char *target = s->a.target ? s->a.target : s->a.conf ? s->a.conf->target : NULL;
+	char *save = NULL;
+
+	if (!s->group->seal)
+		return CLI_EXIT_OK;
+	if (!list) {
+		if (!target || board_open(s->layout, target, false, &b) < 0) {
+			cli_error(ctx, "slot group %s is sealed: name the sealed slots (--sealed) or "
+				  "a board to read the seals from (--target)", s->group->name);
+			return CLI_EXIT_USAGE;
+		}
+		slot_seal_load(b, s->group, &s->st);
+		return CLI_EXIT_OK;
+	}
+	copy = strdup(list);
+	if (!copy)
+		return CLI_EXIT_FAIL;
+	for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		int i = slot_find(&s->st, t);
+		if (i < 0 && strcmp(t, "-")) {
+			cli_error(ctx, "--sealed: '%s' is not a slot of group %s", t, s->group->name);
+			return CLI_EXIT_USAGE;
+		}
+		if (i >= 0)
+			sealed[i] = true;
+	}
+	slot_state_seal(&s->st, sealed);
+	return CLI_EXIT_OK;
+}
+
 /* What U-Boot does at power-on, for simulated boards: choose, decrement,
  * save once; prints the kernel argument the script would pass. */
 static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = "flashctl slot boot-select" };
+	const char *sealed = NULL;
 	struct slot_state n;
 	struct slot_changes c;
 	struct error eerr = {};
 	int i, r;
 
-	r = slot_open(ctx, argc, argv, &s);
+	while ((r = getopt_long(argc, argv, "f", boot_select_opts, NULL)) >= 0) {
+		if (r == 'S')
+			sealed = optarg;
+		else if (!cli_env_option(&s.a, r, optarg))
+			return CLI_EXIT_USAGE;
+	}
+	r = slot_load(ctx, &s);
+	if (!r)
+		r = boot_select_seals(ctx, &s, sealed);
 	if (r)
 		return r;
 	i = slot_boot_select(&s.st, &n, &c);
@@ -524,7 +576,7 @@ const struct cli_cmd cli_slot_cmds[] = {
 	{ "init", "[--bundle FILE] " SLOT_USAGE, "after an env loss: BOOT_ORDER = the running "
 	  "slot and the slots read against their signed index (recorded, or FILE's)",
 	  slot_op_cmd, NULL },
-	{ "boot-select", "[--cmdline FILE] " CLI_ENV_USAGE,
+	{ "boot-select", "[--cmdline FILE] [--sealed SLOT,...] " CLI_ENV_USAGE,
 	  "do what the boot script does at power-on (pick, decrement, save); for simulated boards",
 	  slot_boot_select_cmd, NULL },
 	{ "bootscript", "--layout FILE", "print the U-Boot boot script for a layout",

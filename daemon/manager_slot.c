@@ -153,7 +153,7 @@ int manager_slot_activate(struct proto_call *call, struct json_object *params, v
 	for (size_t i = 0; i < m->group->n_slots; i++)
 		if (!strcmp(m->group->slots[i].name, name))
 			idx = (int)i;
-	booted = slot_booted(m->conf->cmdline, m->layout, m->group, NULL, NULL);
+	booted = manager_booted(m, NULL, NULL);
 	if (idx < 0 || idx == booted || m->op.name)
 		return slot_op(m, call, SLOT_OP_ACTIVATE, name, 0);
 	m->op = (struct operation){ .name = "activate", .bundle_fd = -1, .started = time(NULL),

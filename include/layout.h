@@ -117,6 +117,8 @@ struct layout_slot_group {
 	char *name;                      /* e.g. "rootfs" */
 	char *image_type;                /* "squashfs" */
 	unsigned max_tries;              /* BOOT_x_LEFT after activation; default 3 */
+	bool seal;                       /* "seal": each slot's rootfs partition ends in a seal
+					  * block (slot_seal.h) that the boot script checks */
 	struct layout_slot *slots;
 	size_t n_slots;                  /* 2 */
 };

@@ -81,9 +81,10 @@ enum {
 	 * when no other verified slot is left in BOOT_ORDER (never the last
 	 * slot of BOOT_ORDER: nothing overrides that) */
 	SLOT_FORCE = 1 << 0,
-	/* mark-bad by the health check: the last slot of BOOT_ORDER (or the
-	 * last one not recorded bad) stays in it, recorded bad: the board
-	 * is "degraded" but keeps booting its best image; slot_compute()
+	/* mark-bad by the health check: unless another slot of BOOT_ORDER is
+	 * known to boot (marked good, or legacy; one activated and never
+	 * booted is not) the slot stays in it, recorded bad: the board is
+	 * "degraded" but keeps booting its best image; slot_compute()
 	 * returns 1 then */
 	SLOT_KEEP_LAST = 1 << 1,
 	/* init after an env loss ('flashctl slot init'): only what was read
@@ -161,6 +162,8 @@ struct slot_info {
 	enum slot_record record; /* FLASHD_<x>_STATE */
 	bool has_version;       /* FLASHD_<x>_VERSION is set */
 	bool has_health;        /* FLASHD_<x>_HEALTH is set (a new install deletes it) */
+	bool unsealed;          /* the group seals its slots and this one's seal is missing
+				 * (slot_state_seal) */
 };
 
 /* A variable of the slot state that does not read as this module and the
@@ -185,6 +188,7 @@ struct slot_state {
 	int last_good;          /* FLASHD_LAST_GOOD: slot index, -1 = unset */
 	size_t n_malformed;     /* malformed variables, the first SLOT_MAX of them below */
 	struct slot_malformed malformed[SLOT_MAX];
+	bool env_default;       /* FLASHD_ENV=default: a default env, not a legacy one */
 };
 
 #define SLOT_CHANGES_MAX (3 * SLOT_MAX + 2)
@@ -235,6 +239,11 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
 			  slot_getenv_fn get, void *userdata, struct error *err);
 
+/* The seals the boot script reads (a group with "seal": slot_seal.h):
+ * sealed[i] false = slot i's seal is missing. An unset BOOT_ORDER (the
+ * env was lost) then defaults to the sealed slots only, in layout order,
+ * as the script builds it. */
+void slot_state_seal(struct slot_state *st, const bool *sealed);
 int slot_find(const struct slot_state *st, const char *name); /* index or -ENOENT */
 int slot_next_boot(const struct slot_state *st);              /* index or -ENOENT */
 enum slot_health slot_health_of(const struct slot_state *st, size_t i);
@@ -267,6 +276,11 @@ void slot_health_var(const char *name, char *buf, size_t len);
 /* "FLASHD_A_STATE" */
 void slot_record_var(const char *name, char *buf, size_t len);
 #define SLOT_LAST_GOOD_VAR "FLASHD_LAST_GOOD"
+/* FLASHD_ENV=default: the env is a default one (U-Boot's built-in env with
+ * dist/u-boot-env-flashd.txt, or 'flashctl env init'), not a legacy
+ * board's: with no records it means they were lost (slot_records_lost). */
+#define SLOT_ENV_MARK_VAR "FLASHD_ENV"
+#define SLOT_ENV_MARK_DEFAULT "default"
 /* The boot order the boot script walks: "A B". */
 #define SLOT_ORDER_VAR "BOOT_ORDER"
 /* "1": flashd boot erases the overlays before it mounts them (factory reset). */
@@ -300,8 +314,11 @@ int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigne
 /* The booted slot fell back (slot_status.fell_back): the primaries the
  * boot script skipped are out of tries. */
 bool slot_fell_back(const struct slot_state *st, int booted);
-/* No slot record, version or FLASHD_LAST_GOOD: U-Boot's built-in default
- * env (both copies were lost) or an env that never had flashd's records. */
+/* No slot record, version or FLASHD_LAST_GOOD in a default env
+ * (FLASHD_ENV=default, or BOOT_ORDER unset): both copies were lost. An env
+ * with a BOOT_ORDER, no records and no marker is a legacy board's (RAUC,
+ * a factory image): its BOOT_ORDER is kept, its slots count as verified
+ * by the updater before flashd (slot_verified). */
 bool slot_records_lost(const struct slot_state *st);
 /* What the daemon records at start for the booted slot (SLOT_OP_FALLBACK):
  * a fallback, or records lost (only the running slot is trusted then). */

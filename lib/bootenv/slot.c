@@ -277,7 +277,7 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct error *err)
 {
 	struct slot_state st = { .max_tries = max_tries, .n_slots = n_names };
-	_cleanup_free_ char *order = NULL, *last = NULL;
+	_cleanup_free_ char *order = NULL, *last = NULL, *mark = NULL;
 
 	if (n_names < 1 || n_names > SLOT_MAX)
 		return error_set(err, -EINVAL, "%zu slots: 1 to %d supported", n_names, SLOT_MAX);
@@ -295,6 +295,8 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 		load_record(&st, &st.slots[i], get, userdata);
 		load_left(&st, &st.slots[i], get, userdata);
 	}
+	mark = get(userdata, SLOT_ENV_MARK_VAR);
+	st.env_default = mark && !strcmp(mark, SLOT_ENV_MARK_DEFAULT);
 	last = get(userdata, SLOT_LAST_GOOD_VAR);
 	st.last_good = last ? slot_find(&st, last) : -1;
 	if (st.last_good < 0)
@@ -319,6 +321,20 @@ int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_n
 	}
 	*ret = st;
 	return 0;
+}
+
+void slot_state_seal(struct slot_state *st, const bool *sealed)
+{
+	for (size_t i = 0; i < st->n_slots; i++)
+		st->slots[i].unsealed = !sealed[i];
+	if (st->order_set)
+		return;
+	st->n_order = 0;
+	for (size_t i = 0; i < st->n_slots; i++) {
+		st->slots[i].order_pos = -1;
+		if (sealed[i])
+			order_push(st, i);
+	}
 }
 
 int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
@@ -551,6 +567,25 @@ static size_t order_good_others(const struct slot_state *st, size_t skip)
 	return n;
 }
 
+/* Slots of BOOT_ORDER other than skip known to boot: marked good (or
+ * legacy, booted before flashd). A slot activated and never booted may
+ * not boot at all: a failed health check keeps its slot behind it as
+ * the fallback (found by test-abstate: dud pending in B, A's check
+ * fails, B never boots, A was out for good). */
+static size_t order_proven_others(const struct slot_state *st, size_t skip)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < st->n_order; k++) {
+		const struct slot_info *o = &st->slots[st->order[k]];
+
+		if (st->order[k] != skip && slot_verified(st, st->order[k]) &&
+		    (o->record == SLOT_RECORD_GOOD || o->record == SLOT_RECORD_NONE))
+			n++;
+	}
+	return n;
+}
+
 static int need_verified(const struct slot_state *st, enum slot_op op, size_t slot,
 			 struct error *err)
 {
@@ -589,7 +624,7 @@ static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct er
 		set_left(n, slot, 0);
 		return 0;
 	}
-	if ((flags & SLOT_KEEP_LAST) && order_good_others(n, slot) == 0)
+	if ((flags & SLOT_KEEP_LAST) && order_proven_others(n, slot) == 0)
 		return 1; /* the best the board has: it stays, recorded bad (degraded) */
 	if (n->n_order == 1)
 		return error_set(err, -EBUSY, "refusing to mark slot %s bad: it is the last slot "
@@ -698,7 +733,7 @@ bool slot_fell_back(const struct slot_state *st, int booted)
 
 bool slot_records_lost(const struct slot_state *st)
 {
-	if (st->last_good >= 0)
+	if (st->last_good >= 0 || (st->order_set && !st->env_default))
 		return false;
 	for (size_t i = 0; i < st->n_slots; i++)
 		if (st->slots[i].record != SLOT_RECORD_NONE || st->slots[i].has_version)

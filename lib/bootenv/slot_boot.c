@@ -15,6 +15,7 @@
 #include "flash_blockdev.h"
 #include "slot.h"
 #include "slot_boot.h"
+#include "slot_seal.h"
 #include "util.h"
 
 /* Does root= value name slot s's rootfs? */
@@ -431,6 +432,32 @@ static void bootscript_unsaved(const struct layout *l, const struct layout_slot_
 		"fi\n");
 }
 
+/* A lost env (BOOT_ORDER unset): the default order is the slots whose
+ * seal 'mtd read' finds intact (slot_state_seal), never "every slot". The
+ * read address is cleared first: a failed read leaves nothing to match. */
+static void seal_default_order(const struct layout_slot_group *g, FILE *out)
+{
+	fprintf(out, "if test -z \"${BOOT_ORDER}\"; then\n"
+		"  echo \"flashd: BOOT_ORDER unset (env lost): booting only sealed slots\"\n"
+		"  test -n \"${flashd_seal_addr}\" || setenv flashd_seal_addr ${kernel_addr_r}\n"
+		"  setexpr flashd_seal_addr4 ${flashd_seal_addr} + 4\n"
+		"  setenv BOOT_ORDER\n");
+	for (size_t i = 0; i < g->n_slots; i++) {
+		const struct layout_slot *s = &g->slots[i];
+		const char *n = s->name;
+
+		fprintf(out, "  mw.l ${flashd_seal_addr} 0 2\n"
+			"  if mtd read %s ${flashd_seal_addr} 0x%llx 0x%x && "
+			"itest.l *${flashd_seal_addr} == 0x%x && itest.l *${flashd_seal_addr4} == "
+			"0x%x; then\n"
+			"    if test -n \"${BOOT_ORDER}\"; then setenv BOOT_ORDER \"${BOOT_ORDER} %s\"; "
+			"else setenv BOOT_ORDER %s; fi\n"
+			"  fi\n", s->rootfs.part->name, (unsigned long long)slot_seal_offset(s),
+			slot_seal_read_len(s), SLOT_SEAL_WORD0, SLOT_SEAL_WORD1, n, n);
+	}
+	fprintf(out, "fi\n");
+}
+
 int slot_bootscript(const struct layout *l, FILE *out)
 {
 	const struct layout_slot_group *g;
@@ -459,7 +486,10 @@ int slot_bootscript(const struct layout *l, FILE *out)
 		/* the file name only: the script must not depend on where it was made */
 		l->path ? (strrchr(l->path, '/') ? strrchr(l->path, '/') + 1 : l->path) : "?",
 		g->name);
-	fprintf(out, "test -n \"${BOOT_ORDER}\" || setenv BOOT_ORDER \"%s\"\n", order);
+	if (g->seal)
+		seal_default_order(g, out);
+	else
+		fprintf(out, "test -n \"${BOOT_ORDER}\" || setenv BOOT_ORDER \"%s\"\n", order);
 	for (size_t i = 0; i < g->n_slots; i++)
 		fprintf(out, "test -n \"${BOOT_%s_LEFT}\" || setenv BOOT_%s_LEFT %u\n",
 			g->slots[i].name, g->slots[i].name, max);

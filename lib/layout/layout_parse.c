@@ -807,7 +807,7 @@ static int parse_target(struct ctx *c, struct json_object *o, const char *base, 
 
 /* ---------- slot groups ---------- */
 
-static const char *const group_keys[] = { "name", "image", "max_tries", "slots" };
+static const char *const group_keys[] = { "name", "image", "max_tries", "seal", "slots" };
 static const char *const slot_keys[] = { "rootfs", "kernel" };
 
 static int check_slot_name(struct ctx *c, const char *path, const char *name)
@@ -848,6 +848,31 @@ static int check_same_size(struct ctx *c, const char *gbase, struct layout_slot_
 		util_snprintf(p, sizeof(p), "%s.slots.%s.%s", gbase, b->name, kernel ? "kernel" : "rootfs");
 		return fail(c, -EINVAL, p, "size 0x%" PRIx64 " differs from slot %s's 0x%" PRIx64
 			    " (slots of a group must be the same size)", sb, a->name, sa);
+	}
+	return 0;
+}
+
+/* The seal is the last erase block of each slot's raw rootfs partition
+ * (docs/boot-contract.md, "The seal"): the image needs one block less. */
+static int check_seal(struct ctx *c, const char *gbase, const struct layout_slot_group *g)
+{
+	char p[PATHLEN];
+
+	for (size_t i = 0; i < g->n_slots; i++) {
+		const struct layout_image_target *t = &g->slots[i].rootfs;
+
+		if (t->storage == LAYOUT_STORAGE_NOR || t->storage == LAYOUT_STORAGE_NAND) {
+			if (t->part->size >= 2 * (uint64_t)t->part->dev->erasesize)
+				continue;
+			util_snprintf(p, sizeof(p), "%s.slots.%s.rootfs", gbase, g->slots[i].name);
+			return fail(c, -EINVAL, p, "partition '%s' has room for no seal: a sealed "
+				    "slot needs at least two erase blocks (its last one is the seal)",
+				    t->part->name);
+		}
+		util_snprintf(p, sizeof(p), "%s.seal", gbase);
+		return fail(c, -EINVAL, p, "slot %s's rootfs is not on a raw NOR or NAND partition: "
+			    "only those can be sealed (the boot script reads the seal with 'mtd read')",
+			    g->slots[i].name);
 	}
 	return 0;
 }
@@ -923,7 +948,9 @@ static int parse_group(struct ctx *c, struct json_object *o, const char *base, s
 		if ((r = check_same_size(c, base, g, i, false)) < 0 ||
 		    (r = check_same_size(c, base, g, i, true)) < 0)
 			return r;
-	return 0;
+	if ((r = get_bool(c, o, base, "seal", &g->seal)) < 0)
+		return r;
+	return g->seal ? check_seal(c, base, g) : 0;
 }
 
 /* ---------- overlays and lowers ---------- */

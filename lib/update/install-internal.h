@@ -116,3 +116,7 @@ int install_mark_bad_once(struct install *in, struct error *err);
 /* ---- install_target.c ---- */
 /* Opens t by its storage (lt->storage): t->ops, then the target's open. */
 int install_target_open(struct install *in, struct install_target *t);
+/* The target is the rootfs of a sealed slot (its partition ends in the seal
+ * block, slot_seal.h); the bytes an image may take there. */
+bool install_target_sealed(const struct install *in, const struct install_target *t);
+uint64_t install_target_room(const struct install *in, const struct install_target *t);

@@ -14,6 +14,7 @@
 #include "install_index.h"
 #include "install-internal.h"
 #include "slot.h"
+#include "slot_seal.h"
 #include "slot_boot.h"
 #include "slot_change.h"
 #include "util.h"
@@ -222,10 +223,11 @@ static int on_manifest(void *userdata, const struct bundle_manifest *m, struct e
 			goto refuse;
 		}
 		if (t->lt->storage != LAYOUT_STORAGE_UBI && t->lt->part &&
-		    t->img->size > t->lt->part->size) {
+		    t->img->size > install_target_room(in, t)) {
 			r = install_fail(in, -EFBIG, "image '%s' (%" PRIu64 " bytes) is larger "
-					 "than partition '%s' (%" PRIu64 " bytes)", t->img->slot,
-					 t->img->size, t->lt->part->name, t->lt->part->size);
+					 "than partition '%s' (%" PRIu64 " bytes%s)", t->img->slot,
+					 t->img->size, t->lt->part->name, install_target_room(in, t),
+					 install_target_sealed(in, t) ? " before its seal block" : "");
 			goto refuse;
 		}
 		in->total += 2 * t->img->size;
@@ -266,6 +268,21 @@ static int drop_records(struct install *in)
 	return 0;
 }
 
+/* A sealed group's seal (slot_seal.h): gone before the first payload
+ * byte, back only after the read-back verified, so that the boot script
+ * of a lost env never boots what this install left half-written. */
+static int set_seal(struct install *in, bool sealed)
+{
+	const struct layout_slot *s = &in->group->slots[in->slot];
+	int r;
+
+	if (!in->group->seal)
+		return 0;
+	error_clear(&in->err);
+	r = slot_seal_set(in->p.board, s, sealed, &in->err);
+	return r < 0 ? install_failed(in, r) : 0;
+}
+
 /* Nothing on flash changes before this single store. */
 int install_mark_bad_once(struct install *in, struct error *err)
 {
@@ -280,7 +297,7 @@ int install_mark_bad_once(struct install *in, struct error *err)
 	if (r < 0)
 		return r;
 	in->marked_bad = true;
-	return 0;
+	return set_seal(in, false);
 }
 
 /* One writer at a time: memory stays at one erase block (and its compare
@@ -559,6 +576,9 @@ int install_step(struct install *in, struct error *err)
 		return 1;
 	case INSTALL_PHASE_ACTIVATE:
 		save_records(in);
+		r = set_seal(in, true);
+		if (r < 0)
+			return install_report(in, r, err);
 		/* --no-activate still records the verified content and its version */
 		r = env_change(in, in->p.activate ? SLOT_OP_INSTALL_ACTIVATE :
 			       SLOT_OP_INSTALL_VERIFIED, bundle_reader_manifest(in->reader)->version);

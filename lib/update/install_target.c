@@ -8,6 +8,7 @@
 
 #include "flashio.h"
 #include "install-internal.h"
+#include "slot_seal.h"
 #include "ubi_image.h"
 #include "util.h"
 
@@ -97,12 +98,29 @@ static int raw_data(struct install *in, struct install_target *t, const void *bu
 	return r < 0 ? raw_write_failed(in, t, r) : 0;
 }
 
+bool install_target_sealed(const struct install *in, const struct install_target *t)
+{
+	return in->group->seal && t->lt == &in->group->slots[in->slot].rootfs;
+}
+
+uint64_t install_target_room(const struct install *in, const struct install_target *t)
+{
+	return install_target_sealed(in, t) ? slot_seal_offset(&in->group->slots[in->slot]) :
+	       t->lt->part->size;
+}
+
 static int raw_end(struct install *in, struct install_target *t)
 {
 	t->written = flashio_writer_finish(t->writer);
 	sync_writer_stats(in, t);
 	if (t->written < 0)
 		return raw_write_failed(in, t, (int)t->written);
+	/* bad blocks stepped over can push the image into the seal block */
+	if (flashio_writer_offset(t->writer) > install_target_room(in, t))
+		return install_fail(in, -ENOSPC, "image '%s' reaches the seal block of partition "
+				    "'%s' (bad blocks stepped over): no room for the seal; slot "
+				    "%s stays marked bad", t->img->slot, t->lt->part->name,
+				    install_slot_name(in));
 	flashio_writer_free(t->writer);
 	t->writer = NULL;
 	return 0;

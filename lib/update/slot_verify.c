@@ -13,7 +13,7 @@
 
 /* Every block of rec read from f and equal: 1, else -EILSEQ or -errno. */
 static int verify_blocks(const struct block_record *rec, struct flash *f, const char *member,
-			 const struct layout_image_target *t, const char *version,
+			 const struct layout_image_target *t, const char *image,
 			 struct error *err)
 {
 	uint32_t bad = 0;
@@ -24,8 +24,8 @@ static int verify_blocks(const struct block_record *rec, struct flash *f, const 
 				 strerror(-r));
 	if (r == 0)
 		return error_set(err, -EILSEQ, "%s: block %" PRIu32 " of partition %s differs from "
-				 "the signed image (version %s) or cannot be read", member, bad,
-				 t->part->name, version);
+				 "the signed image (%s) or cannot be read", member, bad,
+				 t->part->name, image);
 	return 1;
 }
 
@@ -52,7 +52,7 @@ static int verify_member(struct board *b, const char *state_dir, const char *gro
 	if (!block_record_matches_flash(rec, f))
 		return error_set(err, -EILSEQ, "%s: partition %s changed since the install (bad "
 				 "blocks or erase size)", member, t->part->name);
-	return verify_blocks(rec, f, member, t, rec->version, err);
+	return verify_blocks(rec, f, member, t, "the one its last verified install recorded", err);
 }
 
 int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
@@ -105,7 +105,10 @@ static int verify_image(struct board *b, const struct layout_slot *s,
 	if (r < 0)
 		return error_set(err, r, "%s: partition %s cannot hold the image: %s", img->slot,
 				 t->part->name, strerror(-r));
-	return verify_blocks(rec, f, img->slot, t, m->version, err);
+	_cleanup_free_ char *image = NULL;
+	if (asprintf(&image, "version %s", m->version) < 0)
+		return -ENOMEM;
+	return verify_blocks(rec, f, img->slot, t, image, err);
 }
 
 int slot_verify_index(const struct layout *l, const char *target,

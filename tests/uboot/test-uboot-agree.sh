@@ -36,20 +36,27 @@ import re, sys
 states = []
 for line in open(sys.argv[1]):
     vals = re.findall(r"(BOOT_\w+)=(?:'([^']*)'|-)", line)
-    states.append(tuple((k, v if ("%s='" % k) in line else None) for k, v in vals))
+    sealed = re.search(r" sealed=(\S+)", line).group(1)
+    states.append((tuple((k, v if ("%s='" % k) in line else None) for k, v in vals), sealed))
 n_samples = len(states)
 orders = [None, "", "A", "B", "A B", "B A", "C B", "B C", "A B A"]
 lefts = [None] + [str(i) for i in range(int(sys.argv[2]) + 1)]
 for o in orders:
-    for a in lefts:
-        for b in lefts:
-            states.append((("BOOT_ORDER", o), ("BOOT_A_LEFT", a), ("BOOT_B_LEFT", b)))
+    # the seals matter only to a lost env's default order
+    for sealed in (["A,B", "A", "B", "-"] if not o else ["A,B"]):
+        for a in lefts:
+            for b in lefts:
+                # nothing sealed resets whatever the counters (a boot each)
+                if sealed == "-" and (a, b) != (None, None):
+                    continue
+                states.append(((("BOOT_ORDER", o), ("BOOT_A_LEFT", a), ("BOOT_B_LEFT", b)),
+                               sealed))
 seen = set()
 for s in states:
     if s in seen:
         continue
     seen.add(s)
-    print(";".join("%s=%s" % (k, v) for k, v in s if v is not None) or "-")
+    print("%s|%s" % (";".join("%s=%s" % (k, v) for k, v in s[0] if v is not None) or "-", s[1]))
 print("# %d samples, %d distinct states" % (n_samples, len(seen)), file=sys.stderr)
 EOF
 
@@ -57,7 +64,7 @@ EOF
 echo "$w/m.bin 0x0 0x1000 0x1000" > "$w/m.config"
 : > "$w/mirror"
 n=0 skipped=0
-while read -r st; do
+while IFS='|' read -r st sealed; do
 	rm -f "$w/m.bin"; truncate -s 64K "$w/m.bin"
 	oldifs=$IFS; IFS=';'
 	# shellcheck disable=SC2086
@@ -67,7 +74,8 @@ while read -r st; do
 		skipped=$((skipped + 1)) # a value flashd never writes (env init refuses it)
 		continue
 	fi
-	sel=$("$FLASHCTL" slot boot-select --layout "$LAYOUT" --env-config "$w/m.config" 2>&1)
+	sel=$("$FLASHCTL" slot boot-select --layout "$LAYOUT" --env-config "$w/m.config" \
+		--sealed "$sealed" 2>&1)
 	a=$("$FLASHCTL" env get --env-config "$w/m.config" BOOT_A_LEFT 2>/dev/null || echo $MAX)
 	b=$("$FLASHCTL" env get --env-config "$w/m.config" BOOT_B_LEFT 2>/dev/null || echo $MAX)
 	case "$sel" in
@@ -75,7 +83,7 @@ while read -r st; do
 	*flashd.slot=B*) c=B ;;
 	*) c=reset ;;
 	esac
-	echo "c$n|$st|$c|${a:-$MAX},${b:-$MAX}" >> "$w/mirror"
+	echo "c$n|$st|$c|${a:-$MAX},${b:-$MAX}|$sealed" >> "$w/mirror"
 	n=$((n + 1))
 done < "$w/states"
 [ "$n" -ge 100 ] || fail "only $n env states to compare (need >= 100)"
@@ -90,15 +98,24 @@ boot() {
 	"$PY" - "$1" > "$w/defaults" <<'EOF'
 import sys
 cases = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
+# the slots' partitions as U-Boot sees them (mtdparts on the env's bank):
+# over a sealed copy at 0x40000 (A) / 0x50000 (B) or an unsealed one at
+# 0x60000 / 0x70000
+def parts(sealed):
+    s = sealed.split(",")
+    return "mtdparts=nor1:8k@%s(rootfs-a),8k@%s(rootfs-b)" % (
+        "0x40000" if "A" in s else "0x60000", "0x50000" if "B" in s else "0x70000")
 print("bootdelay=0")
+print("mtdids=nor1=nor1")
+print("flashd_seal_addr=0x40400000")
 print("bootcmd=setenv flashd_case %s; run flashd_next" % cases[0][0])
 print('flashd_next=if test -n "${flashd_case}"; then setenv flashd_cur ${flashd_case}; '
       'echo "AGREE-CASE ${flashd_cur}"; run ${flashd_cur}; source 0x3000000; else poweroff; fi')
 print('flashd_boot_cmd=echo "AGREE ${flashd_cur} ${flashd_slot} ${BOOT_A_LEFT},${BOOT_B_LEFT}"; '
       'run flashd_next')
-for i, (name, st, _, _) in enumerate(cases):
+for i, (name, st, _, _, sealed) in enumerate(cases):
     nxt = cases[i + 1][0] if i + 1 < len(cases) else ""
-    sets = ["setenv flashd_case %s" % nxt]
+    sets = ["setenv flashd_case %s" % nxt, 'setenv mtdparts "%s"' % parts(sealed)]
     vals = dict(kv.split("=", 1) for kv in st.split(";") if "=" in kv)
     for k in ("BOOT_ORDER", "BOOT_A_LEFT", "BOOT_B_LEFT"):
         sets.append('setenv %s "%s"' % (k, vals[k]) if k in vals else "setenv %s" % k)
@@ -107,6 +124,10 @@ EOF
 	rm -f "$w/env.bin"; truncate -s 64M "$w/env.bin"
 	"$FLASHCTL" -q env init --force --env-config "$w/fw_env.config" --defaults "$w/defaults" ||
 		fail "flashctl env init of the case env"
+	# the two sealed copies: the seal is 0x1000 into each 8 KiB slot partition
+	for at in 0x41000 0x51000; do
+		printf 'FLSHSEAL' | dd of="$w/env.bin" bs=1 seek=$((at)) conv=notrunc status=none
+	done
 	uboot_run "$w/flash0.bin" "$w/env.bin" 120 >> "$w/serial"
 }
 
@@ -138,7 +159,7 @@ for m in re.finditer(r"^AGREE (c\d+) (\S+) (\S*),(\S*)$", serial, re.M):
 # a reset case: its AGREE-CASE line followed by the script's reset message
 resets = set(re.findall(r"^AGREE-CASE (c\d+)\n(?:(?!AGREE-CASE).*\n)*?flashd: no slot with tries left", serial, re.M))
 bad = 0
-for name, st, choice, left in mirror:
+for name, st, choice, left, sealed in mirror:
     if choice == "reset":
         ok = name in resets and name not in got
         what = "reset" if name in resets else got.get(name, ("nothing",))[0]
@@ -148,7 +169,8 @@ for name, st, choice, left in mirror:
     if not ok:
         bad += 1
         if bad <= 10:
-            print("FAIL: %s: U-Boot %s, slot_boot_select %s %s" % (st, what, choice, left))
+            print("FAIL: %s (sealed %s): U-Boot %s, slot_boot_select %s %s" % (st, sealed, what,
+                                                                           choice, left))
 print("test-uboot-agree: %d env states (%s boots of real U-Boot, %s values flashd never writes "
       "skipped): %d agree, %d differ" % (len(mirror), sys.argv[3], sys.argv[4],
                                           len(mirror) - bad, bad))

@@ -880,8 +880,13 @@ TEST(test_records_lost)
 	struct slot_status s;
 	struct error err = {};
 
-	/* the script's first saveenv on the default env, booted A */
+	/* the script's first saveenv on the default env, booted A: without
+	 * the FLASHD_ENV=default marker it reads as a legacy board's env
+	 * (its BOOT_ORDER kept, issue 31 item 9); with it, records lost */
 	load(&st, "A B", "2", "3");
+	assert_false(slot_records_lost(&st));
+	assert_false(slot_needs_fallback(&st, 0));
+	st.env_default = true;
 	assert_true(slot_records_lost(&st));
 	assert_true(slot_needs_fallback(&st, 0));
 	assert_false(slot_needs_fallback(&st, -1)); /* booted slot unknown: nothing */
