@@ -653,7 +653,7 @@ const struct cli_cmd cli_bundle_cmds[] = {
 	CLI_HOST_TOOL("create",
 		"-o OUT (--compatible STR | --layout FILE) --version V "
 		"--image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) [--gzip[=LEVEL]] "
-		"[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ]",
+		"[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ] [--block-size SIZE | --no-index]",
 		"build a signed update bundle (host side); OUT may be - for stdout", cmd_create),
 	{ "info", "FILE|-", "show a bundle's manifest (signatures are not checked)", cmd_info, NULL },
 	{ "verify", "FILE|- --keyring DIR [--compatible STR | --layout FILE] "

@@ -21,7 +21,7 @@ static const struct cli_cmd top_cmds[] = {
 	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
 	CLI_HOST_TOOL("provision",
 		"--layout FILE --bundle FILE (--keyring DIR|--allow-unsigned) [--both-slots] "
-		"[--include-bootloader] [--initial-env FILE] [--cmdline FILE] [--dry-run] "
+		"[--include-bootloader] [--initial-env FILE] [--cmdline FILE] [--state-dir DIR] [--dry-run] "
 		"system|sim:PATH|image:PREFIX",
 		"lay out a blank board: erase, initial env, slot A (and B), overlay, read back\n"
 		"Every check runs before the first erase; --dry-run runs the same checks and\n"
