@@ -512,9 +512,14 @@ bool slot_verified(const struct slot_state *st, size_t i)
 	case _SLOT_RECORD_MAX:
 		break;
 	}
-	/* legacy: what the bootloader boots is what the board trusted */
+	/* legacy: what the bootloader boots is what the board trusted; not in
+	 * an env flashd keeps records in (a slot without one there was never
+	 * verified by flashd: provisioned empty, or its record removed) */
 	if (s->order_pos < 0)
 		return false;
+	for (size_t k = 0; k < st->n_slots; k++)
+		if (st->slots[k].record != SLOT_RECORD_NONE)
+			return false;
 	if (st->order_set || s->has_version)
 		return true;
 	for (size_t k = 0; k < st->n_slots; k++)

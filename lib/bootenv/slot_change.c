@@ -99,13 +99,54 @@ static char *raw_get(void *userdata, const char *name)
 	return env_get_dup(v->env, name);
 }
 
+/* A slot the old BOOT_ORDER listed and trusted (recorded verified or
+ * good, or legacy). */
+static bool trusted_before(const struct slot_state *before, size_t i)
+{
+	enum slot_record rec = before->slots[i].record;
+
+	return before->order_set && before->slots[i].order_pos >= 0 && slot_verified(before, i) &&
+	       rec != SLOT_RECORD_BAD;
+}
+
+/* A raw BOOT_ORDER drops no slot the old one listed and trusted: the
+ * fallback the board has is never written away by a raw write (taking a
+ * slot out is mark-bad's, with its own policy, SLOT_KEEP_LAST). */
+static int keeps_fallback(const struct slot_state *before, const struct slot_state *st,
+			  struct error *err)
+{
+	for (size_t i = 0; i < before->n_slots; i++)
+		if (trusted_before(before, i) && st->slots[i].order_pos < 0)
+			return error_set(err, -EPERM, "BOOT_ORDER would drop slot %s, which holds a "
+					 "verified image: the board would lose a fallback (use "
+					 "mark-bad to take a slot out)", before->slots[i].name);
+	return 0;
+}
+
 int slot_change_check_raw(struct env *e, const struct layout_slot_group *g,
 			  const struct env_var *vars, size_t n, struct error *err)
 {
 	struct raw_view v = { e, vars, n };
-	struct slot_state st;
+	struct raw_view now = { e, NULL, 0 };
+	struct slot_state st, before;
 	int r;
 
 	r = slot_state_load_group(&st, g, raw_get, &v, err);
-	return r < 0 ? r : slot_order_check(&st, err);
+	if (r >= 0)
+		r = slot_state_load_group(&before, g, raw_get, &now, err);
+	if (r < 0)
+		return r;
+	/* a legacy slot (no record) is trusted because the bootloader already
+	 * boots it: a raw write cannot create that trust */
+	for (size_t k = 0; k < st.n_order; k++) {
+		size_t i = st.order[k];
+
+		if (st.slots[i].record == SLOT_RECORD_NONE &&
+		    (!before.order_set || before.slots[i].order_pos < 0))
+			return error_set(err, -EPERM, "BOOT_ORDER would name slot %s, which has no "
+					 "record of a verified image and was not in BOOT_ORDER",
+					 st.slots[i].name);
+	}
+	r = slot_order_check(&st, err);
+	return r < 0 ? r : keeps_fallback(&before, &st, err);
 }

@@ -75,6 +75,7 @@
 #include "nsim.h"
 #include "provision.h"
 #include "slot.h"
+#include "slot_change.h"
 #include "slot_seal.h"
 #include "util.h"
 
@@ -501,6 +502,11 @@ struct shadow {
 	/* the operator marked it bad (and nothing made it a candidate again):
 	 * their verdict, not a slot I2 must reach */
 	bool judged_bad[N_SLOTS];
+	/* a media fault changed it after flashd last wrote it: flashd cannot
+	 * know of rot it has not read, so I1 and I6 leave the slot to the boot
+	 * counting (a rotted image does not boot) until flashd writes it again,
+	 * and its install then reads every block it keeps */
+	bool rotted[N_SLOTS];
 };
 
 struct inflight {
@@ -880,8 +886,11 @@ static void media_fault(struct live *lv, int what)
 	}
 }
 
-/* A member of the socket group writes the slot variables raw (env set
- * --force through the daemon): the other slot first with full tries. */
+/* A raw write of the slot variables (env set --force): the other slot
+ * first with full tries. A socket-group member is refused before anything
+ * is read (manager_env.c: uid 0 only); root's forced write passes the same
+ * check the daemon and flashctl make (slot_change_check_raw), so this is
+ * the strongest raw write anyone can make over the socket. */
 static void do_raw_env(struct live *lv)
 {
 	_cleanup_env_ struct env *e = NULL;
@@ -894,8 +903,12 @@ static void do_raw_env(struct live *lv)
 		return;
 	slot_left_var(other, var, sizeof(var));
 	snprintf(max, sizeof(max), "%u", max_tries);
-	env_txn_set(t, SLOT_ORDER_VAR, other);
-	env_txn_set(t, var, max);
+	const struct env_var vars[] = { { SLOT_ORDER_VAR, other }, { var, max } };
+	if (slot_change_check_raw(e, G, vars, 2, &eerr) < 0) {
+		snprintf(lv->note, sizeof(lv->note), "raw env refused: %.140s", eerr.msg);
+		return;
+	}
+	env_txn_set_many(t, vars, 2);
 	if (env_txn_commit(t, &eerr) < 0)
 		snprintf(lv->note, sizeof(lv->note), "raw env: %.140s", eerr.msg);
 }
@@ -970,16 +983,14 @@ static const struct event events[] = {
 	{ "both env copies corrupted", EV_CORRUPT_ENV, 1, -1, 0, NULL },
 	/* the events that found issue 31's defects */
 	{ "legacy env (records dropped, BOOT_ORDER kept, no FLASHD_ENV)", EV_LEGACY_ENV, 0, -1, 0, NULL },
-	{ "bit flip in <other>'s image", EV_MEDIA, MEDIA_FLIP, -3, 0,
-	  "enabled when merged with kept-block verification (install_index.c, #31 item 1)" },
-	{ "uncorrectable block in <other>'s image", EV_MEDIA, MEDIA_UNCORRECTABLE, -3, 0,
-	  "enabled when merged with kept-block verification (install_index.c, #31 item 2)" },
-	{ "older env copy's block dies", EV_MEDIA, MEDIA_ENV_DEAD, -1, 0,
-	  "enabled when merged with the dead env copy fix (env backends, #31 item 8)" },
+	{ "bit flip in <other>'s image", EV_MEDIA, MEDIA_FLIP, -3, 0, NULL },
+	/* no "uncorrectable block" event: this board is NOR (no ECC);
+	 * tests/unit/test-install and tests/daemon/test-kept-blocks cover it on NAND */
+	{ "older env copy's block dies", EV_MEDIA, MEDIA_ENV_DEAD, -1, 0, NULL },
 	{ "group member: env set --force BOOT_ORDER=<other> BOOT_<other>_LEFT=<max>", EV_RAW_ENV,
-	  0, -3, 0, "enabled when merged with env write authority (manager_env.c/slot.c, #31 item 4)" },
+	  0, -3, 0, NULL },
 	{ "booted by hand (root=PARTUUID=...): install v2 --slot <booted>", EV_UNKNOWN_BOOTED,
-	  B_V2, -2, 0, "enabled when merged with booted-slot from mountinfo (slot_boot.c, #31 item 7)" },
+	  B_V2, -2, 0, NULL },
 	/* not expressible here: a stale block record (this exploration installs
 	 * from a stream without a state dir; tests/unit/test-install covers it) */
 };
@@ -1288,7 +1299,8 @@ static int version_label(struct env *e, int s)
 /* I6: trust only what was read. A slot the boot script may reach (in a set
  * BOOT_ORDER) or the records call verified is READ from the simulator now
  * and compared with its signed image, whatever the shadow or the env say. */
-static void check_read(struct env *e, const struct slot_state *st, size_t from, const char *label)
+static void check_read(const struct node *n, struct env *e, const struct slot_state *st,
+		       size_t from, const char *label)
 {
 	for (int s = 0; s < N_SLOTS; s++) {
 		const struct slot_info *si = &st->slots[s];
@@ -1298,7 +1310,7 @@ static void check_read(struct env *e, const struct slot_state *st, size_t from, 
 		int want;
 		char l[32];
 
-		if (!listed && !recorded)
+		if ((!listed && !recorded) || n->sh.rotted[s])
 			continue;
 		got = lbl_of(fbuf + NSIM_HEADER_SIZE + slot_off[s], img_size);
 		want = version_label(e, s);
@@ -1328,7 +1340,7 @@ static void check_state(const struct node *n, size_t from, const char *label, bo
 	if (new_state && !env_is_blank(e) && n_samples < 400 && (n_keys % 7) == 0)
 		sample(&st, e);
 	if (!env_is_blank(e))
-		check_read(e, &st, from, label);
+		check_read(n, e, &st, from, label);
 	/* I2: boots with nothing else happening (every boot that does not reach
 	 * a verified bootable slot is one the board resets from); the script
 	 * reads the seals */
@@ -1377,6 +1389,7 @@ static uint64_t key_of(const struct node *n, const struct measure *m, uint64_t s
 	}
 	h = fnv(n->sh.verified, sizeof(n->sh.verified), h);
 	h = fnv(n->sh.judged_bad, sizeof(n->sh.judged_bad), h);
+	h = fnv(n->sh.rotted, sizeof(n->sh.rotted), h);
 	h = fnv(m->seal_hash, sizeof(m->seal_hash), h);
 	h = fnv(&n->booted, 1, h);
 	h = fnv(&n->manual, 1, h);
@@ -1461,7 +1474,9 @@ static uint64_t transition(size_t idx, const struct event *ev, int cut, bool tea
 		if (changed) {
 			to.sh.lbl[s] = (uint16_t)lbl_of(fbuf + NSIM_HEADER_SIZE + slot_off[s],
 							img_size);
-			to.sh.verified[s] = false;
+			to.sh.rotted[s] = ev->kind == EV_MEDIA;
+			if (ev->kind != EV_MEDIA)
+				to.sh.verified[s] = false;
 		}
 		if (changed || !recorded_bad(s))
 			to.sh.judged_bad[s] = false;
@@ -1496,7 +1511,8 @@ static uint64_t transition(size_t idx, const struct event *ev, int cut, bool tea
 	if (stores > allowed_stores(ev, &from, &to) && cut < 0 && ev->kind != EV_CORRUPT_ENV)
 		violation(I4, idx, label, "%u env stores in one event", stores);
 	/* I1 */
-	if (lv.boot_result >= 0 && !to.sh.verified[lv.boot_result]) {
+	if (lv.boot_result >= 0 && !to.sh.verified[lv.boot_result] &&
+	    !to.sh.rotted[lv.boot_result]) {
 		char l[32];
 		lbl_name(to.sh.lbl[lv.boot_result], l, sizeof(l));
 		violation(I1, idx, label, "booted slot %s, which holds %s, never verified",
