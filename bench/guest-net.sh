@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # Network installs (issue 17), sourced by bench/guest.sh: flashd installs
 # bundles from a real lighttpd on the guest's loopback, one workload after

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The measuring half of bench/run: runs as root inside the harness VM
 # (nandsim/vm-run, board already loaded by vm-load-board), never by hand.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Turn bench/run's measurements (JSON lines) into the benchmark table.
 
   report.py --results FILE --machine TEXT --commit REV --md OUT.md --json OUT.json [--quick]

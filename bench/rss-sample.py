@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Peak RSS (VmHWM) of a process and all its descendants, sampled.
 
   rss-sample.py PID OUT.json READY-FILE STOP-FILE [INTERVAL_S]

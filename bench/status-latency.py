@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Latency of io.flashd.GetStatus on flashd's control socket.
 
   status-latency.py SOCKET OUT.json STOP-FILE [idle [METHOD [N]]]

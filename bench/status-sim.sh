@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # GetStatus latency and daemon RSS on the userspace simulator (no VM):
 # 1000 GetStatus against 1000 GetInfo (the bare Varlink round trip) on an
 # idle daemon, then GetStatus in a loop during a 32 MiB install; the peak

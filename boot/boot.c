@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd boot: the early-boot union assembly (see include/boot.h and
  * docs/boot.md). This file is the command: main, options, the logger
  * (stderr and the kernel log) and the order of the steps; the work is in

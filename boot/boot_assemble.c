@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd boot's work (boot_assemble.h): read the env (version, factory
  * reset flag, tries), find the booted slot, mount the root, the lowers and
  * the writable layers, pick the overlay generation, build the union and

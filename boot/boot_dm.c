@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Device-mapper linear maps around NAND bad blocks, through the DM ioctls. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Overlay generations: copying the keep paths from the old generation's
  * upper to the new one (boot_gen_migrate.h). */
 #include <dirent.h>

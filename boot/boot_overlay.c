@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Writable layer: format, reset, mount with tmpfs fallback, probe. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd boot's state record (/run/flashd/boot.json, boot_state.h): what
  * was assembled, how, the warnings, and why it failed, for the daemon's
  * status. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl command tables and shared output helpers. */
 #pragma once
 #include <stdbool.h>

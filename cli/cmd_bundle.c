@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl bundle create|info|verify|keygen: host-side bundle tools and
  * offline verification (docs/bundle-format.md). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl commands that talk to the running flashd over its Varlink
  * socket: status, install, cancel, overlay. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl env get|set|list|init: the U-Boot environment through
  * libubootenv. set refuses flashd's variables (BOOT_ORDER, BOOT_x_LEFT,
  * FLASHD_*) but to root with --force: use 'flashctl slot' so the state is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared by cmd_env.c and cmd_slot.c: where the U-Boot env and the slot
  * layout come from (command-line options over flashd.conf). */
 #pragma once

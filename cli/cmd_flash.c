@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl flash: inspect, erase, write and read MTD devices and simulator
  * files, with bad-block skipping (mtd-utils semantics). */
 #include <errno.h>

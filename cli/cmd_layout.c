@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl layout check|show|mtdparts|nandsim: validate a board layout
  * offline or against the running kernel's MTD table, and print the kernel
  * parameters that reproduce the board. */

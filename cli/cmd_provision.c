@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl provision: a board from blank to first boot. */
 #include <errno.h>
 #include <getopt.h>

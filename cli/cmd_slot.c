@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl slot status|mark-good|mark-bad|activate|rollback|reset-counters
  * |init|bootscript: A/B state in the U-Boot env; each change is one env
  * write (slot.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl: the technician's and script's front end to flashd.
  * Commands are dispatched from nested tables (cli.h). */
 #include <errno.h>

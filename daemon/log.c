@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd: the daemon (default), as "flashd boot" the early-boot union
  * assembly, and called as flashctl (a link to this program) the command
  * line tool: one binary links the library once (issue 18). main() only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the parts of the daemon share (daemon/manager*.c): the manager
  * itself, the running operation, and each part's entry points. Private to
  * daemon/, not a module of its own: include/manager.h is the daemon's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The daemon's life cycle: configuration and layout, the event
  * loop with its signals and watchdog, the control socket and its io.flashd
  * handler table, and the helpers the other parts (manager-internal.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* GetEnv, SetEnv, ListEnv and OverlayReset: the U-Boot env for operators;
  * the variables flashd manages are refused unless forced. */
 #include <errno.h>

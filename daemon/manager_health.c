@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The health check of a slot on trial: the configured command runs in a
  * worker; its verdict marks the slot good or bad in one env store, with
  * FLASHD_<x>_HEALTH saying why. A fallback the boot script made is

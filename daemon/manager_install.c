@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Install and Cancel: a worker process does the flash I/O (worker.h) and
  * reports typed records; the daemon relays progress, answers the client
  * and keeps the install record. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* MarkGood, MarkBad, Activate, Rollback: each one slot_change(), one env
  * store under the board's lock; the health check uses the same path.
  * Activate of a slot that is not running reads it first, in a worker. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The board's state as io.flashd shows it: GetStatus, OverlayStatus and
  * FlashInfo, rendered from what the daemon keeps (struct manager_status)
  * instead of walking the env and the flash on every call: a status applet

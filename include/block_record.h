@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What a slot holds, block by block, as far as flashd last knew: after a
  * verified write of an image to a raw (NOR/NAND) slot partition, the
  * install engine keeps, in the state dir, the SHA-256 of each logical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A board = a layout bound to real storage: the running system's MTD
  * devices ("system") or simulator files ("sim:PATH", PATH a file for a
  * one-device layout or a directory holding <device>.sim per device).

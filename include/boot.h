@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd boot: early-boot union assembly (docs/boot.md).
  *
  *   flashd boot --mode initramfs|preinit [--layout FILE] [--cmdline FILE]

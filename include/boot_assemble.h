@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd boot's work, the steps boot_main() runs in order (boot/boot_assemble.c),
  * and the state of one run they share with the state record (boot_state.h).
  * Each step logs its errors (boot_log_err) and returns -errno; what leaves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Device-mapper for the read-only root: a linear map that lays a squashfs
  * written nandwrite-style (bad blocks stepped over) on raw NAND out as one
  * contiguous block device, so the kernel's squashfs can mount it.

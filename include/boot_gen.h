@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Overlay generations: each root image gets its own upper/work pair in
  * the writable layer, OVERLAY/gen-<slot>-<version>/{upper,work}, so that a
  * rollback finds the user's data exactly as the old image left it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Overlay generations: the keep-list migration on a generation's first boot. */
 #pragma once
 #include "boot_gen.h"

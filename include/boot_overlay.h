@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The writable layer of flashd boot: JFFS2 on a raw partition (formatted
  * in user space on first boot: erase + cleanmarkers), UBIFS on a UBI
  * volume, or tmpfs. A pending factory reset is done before mounting. If

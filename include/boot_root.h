@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The read-only root (and extra lower layers) of flashd boot: the block
  * device that holds a slot's squashfs, made from what the layout says:
  *   NOR                mtdblock of the partition

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd boot's state record (BOOT_STATE_PATH): written once per run. */
 #pragma once
 #include <stdbool.h>

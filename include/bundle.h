@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Signed update bundles: format (docs/bundle-format.md), streaming reader
  * with bounded memory (bundle_reader.h), and the host-side writer
  * (bundle_create.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The host-side bundle writer and its Ed25519 signing keys. */
 #pragma once
 #include <stdbool.h>

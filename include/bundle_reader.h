@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The streaming bundle reader: takes the stream in chunks of any size,
  * verifies the signatures before it parses the manifest, and hands the
  * uncompressed image bytes to the caller as they arrive (errors: bundle.h). */

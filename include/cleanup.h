@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Scope-bound cleanup helpers (systemd/ell style). Every destructor used
  * here accepts NULL / -1 so a variable may be cleaned up in any state. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* _cleanup_ for OpenSSL objects; kept apart (like cleanup_json.h) so that
  * only users of libcrypto pull its headers in. */
 #pragma once

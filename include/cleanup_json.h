@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* _cleanup_ for json-c objects; kept apart so that only users of json-c
  * pull its header in. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A small synchronous Varlink client: flashctl's side of the control
  * socket. One call at a time; replies with "continues": true are handed to
  * the reply callback one by one until the final reply. Library code: it

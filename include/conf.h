@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashd.conf: the daemon's configuration (INI style, see flashd.conf(5)).
  * conf_load() fills defaults, then the file's values; errors name the
  * file, the line and the key. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcurl through dlopen() (lib/update/curl_dl.c): call curl_dl_load()
  * before any curl_* function. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A shared library loaded on first use instead of at start-up (libcrypto:
  * crypto_dl.c, libcurl: curl_dl.c, nettle: hash.c): the library's functions are defined
  * under their own names, each forwarding to the symbol dlsym() finds the

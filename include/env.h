@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The U-Boot environment (never through fw_setenv).
  *
  * An env is opened from the layout's env copies (one or two; two = a

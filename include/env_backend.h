@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The U-Boot env's backend interface: what env.c (the common part:
  * opening, the lock, transactions, defaults) shares with its two backends,
  * env_uboot.c (libubootenv) and env_flash.c (U-Boot's format over struct

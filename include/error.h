@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The one error type of flashd: the errno of a failure and a message that
  * says what failed and where, built from the inside out as the error
  * travels up ("slot A: rootfs: read at 0x20000: Input/output error"), in

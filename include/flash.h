@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Flash I/O: one ops table per backend (mtd = Linux MTD char devices,
  * sim = the userspace simulator in nandsim/), chosen from a data table by
  * the device spec. A struct flash may also be a window (partition) onto

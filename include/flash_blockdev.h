@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What a block device is on the flash, as sysfs says it: the device
  * numbers stat() and /proc/self/mountinfo give, resolved through
  * /sys/dev/block to an MTD partition (mtdblockN, or major 31 for a JFFS2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI through the kernel's ABI (<mtd/ubi-user.h> ioctls on /dev/ubi_ctrl
  * and /dev/ubiN[_M], sysfs /sys/class/ubi): attach/detach an MTD
  * partition, volumes by name, make volumes, stream a volume update

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Streaming flash I/O on top of flash.h, with nandwrite/nanddump semantics:
  * a logical byte stream is laid out over the good erase blocks of a device
  * or window, bad blocks are stepped over.

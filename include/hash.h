@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* SHA-256, the one hash of flashd (bundle images and index, read-back,
  * block records, key ids), from nettle: loaded on first use (a program
  * that never hashes, like the idle daemon or `flashd boot`, never maps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The update engine: a bundle stream goes in; either the target slot ends
  * up holding the verified image and activated (one env store), or it
  * stays marked bad and the env is otherwise unchanged.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The adaptive write of one image onto a raw (NOR/NAND) slot partition,
  * from a random-access bundle source and the bundle's signed block index
  * (docs/bundle-format.md, "Adaptive install").

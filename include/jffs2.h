@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Preparing a JFFS2 partition the way `flash_erase -j` does: erase every
  * good block and write a clean marker, so that the kernel mounts the empty
  * partition without erasing it again (a block without a cleanmarker is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Trusted Ed25519 public keys, loaded from a directory of PEM files
  * (*.pem, *.pub; SubjectPublicKeyInfo, as written by
  * `openssl pkey -pubout` or `flashctl bundle keygen`).

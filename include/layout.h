@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Board layouts: one JSON file describes the flash devices, partitions and
  * their roles (bootloader, U-Boot env, A/B slot groups, overlays, extra
  * lower images). Format: man/flashd-layout.5 and layouts/README.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The kernel's views of a layout: mtdparts=, nandsim/mtdram parameters,
  * and the comparison with the running kernel's MTD table. */
 #pragma once

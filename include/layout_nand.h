@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The NAND chips nandsim can simulate (the kernel's 8-bit id table) and
  * the id bytes reproducing a layout device. */
 #pragma once

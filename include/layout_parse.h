@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The board layout JSON parser and validator (schema: man/flashd-layout.5).
  * layout_load() (layout.h) reads a file and calls it. */
 #pragma once

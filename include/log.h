@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Daemon logging: the journal when started by systemd (JOURNAL_STREAM is
  * set), stderr otherwise. Only the daemon's top level and its method
  * handlers log; library modules return errors instead. */

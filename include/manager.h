@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The flashd daemon: configuration, layout, keyring, the Varlink control
  * socket on sd-event, the install worker and the post-boot health check. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsim: a file-backed NAND/NOR flash chip with real semantics, used as the
  * "sim:" flash backend and by the tests. Everything (contents, OOB, bad
  * blocks, erase counters, injected faults, power-cut state, counters)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The simulator's state as JSON, the one rendering of 'nsimctl info --json'
  * and the "sim" object of 'flashctl flash info --json': the same keys with
  * the same meaning in both. */

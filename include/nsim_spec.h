@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The command line that describes a simulator to create, shared by
  * 'flashctl flash sim-create' and 'nsimctl create' so that both take the
  * same options with the same meaning:

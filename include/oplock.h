@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The operation lock of a board: one writer of its slots and its U-Boot
  * env at a time, across processes (issue 13 items 14, 18).
  *

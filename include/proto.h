@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The Varlink protocol layer of the flashd control socket.
  *
  * Varlink (https://varlink.org): every message is one JSON object followed

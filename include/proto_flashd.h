@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* io.flashd: the one table of its methods (name, flags, typed parameters).
  *
  * lib/varlink/io.flashd.varlink is what clients read; this table is what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Provisioning: bring a board from blank to first boot in one step —
  * verify the bundle, erase what the layout owns (never the bootloader
  * unless asked), write the initial U-Boot env, install the bundle into

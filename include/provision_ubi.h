@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Provisioning a UBI partition of the layout on the running system:
  * format it for UBI keeping the erase counters (ubiformat from mtd-utils),
  * attach it (UBI_IOCATT), create the layout's volumes (UBI_IOCMKVOL:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Installation records: what was installed when, from which bundle
  * version, into which slot, with what result. Kept as JSON in the
  * daemon's state dir (on the persistent overlay), replaced atomically

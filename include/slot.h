@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A/B slot state in the U-Boot env, RAUC-compatible: BOOT_ORDER ("A B",
  * first = primary) and BOOT_<x>_LEFT (tries left; the boot script
  * decrements before booting, mark-good restores the maximum), plus what

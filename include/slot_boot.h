@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the bootloader and the kernel see of the slots: the booted slot
  * from the kernel command line, and the U-Boot boot script. */
 #pragma once

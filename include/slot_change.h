@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One change of the A/B state: load the slot state from the env, compute
  * the operation (slot.h), write the result in ONE env store, together
  * with at most one more variable of the same change (the install's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The seal of a slot (layout "seal": true): the last erase block of the
  * slot's raw rootfs partition starts with SLOT_SEAL_MAGIC when, and only
  * when, the slot holds an image whose read-back verified. An install

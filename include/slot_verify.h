@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A slot read against the signed index of what an install verified into
  * it, before anything makes it bootable on the records' word alone
  * (docs/security.md, "What is read before anything is trusted").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Where the install engine reads a bundle from.
  *
  * A stream (pipe, stdin, a socket) is read once, in order. A random-access

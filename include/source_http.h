@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A bundle source for http(s) URLs (lib/update/source_http.c), libcurl
  * loaded on first use (curl_dl.h).
  *

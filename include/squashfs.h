@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* squashfs 4.0 superblock check: catches "not a squashfs", a wrong
  * version, an unknown compressor, an insane block size and a filesystem
  * that does not fit its slot before anything is written to flash.

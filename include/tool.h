@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The standalone tools' error line, "PROG: message" on stderr (nsimctl,
  * nvflash; flashctl has cli_error). Header only: nvflash needs the C
  * library alone. The library never prints. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* An image target on a UBI volume ("storage": "ubi" in a slot), as the
  * install engine writes it: one volume update (UBI_IOCVOLUP) of exactly
  * the manifest's size, streamed; read back through the volume. A volume

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI images as ubinize (mtd-utils) makes them: the PEBs a programmer
  * writes onto an erased MTD partition so that the kernel attaches it with
  * the volumes already made and filled. PEB 0 and 1 hold the volume table

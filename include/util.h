@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small helpers shared by every module: size parsing and formatting,
  * whole-file reads, robust read/write loops. All return 0/positive or -errno. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A job in a child process, so the daemon's event loop never waits on
  * flash I/O. The child dies with the daemon (PR_SET_PDEATHSIG, SIGKILL):
  * no job outlives the process that answers for it. The child reports

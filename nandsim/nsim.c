@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The userspace flash simulator: a chip in a file, driven with pread/pwrite
  * (never a whole-file mmap: it must stay small in memory). Every op takes
  * an flock on the file and re-reads the header, so several processes (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The simulator's file format (nsim_format.h): header, per-block metadata,
  * geometry checks and the layout of the areas in the file. */
 #include <endian.h>

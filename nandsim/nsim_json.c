@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The simulator's state as JSON (nsim_json.h). */
 #include <stddef.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The create options of a simulator, one parser for flashctl and nsimctl
  * (nsim_spec.h). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsimctl: manage flash simulator files: create, inspect, inject faults,
  * arm and clear power cuts, dump pages. */
 #include <errno.h>

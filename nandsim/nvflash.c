@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nvflash: the qemu harness's stand-in for non-volatile flash.
  *
  * The kernel's nandsim and mtdram keep the chip in guest RAM, so a VM

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The flashd demo on the default simulated board (layouts/nandsim-128m.json):
 # provision a blank board with version 1.0 in slot A, start flashd, install
 # a signed version 2.0 bundle into slot B with progress, switch to it through

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Install what flashd needs to build and test, on Debian 12, when missing.
 # Usage: tools/deps.sh [build|test]   (test = build + qemu harness tools)
 set -e

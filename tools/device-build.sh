@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # device-build.sh DIR: build flashd as a device gets it (configure
 # --disable-host-tools: no bundle create/keygen, provision or sim: devices)
 # in DIR, from the files git tracks in this checkout, and print the path of

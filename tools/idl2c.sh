@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # idl2c.sh IDL: the io.flashd interface definition as C, gzip-compressed
 # (12 KiB of text -> under 5 KiB in every binary; proto_flashd.c inflates
 # it for GetInterfaceDescription). Used by am/varlink.am and the fuzzers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Libraries loaded on first use (dl.h). */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* SHA-256 through nettle, dlopen()ed on first use (see hash.h). nettle
  * rather than libcrypto: the install worker maps 0.9 MiB for nettle and
  * hogweed against 2.8 MiB for libcrypto 3 once it hashed, at the same

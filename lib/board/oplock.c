@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The operation lock of a board. See include/oplock.h. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* U-Boot environment access (see env.h): the common part (open, lock,
  * transactions, defaults) and one of two backends (env_backend.h),
  * chosen from a table:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The flash backend of the U-Boot env (env.h, env_backend.h), for "sim:"
  * targets: U-Boot's env format implemented over struct flash, so that every
  * env store is an erase and page programs on the simulated chip, cut, torn

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The libubootenv backend of the U-Boot env (env.h, env_backend.h): real
  * MTD devices, fw_env.config files, explicit device lists. The quirks of
  * libubootenv 0.3.2 it works around are listed at the top of env.c. */

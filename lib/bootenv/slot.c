@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A/B slot state logic over BOOT_ORDER / BOOT_<x>_LEFT (see slot.h). */
 #include <ctype.h>
 #include <errno.h>

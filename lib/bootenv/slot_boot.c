@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the bootloader and the kernel see of the slots: which slot is
  * running (the image mounted as the root, resolved through sysfs; the
  * slot the kernel command line names, for flashd boot and simulated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* load -> compute -> one env store (include/slot_change.h). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The slots' seals on flash (include/slot_seal.h). */
 #include <errno.h>
 #include <stdlib.h>

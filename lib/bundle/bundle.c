@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Update bundles: the format (docs/bundle-format.md): the header and the
  * manifest (parsing, checks, JSON view). The streaming reader is in
  * bundle_reader.c, the host-side writer in bundle_create.c. */

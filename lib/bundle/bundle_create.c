@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Update bundles: the host-side writer (bundle_create.h) and the Ed25519
  * signing keys it uses. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Update bundles: the streaming reader with bounded memory (see
  * bundle_reader.h and docs/bundle-format.md). */
 #include <errno.h>

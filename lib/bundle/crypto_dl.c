@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcrypto, loaded when it is first used instead of when a program
  * starts: only the host-side commands use it (signing keys: PEM private
  * keys, keygen, bundle signatures). Hashing and signature verification,

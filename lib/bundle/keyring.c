@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Trusted Ed25519 public keys (see keyring.h). */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* squashfs 4.0 superblock check (see squashfs.h). */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Generic flash layer: backend table, windows, checked wrappers, counters. */
 #include <errno.h>
 #include <stdio.h>

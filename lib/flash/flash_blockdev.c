@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What a block device is on the flash, through sysfs (flash_blockdev.h):
  * the one place that knows how /sys/dev/block names MTD and UBI block
  * devices and the stacks (dm) built on them. */

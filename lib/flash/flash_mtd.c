@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* "/dev/mtdN" and "mtd:NAME" backend: Linux MTD character devices through
  * the ioctl ABI of <mtd/mtd-user.h>. Sizes come from sysfs when present
  * (MEMGETINFO's size is 32-bit). Plain read() on mtdchar hides ECC results,

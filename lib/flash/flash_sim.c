@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* "sim:PATH" backend: the userspace simulator in nandsim/. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI through the kernel ABI (see include/flash_ubi.h). */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Bad-block-skipping streaming writer and reader, verification, erasing. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* JFFS2 clean markers and the flash_erase -j eraser. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Board layouts: the model built by the parser (layout_parse.c), its
  * lookups, the roles of a partition and the UBI capacity estimate. */
 #include <errno.h>

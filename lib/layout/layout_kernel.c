@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The kernel's views of a layout: the mtdparts= argument, the nandsim or
  * mtdram module parameters reproducing a device, and the comparison with
  * the running kernel's MTD table in sysfs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The NAND chip ids nandsim can simulate: the kernel's id table for 8-bit
  * chips, its generic id decoding, and the id bytes that reproduce a layout
  * device. Used by the parser (validation), the model (MTD names) and the

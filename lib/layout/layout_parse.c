@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Board layouts: the JSON parser and validator. Every rejection names the
  * file, the JSON path and the reason. Schema: man/flashd-layout.5. The model
  * and its lookups are in layout.c, the NAND id table in layout_nand.c, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Slot block records (block_record.h). */
 #include <errno.h>
 #include <fcntl.h>

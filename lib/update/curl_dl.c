@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcurl, loaded by the install worker when an install names a URL.
  *
  * libcurl4 (OpenSSL flavour) pulls in libssl, libcrypto, nghttp2, libssh2,

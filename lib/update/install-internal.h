@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the parts of the update engine share (lib/update/install*.c): the
  * install itself, its image targets and the entry points one part calls
  * in another. Private to lib/update/, not a module of its own:

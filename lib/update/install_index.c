@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Adaptive, resumable writes of an image onto a raw slot partition
  * (install_index.h). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The blocking runs of an install (install.h): install_run_fd() streams
  * an fd into the engine, install_run_source() a source, adaptive (block by
  * block against the signed index, install_index.c) when the source and the

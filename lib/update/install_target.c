@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The image targets of an install, by storage (struct target_ops,
  * install-internal.h): raw NOR/NAND partitions through flashio, UBI
  * volumes through ubi_image.c. */

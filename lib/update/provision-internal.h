@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the parts of provisioning share (lib/update/provision*.c): the run's
  * state and the few functions one part calls in another. Private to
  * lib/update/, not a module of its own: include/provision.h is the

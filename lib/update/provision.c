@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Provisioning (include/provision.h): the run. Its UBI pass and its
  * factory-image export are parts of their own (provision-internal.h). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The factory image for a flash programmer: the provisioned simulator
  * copied out block by block (NAND: page+OOB interleaved as nandwrite -o
  * takes it) with a report of every region and its sha256 (see

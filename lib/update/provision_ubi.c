@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI partitions for provisioning (see include/provision_ubi.h). */
 #include <errno.h>
 #include <fcntl.h>

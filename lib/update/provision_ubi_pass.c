@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI partitions without the kernel's UBI (simulators, factory images): the
  * image ubinize would make, slot images inside, written from one pass over
  * the bundle (see provision-internal.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A slot read against its recorded signed index (include/slot_verify.h). */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Bundle sources (source.h): the generic calls, and the fd backend. A
  * regular file is random access (pread), anything else (pipe, socket,
  * terminal) a stream read once in order. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A bundle source for http(s) URLs: libcurl's multi interface driven from
  * read()/pread(), so the install engine pulls bytes at its own pace and
  * memory stays bounded (a full buffer pauses the transfer).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Image targets on UBI volumes (see include/ubi_image.h). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI images with ubinize's semantics (see include/ubinize.h). */
 #include <endian.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Synchronous Varlink client (see include/client.h). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Varlink protocol layer of the flashd control socket: framing, parsing,
  * table-driven dispatch with parameter checks and authorization, ordered
  * replies, fd passing, and the sd-event glue. See include/proto.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The io.flashd method table (include/proto_flashd.h) and its text. */
 #include <errno.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Factory step of the appliance runner, run in the harness VM (vm-run -l
 # LAYOUT --flash CHIP): provision the blank board from a bundle with
 # `flashctl provision` (erase, initial env, slot A, overlay, read back).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The real `flashd boot --no-exec` in a private mount namespace on the
 # host (squashfs slot images on loop, tmpfs overlays; no MTD needed):
 # what the state file says when the slot cannot be told (issue 14.7), the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The daemon's status shows every overlay layer flashd boot recorded and
 # whether any is degraded (issue 14.6): a /run/flashd/boot.json with a "/"
 # layer on its tmpfs fallback and a /var layer, read by a real flashd on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every shipped layout has a boot script, it is what the generator makes
 # from the layout today, and mkimage accepts it.
 . "$(dirname "$0")/../lib/common.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # tools/demo.sh (what ./run-demo runs) works from start to end, and its
 # waits for flashd to be idle see it idle (issue 32 item 13: the demo
 # grepped `flashctl --json status` for '"operation": null' while flashctl

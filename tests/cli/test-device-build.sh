@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The device build (configure --disable-host-tools, tools/device-build.sh)
 # builds with -Werror, leaves the host tools out and names them as such
 # when called (exit 2), and still does a device's work: layouts, bundle

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # flashctl's exit codes are the ones flashctl(1) documents, --json prints
 # valid JSON on every command, -q silences install and provision, and
 # non-regular files (a directory, a FIFO) are refused up front, never hang.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # flashctl provision refuses before it erases: every refusal (geometry, a
 # simulator path that is not a regular file, an image larger than its UBI
 # volume, a system without MTD or

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # flashctl provision of the UBI board (layouts/nand-ubi.json) without the
 # kernel's UBI: the factory image (image:) holds the UBI image that ubinize
 # makes for the layout's volume table and the bundle's images, byte for

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # flashctl provision on simulator boards: NAND with factory bad blocks in
 # the slot, env and overlay partitions, and NOR; the boot selection picks
 # slot A, fw_printenv reads the env, the overlay carries cleanmarkers, the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every source file carries its licence line (COPYING, LGPL-2.1-or-later):
 # tools/spdx.sh lists the tracked source files without one.
 . "$(dirname "$0")/../lib/common.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The A/B policy of docs/boot-contract.md, on the issue-13 reproductions
 # (layouts/nandsim-128m.json, sim: target, the daemon as in tools/demo.sh):
 #   item 1  the booted slot is never an install target

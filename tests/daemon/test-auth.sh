@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Authorization on the control socket: a client of another uid (nobody)
 # reads status, env and flash info, but every state-changing method is
 # refused with org.varlink.service.PermissionDenied, changes nothing, and

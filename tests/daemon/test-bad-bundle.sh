@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Failing installs. Bundles refused before anything is written (bad magic,
 # manifest changed after signing, unknown signer, another board) give
 # io.flashd.InvalidBundle with a reason, flashctl exit 3, and leave the

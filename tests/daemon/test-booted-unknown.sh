@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # An unknown booted slot fails closed (issue 31 item 7): a kernel command
 # line whose root= (or ubi.block=) names no slot the layout knows (a
 # technician booting by hand: root=31:4, root=PARTUUID=..., a ubiblock of

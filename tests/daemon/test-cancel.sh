@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Cancelling an install: 'flashctl cancel', the client killed with SIGKILL
 # mid-install, and flashd itself stopped (SIGTERM) mid-install. Each time
 # the install ends, the target slot is left marked bad, the booted slot and

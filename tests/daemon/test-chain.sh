@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Operations chained in random orders on the simulated board, the way the
 # field does it: installs (some cut by a power cut at a random flash
 # operation), reboots through the boot script's choice with a health check

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # One install at a time, many readers at once: while an install runs, a
 # second install (flashctl and raw Varlink) and every other state change
 # get io.flashd.Busy naming the running operation; 50 status clients

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Who may write which env variable (issue 31 items 4 and 10). flashd's
 # records (FLASHD_*) and the boot selection (BOOT_ORDER, BOOT_x_LEFT) are
 # written by flashd's own operations only: a raw write over the socket,

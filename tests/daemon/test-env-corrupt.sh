@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Both U-Boot env copies corrupt (issue 13, item 6): GetStatus still
 # answers, says the env is unreadable and which copy failed how, calls the
 # slot states unknown and says what U-Boot does then (its built-in default

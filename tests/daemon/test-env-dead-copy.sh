@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # One dead env copy does not lock the board (issue 31 item 8): when the
 # block of one redundant env copy fails its erase (or is bad), every store
 # goes on through the healthy copy (install, mark-bad, activate, env set,

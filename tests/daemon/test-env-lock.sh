@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A local user without rights cannot freeze the daemon through the U-Boot
 # env lock (issue 13, item 16). libubootenv creates /var/lock/fw_printenv.lock
 # readable by everyone, and used to wait for it with a blocking flock: a

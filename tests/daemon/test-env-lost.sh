@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Both env copies lost (issue 13, I1/I2 of tests/explore): U-Boot boots its
 # built-in default env (no BOOT_ORDER, no records) and its script saves
 # "A B". The daemon, at start, adopts the booted slot in one store:

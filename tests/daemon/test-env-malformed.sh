@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # One malformed slot variable written by hand (fw_setenv) does not break
 # the daemon (issue 31 item 11): GetStatus answers and names the variable
 # with what the boot script does with it, slot activate works where the

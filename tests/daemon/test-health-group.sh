@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The health check ends with everything it started (issue 31 item 13): a
 # check that leaves a sleeping grandchild behind (which would write a
 # marker file later) must lose it when the check times out, when flashd

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The health check at boot: install, "reboot" (the boot script's choice
 # written to the kernel command line), flashd starts, finds the booted
 # slot on trial and runs [health] command=. Passing marks the slot good

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The replies keep to the interface description the daemon serves
 # (issue 32 item 8: every Install reply carried bytes_downloaded, which
 # Install's declared output lacked). Every daemon test checks its replies

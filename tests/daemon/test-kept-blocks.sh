@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every erase block an install keeps is read and hashed against the signed
 # index (issue 31 items 1-3), seen from the daemon and read back from the
 # flash, never from the status words:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A killed daemon's install worker dies with it, and no two processes ever
 # write one board (issue 13 item 14).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A legacy board keeps its fallback (issue 31, item 9): a RAUC-style env
 # (BOOT_ORDER="A B", BOOT_x_LEFT, no FLASHD_* variables, no FLASHD_ENV
 # marker) is not a lost one. The daemon's first start keeps BOOT_ORDER and

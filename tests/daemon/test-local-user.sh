@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A local user without rights can neither lock root out of the control
 # socket nor starve other clients (issue 13 item 10; docs/security.md).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Garbage on the control socket: bad JSON, wrong types, unknown methods,
 # oversized messages, a message without its NUL, hang-ups mid-message,
 # too many fds, a client that stops mid-message and stays connected. Each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # One writer of a board at a time (issue 13 items 14, 18): while flashd
 # installs, the install worker holds the board's lock, and
 # - every offline write (flashctl slot activate|init|mark-bad|mark-good|

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A local user cannot stall the daemon through the simulator file's lock
 # (issue 32 item 11: on a sim: board a user holding `flock -s` on the
 # 0644 simulator file stalled root's env set 7.5 s and status 7.0 s).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # flashctl slot / env set go through a running flashd (issue 16): a
 # technician's 'flashctl slot activate B' while the daemon installs is
 # refused by the daemon itself (io.flashd.Busy, exit 4), writes nothing,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # What is read before a slot is trusted (issue 31 items 4 and 5):
 # - 'slot init' (the recovery after an env loss) puts a slot into
 #   BOOT_ORDER only when it reads as the signed index its last verified

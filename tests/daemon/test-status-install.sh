@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A new user's session with the daemon on the simulator: status, install
 # with progress, reboot, mark-good, rollback, mark-bad, activate, env and
 # flash methods -- every --json answer checked field by field, through

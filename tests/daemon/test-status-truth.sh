@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Status says what is known, never stale or misleading news (issue 31
 # item 12):
 # - a killed install worker: "Last install" names the slot and version it

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # GetStatus answers from the state the daemon keeps (issue 16 "status as a
 # view", issue 18 latency), and stays exact when the env changes behind
 # its back:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The connections for users without rights are shared fairly across uids
 # (issue 32 item 10: six uids holding 8 connections each filled all 48
 # shared slots and a seventh user got "Connection reset by peer").

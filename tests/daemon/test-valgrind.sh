@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # flashd under valgrind (memcheck) for a whole session: status, a full
 # install with progress, a cancelled install, a refused bundle, slot and env
 # calls, protocol garbage, a health check after a reboot, and SIGTERM.

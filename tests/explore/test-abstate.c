@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Exhaustive exploration of the A/B state machine (issue 13).
  *
  * A tiny two-slot NOR board (tests/explore/tiny-ab.json: 4 KiB erase

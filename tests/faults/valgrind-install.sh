@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # flashd under valgrind (memcheck, full leak check, fork-following) for a
 # full install on a simulated board: start, status, install of a signed
 # gzip bundle into slot B with progress, a refused corrupt bundle, status,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the bundle reader (header, manifest framing,
  * signatures, canonical-JSON manifest parser, per-image streaming with
  * gzip inflate, squashfs superblock hold-back, sha256) and the manifest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the env state decoder (slot_state_load over the
  * U-Boot variables BOOT_ORDER / BOOT_<x>_LEFT) and everything computed
  * from a decoded state: every slot operation, the boot script's choice,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the keep-list parser (boot_gen_keep_parse) and the
  * migration (boot_gen_migrate) it feeds. Input: the text of a keep.d
  * file. Every accepted entry is applied from a fixed hostile old upper

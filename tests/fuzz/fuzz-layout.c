@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the board layout parser and validator (layout_parse),
  * then everything that walks a layout that validated: mtdparts/nandsim
  * conversions, partition roles, UBI capacity, target sizes, lookups.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the Varlink framing, message parser and method
  * dispatch of the control socket (lib/varlink/proto.c), on a detached server
  * (no socket, no event loop) with the io.flashd method table bound to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the squashfs superblock check run on every squashfs
  * image before a byte of it reaches flash (squashfs_check_superblock).
  * Input: the start of an image. Checked with no size bound, with the

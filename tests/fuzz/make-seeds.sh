@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Regenerate the seed inputs of tests/fuzz/corpus/ (files named seed-*).
 # Inputs libFuzzer found (run-fuzz.sh --merge) and regression inputs
 # (regress-*) are kept as they are. Needs a built flashctl, mksquashfs and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Replays a fuzz target's kept corpus (seeds and regression inputs) in the
  * normal gcc build, without libFuzzer, so `make check` (and its
  * ASan+UBSan run in CI) re-checks every input that ever crashed a target

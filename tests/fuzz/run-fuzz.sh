@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Build the libFuzzer targets (clang, ASan+UBSan) outside the autotools
 # build and run each for a bounded time over its corpus.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Generate corrupted bundles from one good signed bundle.
 
     make-hostile.py GOOD.fbd GOOD-GZIP.fbd KEY.pem OTHER-KEY.pem SLOT-SIZE OUTDIR

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Hostile input: >= 200 corrupted bundles generated from one good signed
 # bundle (make-hostile.py: bit flips across header, manifest, signature
 # and payload; truncations at every section boundary and +/-1; oversized

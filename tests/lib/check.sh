@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # Checks on JSON documents (flashctl --json, varlink-call.py replies,
 # flashd boot's state file), through python3. Needs tests/lib/common.sh.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # The base every shell test stands on (sourced first by the other
 # tests/lib/*.sh): where the tree and the programs are, how a test says

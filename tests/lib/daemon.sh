@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # The daemon in a test: its flashd.conf, start (wait until it answers),
 # stop, calls. Used on the host's simulated board (tests/lib/sim-board.sh)

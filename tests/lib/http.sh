@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # HTTP(S) for the network install tests (tests/net/): a real lighttpd on
 # 127.0.0.1 serving $T/www, a test CA and server certificate made by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # lighttpd's configuration for the network tests (tests/lib/http.sh) and the
 # network benchmark (bench/guest-net.sh): sourced by both, defines only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # The host tests' board: a simulated 128 MiB NAND (nandsim/nsim.c) in a
 # temp dir of its own ($T), with keyring, socket and state dir, so tests

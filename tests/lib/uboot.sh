@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=sh
 # Real U-Boot in qemu, shared by tests/uboot/*.sh and the appliance
 # life-cycle runner (nandsim/appliance/uboot-pick). Debian's qemu_arm64

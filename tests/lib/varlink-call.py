@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A minimal, independent Varlink client for the flashd tests.
 
 It shares no code with flashd or flashctl, so a test that passes through it

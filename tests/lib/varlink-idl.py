@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Check Varlink replies against the interface descriptions a service serves.
 
 An independent Varlink IDL parser and type checker for the flashd tests: it

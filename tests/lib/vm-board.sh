@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # The VM tests' flashd board (tests/vm/test-faults-*.sh,
 # tests/vm/test-crash-*.sh), sourced after tests/lib/vm.sh inside the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # Helpers shared by tests/vm/test-boot-*.sh (sourced after tests/lib/vm.sh):
 # root images, flashd boot --no-exec and its state; the daemon of

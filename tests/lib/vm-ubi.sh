@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # Helpers for the UBI board's VM tests (layouts/nand-ubi.json on nandsim),
 # sourced after tests/lib/vm.sh.

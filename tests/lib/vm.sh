@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # Helpers for tests/vm/*.sh, which run as root inside the harness VM.
 # Source it: . "$top_srcdir/tests/lib/vm.sh" (common.sh comes with it).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A TCP proxy in front of the test's lighttpd that misbehaves on purpose
 (tests/net/). Offsets count the bytes sent to clients over all
 connections together (response headers included), so "--drop-at 300000

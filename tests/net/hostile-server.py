@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A hostile HTTP server for tests/net/test-http-hostile.sh. It serves the
 files of --root (with Range, If-Range and a strong ETag, as a real server
 does) and misbehaves as the first path component asks:

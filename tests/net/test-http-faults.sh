@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A flaky network between the board and a real lighttpd (the fault
 # proxy, tests/net/fault-proxy.py):
 # - connection dropped at 30 % and at 70 %: the worker retries, resumes

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A hostile HTTP server (tests/net/hostile-server.py) on 127.0.0.1 and a
 # second one on another port, the "other origin", which logs what it
 # receives (issue #32):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs from http(s) URLs against a real lighttpd on 127.0.0.1: good
 # http and https installs (verified, activated); http_proxy from the
 # daemon's environment, header= seen by the server, a server that requires

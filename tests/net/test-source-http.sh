@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The http source's unit test (tests/unit/test-source-http: stream, planned
 # and unplanned Range preads, request and byte counts) against lighttpd,
 # then lighttpd's own access log for the same: one line per request the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Real U-Boot agrees with the C mirror (issue 13): the shipped boot script
 # for the exploration board (tests/explore/tiny-ab.json), run by Debian's
 # qemu_arm64 U-Boot, must pick the same slot and leave the same counters as

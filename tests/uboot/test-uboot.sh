@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The bootloader contract against a real U-Boot (Debian's qemu_arm64 build
 # in qemu-system-aarch64): flashctl writes the env image through
 # libubootenv, U-Boot imports it, 'source's our mkimage'd boot script from

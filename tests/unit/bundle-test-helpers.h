@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared by test-bundle, test-keyring, test-squashfs: temp dirs, shell
  * commands (openssl, mksquashfs), file helpers. Header-only, static. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared by test-proto, test-client and the proto fuzzer: the methods a
  * test serves (the one io.flashd table bound to the test's handlers, plus a
  * streaming method (PROTO_NEEDS_MORE) in a test interface, since no

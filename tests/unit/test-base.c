@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* lib/base: the one error type (error_set / error_prefix), the enum<->string
  * table macro (util: test-util). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Slot block records (lib/update/block_record.c): what they keep, that a
  * damaged one is refused, that one for another bad-block map or erase
  * size does not match, that dropping is durable and idempotent. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The board: the target string parsed in one place, simulator files per
  * device, partition windows and the file offsets libubootenv is given. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* boot_dm: the dm-linear table that lays a squashfs written over NAND bad
  * blocks out contiguously. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* boot_gen: generation names, keep-list parsing, migration on the first
  * boot of a new generation, the "slot is good" rule, cleanup. Works on a
  * scratch directory standing in for the mounted overlay filesystem. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* boot_overlay: what a JFFS2 partition holds (erased / JFFS2 / foreign)
  * on the flash simulator, and the overlayfs probe of an upper directory. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* boot/boot_root: the block device flashd boot mounts for a slot. Here:
  * every kind has a name (the state file's "root.kind"), a slot whose
  * storage cannot be found fails with a message naming the partition,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* boot/boot.c, the "flashd boot" command: its arguments (every usage
  * error is exit 2 with the reason on stderr, --help is 0) and, through
  * --dry-run (which touches nothing), which slot and root it settles on

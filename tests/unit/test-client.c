@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Round trips over a real AF_UNIX socket: a proto server on sd-event in a
  * thread, the synchronous client (and raw sockets) in the test thread.
  * Covers GetInfo, GetInterfaceDescription, streaming replies, fd passing,

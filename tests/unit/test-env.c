@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* env: libubootenv wrapper on file-backed envs (single and redundant),
  * one store per transaction, torn and failed stores, config parsing,
  * layout resolution (simulator file, fake sysfs); the flash backend on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI through sysfs: devices by MTD number, volumes by name, what UBI
  * says about a volume's content (update marker, corrupted), the status
  * view of a slot's volume; on a fake /sys/class/{mtd,ubi} tree. */

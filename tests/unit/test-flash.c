@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The generic flash layer: backend table, windows, wrappers, counters;
  * and the MTD backend's sysfs parsing against a fake /sys/class/mtd. */
 #include <errno.h>

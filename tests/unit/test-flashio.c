@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Streaming writer/reader over bad blocks, changed-only writes, mark-bad,
  * verification; the erase counters of the simulator prove what was done. */
 #include <errno.h>

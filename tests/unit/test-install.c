@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The update engine (lib/update/install.c) end to end: real bundles
  * (bundle_create, Ed25519 keys, squashfs images from mksquashfs) go through
  * install_run_fd() onto simulated boards laid out by the shipped layouts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Board layouts: every shipped layout validates, every fixture in
  * tests/layouts/ is rejected with its exact file/JSON-path/reason, the
  * kernel conversions (mtdparts=, nandsim/mtdram parameters) are exact, and

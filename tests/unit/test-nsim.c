@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The simulator's flash semantics, fault injection and persistence. */
 #include <errno.h>
 #include <fcntl.h>

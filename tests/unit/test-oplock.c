@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of the board's operation lock (lib/board/oplock.c) on a
  * simulated target: where the lock lives, that a second taker is refused
  * at once and told who holds it, that a forked child keeps the lock after

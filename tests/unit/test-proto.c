@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of the Varlink protocol core: framing, parsing, dispatch,
  * parameter checks, authorization, fd passing, and the io.flashd IDL. The
  * connections here have no socket: bytes are fed in with proto_conn_feed()

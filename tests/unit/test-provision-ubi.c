@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The UBI partition's plan for provisioning: the volume table of
  * layouts/nand-ubi.json against the partition's bad blocks and UBI's
  * reserves, and the plan's text (what --dry-run shows). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* slot: every state transition over a variable map, booted-slot detection
  * from a fake /proc/cmdline, the boot script, and exactly one env store
  * per transition on a real (file-backed, redundant) env. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* source_http against a real lighttpd (run by tests/net/test-source-http.sh,
  * which serves FLASHD_TEST_HTTP_DIR at FLASHD_TEST_HTTP_URL): the
  * streaming read, preads with and without a plan, how many requests and

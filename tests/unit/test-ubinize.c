@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI images (lib/update/ubinize.c) byte for byte against ubinize from
  * mtd-utils for the same volume table and images (image_seq fixed with
  * -Q, erase counter with -e); streaming in odd pieces and in any volume

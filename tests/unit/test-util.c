@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* lib/base/util.c: size parsing and formatting, whole-file reads, the
  * full-transfer loops, mkdir -p, small helpers. The edges a shell test
  * never reaches: overflow, EOF in the middle of a read, EPIPE, a file in

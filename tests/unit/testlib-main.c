@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* main() of every unit test: runs the tests registered with TEST() and
  * friends (testlib.h) in source order. Its own archive member, so it is
  * linked only into a program that has no main() of its own. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fixtures shared by the unit tests (see testlib.h). */
 #include <errno.h>
 #include <fcntl.h>

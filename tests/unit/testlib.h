@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fixtures shared by the unit tests (tests/unit/libtestlib.a): paths in
  * the source tree and in /tmp, simulated chips, layouts. Every helper
  * fails the running cmocka test (fail_msg) instead of returning an

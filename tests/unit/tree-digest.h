@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A digest of a directory tree: every name, type and mode, each regular
  * file's size and bytes, each link target (FNV-1a), not following
  * symlinks, so that "unchanged" is checked, not assumed. Shared by

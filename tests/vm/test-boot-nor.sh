@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-module: mtdram total_size=32768 erase_size=64 --mtdparts=mtdram:64k(u-boot-env),64k(u-boot-env-redund),12m(rootfs-a),12m(rootfs-b),-(rootfs_data)
 # vm-timeout: 240
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-layout: layouts/nand-ubi.json
 # vm-timeout: 600
 #

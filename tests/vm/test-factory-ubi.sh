@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-layout: tests/vm/layouts/nand-ubi-64m-factory.json
 # vm-nandsim-extra: badblocks=14
 # vm-timeout: 600

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-module: nandsim id_bytes=0x20,0xf1,0x00,0x15 parts=8,1,1,32,320,32,320,310
 # vm-timeout: 600
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-module: nandsim id_bytes=0x20,0xaa,0x00,0x15 parts=16,128,64
 # vm-nandsim-extra: badblocks=20,21,40
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-module: mtdram total_size=16384 erase_size=64 --mtdparts=mtdram:256k(env),8m(rootfs),-(data)
 #
 # flashctl's MTD backend on NOR-like flash: the kernel's mtdram (16 MiB,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-timeout: 400
 #
 # `flashctl layout check FILE --system` against the kernel's MTD table:

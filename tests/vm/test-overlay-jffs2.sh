@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-module: mtdram total_size=16384 erase_size=64 --mtdparts=mtdram:6m(rootfs),-(data)
 #
 # Documents today's kernel behaviour of overlayfs with a JFFS2 upper layer

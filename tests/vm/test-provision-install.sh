@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-timeout: 600
 #
 # Provisioning and installs on the kernel's flash drivers (issues 5, 6, 10):

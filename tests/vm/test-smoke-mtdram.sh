@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-module: mtdram total_size=16384 erase_size=64 --mtdparts=mtdram:256k(env),6m(rootfs),-(data)
 #
 # NOR through the harness with mtd-utils only: mtdram has no parts=, and
