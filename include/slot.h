@@ -257,6 +257,10 @@ int slot_record_from_string(const char *s);            /* -EINVAL if unknown */
  * BOOT_ORDER is unset and another slot has a version this one lacks (an
  * old flashd emptied BOOT_ORDER while writing it). */
 bool slot_verified(const struct slot_state *st, size_t i);
+/* Slot i has no flashd record and the bootloader already boots it (a
+ * legacy board, slot_verified): there is no signed index to read it
+ * against, and activating it only reorders what boots already. */
+bool slot_legacy(const struct slot_state *st, size_t i);
 /* The status word of slot i; install_running: an install is writing now
  * (false turns "installing" into "interrupted"). */
 enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_running);

@@ -513,20 +513,20 @@ bool slot_verified(const struct slot_state *st, size_t i)
 	case _SLOT_RECORD_MAX:
 		break;
 	}
-	/* legacy: what the bootloader boots is what the board trusted; not in
-	 * an env flashd keeps records in (a slot without one there was never
-	 * verified by flashd: provisioned empty, or its record removed) */
+	/* legacy: what the bootloader boots is what the board trusted */
 	if (s->order_pos < 0)
 		return false;
-	for (size_t k = 0; k < st->n_slots; k++)
-		if (st->slots[k].record != SLOT_RECORD_NONE)
-			return false;
 	if (st->order_set || s->has_version)
 		return true;
 	for (size_t k = 0; k < st->n_slots; k++)
 		if (st->slots[k].has_version)
 			return false;
 	return true;
+}
+
+bool slot_legacy(const struct slot_state *st, size_t i)
+{
+	return st->slots[i].record == SLOT_RECORD_NONE && !st->env_default && slot_verified(st, i);
 }
 
 enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_running)

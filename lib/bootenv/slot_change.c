@@ -110,14 +110,16 @@ static bool trusted_before(const struct slot_state *before, size_t i)
 	       rec != SLOT_RECORD_BAD;
 }
 
-/* A raw BOOT_ORDER drops no slot the old one listed and trusted: the
- * fallback the board has is never written away by a raw write (taking a
- * slot out is mark-bad's, with its own policy, SLOT_KEEP_LAST). */
+/* A raw BOOT_ORDER drops no slot the old one listed and trusted unless the
+ * same write records a verdict on it: the fallback the board has is never
+ * written away by a BOOT_ORDER alone (taking a slot out is mark-bad's, with
+ * its own policy, SLOT_KEEP_LAST). */
 static int keeps_fallback(const struct slot_state *before, const struct slot_state *st,
 			  struct error *err)
 {
 	for (size_t i = 0; i < before->n_slots; i++)
-		if (trusted_before(before, i) && st->slots[i].order_pos < 0)
+		if (trusted_before(before, i) && st->slots[i].order_pos < 0 &&
+		    st->slots[i].record == before->slots[i].record)
 			return error_set(err, -EPERM, "BOOT_ORDER would drop slot %s, which holds a "
 					 "verified image: the board would lose a fallback (use "
 					 "mark-bad to take a slot out)", before->slots[i].name);

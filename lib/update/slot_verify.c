@@ -7,9 +7,11 @@
 #include "block_record.h"
 #include "board.h"
 #include "cleanup.h"
+#include "env.h"
 #include "flash.h"
 #include "install-internal.h"
 #include "install_index.h"
+#include "slot.h"
 #include "slot_verify.h"
 
 /* Every block of rec read from f and equal: 1, else -EILSEQ or -errno. */
@@ -56,6 +58,17 @@ static int verify_member(struct board *b, const char *state_dir, const char *gro
 	return verify_blocks(rec, f, member, t, "the one its last verified install recorded", err);
 }
 
+/* A legacy slot (slot_legacy): the env read now says so. */
+static bool legacy(const struct layout *l, const char *target, const struct layout_slot_group *g,
+		   size_t slot)
+{
+	_cleanup_env_ struct env *e = NULL;
+	struct slot_state st;
+
+	return env_open_layout(l, target, NULL, 0, &e, NULL) >= 0 &&
+	       slot_state_load_group(&st, g, env_get_dup, e, NULL) >= 0 && slot_legacy(&st, slot);
+}
+
 int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
 		     size_t slot, const char *state_dir, struct error *err)
 {
@@ -76,6 +89,8 @@ int slot_verify_read(const struct layout *l, const char *target, const struct la
 	}
 	if (r < 0)
 		return error_prefix(err, r, "slot %s", s->name);
+	if (!found && legacy(l, target, g, slot))
+		return 1;
 	if (!found)
 		return error_set(err, 0, "slot %s: no signed index recorded for it in %s (an install "
 				 "with a block index keeps one): nothing to read it against",

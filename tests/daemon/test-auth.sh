@@ -7,12 +7,7 @@
 # member of that group may change state.
 . "$(dirname "$0")/../lib/sim-board.sh"
 
-[ "$(id -u)" = 0 ] || skip "needs root to run a client as another uid"
-need setpriv
-NOBODY=65534
-GROUP=users
-getent group "$GROUP" >/dev/null || skip "no group '$GROUP'"
-GID=$(getent group "$GROUP" | cut -d: -f3)
+setup_other_users
 
 setup_board
 make_bundle v1 1.0 2
@@ -20,9 +15,7 @@ chmod 755 "$T"                   # nobody must reach the socket and the bundle
 chmod 644 "$T/v1.bundle"
 start_daemon
 
-as_nobody() { setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$@"; }
 # a uid that is in the socket group only through its primary gid
-as_member() { setpriv --reuid=$NOBODY --regid="$GID" --clear-groups "$@"; }
 
 env_dump > "$T/env-before"
 

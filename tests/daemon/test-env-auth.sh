@@ -9,13 +9,7 @@
 # install into a slot clears the previous image's health verdict.
 . "$(dirname "$0")/../lib/sim-board.sh"
 
-[ "$(id -u)" = 0 ] || skip "needs root to run a client as another uid"
-need setpriv
-NOBODY=65534
-GROUP=users
-getent group "$GROUP" >/dev/null || skip "no group '$GROUP'"
-GID=$(getent group "$GROUP" | cut -d: -f3)
-as_member() { setpriv --reuid=$NOBODY --regid="$GID" --clear-groups "$@"; }
+setup_other_users
 
 setup_board
 make_bundle v1 1.0 2

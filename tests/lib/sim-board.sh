@@ -112,3 +112,17 @@ reboot_board() {
 	say "reboot: boot-select chose $sel"
 	start_daemon
 }
+
+# Clients of other uids (the socket-group and rights tests): needs root and
+# setpriv (skips otherwise); NOBODY, GROUP (a group that exists), GID;
+# as_nobody runs a command as nobody, as_member as nobody in GROUP.
+setup_other_users() {
+	[ "$(id -u)" = 0 ] || skip "needs root to run a client as another uid"
+	need setpriv
+	NOBODY=65534
+	GROUP=users
+	getent group "$GROUP" >/dev/null || skip "no group '$GROUP'"
+	GID=$(getent group "$GROUP" | cut -d: -f3)
+}
+as_nobody() { setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$@"; }
+as_member() { setpriv --reuid="$NOBODY" --regid="$GID" --clear-groups "$@"; }
