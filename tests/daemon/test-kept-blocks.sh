@@ -23,27 +23,9 @@ setup_board
 make_bundle v2 2.0 6
 start_daemon
 
-B_OFF=$((0x3140000)) EB=131072
+B_OFF=$(slot_offset B)
 LEN=$(stat -c %s "$T/v2.sqfs")
 MID=$((LEN / EB / 2))
-
-# slot_is IMAGE WHAT: the good blocks of B read back equal IMAGE
-slot_is() {
-	fctl flash read --offset $B_OFF --size 40MiB --length "$(stat -c %s "$1")" "$TARGET" \
-		"$T/b.img" >/dev/null 2>"$T/read.err" || fail "$2: reading slot B: $(cat "$T/read.err")"
-	cmp -s "$1" "$T/b.img" || fail "$2: slot B differs from the image: $(cmp "$1" "$T/b.img")"
-}
-
-# flip_bit BLOCK: one bit of erase block BLOCK of B, in the simulator's
-# data (after its 4096-byte header), as NAND does over time
-flip_bit() {
-	"$PY" - "$SIM" $((4096 + B_OFF + $1 * EB + 5000)) <<'EOF'
-import sys
-with open(sys.argv[1], 'r+b') as f:
-    f.seek(int(sys.argv[2])); c = f.read(1)[0]
-    f.seek(int(sys.argv[2])); f.write(bytes([c ^ 0x08]))
-EOF
-}
 
 # reinstall WHAT SOURCE ERASES: install SOURCE, B pending 2.0 with exactly
 # ERASES erases in B (the rewritten blocks)
@@ -58,16 +40,16 @@ reinstall() {
 }
 
 fctl install "$T/v2.bundle" > "$T/inst.out" 2>&1 || fail "install v2: $(cat "$T/inst.out")"
-slot_is "$T/v2.sqfs" "after the first install"
+slot_is B "$T/v2.sqfs" "after the first install"
 
 # 1: bit rot, from a file
 for k in $((MID - 3)) $MID $((MID + 2)); do
-	flip_bit $k
+	sim_flip_bit $((B_OFF + k * EB + 5000))
 	fctl flash read --offset $B_OFF --size 40MiB --length "$LEN" "$TARGET" "$T/b.img" \
 		>/dev/null 2>&1 || fail "reading slot B after the flip"
 	cmp -s "$T/v2.sqfs" "$T/b.img" && fail "the flipped bit did not reach slot B"
 	reinstall "bit rot in block $k, from a file" "$T/v2.bundle" 1
-	slot_is "$T/v2.sqfs" "bit rot in block $k, from a file"
+	slot_is B "$T/v2.sqfs" "bit rot in block $k, from a file"
 done
 ok "bit rot from a file: the block rewritten, B equals the image"
 
@@ -76,9 +58,9 @@ if command -v lighttpd >/dev/null 2>&1 || [ -x /usr/sbin/lighttpd ]; then
 	. "$TEST_LIB/http.sh"
 	start_httpd
 	cp "$T/v2.bundle" "$T/www/"
-	flip_bit $((MID + 1))
+	sim_flip_bit $((B_OFF + (MID + 1) * EB + 5000))
 	reinstall "bit rot, by URL" "http://127.0.0.1:$HTTP_PORT/v2.bundle" 1
-	slot_is "$T/v2.sqfs" "bit rot, by URL"
+	slot_is B "$T/v2.sqfs" "bit rot, by URL"
 	ok "bit rot by URL: the block rewritten, B equals the image"
 else
 	say "SKIP (part): lighttpd is not installed, bit rot by URL not tried"
@@ -103,7 +85,7 @@ else
 	"$PY" -c "import json,sys; d=json.load(open('$T/info.json'))
 b=[x for x in d['block_list'] if x.get('block')==$blk]
 sys.exit(0 if b and b[0].get('bad') else 1)" || fail "the uncorrectable block $blk is not marked bad"
-	slot_is "$T/v2.sqfs" "after the uncorrectable block"
+	slot_is B "$T/v2.sqfs" "after the uncorrectable block"
 fi
 fctl --json status > "$T/st.json" || fail "status"
 "$PY" -c "import json,sys; d=json.load(open('$T/st.json'))
@@ -114,25 +96,18 @@ ok "uncorrectable block: read, rewritten elsewhere, B equals the image, ECC fail
 
 # 3: a stale record: a second daemon (its own state dir) installs a rebuilt
 # 2.0 with one block changed; the first installs its 2.0 again
-"$PY" - "$T/v2.sqfs" "$T/v2b.sqfs" $(((MID + 4) * EB + 3000)) <<'EOF'
-import sys
-b = bytearray(open(sys.argv[1], 'rb').read())
-b[int(sys.argv[3])] ^= 0xff
-open(sys.argv[2], 'wb').write(b)
-EOF
-"$FLASHCTL" -q bundle create --layout "$LAYOUT" --version 2.0 --image "rootfs=$T/v2b.sqfs" \
-	--key "$T/rel.key" -o "$T/v2b.bundle" >/dev/null || fail "bundle create v2b"
+rebuilt_bundle v2b v2 2.0 $(((MID + 4) * EB + 3000))
 stop_daemon
 cp -r "$FLASHD_DIR/flashd.conf" "$T/flashd.conf.first"
 sed -i "s|$T/state|$T/state2|" "$FLASHD_DIR/flashd.conf"
 grep -q "$T/state2" "$FLASHD_DIR/flashd.conf" || fail "no state dir in flashd.conf to change"
 start_daemon
 fctl install "$T/v2b.bundle" > "$T/inst.out" 2>&1 || fail "second daemon: install v2b: $(cat "$T/inst.out")"
-slot_is "$T/v2b.sqfs" "after the second daemon's install"
+slot_is B "$T/v2b.sqfs" "after the second daemon's install"
 stop_daemon
 cp "$T/flashd.conf.first" "$FLASHD_DIR/flashd.conf"
 start_daemon
 reinstall "the first daemon's 2.0 over the rebuilt 2.0" "$T/v2.bundle" 1
-slot_is "$T/v2.sqfs" "the first daemon's 2.0 over the rebuilt 2.0"
+slot_is B "$T/v2.sqfs" "the first daemon's 2.0 over the rebuilt 2.0"
 ok "stale record: the changed block written, B equals the image"
 say PASS

@@ -18,14 +18,6 @@ start_daemon
 C="--config $T/flashd.conf --cmdline $T/cmdline"
 B="--layout $LAYOUT --target $TARGET"
 
-# both env copies lost; U-Boot's default env back ('env init')
-lose_env() {
-	stop_daemon
-	printf 'garbage that is no env' | dd of="$SIM" bs=1 seek=$((4096 + 0x100000 + 100)) conv=notrunc status=none
-	dd if=/dev/zero of="$SIM" bs=4096 seek=$(((4096 + 0x120000) / 4096)) count=1 conv=notrunc status=none
-	fctl -q env init $B > "$T/ei.out" 2>&1 || fail "env init: $(cat "$T/ei.out")"
-}
-
 # ---- a verified install survives an env loss: read, good ----
 fctl -q install "$T/v1.bundle" > "$T/i1.out" 2>&1 || fail "install v1: $(cat "$T/i1.out")"
 lose_env

@@ -91,6 +91,20 @@ make_bundle() {
 		fail "bundle create $name"
 }
 
+# rebuilt_bundle NAME FROM VERSION OFFSET: $T/NAME.bundle, a rebuild of
+# $T/FROM.sqfs reusing VERSION with the byte at OFFSET changed (one block
+# differs, the version string does not): $T/NAME.sqfs is its image
+rebuilt_bundle() {
+	"$PY" - "$T/$2.sqfs" "$T/$1.sqfs" "$4" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+b[int(sys.argv[3])] ^= 0xff
+open(sys.argv[2], 'wb').write(b)
+PYEOF
+	"$FLASHCTL" -q bundle create --layout "$LAYOUT" --version "$3" --image "rootfs=$T/$1.sqfs" \
+		--key "$T/rel.key" -o "$T/$1.bundle" >/dev/null || fail "bundle create $1"
+}
+
 # The U-Boot env as "name=value" lines, sorted (offline, through flashctl).
 env_dump() {
 	"$FLASHCTL" env list --layout "$LAYOUT" --target "$TARGET" | sort
@@ -126,3 +140,50 @@ setup_other_users() {
 }
 as_nobody() { setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$@"; }
 as_member() { setpriv --reuid="$NOBODY" --regid="$GID" --clear-groups "$@"; }
+# ---- what is on the flash (layouts/nandsim-128m.json) ----
+EB=131072
+
+# slot_offset X: the flash offset of slot X's rootfs partition
+slot_offset() {
+	case $1 in
+	A) echo $((0x540000)) ;;
+	B) echo $((0x3140000)) ;;
+	*) fail "slot_offset: no slot '$1'" ;;
+	esac
+}
+
+# slot_read X LENGTH OUT: the first LENGTH bytes of slot X's rootfs (its
+# good blocks, as an install writes them) into OUT
+slot_read() {
+	"$FLASHCTL" flash read --offset "$(slot_offset "$1")" --size 40MiB --length "$2" "$TARGET" \
+		"$3" >/dev/null 2>"$3.err" || fail "reading slot $1: $(cat "$3.err")"
+}
+
+# slot_is X IMAGE WHAT: slot X reads back equal to IMAGE byte for byte
+slot_is() {
+	slot_read "$1" "$(stat -c %s "$2")" "$T/slot-$1.img"
+	cmp -s "$2" "$T/slot-$1.img" ||
+		fail "$3: slot $1 differs from $(basename "$2"): $(cmp "$2" "$T/slot-$1.img")"
+}
+
+# sim_flip_bit OFFSET: one bit of the flash at OFFSET flipped in the
+# simulator's data (after its 4096-byte header), behind flashd's back, as
+# NAND does over time
+sim_flip_bit() {
+	"$PY" - "$SIM" $((4096 + $1)) <<'PYEOF'
+import sys
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(int(sys.argv[2])); c = f.read(1)[0]
+    f.seek(int(sys.argv[2])); f.write(bytes([c ^ 0x08]))
+PYEOF
+}
+
+# lose_env: both env copies corrupted (the daemon stopped first), then
+# U-Boot's default env back ('env init'), as after an env loss
+lose_env() {
+	stop_daemon
+	printf 'garbage that is no env' | dd of="$SIM" bs=1 seek=$((4096 + 0x100000 + 100)) conv=notrunc status=none
+	dd if=/dev/zero of="$SIM" bs=4096 seek=$(((4096 + 0x120000) / 4096)) count=1 conv=notrunc status=none
+	"$FLASHCTL" -q env init --layout "$LAYOUT" --target "$TARGET" > "$T/ei.out" 2>&1 ||
+		fail "env init: $(cat "$T/ei.out")"
+}
