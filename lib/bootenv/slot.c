@@ -619,33 +619,11 @@ static int drop_install(struct slot_state *n, size_t slot, enum slot_record rec,
 	return 0;
 }
 
-/* A legacy env (slot variables, no flashd record, not a reset one)
- * trusts the slots its BOOT_ORDER names (slot_verified). The first record
- * an operation writes would end that trust for the others, since a legacy
- * slot is trusted only in an env without records: a failed health check
- * of A recorded A bad and left B, the legacy fallback, unverified, so A
- * was kept degraded (found by tests/daemon/test-trust-chain.sh). Before
- * an operation records a legacy slot bad, they get their records, in the
- * same store. */
-static void adopt_legacy(struct slot_state *n)
-{
-	bool legacy[SLOT_MAX];
-
-	if (slot_records_lost(n))
-		return;
-	for (size_t i = 0; i < n->n_slots; i++)
-		legacy[i] = n->slots[i].record == SLOT_RECORD_NONE && slot_verified(n, i);
-	for (size_t i = 0; i < n->n_slots; i++)
-		if (legacy[i])
-			n->slots[i].record = SLOT_RECORD_GOOD;
-}
-
 static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct error *err)
 {
 	struct slot_info *s = &n->slots[slot];
 	bool in_order = s->order_pos >= 0;
 
-	adopt_legacy(n);
 	if (slot_verified(n, slot) || s->record == SLOT_RECORD_NONE)
 		s->record = SLOT_RECORD_BAD;
 	if (!in_order) {
@@ -797,7 +775,6 @@ static void fallback(struct slot_state *n, int booted)
 	}
 	if (!slot_fell_back(n, booted))
 		return;
-	adopt_legacy(n);
 	while (n->order[0] != (size_t)booted) {
 		size_t s = n->order[0];
 

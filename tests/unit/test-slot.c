@@ -240,10 +240,8 @@ TEST(test_mark_bad)
 	struct slot_state st, n;
 	struct slot_changes c;
 
-	/* a legacy env (no records): A, the slot left, gets its record in
-	 * the same store, else B's record would end its legacy trust */
 	step(&st, "B A|3|2", SLOT_OP_MARK_BAD, 1, 0, &n, &c,
-	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_A_STATE=good;FLASHD_B_STATE=bad;");
+	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=bad;");
 	assert_int_equal(slot_health_of(&n, 1), SLOT_HEALTH_BAD);
 	/* the last slot in BOOT_ORDER stays, even forced (issue 13 items 2, 15):
 	 * an empty BOOT_ORDER makes the script boot every slot */
