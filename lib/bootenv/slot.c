@@ -630,8 +630,16 @@ static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct er
 		set_left(n, slot, 0);
 		return 0;
 	}
-	if ((flags & SLOT_KEEP_LAST) && order_proven_others(n, slot) == 0)
-		return 1; /* the best the board has: it stays, recorded bad (degraded) */
+	if ((flags & SLOT_KEEP_LAST) && order_proven_others(n, slot) == 0) {
+		/* the best the board has stays, recorded bad (degraded), but
+		 * behind the verified slots not yet tried: they boot first, and
+		 * it is the fallback when they do not */
+		if (order_good_others(n, slot) > 0) {
+			remove_from_order(n, slot);
+			append_to_order(n, slot);
+		}
+		return 1;
+	}
 	if (n->n_order == 1)
 		return error_set(err, -EBUSY, "refusing to mark slot %s bad: it is the last slot "
 				 "in BOOT_ORDER and the board would have nothing to boot (an "
