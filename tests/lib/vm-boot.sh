@@ -66,7 +66,7 @@ boot_nand_board() {
 # boot_factory_reset ARGS...: FLASHD_OVERLAY_RESET=1 in the env, then
 # boot_assemble ARGS; the reset is done and its flag cleared ($st: the state).
 boot_factory_reset() {
-	vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
+	vm_run "$FLASHCTL" env set --force --layout "$L" FLASHD_OVERLAY_RESET=1
 	st=$(boot_assemble "$@")
 	vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" true "reset done"
 	vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "reset flag cleared"

@@ -54,7 +54,7 @@ st=$(assemble)
 vm_expect_eq "$(boot_json "$st" .result)" ok "first boot"
 echo "before reset" >$union/etc/u1
 boot_teardown
-vm_run "$FLASHCTL" env set --layout "$L" FLASHD_OVERLAY_RESET=1
+vm_run "$FLASHCTL" env set --force --layout "$L" FLASHD_OVERLAY_RESET=1
 out=$(ro_env_boot 'echo "after reset" >/tmp/st/root/etc/u2; ls /tmp/st/root/etc/u1 2>&1 || true') ||
 	vm_fail "boot with a read-only env: $out"
 printf '%s\n' "$out"
@@ -91,7 +91,7 @@ boot_teardown
 v=10
 for free_kib in 3072 64; do
 	# fill /overlay (beside the generations) up to FREE KiB left
-	vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=1.0
+	vm_run "$FLASHCTL" env set --force --layout "$L" FLASHD_A_VERSION=1.0
 	st=$(assemble)
 	avail=$(df -k --output=avail $union/overlay | tail -n 1)
 	fill=$((avail - free_kib))
@@ -100,7 +100,7 @@ for free_kib in 3072 64; do
 	vm_log "filled: $(df -k --output=avail $union/overlay | tail -n 1) KiB free"
 	boot_teardown
 	v=$((v + 1))
-	vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=$v.0
+	vm_run "$FLASHCTL" env set --force --layout "$L" FLASHD_A_VERSION=$v.0
 	st=$(assemble)
 	vm_expect_eq "$(boot_json "$st" .result)" degraded "[$free_kib KiB free] result"
 	vm_expect_eq "$(boot_json "$st" .overlay.fallback)" true "[$free_kib KiB free] fallback"
@@ -117,7 +117,7 @@ for free_kib in 3072 64; do
 	boot_teardown
 done
 vm_log "2b. space freed: the migration is done"
-vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=2.0
+vm_run "$FLASHCTL" env set --force --layout "$L" FLASHD_A_VERSION=2.0
 st=$(assemble)
 vm_expect_eq "$(boot_json "$st" .result)" ok "after freeing space"
 vm_expect_eq "$(boot_json "$st" .overlay.generation.name)" gen-A-2.0 "generation"
@@ -129,7 +129,7 @@ boot_teardown
 
 # ---- 3. killed during a migration ---------------------------------------
 vm_log "3. flashd boot killed during the migration"
-vm_run "$FLASHCTL" env set --layout "$L" FLASHD_A_VERSION=3.0
+vm_run "$FLASHCTL" env set --force --layout "$L" FLASHD_A_VERSION=3.0
 kills=0
 for delay in 0.05 0.1 0.2 0.3 0.5 0.8 1.2 1.8 2.5 3.5 5 7 10; do
 	"$FLASHD" boot --mode initramfs --layout "$L" --cmdline /tmp/cmdline --stage /tmp/st \

@@ -144,7 +144,8 @@ boot_teardown
 
 # ---- 5. B again, mark-good ---------------------------------------------
 vm_log "5. activate B again; boot; mark-good; boot"
-vm_run "$FLASHCTL" slot activate B --layout "$L" --target system --cmdline $T/cmdline
+vm_run "$FLASHCTL" slot activate B --layout "$L" --target system --cmdline $T/cmdline \
+	--config "$FLASHD_DIR/flashd.conf" # its state dir holds the signed index B is read against
 boot B
 vm_expect_eq "$(boot_json "$st" .overlay.generation.created)" true "gen-B-2.0 made again"
 vm_expect_eq "$(boot_json "$st" .overlay.generation.previous)" gen-A-1.0 "migrated from"
