@@ -15,8 +15,8 @@
 #  - weakblocks=: erase failures in rootfs-b during the install: the block
 #    is marked bad, the install goes on and verifies
 #  - gravepages=: uncorrectable reads of rootfs-b during verification:
-#    the install fails, B stays out of BOOT_ORDER with 0 tries, the rest
-#    of the env is untouched and A still boots and verifies
+#    a flash fault (issue 31): the block is retried, marked bad, its data
+#    moved on; the install verifies and A is untouched
 . "$top_srcdir/tests/lib/vm.sh"
 . "$top_srcdir/tests/lib/vm-board.sh"
 vm_need_module nandsim
@@ -118,30 +118,23 @@ SURVIVED=$((SURVIVED + 2))
 
 # ---- grave pages: uncorrectable reads while verifying ------------------------
 # rootfs-b starts at page 394 * 64 = 25216; pages there fail every read.
-vm_log "gravepages=25216:0,25300:0 (rootfs-b, inside the image)"
+# A read-back that fails is a flash fault, not the bundle's (issue 31): the
+# block is erased and programmed once more, then marked bad, and its data
+# goes to the next good block, as for an erase failure above; the slot is
+# then read back whole against the signed image.
+vm_log "gravepages=25216:0,25300:0 (rootfs-b blocks 0 and 1, inside the image)"
 fw_load_board gravepages=25216:0,25300:0
 FAULTS=$((FAULTS + 2))
 fw_provision
-env_before=$(fw_env)
 start_daemon
-if install_v2; then
-	vm_fail "install succeeded although rootfs-b cannot be read back: $(cat /tmp/fw-inst.log)"
-fi
-echo "install refused: $(tail -n 1 /tmp/fw-inst.log)"
-"$FLASHCTL" status >/dev/null 2>&1 || vm_fail "flashd stopped serving after the failed install"
+install_v2 || vm_fail "install with unreadable pages in rootfs-b failed: $(cat /tmp/fw-inst.log)"
+"$FLASHCTL" status >/dev/null 2>&1 || vm_fail "flashd stopped serving after the install"
 stop_daemon
-env_after=$(fw_env)
-vm_expect_eq "$(jq -r .BOOT_ORDER <<<"$env_after")" "A" "BOOT_ORDER after a failed verification"
-vm_expect_eq "$(jq -r .BOOT_B_LEFT <<<"$env_after")" "0" "BOOT_B_LEFT after a failed verification"
-vm_expect_eq "$(jq -r .FLASHD_B_STATE <<<"$env_after")" "failed" "B's install record after a failed verification"
-other=$(jq -n --argjson a "$env_before" --argjson b "$env_after" \
-	'[($a + $b) | keys[] | select(. != "BOOT_ORDER" and . != "BOOT_B_LEFT" and . != "FLASHD_B_VERSION"
-	  and . != "FLASHD_B_STATE")
-	  | select($a[.] != $b[.])] | join(" ")')
-vm_expect_eq "$other" '""' "env variables changed besides slot B's state"
-sel=$("$FLASHCTL" slot boot-select --layout "$FL") || vm_fail "boot-select after the failed install"
-vm_expect_eq "$sel" "flashd.slot=A" "the boot script's choice after the failed install"
-vm_expect_eq "$(fw_slot_sha rootfs-a "$v1_len")" "$v1_sha" "slot A after the failed install"
+fw_info_vars b rootfs-b
+vm_expect_eq "$b_bad" "0 1" "rootfs-b blocks marked bad after their read-back failed"
+expect_slots_verify "gravepages"
+vm_expect_eq "$(jq -r .BOOT_ORDER <<<"$(fw_env)")" "B A" "BOOT_ORDER after the install"
+vm_expect_eq "$(fw_slot_sha rootfs-a "$v1_len")" "$v1_sha" "slot A after the install"
 SURVIVED=$((SURVIVED + 2))
 
 echo "faults: $FAULTS injected, $SURVIVED survived"
