@@ -80,7 +80,7 @@ vm_expect_eq "$(ubi_vattr overlay type)" dynamic "type of overlay"
 # each slot's volume by its id: /dev/ubiblock<u>_<id> must be that volume
 "$FLASHCTL" slot bootscript --layout "$L" >$T/boot.scr || vm_fail "flashctl slot bootscript"
 for s in a b; do
-	id=$(sed -n "s|.*ubi\.block=$u,rootfs_$s root=/dev/ubiblock${u}_\([0-9]*\) .*|\1|p" $T/boot.scr)
+	id=$(sed -n "s|.*ubi\.block=$u,rootfs_$s root=/dev/ubiblock${u}_\([0-9]*\) .*|\1|p" $T/boot.scr | head -n 1)
 	[ -n "$id" ] || vm_fail "the boot script has no root=/dev/ubiblock${u}_<id> for rootfs_$s: $(grep flashd_root $T/boot.scr)"
 	vm_expect_eq "$(cat /sys/class/ubi/ubi${u}_$id/name)" "rootfs_$s" "the volume the boot script mounts for slot $s"
 done
