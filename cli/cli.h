@@ -52,6 +52,11 @@ int cli_status(struct cli_ctx *ctx, int argc, char **argv);
 int cli_install(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cli_provision(struct cli_ctx *ctx, int argc, char **argv);
+/* overlay reset [--yes] [--cancel] (cmd_overlay.c), with the env
+ * commands' board options for the offline path */
+int cli_overlay_reset(struct cli_ctx *ctx, int argc, char **argv);
+#define CLI_OVERLAY_RESET_USAGE "[--layout FILE] [--target system|sim:PATH] [--config FILE] " \
+	"[--offline]"
 
 struct client;
 /* The daemon's socket: opt, else $FLASHD_SOCKET, else the default. */

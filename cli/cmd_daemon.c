@@ -271,6 +271,9 @@ static void print_status(struct json_object *st)
 		printf(" (%s on %s)", jp(ov, "fstype"), jp(ov, "partition"));
 	if (js(ov, "fstype") && !jb(ov, "rename_whiteout"))
 		printf(", no RENAME_WHITEOUT: renaming files of the root image fails");
+	if (!strcmp(jp(ov, "state"), "reset_pending"))
+		printf("\n              all local changes are erased at the next boot (take it "
+		       "back: 'flashctl overlay reset --cancel')");
 	printf("\n");
 	print_layers(ov, "              ");
 	print_flash(st);
@@ -613,7 +616,8 @@ static void print_overlay(struct json_object *res)
 	if (js(ov, "fstype"))
 		printf("  %s on %s\n", jp(ov, "fstype"), jp(ov, "partition"));
 	if (!strcmp(jp(ov, "state"), "reset_pending"))
-		printf("  all local changes are erased at the next boot\n");
+		printf("  all local changes are erased at the next boot (take it back: "
+		       "'flashctl overlay reset --cancel')\n");
 	if (!strcmp(jp(ov, "state"), "tmpfs"))
 		printf("  WARNING: changes are kept in RAM only and lost at reboot\n");
 	print_layers(ov, "  ");
@@ -627,11 +631,6 @@ static int cancel_cmd(struct cli_ctx *ctx, int argc, char **argv)
 static int overlay_status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	return simple_call(ctx, argc, argv, "io.flashd.OverlayStatus", "OverlayStatus", print_overlay);
-}
-
-static int overlay_reset_cmd(struct cli_ctx *ctx, int argc, char **argv)
-{
-	return simple_call(ctx, argc, argv, "io.flashd.OverlayReset", "OverlayReset", print_overlay);
 }
 
 int cli_status(struct cli_ctx *ctx, int argc, char **argv)
@@ -651,7 +650,8 @@ int cli_cancel(struct cli_ctx *ctx, int argc, char **argv)
 
 const struct cli_cmd cli_overlay_cmds[] = {
 	{ "status", "[--socket PATH]", "state of the writable overlay", overlay_status_cmd, NULL },
-	{ "reset", "[--socket PATH]", "erase all local changes at the next boot (factory reset)",
-	  overlay_reset_cmd, NULL },
+	{ "reset", "[--yes] [--cancel] [--socket PATH] " CLI_OVERLAY_RESET_USAGE,
+	  "erase all local changes at the next boot (factory reset; asks on a terminal); "
+	  "--cancel takes a pending reset back", cli_overlay_reset, NULL },
 	{ NULL },
 };

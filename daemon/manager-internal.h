@@ -77,6 +77,8 @@ struct operation {
 	int bundle_fd;
 	char *url;                     /* the bundle's http(s) URL, instead of bundle_fd */
 	char *slot;                    /* requested target */
+	char source[256];              /* the bundle's path or URL (without credentials) or
+					* "fd": the journal's BUNDLE_SOURCE */
 	struct oplock *lock;           /* the board's lock, until the worker has it */
 	bool activate;
 	bool cancelled;
@@ -126,6 +128,7 @@ struct manager_status {
 	char installer[96];
 	int inotify_fd;
 	unsigned loads;                      /* loads from flash so far (debug log) */
+	char env_degraded[512];              /* what the journal was last told of it */
 };
 
 struct manager {
@@ -168,6 +171,9 @@ enum {
 };
 int manager_status_init(struct manager *m);
 void manager_status_done(struct manager *m);
+/* Loads the env part of the state: the journal hears of a degraded env
+ * (at start and when it changes). */
+void manager_status_check_env(struct manager *m);
 /* What changed through the daemon: loaded again before the next answer. */
 void manager_status_invalidate(struct manager *m, unsigned what);
 int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,

@@ -269,6 +269,7 @@ int manager_startup(struct manager *m, struct error *err)
 					 m->conf->socket_group);
 	}
 	manager_health_start(m);
+	manager_status_check_env(m);
 	return 0;
 }
 

@@ -130,13 +130,27 @@ int manager_env_list(struct proto_call *call, struct json_object *params, void *
 }
 
 
+static int overlay_reset_store(struct manager *m, bool cancel, bool *ret_changed,
+			       struct error *err)
+{
+	_cleanup_env_ struct env *e = NULL;
+	int r;
+
+	manager_status_invalidate(m, MANAGER_STATUS_ENV);
+	r = manager_open_env(m, &e, err);
+	return r < 0 ? r : slot_change_overlay_reset(e, cancel, ret_changed, err);
+}
+
 int manager_env_overlay_reset(struct proto_call *call, struct json_object *params,
 			      void *userdata)
 {
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct json_object *v;
 	struct error eerr = {};
+	bool cancel = json_object_object_get_ex(params, "cancel", &v) && v &&
+		      json_object_get_boolean(v), changed;
 	int r;
 
 	if (m->op.name)
@@ -148,11 +162,16 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 	if (r < 0)
 		return manager_reply_lock_error(call, r, &eerr);
 	/* flashd boot erases the overlay at the next boot, then clears this */
-	r = store_var(m, MANAGER_OVERLAY_RESET_VAR, "1", &eerr);
+	r = overlay_reset_store(m, cancel, &changed, &eerr);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &eerr);
-	log_notice("overlay reset requested by uid %u: takes effect at the next boot",
-		   proto_call_peer(call)->uid);
-	json_object_object_add(o, "overlay", manager_status_overlay_json(m, true));
+	if (changed && cancel)
+		log_notice("overlay reset cancelled by uid %u: the overlay is kept",
+			   proto_call_peer(call)->uid);
+	else if (changed)
+		log_notice("overlay reset requested by uid %u: takes effect at the next boot",
+			   proto_call_peer(call)->uid);
+	json_object_object_add(o, "overlay", manager_status_overlay_json(m, !cancel));
+	json_object_object_add(o, "changed", json_object_new_boolean(changed));
 	return proto_reply(call, o);
 }

@@ -112,6 +112,27 @@ static void health_note(struct manager *m, bool good, const char *what, char *va
 		snprintf(note, notelen, "failed %s: %s", when, what);
 }
 
+/* kept: a failed slot stays in BOOT_ORDER (no other verified slot) */
+static void health_event(struct manager *m, int idx, bool good, bool kept, const char *what)
+{
+	const char *slot = m->group->slots[idx].name;
+	const struct log_field f[] = {
+		{ "SLOT", slot }, { "VERDICT", good ? "pass" : "fail" },
+		{ "ERROR", good ? NULL : what }, { "SLOT_KEPT", kept ? "yes" : NULL }, { NULL }
+	};
+
+	if (good)
+		log_event(LOG_EVENT_HEALTH_PASSED, f, "health check passed: slot %s marked good",
+			  slot);
+	else if (kept)
+		log_event(LOG_EVENT_HEALTH_FAILED, f, "health check %s: slot %s recorded bad but "
+			  "kept in BOOT_ORDER: no other verified slot can boot; the board is "
+			  "DEGRADED until an image passes", what, slot);
+	else
+		log_event(LOG_EVENT_HEALTH_FAILED, f, "health check %s: slot %s marked bad", what,
+			  slot);
+}
+
 static void health_verdict(struct manager *m, bool good, const char *what)
 {
 	enum slot_change_fail kind;
@@ -133,19 +154,9 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 			  error_message(&err));
 		return;
 	}
-	if (good) {
-		log_notice("health check passed: slot %s marked good", m->group->slots[idx].name);
-		return;
-	}
-	if (r == 1) {
-		/* rebooting would boot the same slot: keep running, say so */
-		log_error("health check %s: slot %s recorded bad but kept in BOOT_ORDER: no other "
-			  "verified slot can boot; the board is DEGRADED until an image passes",
-			  what, m->group->slots[idx].name);
-		return;
-	}
-	log_error("health check %s: slot %s marked bad", what, m->group->slots[idx].name);
-	if (!m->conf->health_reboot)
+	/* r == 1: rebooting would boot the same slot: keep running, say so */
+	health_event(m, idx, good, r == 1, what);
+	if (good || r == 1 || !m->conf->health_reboot)
 		return;
 	if (board_target_parse(m->conf->target, NULL) == BOARD_TARGET_SIM) {
 		log_notice("not rebooting: the board is simulated (%s); reboot it with 'flashctl "
@@ -212,9 +223,12 @@ static int record_fallback(struct manager *m, struct env *e, struct slots_view *
 			    "others are recorded unknown (BOOT_ORDER=%s)",
 			    m->group->slots[v->status.booted].name, order);
 	else
-		log_warning("booted slot %s after the slots before it in BOOT_ORDER ran out of "
-			    "tries: they failed to boot and are marked bad (BOOT_ORDER=%s)",
-			    m->group->slots[v->status.booted].name, order);
+		log_event(LOG_EVENT_BOOT_FALLBACK, (const struct log_field[]){
+				{ "SLOT", m->group->slots[v->status.booted].name },
+				{ "BOOT_ORDER", order }, { NULL } },
+			  "booted slot %s after the slots before it in BOOT_ORDER ran out of "
+			  "tries: they failed to boot and are marked bad (BOOT_ORDER=%s)",
+			  m->group->slots[v->status.booted].name, order);
 	manager_status_slots_done(v);
 	return manager_status_load_slots(m, e, v, err);
 }

@@ -314,12 +314,47 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 			   PROTO_ERROR_INSTALL_FAILED, "reason", error);
 }
 
+#define U64(buf, v) (snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)(v)), buf)
+
+static void install_event_finished(struct manager *m)
+{
+	const struct install_report *f = &m->op.final;
+	char bytes[24], erases[24], skipped[24], down[24], dl[48] = "";
+
+	if (f->from_url)
+		snprintf(dl, sizeof(dl), "; %" PRIu64 " bytes downloaded", f->downloaded);
+	log_event(LOG_EVENT_INSTALL_FINISHED, (const struct log_field[]){
+			{ "SLOT", f->slot }, { "VERSION", f->version },
+			{ "BUNDLE_SOURCE", m->op.source },
+			{ "BYTES", U64(bytes, f->stats.bytes_written) },
+			{ "ERASES", U64(erases, f->stats.erases) },
+			{ "BLOCKS_SKIPPED", U64(skipped, f->stats.blocks_skipped) },
+			{ "BYTES_DOWNLOADED", f->from_url ? U64(down, f->downloaded) : NULL },
+			{ NULL } },
+		  "installed version %s into slot %s (%s bytes, %s erases, %s unchanged blocks "
+		  "skipped%s)", f->version, f->slot, bytes, erases, skipped, dl);
+}
+
+/* result: "failed" or "cancelled" */
+static void install_event_failed(struct manager *m, const char *result, const char *error)
+{
+	const struct install_report *f = &m->op.final;
+	const struct install_report *known = f->final ? f : &m->op.last;
+
+	log_event(LOG_EVENT_INSTALL_FAILED, (const struct log_field[]){
+			{ "SLOT", str_or_null(known->slot) ? known->slot : m->op.slot },
+			{ "VERSION", str_or_null(known->version) },
+			{ "BUNDLE_SOURCE", m->op.source }, { "RESULT", result },
+			{ "ERROR", error }, { NULL } },
+		  "install %s: %s", result, error);
+}
+
 static void install_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
 	const struct install_report *f = &m->op.final;
 	const char *result, *error = f->message;
-	char why[160], dl[48] = "";
+	char why[160];
 	struct proto_call *call = m->op.call;
 
 	if (!f->final) {
@@ -332,14 +367,10 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	} else {
 		result = f->error == 0 ? "success" : f->error == -ECANCELED ? "cancelled" : "failed";
 	}
-	if (f->from_url)
-		snprintf(dl, sizeof(dl), "; %" PRIu64 " bytes downloaded", f->downloaded);
 	if (f->final && f->error == 0)
-		log_info("installed version %s into slot %s (%" PRIu64 " bytes, %" PRIu64
-			 " erases, %" PRIu64 " unchanged blocks skipped%s)", f->version, f->slot,
-			 f->stats.bytes_written, f->stats.erases, f->stats.blocks_skipped, dl);
+		install_event_finished(m);
 	else
-		log_error("install %s: %s", result, error);
+		install_event_failed(m, result, error);
 	install_record(m, result, f->final && f->error == 0 ? NULL : error);
 	if (m->stopping)
 		log_info("install ended; stopping");
@@ -448,13 +479,47 @@ static int install_precheck(struct manager *m, const char *slot, int *ret_target
 	return r < 0 ? r : 0;
 }
 
+/* Where the bundle comes from, for the journal: a URL without its
+ * credentials, the path the daemon opened, or the file the client's fd
+ * names ("fd" for a pipe): where to look, printable (log.c). */
+static void install_source(struct manager *m, struct json_object *params, const char *url)
+{
+	const char *path = manager_param_str(params, "path");
+	char link[64];
+	ssize_t n;
+
+	if (url) {
+		source_http_redact(url, m->op.source, sizeof(m->op.source));
+		return;
+	}
+	snprintf(m->op.source, sizeof(m->op.source), "%s", path ? path : "fd");
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", m->op.bundle_fd);
+	n = path ? -1 : readlink(link, m->op.source, sizeof(m->op.source) - 1);
+	if (n > 0 && m->op.source[0] == '/')
+		m->op.source[n] = '\0';
+	else if (!path)
+		snprintf(m->op.source, sizeof(m->op.source), "fd");
+}
+
+static void install_event_started(struct manager *m, struct proto_call *call, const char *url)
+{
+	char uid[16], pid[16];
+
+	snprintf(uid, sizeof(uid), "%u", proto_call_peer(call)->uid);
+	snprintf(pid, sizeof(pid), "%d", (int)worker_pid(m->op.worker));
+	log_event(LOG_EVENT_INSTALL_STARTED, (const struct log_field[]){
+			{ "BUNDLE_SOURCE", m->op.source }, { "SLOT", m->op.slot },
+			{ "CLIENT_UID", uid }, { "WORKER_PID", pid }, { NULL } },
+		  "install%s%s started by uid %s (worker pid %s)", url ? " from " : "",
+		  url ? m->op.source : "", uid, pid);
+}
+
 int manager_install_method(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	struct json_object *v;
 	const char *slot, *url;
-	char shown[512];
 	struct error err = {};
 	int fd, r, target;
 
@@ -500,6 +565,7 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 		m->op.slot = strdup(slot);
 	if (url)
 		m->op.url = strdup(url);
+	install_source(m, params, url);
 	if (json_object_object_get_ex(params, "activate", &v) && v)
 		m->op.activate = json_object_get_boolean(v);
 	m->op.call = proto_call_ref(call);
@@ -513,9 +579,7 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	/* the worker holds the lock now, until it exits however it exits */
 	oplock_release(m->op.lock);
 	m->op.lock = NULL;
-	log_info("install%s%s started by uid %u (worker pid %d)", url ? " from " : "",
-		 url ? source_http_redact(url, shown, sizeof(shown)) : "", proto_call_peer(call)->uid,
-		 (int)worker_pid(m->op.worker));
+	install_event_started(m, call, url);
 	sd_notify(0, "STATUS=installing");
 	return 0;
 }

@@ -52,8 +52,20 @@ int manager_slot_change(struct manager *m, enum slot_op op, const char *name, un
 	return r;
 }
 
-static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, const char *name,
-		   unsigned flags)
+static void slot_op_event(struct manager *m, struct proto_call *call, enum slot_op op,
+			  enum log_event ev, int idx)
+{
+	char uid[16];
+
+	snprintf(uid, sizeof(uid), "%u", proto_call_peer(call)->uid);
+	log_event(ev, (const struct log_field[]){
+			{ "SLOT", m->group->slots[idx].name }, { "CLIENT_UID", uid }, { NULL } },
+		  "%s of slot %s by uid %s", slot_op_to_string(op), m->group->slots[idx].name, uid);
+}
+
+/* ev: the journal's event for op */
+static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
+		   enum log_event ev, const char *name, unsigned flags)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	enum slot_change_fail kind;
@@ -82,8 +94,7 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 		}
 		return proto_error_errno(call, r, error_message(&err));
 	}
-	log_notice("%s of slot %s by uid %u", slot_op_to_string(op), m->group->slots[idx].name,
-		   proto_call_peer(call)->uid);
+	slot_op_event(m, call, op, ev, idx);
 	if (op != SLOT_OP_ACTIVATE)
 		json_object_object_add(o, "slot", json_object_new_string(m->group->slots[idx].name));
 	return proto_reply(call, o);
@@ -91,12 +102,13 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 
 int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_MARK_GOOD, NULL, 0);
+	return slot_op(userdata, call, SLOT_OP_MARK_GOOD, LOG_EVENT_SLOT_GOOD, NULL, 0);
 }
 
 int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_MARK_BAD, manager_param_str(params, "slot"), 0);
+	return slot_op(userdata, call, SLOT_OP_MARK_BAD, LOG_EVENT_SLOT_BAD,
+		       manager_param_str(params, "slot"), 0);
 }
 
 /* The worker reads the slot against its recorded signed index (the event
@@ -130,7 +142,7 @@ static void activate_on_done(struct worker *w, int code, int status, void *userd
 
 	manager_op_clear(m); /* the board's lock too: the change takes it again */
 	if (rep.r == 1 && code == CLD_EXITED && status == 0) {
-		slot_op(m, call, SLOT_OP_ACTIVATE, name, 0);
+		slot_op(m, call, SLOT_OP_ACTIVATE, LOG_EVENT_SLOT_ACTIVATED, name, 0);
 	} else {
 		snprintf(reason, sizeof(reason), "refusing to activate slot %s: it was not read "
 			 "back as its signed image: %s", name, rep.message[0] ? rep.message :
@@ -156,7 +168,7 @@ int manager_slot_activate(struct proto_call *call, struct json_object *params, v
 			idx = (int)i;
 	booted = manager_booted(m, NULL, NULL);
 	if (idx < 0 || idx == booted || m->op.name)
-		return slot_op(m, call, SLOT_OP_ACTIVATE, name, 0);
+		return slot_op(m, call, SLOT_OP_ACTIVATE, LOG_EVENT_SLOT_ACTIVATED, name, 0);
 	m->op = (struct operation){ .name = "activate", .bundle_fd = -1, .started = time(NULL),
 				    .health_slot = idx, .slot = strdup(name),
 				    .call = proto_call_ref(call) };
@@ -176,5 +188,5 @@ int manager_slot_activate(struct proto_call *call, struct json_object *params, v
 
 int manager_slot_rollback(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_ROLLBACK, NULL, 0);
+	return slot_op(userdata, call, SLOT_OP_ROLLBACK, LOG_EVENT_ROLLBACK, NULL, 0);
 }

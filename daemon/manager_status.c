@@ -394,6 +394,58 @@ static void status_probe_installer(struct manager *m)
 	oplock_holder_describe(&h, m->status.installer, sizeof(m->status.installer));
 }
 
+/* "A,B" of the slots a predicate holds for; "" when none. */
+static void slot_names(const struct manager *m, const struct slot_state *st,
+		       bool (*pred)(const struct slot_state *, size_t), char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < m->group->n_slots; i++)
+		if (pred(st, i))
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? "," : "",
+				 m->group->slots[i].name);
+}
+
+static void malformed_names(const struct slot_state *st, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < st->n_malformed && i < SLOT_MAX; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? "," : "",
+			 st->malformed[i].name);
+}
+
+/* A dead env copy, no valid copy, lost records, malformed variables or a
+ * legacy env: the journal hears of it once, and again when it changes. */
+static void env_degraded_event(struct manager *m, struct env *e, const struct slot_state *st)
+{
+	char dead[24] = "", malformed[192], legacy[64], text[sizeof(m->status.env_degraded)];
+	bool blank = env_is_blank(e), lost = !blank && slot_records_lost(st);
+
+	for (size_t i = 0; i < env_n_devices(e); i++)
+		if (env_copy_state(e, i, NULL) == ENV_COPY_DEAD)
+			snprintf(dead, sizeof(dead), "%zu", i + 1);
+	malformed_names(st, malformed, sizeof(malformed));
+	slot_names(m, st, slot_legacy, legacy, sizeof(legacy));
+	snprintf(text, sizeof(text), "%s%s%s%s%s%s%s%s%s%s", blank ? "; no valid copy: U-Boot "
+		 "boots its built-in default env" : "", dead[0] ? "; copy " : "", dead,
+		 dead[0] ? " is dead (its erase blocks cannot be written)" : "",
+		 lost ? "; the slot records were lost (a default env)" : "",
+		 malformed[0] ? "; malformed variables: " : "", malformed,
+		 legacy[0] ? "; legacy env (slots without flashd records: " : "", legacy,
+		 legacy[0] ? ")" : "");
+	if (!strcmp(text, m->status.env_degraded))
+		return;
+	snprintf(m->status.env_degraded, sizeof(m->status.env_degraded), "%s", text);
+	if (!text[0])
+		return;
+	log_event(LOG_EVENT_ENV_DEGRADED, (const struct log_field[]){
+			{ "ENV_DEVICE", env_describe(e) }, { "ENV_NO_VALID_COPY", blank ? "yes" : NULL },
+			{ "ENV_DEAD_COPY", dead[0] ? dead : NULL },
+			{ "ENV_RECORDS_LOST", lost ? "yes" : NULL },
+			{ "MALFORMED", malformed[0] ? malformed : NULL },
+			{ "LEGACY_SLOTS", legacy[0] ? legacy : NULL }, { NULL } },
+		  "the U-Boot env is degraded: %s", text + 2);
+}
+
 /* The env part: slot state and the env copies. Both copies corrupt: the
  * state still loads (blank), status still answers (issue 13, item 6). */
 static int status_load_env(struct manager *m, uint64_t now, struct error *err)
@@ -416,6 +468,7 @@ static int status_load_env(struct manager *m, uint64_t now, struct error *err)
 	json_object_put(st->env);
 	st->env = env_json(e);
 	json_object_object_add(st->env, "malformed", malformed_json(&v.st));
+	env_degraded_event(m, e, &v.st);
 	status_probe_installer(m);
 	st->env_valid = true;
 	st->env_loaded = now;
@@ -588,4 +641,12 @@ void manager_status_done(struct manager *m)
 	if (st->inotify_fd >= 0)
 		close(st->inotify_fd);
 	*st = (struct manager_status){ .inotify_fd = -1 };
+}
+
+void manager_status_check_env(struct manager *m)
+{
+	struct error err = {};
+
+	if (status_refresh(m, MANAGER_STATUS_ENV, &err) < 0)
+		log_warning("cannot read the U-Boot env: %s", error_message(&err));
 }

@@ -44,6 +44,13 @@ struct slot_change_result {
 int slot_change(struct env *e, const struct layout_slot_group *g, const struct slot_change *c,
 		struct slot_change_result *ret, struct error *err);
 
+/* The factory reset flag (SLOT_OVERLAY_RESET_VAR, flashd boot erases the
+ * overlay and clears it): set, or deleted when cancel, in one store unless
+ * the env already says so; *ret_changed false then. The flag touches no
+ * slot state: no BOOT_ORDER check. The daemon's OverlayReset and the
+ * offline 'flashctl overlay reset' both come here. */
+int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, struct error *err);
+
 /* A raw write of vars (env set --force, SetEnv with force, by root): the
  * slot state as it would be after it must keep BOOT_ORDER to slots
  * recorded verified (slot_order_check). 0, or -EPERM with err saying

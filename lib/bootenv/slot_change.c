@@ -153,3 +153,20 @@ int slot_change_check_raw(struct env *e, const struct layout_slot_group *g,
 	r = slot_order_check(&st, err);
 	return r < 0 ? r : keeps_fallback(&before, &st, err);
 }
+
+int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, struct error *err)
+{
+	_cleanup_free_ char *v = NULL;
+	bool pending = env_get(e, SLOT_OVERLAY_RESET_VAR, &v) >= 0 && !strcmp(v, "1");
+	int r;
+
+	if (pending != cancel) { /* already as asked */
+		*ret_changed = false;
+		return 0;
+	}
+	r = env_store_var(e, SLOT_OVERLAY_RESET_VAR, cancel ? NULL : "1", err);
+	if (r < 0)
+		return r;
+	*ret_changed = true;
+	return 0;
+}

@@ -35,6 +35,10 @@ static const struct proto_param params_set_env[] = {
 	{ "force", PROTO_TYPE_BOOL, false },
 	{ NULL },
 };
+static const struct proto_param params_overlay_reset[] = {
+	{ "cancel", PROTO_TYPE_BOOL, false },
+	{ NULL },
+};
 static const struct proto_param params_flash_info[] = {
 	{ "partition", PROTO_TYPE_STRING, false },
 	{ NULL },
@@ -54,7 +58,7 @@ const struct proto_method proto_flashd_methods[_PROTO_FLASHD_METHOD_MAX + 1] = {
 	M(PROTO_FLASHD_MARK_BAD, "MarkBad", AUTH, params_slot_optional),
 	M(PROTO_FLASHD_ACTIVATE, "Activate", AUTH, params_slot),
 	M(PROTO_FLASHD_ROLLBACK, "Rollback", AUTH, proto_params_none),
-	M(PROTO_FLASHD_OVERLAY_RESET, "OverlayReset", AUTH, proto_params_none),
+	M(PROTO_FLASHD_OVERLAY_RESET, "OverlayReset", AUTH, params_overlay_reset),
 	M(PROTO_FLASHD_OVERLAY_STATUS, "OverlayStatus", 0, proto_params_none),
 	M(PROTO_FLASHD_GET_ENV, "GetEnv", 0, params_get_env),
 	M(PROTO_FLASHD_SET_ENV, "SetEnv", AUTH, params_set_env),

@@ -156,7 +156,7 @@ j "bundle create" bundle create --layout "$LAYOUT" --version 3 --image "rootfs=$
 	--key "$T/rel.key" -o "$T/v3.bundle"
 j "provision --dry-run" provision --dry-run --layout "$LAYOUT" --bundle "$T/good.bundle" \
 	--keyring "$T/keyring" "sim:$T/prov.sim"
-j "overlay reset" overlay reset
+j "overlay reset" overlay reset --yes
 # install: JSON lines, one per progress step, the result last
 "$FLASHCTL" --json install "$T/v3.bundle" >"$T/out" 2>"$T/err"
 rc=$?

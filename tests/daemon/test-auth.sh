@@ -65,9 +65,9 @@ grep -qi "permission" "$T/i.out" || fail "nobody: flashctl install does not say 
 as_nobody "$FLASHCTL" cancel > "$T/c.out" 2>&1
 rc=$?
 [ $rc = 4 ] || fail "nobody: flashctl cancel exited $rc, expected 4"
-as_nobody "$FLASHCTL" overlay reset > "$T/o.out" 2>&1
+as_nobody "$FLASHCTL" overlay reset --yes > "$T/o.out" 2>&1
 rc=$?
-[ $rc = 4 ] || fail "nobody: flashctl overlay reset exited $rc, expected 4"
+[ $rc = 4 ] || fail "nobody: flashctl overlay reset --yes exited $rc, expected 4"
 
 env_dump > "$T/env-after"
 cmp -s "$T/env-before" "$T/env-after" || fail "refused calls changed the env: $(diff "$T/env-before" "$T/env-after")"

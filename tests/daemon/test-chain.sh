@@ -224,7 +224,7 @@ as_nobody() { # every change refused, the env the same byte for byte
 	local e0 e1 rc op
 	e0=$(env_dump | sha256sum)
 	for op in "install $T/v1.bundle" "slot mark-bad A" "slot mark-bad B" "slot activate $(other)" \
-		"slot rollback" "slot mark-good" "cancel" "overlay reset"; do
+		"slot rollback" "slot mark-good" "cancel" "overlay reset --yes"; do
 		rc=0
 		# shellcheck disable=SC2086
 		setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$FLASHCTL" $op > "$T/op.out" 2>&1 < /dev/null || rc=$?

@@ -1140,3 +1140,43 @@ TEST(test_order_check_and_health)
 	assert_true(slot_is_flashd_var("BOOT_ORDER"));
 	assert_false(slot_is_flashd_var("bootdelay"));
 }
+
+/* The factory reset flag: set once (a second request stores nothing),
+ * cancelled once (a cancel with none pending stores nothing), each in one
+ * store; the rest of the env is kept. */
+TEST(test_overlay_reset_flag)
+{
+	char dir[] = "/tmp/flashd-test-slot-XXXXXX", file[64];
+	static const struct { bool cancel, changed; const char *after; } steps[] = {
+		{ true, false, NULL }, { false, true, "1" }, { false, false, "1" },
+		{ true, true, NULL }, { true, false, NULL },
+	};
+	struct env_device devs[2];
+	struct error eerr = {};
+	struct env *e = file_env(dir, file, sizeof(file), devs);
+
+	env_close(e);
+	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+		_cleanup_free_ char *v = NULL, *boot = NULL;
+		bool changed = !steps[i].changed;
+
+		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
+		n_fsync = 0;
+		assert_int_equal(slot_change_overlay_reset(e, steps[i].cancel, &changed, &eerr), 0);
+		if (changed != steps[i].changed || n_fsync != (steps[i].changed ? 1u : 0u))
+			fail_msg("step %zu (%s): changed %d, %u stores", i,
+				 steps[i].cancel ? "cancel" : "reset", changed, n_fsync);
+		env_close(e);
+		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
+		v = env_get_dup(e, SLOT_OVERLAY_RESET_VAR);
+		if (steps[i].after)
+			assert_string_equal(v, steps[i].after);
+		else
+			assert_null(v);
+		boot = env_get_dup(e, "bootcmd");
+		assert_string_equal(boot, "run flashd");
+		env_close(e);
+	}
+	watched[0] = '\0';
+	testlib_rm_rf(dir);
+}

@@ -13,6 +13,8 @@
 #    image), JFFS2 overlay formatted on first boot, probe (no
 #    RENAME_WHITEOUT on JFFS2), state file; a written file survives
 #    unmount and re-assembly
+#  - an overlay reset requested and cancelled (flashctl overlay reset --yes,
+#    --cancel, offline): the next boot keeps the overlay's changes
 #  - factory reset (FLASHD_OVERLAY_RESET=1): overlay emptied, image intact,
 #    flag cleared
 #  - garbage in rootfs_data: tmpfs fallback, recorded
@@ -81,6 +83,17 @@ vm_expect_eq "$(boot_json "$st" .overlay.formatted)" false "second boot formats 
 vm_expect_eq "$(cat /tmp/st/root/etc/config)" changed "modified file after re-assembly"
 vm_expect_eq "$(cat /tmp/st/root/etc/new-file)" hello "new file after re-assembly"
 [ -e /tmp/st/root/etc/issue ] && vm_fail "deleted image file is back after re-assembly"
+boot_teardown
+
+# ---- a reset requested, then cancelled: the next boot keeps the changes ----
+vm_log "overlay reset cancelled before the boot"
+vm_run "$FLASHCTL" overlay reset --yes --layout "$L"
+vm_expect_eq "$("$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET)" 1 "reset requested offline"
+vm_run "$FLASHCTL" overlay reset --cancel --layout "$L"
+st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
+vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" false "no reset after --cancel"
+vm_expect_eq "$(cat /tmp/st/root/etc/config)" changed "modified file kept after a cancelled reset"
+vm_expect_eq "$(cat /tmp/st/root/etc/new-file)" hello "new file kept after a cancelled reset"
 boot_teardown
 
 # ---- factory reset -------------------------------------------------------
