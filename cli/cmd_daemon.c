@@ -40,38 +40,17 @@ static int connect_daemon(struct cli_ctx *ctx, const char *sock, struct client *
 	return r;
 }
 
-/* flashctl(1)'s exit code for each daemon error (others: 1). */
-static const struct {
-	const char *error;
-	int code;
-} error_codes[] = {
-	{ PROTO_ERROR_PERMISSION_DENIED, CLI_EXIT_DENIED },
-	{ PROTO_ERROR_DENIED, CLI_EXIT_DENIED },
-	{ PROTO_ERROR_BUSY, CLI_EXIT_DENIED },
-	{ PROTO_ERROR_INVALID_BUNDLE, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_ENV_REFUSED, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_INVALID_PARAMETER, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_NO_SUCH_SLOT, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_NO_ROLLBACK, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_SLOT_REFUSED, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_NO_SUCH_PARTITION, CLI_EXIT_INVALID },
-};
-
-/* Exit code and one message for a failed call. */
+/* Exit code (cli_exit_code) and one message for a failed call. */
 int cli_call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what)
 {
 	char buf[512];
 	const char *name = client_error_name(c);
 
-	if (!name) {
+	if (!name)
 		cli_error(ctx, "%s: %s", what, strerror(-r));
-		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
-	}
-	cli_error(ctx, "%s: %s", what, client_error_message(c, buf, sizeof(buf)));
-	for (size_t i = 0; i < ELEMENTSOF(error_codes); i++)
-		if (!strcmp(error_codes[i].error, name))
-			return error_codes[i].code;
-	return CLI_EXIT_FAIL;
+	else
+		cli_error(ctx, "%s: %s", what, client_error_message(c, buf, sizeof(buf)));
+	return cli_exit_code(name, r);
 }
 
 static const struct option sock_opts[] = {
@@ -328,7 +307,7 @@ static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *m
 		return CLI_EXIT_USAGE;
 	r = connect_daemon(ctx, cli_socket_path(sock), &c);
 	if (r < 0)
-		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return cli_exit_code(NULL, r);
 	r = client_call_simple(c, method, NULL, &res);
 	if (r < 0)
 		return cli_call_failed(ctx, c, r, what);
@@ -567,7 +546,7 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	ui.sock = cli_socket_path(sock);
 	r = connect_daemon(ctx, ui.sock, &c);
 	if (r < 0)
-		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return cli_exit_code(NULL, r);
 	client_set_timeout(c, 0); /* progress keeps coming; a slow flash is no error */
 	if (fd >= 0) {
 		idx = client_push_fd(c, fd);

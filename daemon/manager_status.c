@@ -524,6 +524,28 @@ int manager_status_get(struct proto_call *call, struct json_object *params, void
 	return proto_reply(call, o);
 }
 
+/* SlotStatus: the A/B state of the kept view, as flashctl slot status
+ * shows it offline (the same reply, proto_flashd_slot_status). */
+int manager_status_slots(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	const struct manager_status *st = &m->status;
+	_cleanup_json_ struct json_object *o = NULL;
+	struct json_object *dev;
+	struct error err = {};
+	int r;
+
+	r = status_refresh(m, MANAGER_STATUS_ENV, &err);
+	if (r < 0)
+		return manager_reply_env_error(call, r, &err);
+	o = proto_flashd_slot_status(&st->v.st, m->group->name,
+				     json_object_object_get_ex(st->env, "device", &dev) ?
+				     json_object_get_string(dev) : "", st->v.status.booted,
+				     st->v.status.booted_by,
+				     manager_install_running(m) || st->installer[0]);
+	return proto_reply(call, o);
+}
+
 int manager_status_overlay(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
