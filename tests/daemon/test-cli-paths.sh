@@ -76,6 +76,27 @@ variables.BOOT_ORDER A B
 EOF
 ok "env get NAME=value, -n the value; env list through flashd"
 
+# ---- a user without rights reads through the daemon, changes nothing ----
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	NOBODY=65534
+	chmod 755 "$T"
+	as_nobody "$FLASHCTL" --json slot status > "$T/nb.json" 2> "$T/nb.err" ||
+		fail "nobody: slot status through flashd: $(cat "$T/nb.err")"
+	expect_json "$T/nb.json" booted A
+	[ "$(as_nobody "$FLASHCTL" env get BOOT_ORDER)" = "BOOT_ORDER=A B" ] || fail "nobody: env get"
+	env_dump > "$T/env-before"
+	as_nobody "$FLASHCTL" slot mark-good B > "$T/nb.out" 2>&1
+	rc=$?
+	[ $rc = 4 ] && grep -q "org.varlink.service.PermissionDenied" "$T/nb.out" ||
+		fail "nobody: slot mark-good B: exit $rc: $(cat "$T/nb.out")"
+	env_dump > "$T/env-now"
+	cmp -s "$T/env-before" "$T/env-now" || fail "nobody changed the env"
+	chmod 700 "$T"
+	ok "a user without rights reads slot status and the env through flashd, changes nothing"
+else
+	say "not root or no setpriv: the user without rights is not tried"
+fi
+
 # ---- changes of another slot than the booted one, through the daemon ----
 fctl --json slot mark-good B > "$T/mg.json" 2>&1 || fail "slot mark-good B: $(cat "$T/mg.json")"
 expect_fields "$T/mg.json" <<EOF
