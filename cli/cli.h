@@ -71,6 +71,10 @@ int cli_exit_code(const char *error, int r);
 int cli_refused(struct cli_ctx *ctx, const char *error, const char *fmt, ...) _printf_(3, 4);
 /* "flashctl: <msg>" on stderr. */
 void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);
+/* Every string of o made printable (util_printable), for the human
+ * output: the daemon's replies carry what servers and bundles said (JSON
+ * output escapes them itself). */
+void cli_printable_json(struct json_object *o);
 /* Print a JSON object (pretty) on stdout and drop the reference. */
 void cli_print_json(struct json_object *j);
 /* True when argv asks for help (-h/--help anywhere). */

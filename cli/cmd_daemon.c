@@ -267,7 +267,7 @@ static void print_status(struct json_object *st)
 /* Every string of o made printable (util_printable), for the human
  * output: the daemon's replies carry what servers and bundles said (JSON
  * output escapes them itself). */
-static void printable_json(struct json_object *o)
+void cli_printable_json(struct json_object *o)
 {
 	char shown[1024];
 
@@ -280,13 +280,13 @@ static void printable_json(struct json_object *o)
 	case json_type_object: {
 		json_object_object_foreach(o, k, v) {
 			(void)k;
-			printable_json(v);
+			cli_printable_json(v);
 		}
 		break;
 	}
 	case json_type_array:
 		for (size_t i = 0; i < json_object_array_length(o); i++)
-			printable_json(json_object_array_get_idx(o, i));
+			cli_printable_json(json_object_array_get_idx(o, i));
 		break;
 	default:
 		break;
@@ -314,7 +314,7 @@ static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *m
 	if (ctx->json) {
 		cli_print_json(json_object_get(res));
 	} else {
-		printable_json(res);
+		cli_printable_json(res);
 		print(res);
 	}
 	return CLI_EXIT_OK;
@@ -405,7 +405,7 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 	}
 	if (ui->ctx->quiet)
 		return 0;
-	printable_json(params);
+	cli_printable_json(params);
 	draw_bar(ui, params);
 	if (!continues) {
 		if (ui->tty)

@@ -15,14 +15,13 @@
 #include "client.h"
 #include "cmd_env.h"
 #include "keyring.h"
-#include "proto_flashd.h"
+#include "proto_slot.h"
 #include "slot.h"
 #include "board.h"
 #include "slot_boot.h"
 #include "slot_seal.h"
 #include "slot_change.h"
 #include "slot_verify.h"
-#include "util.h"
 
 
 struct slot_ctx {
@@ -111,7 +110,7 @@ static struct json_object *json_str_or_null(const char *v)
 /* The state offline, as flashd's SlotStatus gives it (one reply shape). */
 static struct json_object *status_json(struct slot_ctx *s)
 {
-	return proto_flashd_slot_status(&s->st, s->group->name, env_describe(s->env), s->booted,
+	return proto_slot_status(&s->st, s->group->name, env_describe(s->env), s->booted,
 					s->booted_by, cli_install_running(&s->a));
 }
 
@@ -140,10 +139,8 @@ static void print_slot_lines(struct json_object *j)
 		struct json_object *o = json_object_array_get_idx(slots, i);
 		const char *state = jstr(o, "state");
 		int view = slot_view_from_string(state);
-		char name[SLOT_NAME_MAX + 8];
 
-		util_printable(jstr(o, "name") ? jstr(o, "name") : "?", name, sizeof(name));
-		printf("  %c %-8s %d/%d tries left, %s\n", jbool(o, "booted") ? '*' : ' ', name,
+		printf("  %c %-8s %d/%d tries left, %s\n", jbool(o, "booted") ? '*' : ' ', jstr(o, "name"),
 		       json_object_object_get_ex(o, "tries_left", &v) ? json_object_get_int(v) : 0,
 		       max, view >= 0 ? slot_view_describe(view) : state ? state : "?");
 	}
@@ -162,6 +159,7 @@ static int print_status(struct cli_ctx *ctx, struct json_object *j, const char *
 		cli_print_json(TAKE_PTR(own));
 		return CLI_EXIT_OK;
 	}
+	cli_printable_json(j); /* the daemon's words, before the terminal sees them */
 	printf("group:      %s (U-Boot env %s)\n", jstr(j, "group"), jstr(j, "env"));
 	printf("BOOT_ORDER: %s%s\n", jstr(j, "boot_order"),
 	       jbool(j, "boot_order_set") ? "" : " (unset: boot script default)");
@@ -421,7 +419,7 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	/* the daemon's error for the same refusal (ForceRequired: --force
 	 * would pass), and so its exit code */
 	if (r < 0)
-		return cli_refused(ctx, proto_flashd_slot_error(res.fail, res.forcible), "%s",
+		return cli_refused(ctx, proto_slot_error(res.fail, res.forcible), "%s",
 				   error_message(&err));
 	s.st = res.after;
 	if (ctx->quiet)

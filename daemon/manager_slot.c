@@ -12,6 +12,7 @@
 #include "cleanup_json.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "proto_slot.h"
 #include "slot_verify.h"
 
 int manager_slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
@@ -81,7 +82,7 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op, 
 		return manager_reply_lock_error(call, r, &err);
 	if (r < 0) {
 		/* the same error names as flashctl's offline refusals */
-		error = proto_flashd_slot_error(kind, forcible);
+		error = proto_slot_error(kind, forcible);
 		if (kind == SLOT_CHANGE_NO_SLOT)
 			return proto_error_string(call, error, "slot", error_message(&err));
 		if (kind == SLOT_CHANGE_REFUSED && !forcible)

@@ -29,6 +29,7 @@
 #include "cleanup_json.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "proto_slot.h"
 #include "record.h"
 #include "ubi_image.h"
 #include "util.h"
@@ -525,7 +526,7 @@ int manager_status_get(struct proto_call *call, struct json_object *params, void
 }
 
 /* SlotStatus: the A/B state of the kept view, as flashctl slot status
- * shows it offline (the same reply, proto_flashd_slot_status). */
+ * shows it offline (the same reply, proto_slot_status). */
 int manager_status_slots(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
@@ -538,7 +539,7 @@ int manager_status_slots(struct proto_call *call, struct json_object *params, vo
 	r = status_refresh(m, MANAGER_STATUS_ENV, &err);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &err);
-	o = proto_flashd_slot_status(&st->v.st, m->group->name,
+	o = proto_slot_status(&st->v.st, m->group->name,
 				     json_object_object_get_ex(st->env, "device", &dev) ?
 				     json_object_get_string(dev) : "", st->v.status.booted,
 				     st->v.status.booted_by,

@@ -7,7 +7,6 @@
  * test-proto checks it against the IDL (methods, parameters, errors). */
 #pragma once
 #include "proto.h"
-#include "slot_change.h"
 
 enum proto_flashd_method {
 	PROTO_FLASHD_GET_STATUS,
@@ -40,14 +39,3 @@ void proto_flashd_bind(struct proto_method ret[_PROTO_FLASHD_METHOD_MAX + 1],
 /* The errors of io.flashd (PROTO_ERROR_* of proto.h), NULL-terminated. */
 extern const char *const proto_flashd_errors[];
 
-/* The io.flashd error of a slot change refused (slot_change.h): one name
- * for the daemon's reply and flashctl's offline message alike, so that
- * both give the same exit code. NULL for SLOT_CHANGE_OK and _ENV (an
- * errno: io.flashd.InternalError). */
-const char *proto_flashd_slot_error(enum slot_change_fail kind, bool forcible);
-
-/* SlotStatus's reply for the slot state st of group in the env env_desc:
- * made once for the daemon and for flashctl's offline 'slot status'. */
-struct json_object *proto_flashd_slot_status(const struct slot_state *st, const char *group,
-					     const char *env_desc, int booted,
-					     const char *booted_by, bool install_running);
