@@ -65,13 +65,21 @@ const char *cli_socket_path(const char *opt);
  * code for the Varlink error (Busy, PermissionDenied: 4; ...). */
 int cli_call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what);
 
-/* Exit code of a state change the slot logic refused: 5 when the same
- * change with --force would pass (the caller tried it); -EBUSY, -ENOENT,
- * -EPERM, -EALREADY (last slot, nothing to do, no verified image) are
- * failed checks (3); anything else failed (1). */
-int cli_refusal_exit(int r, bool forcible);
+/* flashctl(1)'s exit code for a refusal, from the one table of
+ * flashctl.c: by the io.flashd error name (the daemon's reply, or the
+ * name an offline command gives the same refusal), else by the errno r
+ * (offline, or io.flashd.InternalError). So one refusal has one exit code
+ * whatever the path. */
+int cli_exit_code(const char *error, int r);
+/* An offline refusal: "flashctl: <msg> [<error>]" on stderr, labelled
+ * with the io.flashd error the daemon gives for it; its exit code. */
+int cli_refused(struct cli_ctx *ctx, const char *error, const char *fmt, ...) _printf_(3, 4);
 /* "flashctl: <msg>" on stderr. */
 void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);
+/* Every string of o made printable (util_printable), for the human
+ * output: the daemon's replies carry what servers and bundles said (JSON
+ * output escapes them itself). */
+void cli_printable_json(struct json_object *o);
 /* Print a JSON object (pretty) on stdout and drop the reference. */
 void cli_print_json(struct json_object *j);
 /* True when argv asks for help (-h/--help anywhere). */

@@ -40,38 +40,17 @@ static int connect_daemon(struct cli_ctx *ctx, const char *sock, struct client *
 	return r;
 }
 
-/* flashctl(1)'s exit code for each daemon error (others: 1). */
-static const struct {
-	const char *error;
-	int code;
-} error_codes[] = {
-	{ PROTO_ERROR_PERMISSION_DENIED, CLI_EXIT_DENIED },
-	{ PROTO_ERROR_DENIED, CLI_EXIT_DENIED },
-	{ PROTO_ERROR_BUSY, CLI_EXIT_DENIED },
-	{ PROTO_ERROR_INVALID_BUNDLE, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_ENV_REFUSED, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_INVALID_PARAMETER, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_NO_SUCH_SLOT, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_NO_ROLLBACK, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_SLOT_REFUSED, CLI_EXIT_INVALID },
-	{ PROTO_ERROR_NO_SUCH_PARTITION, CLI_EXIT_INVALID },
-};
-
-/* Exit code and one message for a failed call. */
+/* Exit code (cli_exit_code) and one message for a failed call. */
 int cli_call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what)
 {
 	char buf[512];
 	const char *name = client_error_name(c);
 
-	if (!name) {
+	if (!name)
 		cli_error(ctx, "%s: %s", what, strerror(-r));
-		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
-	}
-	cli_error(ctx, "%s: %s", what, client_error_message(c, buf, sizeof(buf)));
-	for (size_t i = 0; i < ELEMENTSOF(error_codes); i++)
-		if (!strcmp(error_codes[i].error, name))
-			return error_codes[i].code;
-	return CLI_EXIT_FAIL;
+	else
+		cli_error(ctx, "%s: %s", what, client_error_message(c, buf, sizeof(buf)));
+	return cli_exit_code(name, r);
 }
 
 static const struct option sock_opts[] = {
@@ -291,7 +270,7 @@ static void print_status(struct json_object *st)
 /* Every string of o made printable (util_printable), for the human
  * output: the daemon's replies carry what servers and bundles said (JSON
  * output escapes them itself). */
-static void printable_json(struct json_object *o)
+void cli_printable_json(struct json_object *o)
 {
 	char shown[1024];
 
@@ -304,13 +283,13 @@ static void printable_json(struct json_object *o)
 	case json_type_object: {
 		json_object_object_foreach(o, k, v) {
 			(void)k;
-			printable_json(v);
+			cli_printable_json(v);
 		}
 		break;
 	}
 	case json_type_array:
 		for (size_t i = 0; i < json_object_array_length(o); i++)
-			printable_json(json_object_array_get_idx(o, i));
+			cli_printable_json(json_object_array_get_idx(o, i));
 		break;
 	default:
 		break;
@@ -331,14 +310,14 @@ static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *m
 		return CLI_EXIT_USAGE;
 	r = connect_daemon(ctx, cli_socket_path(sock), &c);
 	if (r < 0)
-		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return cli_exit_code(NULL, r);
 	r = client_call_simple(c, method, NULL, &res);
 	if (r < 0)
 		return cli_call_failed(ctx, c, r, what);
 	if (ctx->json) {
 		cli_print_json(json_object_get(res));
 	} else {
-		printable_json(res);
+		cli_printable_json(res);
 		print(res);
 	}
 	return CLI_EXIT_OK;
@@ -429,7 +408,7 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 	}
 	if (ui->ctx->quiet)
 		return 0;
-	printable_json(params);
+	cli_printable_json(params);
 	draw_bar(ui, params);
 	if (!continues) {
 		if (ui->tty)
@@ -570,7 +549,7 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	ui.sock = cli_socket_path(sock);
 	r = connect_daemon(ctx, ui.sock, &c);
 	if (r < 0)
-		return r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return cli_exit_code(NULL, r);
 	client_set_timeout(c, 0); /* progress keeps coming; a slow flash is no error */
 	if (fd >= 0) {
 		idx = client_push_fd(c, fd);

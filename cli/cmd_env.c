@@ -14,6 +14,7 @@
 #include "client.h"
 #include "cmd_env.h"
 #include "conf.h"
+#include "proto.h"
 #include "slot.h"
 #include "slot_change.h"
 
@@ -103,8 +104,7 @@ int cli_env_open(struct cli_ctx *ctx, struct cli_env_args *a, unsigned flags, bo
 		r = env_open_layout(l, target, a->sysfs, flags, ret_env, &eerr);
 	if (r < 0) {
 		cli_error(ctx, "%s", eerr.msg);
-		return r == -ENODATA || r == -EINVAL ? CLI_EXIT_INVALID :
-		       r == -EACCES || r == -EPERM ? CLI_EXIT_DENIED : CLI_EXIT_FAIL;
+		return cli_exit_code(NULL, r);
 	}
 	if (ret_layout)
 		*ret_layout = TAKE_PTR(l);
@@ -116,9 +116,10 @@ bool cli_env_names_board(const struct cli_env_args *a)
 	return a->offline || a->layout || a->target || a->env_config || a->sysfs || a->cmdline;
 }
 
-int cli_env_daemon(struct cli_env_args *a, struct client **ret)
+int cli_env_daemon(struct cli_ctx *ctx, struct cli_env_args *a, struct client **ret)
 {
-	const char *env = getenv("FLASHD_SOCKET");
+	const char *env = getenv("FLASHD_SOCKET"), *sock;
+	int r;
 
 	if (cli_env_names_board(a))
 		return 0;
@@ -126,7 +127,20 @@ int cli_env_daemon(struct cli_env_args *a, struct client **ret)
 	env_conf(a);
 	if (!a->conf)
 		return 0;
-	return client_connect(env && *env ? env : a->conf->socket, ret) < 0 ? 0 : 1;
+	sock = env && *env ? env : a->conf->socket;
+	r = client_connect(sock, ret);
+	if (r >= 0)
+		return 1;
+	/* offline only when no daemon is there to answer: a daemon that
+	 * refuses the connection (no rights) is not worked around */
+	if (r != -ECONNREFUSED && r != -ENOENT) {
+		cli_error(ctx, "cannot reach flashd at %s: %s (--offline works on the env "
+			  "directly)", sock, strerror(-r));
+		return r;
+	}
+	if (!ctx->quiet)
+		cli_error(ctx, "no daemon at %s: working offline", sock);
+	return 0;
 }
 
 int cli_env_daemon_call(struct cli_ctx *ctx, struct client *c, const char *method,
@@ -214,33 +228,70 @@ static int parse(struct cli_ctx *ctx, int argc, char **argv, struct cli_env_args
 	return CLI_EXIT_OK;
 }
 
-static int env_get_cmd(struct cli_ctx *ctx, int argc, char **argv)
+/* NAME's value through flashd (GetEnv): 0 and *ret (NULL: not set), or
+ * the exit code of the failed call. */
+static int env_get_daemon(struct cli_ctx *ctx, struct client *c, const char *name, char **ret)
 {
-	_cleanup_cli_env_args_ struct cli_env_args a = {};
-	_cleanup_env_ struct env *e = NULL;
-	_cleanup_json_ struct json_object *j = NULL;
-	int r = parse(ctx, argc, argv, &a), ret = CLI_EXIT_OK;
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	_cleanup_json_ struct json_object *res = NULL;
+	struct json_object *v;
+	int r;
 
+	json_object_object_add(p, "name", json_object_new_string(name));
+	r = cli_env_daemon_call(ctx, c, "io.flashd.GetEnv", p, "env get", &res);
 	if (r)
 		return r;
+	*ret = json_object_object_get_ex(res, "value", &v) && v ?
+	       strdup(json_object_get_string(v)) : NULL;
+	return CLI_EXIT_OK;
+}
+
+/* get [-n] NAME...: "NAME=value" lines as fw_printenv prints them; -n
+ * (--no-name) the value alone, as fw_printenv -n. Through flashd when it
+ * runs (GetEnv: every local user may read), else the env directly. */
+static int env_get_cmd(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = { CLI_ENV_OPTIONS,
+		{ "no-name", no_argument, NULL, 'n' }, { NULL, 0, NULL, 0 } };
+	_cleanup_cli_env_args_ struct cli_env_args a = {};
+	_cleanup_client_ struct client *client = NULL;
+	_cleanup_env_ struct env *e = NULL;
+	_cleanup_json_ struct json_object *j = NULL;
+	bool no_name = false;
+	int c, r, ret = CLI_EXIT_OK;
+
+	while ((c = getopt_long(argc, argv, "fn", opts, NULL)) >= 0) {
+		if (c == 'n')
+			no_name = true;
+		else if (!cli_env_option(&a, c, optarg))
+			return CLI_EXIT_USAGE;
+	}
 	if (optind >= argc) {
 		cli_error(ctx, "env get: give one or more variable names");
 		return CLI_EXIT_USAGE;
 	}
-	r = cli_env_open(ctx, &a, 0, false, &e, NULL);
-	if (r)
+	r = cli_env_daemon(ctx, &a, &client);
+	if (r < 0)
+		return cli_exit_code(NULL, r);
+	if (!r && (r = cli_env_open(ctx, &a, 0, false, &e, NULL)))
 		return r;
 	j = json_object_new_object();
 	for (int i = optind; i < argc; i++) {
 		_cleanup_free_ char *v = NULL;
-		if (env_get(e, argv[i], &v) < 0) {
-			cli_error(ctx, "%s: not set in the U-Boot env %s", argv[i], env_describe(e));
+
+		if (client && (r = env_get_daemon(ctx, client, argv[i], &v)))
+			return r;
+		if (!client)
+			env_get(e, argv[i], &v);
+		if (!v) {
+			cli_error(ctx, "%s: not set in the U-Boot env%s%s", argv[i], e ? " " : "",
+				  e ? env_describe(e) : "");
 			json_object_object_add(j, argv[i], NULL);
 			ret = CLI_EXIT_FAIL;
 			continue;
 		}
 		if (!ctx->json)
-			printf(argc - optind > 1 ? "%s=%s\n" : "%.0s%s\n", argv[i], v);
+			printf(no_name ? "%.0s%s\n" : "%s=%s\n", argv[i], v);
 		json_object_object_add(j, argv[i], json_object_new_string(v));
 	}
 	if (ctx->json)
@@ -248,9 +299,31 @@ static int env_get_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	return ret;
 }
 
+/* list through flashd (ListEnv): {"via": "daemon", "variables": {...}} */
+static int env_list_daemon(struct cli_ctx *ctx, struct client *c)
+{
+	_cleanup_json_ struct json_object *res = NULL;
+	struct json_object *vars;
+	int r = cli_env_daemon_call(ctx, c, "io.flashd.ListEnv", NULL, "env list", &res);
+
+	if (r)
+		return r;
+	if (ctx->json) {
+		json_object_object_add(res, "via", json_object_new_string("daemon"));
+		cli_print_json(TAKE_PTR(res));
+		return CLI_EXIT_OK;
+	}
+	if (json_object_object_get_ex(res, "variables", &vars) && vars) {
+		json_object_object_foreach(vars, name, value)
+			printf("%s=%s\n", name, json_object_get_string(value));
+	}
+	return CLI_EXIT_OK;
+}
+
 static int env_list_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_cli_env_args_ struct cli_env_args a = {};
+	_cleanup_client_ struct client *client = NULL;
 	_cleanup_env_ struct env *e = NULL;
 	struct json_object *j, *vars;
 	const char *name, *value;
@@ -259,11 +332,17 @@ static int env_list_cmd(struct cli_ctx *ctx, int argc, char **argv)
 
 	if (r)
 		return r;
+	r = cli_env_daemon(ctx, &a, &client);
+	if (r < 0)
+		return cli_exit_code(NULL, r);
+	if (r)
+		return env_list_daemon(ctx, client);
 	r = cli_env_open(ctx, &a, 0, false, &e, NULL);
 	if (r)
 		return r;
 	j = json_object_new_object();
 	vars = json_object_new_object();
+	json_object_object_add(j, "via", json_object_new_string("offline"));
 	json_object_object_add(j, "device", json_object_new_string(env_describe(e)));
 	json_object_object_add(j, "redundant", json_object_new_boolean(env_is_redundant(e)));
 	json_object_object_add(j, "variables", vars);
@@ -326,16 +405,14 @@ static int check_flashd_var(struct cli_ctx *ctx, const struct cli_env_args *a, c
 {
 	if (!slot_is_flashd_var(name))
 		return CLI_EXIT_OK;
-	if (!a->force) {
-		cli_error(ctx, "env set: %s is flashd's (slot state, install record); use 'flashctl "
-			  "slot activate|mark-good|mark-bad|rollback' (root: --force)", name);
-		return CLI_EXIT_FORCE;
-	}
-	if (geteuid() != 0) {
-		cli_error(ctx, "env set: %s: flashd's records and the boot selection are written "
-			  "only by flashd's own operations; a raw write needs root", name);
-		return CLI_EXIT_DENIED;
-	}
+	if (!a->force)
+		return cli_refused(ctx, PROTO_ERROR_FORCE_REQUIRED, "env set: %s is managed by "
+				   "flashd (slot state, install record); use 'flashctl slot "
+				   "activate|mark-good|mark-bad|rollback' (root: --force)", name);
+	if (geteuid() != 0)
+		return cli_refused(ctx, PROTO_ERROR_DENIED, "env set: %s: flashd's records and the "
+				   "boot selection are written only by flashd's own operations; a "
+				   "raw write needs root", name);
 	fprintf(stderr, "flashctl: WARNING: writing %s by hand: flashd's records and the boot "
 		"selection no longer say what flashd verified; the board may boot what this "
 		"write says\n", name);
@@ -373,10 +450,8 @@ static int parse_assignments(struct cli_ctx *ctx, const struct cli_env_args *a,
 		if (r)
 			return r;
 		/* forced or not, never a value the boot script reads otherwise */
-		if (slot_var_check(group, argv[i], value, &serr) < 0) {
-			cli_error(ctx, "env set: %s", serr.msg);
-			return CLI_EXIT_INVALID;
-		}
+		if (slot_var_check(group, argv[i], value, &serr) < 0)
+			return cli_refused(ctx, PROTO_ERROR_ENV_REFUSED, "env set: %s", serr.msg);
 		vars[n++] = (struct env_var){ argv[i], value };
 	}
 	*ret_n = n;
@@ -394,8 +469,8 @@ static int check_order(struct cli_ctx *ctx, struct env *e, const struct layout_s
 		flashd |= slot_is_flashd_var(vars[i].name);
 	if (!group || !flashd || slot_change_check_raw(e, group, vars, n, &err) >= 0)
 		return CLI_EXIT_OK;
-	cli_error(ctx, "env set: %s; nothing was written", err.msg);
-	return CLI_EXIT_DENIED;
+	return cli_refused(ctx, PROTO_ERROR_ENV_REFUSED, "env set: %s; nothing was written",
+			   err.msg);
 }
 
 static int print_set(struct cli_ctx *ctx, struct env *e, size_t n)
@@ -435,8 +510,13 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	/* one variable: through flashd when it runs (SetEnv sets one; several
 	 * go into one store offline, under the board's lock) */
-	if (one_assignment(argc - optind, argv + optind) && cli_env_daemon(&a, &client) > 0)
-		return env_set_daemon(ctx, client, &a, argc - optind, argv + optind);
+	if (one_assignment(argc - optind, argv + optind)) {
+		r = cli_env_daemon(ctx, &a, &client);
+		if (r < 0)
+			return cli_exit_code(NULL, r);
+		if (r)
+			return env_set_daemon(ctx, client, &a, argc - optind, argv + optind);
+	}
 	r = cli_env_lock(ctx, &a, "flashctl env set", &lock);
 	if (!r)
 		r = cli_env_open(ctx, &a, 0, false, &e, &l);
@@ -453,7 +533,7 @@ static int env_set_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	r = env_txn_commit(t, &err);
 	if (r < 0) {
 		cli_error(ctx, "%s", err.msg);
-		return r == -ENODATA || r == -ENOSPC ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
+		return cli_exit_code(NULL, r);
 	}
 	return print_set(ctx, e, env_txn_size(t));
 }
@@ -521,7 +601,9 @@ static int env_init_cmd(struct cli_ctx *ctx, int argc, char **argv)
 }
 
 const struct cli_cmd cli_env_cmds[] = {
-	{ "get", "NAME... " CLI_ENV_USAGE, "print variables of the U-Boot env", env_get_cmd, NULL },
+	{ "get", "[-n|--no-name] NAME... " CLI_ENV_USAGE,
+	  "print NAME=value for each variable (-n: the value alone, as fw_printenv -n)",
+	  env_get_cmd, NULL },
 	{ "set", "NAME=VALUE... | NAME VALUE [--force] " CLI_ENV_USAGE,
 	  "change variables with one env write (NAME= deletes; slot variables need --force)",
 	  env_set_cmd, NULL },

@@ -51,8 +51,11 @@ bool cli_env_option(struct cli_env_args *a, int c, const char *arg);
  * --env-config, --sysfs, --cmdline: a simulated board, a board provisioned
  * from outside). The socket: $FLASHD_SOCKET, else flashd.conf's socket=.
  * 1 and the client when a daemon answers there, 0 when the change is made
- * offline (the env directly, under the board's lock). */
-int cli_env_daemon(struct cli_env_args *a, struct client **ret);
+ * offline (the env directly, under the board's lock): with --offline or
+ * a board named, or when no daemon is there (no socket, connection
+ * refused: said once on stderr, unless -q). -errno when one is there but
+ * cannot be reached (no rights to its socket): said on stderr. */
+int cli_env_daemon(struct cli_ctx *ctx, struct cli_env_args *a, struct client **ret);
 /* --offline, or a board or env named on the command line (see above). */
 bool cli_env_names_board(const struct cli_env_args *a);
 /* One io.flashd call through it; params borrowed. On failure the error is

@@ -15,6 +15,7 @@
 #include "client.h"
 #include "cmd_env.h"
 #include "keyring.h"
+#include "proto_slot.h"
 #include "slot.h"
 #include "board.h"
 #include "slot_boot.h"
@@ -85,7 +86,10 @@ static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 		cli_error(ctx, "U-Boot env %s: %s", env_describe(s->env), err.msg);
 		return CLI_EXIT_INVALID;
 	}
-	r = slot_booted(&(const struct slot_boot_where){ .cmdline = s->a.cmdline,
+	/* the kernel command line flashd reads (flashd.conf cmdline=), as
+	 * its SlotStatus does */
+	r = slot_booted(&(const struct slot_boot_where){ .cmdline = s->a.cmdline ? s->a.cmdline :
+							 s->a.conf->cmdline,
 							 .target = s->a.target ? s->a.target :
 									   s->a.conf->target },
 			s->layout, s->group, &s->booted_by, &err);
@@ -103,92 +107,107 @@ static struct json_object *json_str_or_null(const char *v)
 	return v ? json_object_new_string(v) : NULL;
 }
 
-static int slot_open(struct cli_ctx *ctx, int argc, char **argv, struct slot_ctx *s)
+/* The state offline, as flashd's SlotStatus gives it (one reply shape). */
+static struct json_object *status_json(struct slot_ctx *s)
 {
-	int r = slot_parse(argc, argv, s);
-
-	return r ? r : slot_load(ctx, s);
+	return proto_slot_status(&s->st, s->group->name, env_describe(s->env), s->booted,
+					s->booted_by, cli_install_running(&s->a));
 }
 
-/* via: how a change was made ("daemon", "offline"), NULL for status */
-static int print_status(struct cli_ctx *ctx, struct slot_ctx *s, const char *via)
+static const char *jstr(struct json_object *j, const char *key)
 {
-	struct slot_status st;
-	char order[128];
+	struct json_object *v;
 
-	bool running = cli_install_running(&s->a);
+	return json_object_object_get_ex(j, key, &v) && v ? json_object_get_string(v) : NULL;
+}
 
-	slot_status_compute(&s->st, s->booted, s->booted_by, &st);
-	slot_order_string(&s->st, order, sizeof(order));
+static bool jbool(struct json_object *j, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(j, key, &v) && json_object_get_boolean(v);
+}
+
+static void print_slot_lines(struct json_object *j)
+{
+	struct json_object *slots, *v;
+	int max = json_object_object_get_ex(j, "max_tries", &v) ? json_object_get_int(v) : 0;
+
+	if (!json_object_object_get_ex(j, "slots", &slots))
+		return;
+	for (size_t i = 0; i < json_object_array_length(slots); i++) {
+		struct json_object *o = json_object_array_get_idx(slots, i);
+		const char *state = jstr(o, "state");
+		int view = slot_view_from_string(state);
+
+		printf("  %c %-8s %d/%d tries left, %s\n", jbool(o, "booted") ? '*' : ' ', jstr(o, "name"),
+		       json_object_object_get_ex(o, "tries_left", &v) ? json_object_get_int(v) : 0,
+		       max, view >= 0 ? slot_view_describe(view) : state ? state : "?");
+	}
+}
+
+/* j: SlotStatus's reply (taken); via: how a change was made ("offline"),
+ * NULL for status. The same output whichever path made j. */
+static int print_status(struct cli_ctx *ctx, struct json_object *j, const char *via)
+{
+	_cleanup_json_ struct json_object *own = j;
+	const char *booted = jstr(j, "booted"), *by = jstr(j, "booted_by"), *next = jstr(j, "next_boot");
+
 	if (ctx->json) {
-		struct json_object *j = json_object_new_object(), *slots = json_object_new_array();
-
 		if (via)
 			json_object_object_add(j, "via", json_object_new_string(via));
-		json_object_object_add(j, "group", json_object_new_string(s->group->name));
-		json_object_object_add(j, "env", json_object_new_string(env_describe(s->env)));
-		json_object_object_add(j, "boot_order", json_object_new_string(order));
-		json_object_object_add(j, "max_tries", json_object_new_int(s->st.max_tries));
-		json_object_object_add(j, "booted", json_str_or_null(slot_name(s, st.booted)));
-		json_object_object_add(j, "booted_by", json_str_or_null(st.booted_by));
-		json_object_object_add(j, "primary", json_str_or_null(slot_name(s, st.primary)));
-		json_object_object_add(j, "next_boot", json_str_or_null(slot_name(s, st.next)));
-		json_object_object_add(j, "on_trial", json_object_new_boolean(st.on_trial));
-		json_object_object_add(j, "fell_back", json_object_new_boolean(st.fell_back));
-		json_object_object_add(j, "needs_health_check",
-				       json_object_new_boolean(st.needs_health_check));
-		json_object_object_add(j, "next_after_reset",
-				       json_object_new_boolean(st.next_after_reset));
-		json_object_object_add(j, "degraded", json_object_new_boolean(st.degraded));
-		json_object_object_add(j, "last_good", json_str_or_null(slot_name(s, st.last_good)));
-		for (size_t i = 0; i < s->st.n_slots; i++) {
-			struct json_object *o = json_object_new_object();
-			json_object_object_add(o, "name", json_object_new_string(s->st.slots[i].name));
-			json_object_object_add(o, "tries_left", json_object_new_int(s->st.slots[i].left));
-			json_object_object_add(o, "state", json_object_new_string(
-				slot_view_to_string(slot_view_of(&s->st, i, running))));
-			json_object_object_add(o, "booted", json_object_new_boolean((int)i == st.booted));
-			json_object_array_add(slots, o);
-		}
-		json_object_object_add(j, "slots", slots);
-		cli_print_json(j);
+		cli_print_json(TAKE_PTR(own));
 		return CLI_EXIT_OK;
 	}
-	printf("group:      %s (U-Boot env %s)\n", s->group->name, env_describe(s->env));
-	printf("BOOT_ORDER: %s%s\n", order, s->st.order_set ? "" : " (unset: boot script default)");
-	printf("booted:     %s%s%s%s\n", st.booted >= 0 ? slot_name(s, st.booted) : "unknown",
-	       st.booted_by ? " (from " : "", st.booted_by ? st.booted_by : "",
-	       st.booted_by ? "=)" : "");
-	printf("next boot:  %s%s\n", st.next >= 0 ? slot_name(s, st.next) :
+	cli_printable_json(j); /* the daemon's words, before the terminal sees them */
+	printf("group:      %s (U-Boot env %s)\n", jstr(j, "group"), jstr(j, "env"));
+	printf("BOOT_ORDER: %s%s\n", jstr(j, "boot_order"),
+	       jbool(j, "boot_order_set") ? "" : " (unset: boot script default)");
+	printf("booted:     %s%s%s%s\n", booted ? booted : "unknown", by ? " (from " : "",
+	       by ? by : "", by ? "=)" : "");
+	printf("next boot:  %s%s\n", next ? next :
 	       "none: BOOT_ORDER names no slot, the boot script resets forever",
-	       st.next_after_reset ? " (after U-Boot resets the counters and the board)" : "");
-	if (st.degraded)
+	       jbool(j, "next_after_reset") ? " (after U-Boot resets the counters and the board)" :
+	       "");
+	if (jbool(j, "degraded"))
 		printf("DEGRADED:   BOOT_ORDER keeps a slot marked bad: no other verified slot can "
 		       "boot; install a new image\n");
-	if (st.fell_back)
+	if (jbool(j, "fell_back"))
 		printf("warning:    fell back: the booted slot is not first in BOOT_ORDER\n");
-	if (st.on_trial)
+	if (jbool(j, "on_trial"))
 		printf("trial:      the booted slot is not marked good yet\n");
-	for (size_t i = 0; i < s->st.n_slots; i++)
-		printf("  %c %-8s %u/%u tries left, %s\n", (int)i == st.booted ? '*' : ' ',
-		       s->st.slots[i].name, s->st.slots[i].left, s->st.max_tries,
-		       slot_view_describe(slot_view_of(&s->st, i, running)));
+	print_slot_lines(j);
 	return CLI_EXIT_OK;
 }
 
+/* Through flashd when it runs (SlotStatus: every local user may read),
+ * else from the env directly. */
 static int slot_status_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_(slot_ctx_done) struct slot_ctx s = {};
-	int r = slot_open(ctx, argc, argv, &s);
+	_cleanup_client_ struct client *client = NULL;
+	_cleanup_json_ struct json_object *res = NULL;
+	int r = slot_parse(argc, argv, &s);
 
-	return r ? r : print_status(ctx, &s, NULL);
+	if (r)
+		return r;
+	r = cli_env_daemon(ctx, &s.a, &client);
+	if (r < 0)
+		return cli_exit_code(NULL, r);
+	if (r) {
+		r = cli_env_daemon_call(ctx, client, "io.flashd.SlotStatus", NULL, "slot status",
+					&res);
+		return r ? r : print_status(ctx, TAKE_PTR(res), NULL);
+	}
+	r = slot_load(ctx, &s);
+	return r ? r : print_status(ctx, status_json(&s), NULL);
 }
 
 /* The daemon's method for an operation, and what it takes: the slot
- * (Activate), an optional slot (MarkBad), or only the booted slot
- * (MarkGood) / the primary (Rollback). The other operations (init,
- * reset-counters) and --force have no method: they are made offline,
- * under the board's lock (refused while flashd installs). */
+ * (Activate), an optional slot (MarkBad, MarkGood; Rollback: the slot to
+ * go back from). The other operations (init, reset-counters) and --force
+ * have no method: they are made offline, under the board's lock (refused
+ * while flashd installs). */
 static const struct {
 	enum slot_op op;
 	const char *method;
@@ -197,8 +216,8 @@ static const struct {
 } daemon_ops[] = {
 	{ SLOT_OP_ACTIVATE, "io.flashd.Activate", true, true },
 	{ SLOT_OP_MARK_BAD, "io.flashd.MarkBad", true, true },
-	{ SLOT_OP_MARK_GOOD, "io.flashd.MarkGood", false, false },
-	{ SLOT_OP_ROLLBACK, "io.flashd.Rollback", false, false },
+	{ SLOT_OP_MARK_GOOD, "io.flashd.MarkGood", true, true },
+	{ SLOT_OP_ROLLBACK, "io.flashd.Rollback", true, true },
 };
 
 /* 1 when the daemon can do op on operand (NULL or "booted": the default slot) */
@@ -327,9 +346,9 @@ static int activate_read(struct cli_ctx *ctx, struct slot_ctx *s, int slot)
 	if (slot == s->booted || !slot_verified(&s->st, (size_t)slot) ||
 	    read_slot(s, (size_t)slot, &err))
 		return CLI_EXIT_OK;
-	cli_error(ctx, "activate: refusing slot %s: it was not read back as its signed image: %s",
-		  slot_name(s, slot), error_message(&err));
-	return CLI_EXIT_INVALID;
+	return cli_refused(ctx, PROTO_ERROR_SLOT_REFUSED, "activate: refusing slot %s: it was not "
+			   "read back as its signed image: %s", slot_name(s, slot),
+			   error_message(&err));
 }
 
 /* One operation: through flashd when it runs (and has a method for it),
@@ -353,8 +372,16 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 		cli_error(ctx, "%s: --bundle is for slot init", slot_op_to_string(op));
 		return CLI_EXIT_USAGE;
 	}
+	/* these act on every slot: a slot named would be ignored */
+	if ((op == SLOT_OP_RESET_COUNTERS || op == SLOT_OP_INIT) && optind < argc) {
+		cli_error(ctx, "%s takes no slot ('%s')", slot_op_to_string(op), argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
 	i = daemon_op(op, optind < argc ? argv[optind] : NULL, s.a.force);
-	if (i >= 0 && cli_env_daemon(&s.a, &client) > 0)
+	r = i >= 0 ? cli_env_daemon(ctx, &s.a, &client) : 0;
+	if (r < 0)
+		return cli_exit_code(NULL, r);
+	if (r)
 		return run_op_daemon(ctx, client, i, optind < argc ? argv[optind] : NULL);
 	r = slot_load(ctx, &s);
 	if (r)
@@ -362,19 +389,18 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	if (optind < argc) {
 		if (!strcmp(argv[optind], "booted"))
 			slot = s.booted;
-		else if ((slot = slot_find(&s.st, argv[optind])) < 0) {
-			cli_error(ctx, "%s: no slot '%s' in group %s", slot_op_to_string(op),
-				  argv[optind], s.group->name);
-			return CLI_EXIT_USAGE;
-		}
+		else if ((slot = slot_find(&s.st, argv[optind])) < 0)
+			return cli_refused(ctx, PROTO_ERROR_NO_SUCH_SLOT, "%s: no slot '%s' in "
+					   "group %s", slot_op_to_string(op), argv[optind],
+					   s.group->name);
 	} else if (op == SLOT_OP_MARK_GOOD || op == SLOT_OP_MARK_BAD) {
 		slot = s.booted; /* RAUC's default: the booted slot */
 	} /* rollback: from the primary (what boots next), as the daemon's Rollback */
 	if (slot < 0 && op != SLOT_OP_ROLLBACK && op != SLOT_OP_RESET_COUNTERS &&
 	    op != SLOT_OP_INIT) {
-		cli_error(ctx, "%s: the booted slot is unknown (kernel command line has no "
-			  "flashd.slot=); name the slot", slot_op_to_string(op));
-		return CLI_EXIT_USAGE;
+		return cli_refused(ctx, PROTO_ERROR_NO_SUCH_SLOT, "%s: the booted slot is unknown "
+				   "(kernel command line has no flashd.slot=); name the slot",
+				   slot_op_to_string(op));
 	}
 	flags = s.a.force ? SLOT_FORCE : 0;
 	if (s.bundle && (r = init_bundle(ctx, &s, &br)))
@@ -388,13 +414,13 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 			.op = op, .slot = slot, .booted = s.booted, .flags = flags }, &res, &err);
 	if (r < 0 && res.fail == SLOT_CHANGE_ENV) {
 		cli_error(ctx, "%s", error_message(&err));
-		return CLI_EXIT_FAIL;
+		return cli_exit_code(NULL, r);
 	}
-	if (r < 0) {
-		/* would --force pass? then say so with the exit code (5) */
-		cli_error(ctx, "%s", error_message(&err));
-		return cli_refusal_exit(r, res.forcible);
-	}
+	/* the daemon's error for the same refusal (ForceRequired: --force
+	 * would pass), and so its exit code */
+	if (r < 0)
+		return cli_refused(ctx, proto_slot_error(res.fail, res.forcible), "%s",
+				   error_message(&err));
 	s.st = res.after;
 	if (ctx->quiet)
 		return CLI_EXIT_OK;
@@ -404,7 +430,7 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 		       res.n_written, i < 0 ? "flashd has no method for this" :
 		       cli_env_names_board(&s.a) ? "the board is named on the command line" :
 		       "no flashd answers");
-	return print_status(ctx, &s, "offline");
+	return print_status(ctx, status_json(&s), "offline");
 }
 
 /* The commands named as their slot_op (mark-good, activate, ...). */
@@ -561,6 +587,7 @@ static int slot_bootscript_cmd(struct cli_ctx *ctx, int argc, char **argv)
 }
 
 #define SLOT_USAGE "[SLOT|booted] [--force] [--cmdline FILE] " CLI_ENV_USAGE
+#define SLOT_ALL_USAGE "[--force] [--cmdline FILE] " CLI_ENV_USAGE /* no operand */
 
 const struct cli_cmd cli_slot_cmds[] = {
 	{ "status", "[--cmdline FILE] " CLI_ENV_USAGE,
@@ -572,9 +599,9 @@ const struct cli_cmd cli_slot_cmds[] = {
 	{ "activate", SLOT_USAGE, "make SLOT primary with full tries", slot_op_cmd, NULL },
 	{ "rollback", SLOT_USAGE, "make the next verified slot primary (from SLOT, default: "
 	  "the primary); fails when nothing changes", slot_op_cmd, NULL },
-	{ "reset-counters", SLOT_USAGE, "full tries for every slot in BOOT_ORDER", slot_op_cmd,
+	{ "reset-counters", SLOT_ALL_USAGE, "full tries for every slot in BOOT_ORDER", slot_op_cmd,
 	  NULL },
-	{ "init", "[--bundle FILE] " SLOT_USAGE, "after an env loss: BOOT_ORDER = the running "
+	{ "init", "[--bundle FILE] " SLOT_ALL_USAGE, "after an env loss: BOOT_ORDER = the running "
 	  "slot and the slots read against their signed index (recorded, or FILE's)",
 	  slot_op_cmd, NULL },
 	{ "boot-select", "[--cmdline FILE] [--sealed SLOT,...] " CLI_ENV_USAGE,

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "flashctl.h"
+#include "proto.h"
 #include "util.h"
 
 static const struct cli_cmd top_cmds[] = {
@@ -55,13 +56,50 @@ void cli_print_json(struct json_object *j)
 	json_object_put(j);
 }
 
-int cli_refusal_exit(int r, bool forcible)
+/* THE table of flashctl(1)'s exit codes for a refusal, whatever the path:
+ * the io.flashd error the daemon replied, or that an offline command
+ * names for the same refusal (cli_refused), or an errno (offline, or the
+ * daemon's InternalError). Anything else failed (1). */
+static const struct {
+	const char *error; /* io.flashd or org.varlink.service error, NULL: errno only */
+	int err;           /* the errno of the same refusal, 0 none */
+	int code;
+} exit_codes[] = {
+	{ PROTO_ERROR_PERMISSION_DENIED, -EACCES, CLI_EXIT_DENIED },
+	{ PROTO_ERROR_DENIED, -EPERM, CLI_EXIT_DENIED },
+	{ PROTO_ERROR_BUSY, -EBUSY, CLI_EXIT_DENIED },
+	{ PROTO_ERROR_FORCE_REQUIRED, 0, CLI_EXIT_FORCE },
+	{ PROTO_ERROR_INVALID_BUNDLE, -EBADMSG, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_INVALID_PARAMETER, -EINVAL, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_ENV_REFUSED, -ENOSPC, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_NO_SUCH_SLOT, 0, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_NO_ROLLBACK, 0, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_SLOT_REFUSED, 0, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_NO_SUCH_PARTITION, 0, CLI_EXIT_INVALID },
+	{ NULL, -ENODATA, CLI_EXIT_INVALID }, /* no valid env copy */
+};
+
+int cli_exit_code(const char *error, int r)
 {
-	if (forcible)
-		return CLI_EXIT_FORCE;
-	if (r == -EBUSY || r == -ENOENT || r == -EPERM || r == -EALREADY)
-		return CLI_EXIT_INVALID;
+	bool by_name = error && strcmp(error, PROTO_ERROR_INTERNAL);
+
+	for (size_t i = 0; i < ELEMENTSOF(exit_codes); i++)
+		if (by_name ? exit_codes[i].error && !strcmp(exit_codes[i].error, error) :
+			      exit_codes[i].err && exit_codes[i].err == r)
+			return exit_codes[i].code;
 	return CLI_EXIT_FAIL;
+}
+
+int cli_refused(struct cli_ctx *ctx, const char *error, const char *fmt, ...)
+{
+	char msg[1536];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_error(ctx, "%s [%s]", msg, error);
+	return cli_exit_code(error, 0);
 }
 
 bool cli_wants_help(int argc, char **argv)

@@ -184,6 +184,7 @@ void manager_status_slots_done(struct slots_view *v);
 void manager_status_unsaved_install(struct manager *m, const struct record *r, int error);
 struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pending);
 int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata);
+int manager_status_slots(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_status_overlay(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_status_flash_info(struct proto_call *call, struct json_object *params,
 			      void *userdata);
@@ -200,11 +201,12 @@ int manager_install_stop(struct manager *m);
 /* ---- manager_slot.c ---- */
 /* op on slot name (NULL = booted) in one env store, under the board's
  * lock; 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). On
- * failure *ret_kind and err say what went wrong. extra: one more variable
- * {name, value} for the same store, or NULL. */
+ * failure *ret_kind and err say what went wrong, *ret_forcible (may be
+ * NULL) whether SLOT_FORCE would pass. extra: one more variable {name,
+ * value} for the same store, or NULL. */
 int manager_slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
 			const char *const extra[2], int *ret_idx, enum slot_change_fail *ret_kind,
-			struct error *err);
+			bool *ret_forcible, struct error *err);
 int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_slot_activate(struct proto_call *call, struct json_object *params, void *userdata);

@@ -118,6 +118,7 @@ static const proto_method_fn manager_handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	[PROTO_FLASHD_SET_ENV] = manager_env_set,
 	[PROTO_FLASHD_LIST_ENV] = manager_env_list,
 	[PROTO_FLASHD_FLASH_INFO] = manager_status_flash_info,
+	[PROTO_FLASHD_SLOT_STATUS] = manager_status_slots,
 };
 
 /* ---- life cycle ---- */

@@ -2,6 +2,7 @@
 /* GetEnv, SetEnv, ListEnv and OverlayReset: the U-Boot env for operators;
  * the variables flashd manages are refused unless forced. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cleanup_json.h"
@@ -90,9 +91,13 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	if (!env_name_valid(name))
 		return env_refused(call, name, "not a valid U-Boot variable name (empty, too long, "
 				   "or contains '=' or a control character)");
-	if (slot_is_flashd_var(name) && !force)
-		return env_refused(call, name, "managed by flashd (boot selection / install "
-				   "state): use mark-good, activate, rollback, or force");
+	if (slot_is_flashd_var(name) && !force) {
+		char reason[256];
+
+		snprintf(reason, sizeof(reason), "%s is managed by flashd (boot selection / install "
+			 "state): use mark-good, activate, rollback, or force", name);
+		return proto_error_string(call, PROTO_ERROR_FORCE_REQUIRED, "reason", reason);
+	}
 	if (slot_is_flashd_var(name) && proto_call_peer(call)->uid != 0)
 		return env_denied(call, name);
 	/* even forced, a slot variable must read as the boot script reads it */

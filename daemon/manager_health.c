@@ -148,7 +148,7 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 	health_note(m, good, what, var, sizeof(var), note, sizeof(note));
 	r = manager_slot_change(m, good ? SLOT_OP_MARK_GOOD : SLOT_OP_MARK_BAD, NULL,
 			SLOT_FORCE | SLOT_KEEP_LAST, (const char *const[2]){ var, note }, &idx,
-			&kind, &err);
+			&kind, NULL, &err);
 	if (r < 0) {
 		log_error("health check %s, but the slot state could not be changed: %s", what,
 			  error_message(&err));

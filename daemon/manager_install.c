@@ -282,7 +282,7 @@ static void install_record_died(struct manager *m)
 	if (!slot)
 		return; /* no target chosen yet */
 	/* refused (-ESTALE) unless the env records it installing */
-	if (manager_slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, NULL, &idx, &kind, &err) < 0 &&
+	if (manager_slot_change(m, SLOT_OP_INSTALL_FAILED, slot, 0, NULL, &idx, &kind, NULL, &err) < 0 &&
 	    kind != SLOT_CHANGE_REFUSED)
 		log_error("cannot record the failed install of slot %s: %s", slot,
 			  error_message(&err));

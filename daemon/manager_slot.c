@@ -12,11 +12,12 @@
 #include "cleanup_json.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "proto_slot.h"
 #include "slot_verify.h"
 
 int manager_slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
 			const char *const extra[2], int *ret_idx, enum slot_change_fail *ret_kind,
-			struct error *err)
+			bool *ret_forcible, struct error *err)
 {
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	_cleanup_env_ struct env *e = NULL;
@@ -46,6 +47,8 @@ int manager_slot_change(struct manager *m, enum slot_op op, const char *name, un
 			.extra_value = extra ? extra[1] : NULL }, &res, err);
 	if (r < 0) {
 		*ret_kind = res.fail;
+		if (ret_forcible)
+			*ret_forcible = res.forcible;
 		return r;
 	}
 	*ret_idx = res.slot;
@@ -63,6 +66,16 @@ static void slot_op_event(struct manager *m, struct proto_call *call, enum slot_
 		  "%s of slot %s by uid %s", slot_op_to_string(op), m->group->slots[idx].name, uid);
 }
 
+/* SlotRefused {slot, reason}; proto_error() borrows the parameters. */
+static int slot_refused(struct proto_call *call, const char *slot, const char *reason)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "slot", slot ? json_object_new_string(slot) : NULL);
+	json_object_object_add(o, "reason", json_object_new_string(reason));
+	return proto_error(call, PROTO_ERROR_SLOT_REFUSED, o);
+}
+
 /* ev: the journal's event for op */
 static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
 		   enum log_event ev, const char *name, unsigned flags)
@@ -70,28 +83,24 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	enum slot_change_fail kind;
 	struct error err = {};
+	bool forcible = false;
+	const char *error;
 	int idx, r;
 
 	if (m->op.name)
 		return manager_reply_busy(m, call);
-	r = manager_slot_change(m, op, name, flags, NULL, &idx, &kind, &err);
+	r = manager_slot_change(m, op, name, flags, NULL, &idx, &kind, &forcible, &err);
 	if (r < 0 && kind == SLOT_CHANGE_ENV)
 		return manager_reply_lock_error(call, r, &err);
 	if (r < 0) {
-		switch (kind) {
-		case SLOT_CHANGE_NO_SLOT:
-			return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot",
-						  error_message(&err));
-		case SLOT_CHANGE_NO_ROLLBACK:
-			return proto_error_string(call, PROTO_ERROR_NO_ROLLBACK, "reason",
-						  error_message(&err));
-		case SLOT_CHANGE_REFUSED:
-			return proto_error_string(call, PROTO_ERROR_DENIED, "reason",
-						  error_message(&err));
-		case SLOT_CHANGE_OK:
-		case SLOT_CHANGE_ENV:
-			break;
-		}
+		/* the same error names as flashctl's offline refusals */
+		error = proto_slot_error(kind, forcible);
+		if (kind == SLOT_CHANGE_NO_SLOT)
+			return proto_error_string(call, error, "slot", error_message(&err));
+		if (kind == SLOT_CHANGE_REFUSED && !forcible)
+			return slot_refused(call, name, error_message(&err));
+		if (error)
+			return proto_error_string(call, error, "reason", error_message(&err));
 		return proto_error_errno(call, r, error_message(&err));
 	}
 	slot_op_event(m, call, op, ev, idx);
@@ -102,7 +111,8 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
 
 int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_MARK_GOOD, LOG_EVENT_SLOT_GOOD, NULL, 0);
+	return slot_op(userdata, call, SLOT_OP_MARK_GOOD, LOG_EVENT_SLOT_GOOD,
+		       manager_param_str(params, "slot"), 0);
 }
 
 int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, void *userdata)
@@ -149,7 +159,7 @@ static void activate_on_done(struct worker *w, int code, int status, void *userd
 			 "the read ended early");
 		log_warning("%s", reason);
 		if (proto_call_is_connected(call))
-			proto_error_string(call, PROTO_ERROR_DENIED, "reason", reason);
+			slot_refused(call, name, reason);
 	}
 	proto_call_unref(call);
 }
@@ -188,5 +198,6 @@ int manager_slot_activate(struct proto_call *call, struct json_object *params, v
 
 int manager_slot_rollback(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_ROLLBACK, LOG_EVENT_ROLLBACK, NULL, 0);
+	return slot_op(userdata, call, SLOT_OP_ROLLBACK, LOG_EVENT_ROLLBACK,
+		       manager_param_str(params, "slot"), 0);
 }

@@ -29,6 +29,7 @@
 #include "cleanup_json.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "proto_slot.h"
 #include "record.h"
 #include "ubi_image.h"
 #include "util.h"
@@ -574,6 +575,28 @@ int manager_status_get(struct proto_call *call, struct json_object *params, void
 	if (r < 0)
 		return manager_reply_env_error(call, r, &err);
 	o = status_render(m);
+	return proto_reply(call, o);
+}
+
+/* SlotStatus: the A/B state of the kept view, as flashctl slot status
+ * shows it offline (the same reply, proto_slot_status). */
+int manager_status_slots(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	const struct manager_status *st = &m->status;
+	_cleanup_json_ struct json_object *o = NULL;
+	struct json_object *dev;
+	struct error err = {};
+	int r;
+
+	r = status_refresh(m, MANAGER_STATUS_ENV, &err);
+	if (r < 0)
+		return manager_reply_env_error(call, r, &err);
+	o = proto_slot_status(&st->v.st, m->group->name,
+				     json_object_object_get_ex(st->env, "device", &dev) ?
+				     json_object_get_string(dev) : "", st->v.status.booted,
+				     st->v.status.booted_by,
+				     manager_install_running(m) || st->installer[0]);
 	return proto_reply(call, o);
 }
 

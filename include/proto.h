@@ -62,6 +62,7 @@
 #define PROTO_ERROR_NO_SUCH_SLOT "io.flashd.NoSuchSlot"           /* {slot} */
 #define PROTO_ERROR_NO_ROLLBACK "io.flashd.NoRollbackTarget"      /* {reason} */
 #define PROTO_ERROR_SLOT_REFUSED "io.flashd.SlotRefused"          /* {slot, reason} */
+#define PROTO_ERROR_FORCE_REQUIRED "io.flashd.ForceRequired"    /* {reason} */
 #define PROTO_ERROR_NO_SUCH_PARTITION "io.flashd.NoSuchPartition" /* {partition} */
 #define PROTO_ERROR_ENV_REFUSED "io.flashd.EnvRefused"            /* {name, reason} */
 #define PROTO_ERROR_CANCELLED "io.flashd.Cancelled"               /* {} */

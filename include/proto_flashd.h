@@ -22,6 +22,7 @@ enum proto_flashd_method {
 	PROTO_FLASHD_SET_ENV,
 	PROTO_FLASHD_LIST_ENV,
 	PROTO_FLASHD_FLASH_INFO,
+	PROTO_FLASHD_SLOT_STATUS,
 	_PROTO_FLASHD_METHOD_MAX,
 };
 
@@ -37,3 +38,4 @@ void proto_flashd_bind(struct proto_method ret[_PROTO_FLASHD_METHOD_MAX + 1],
 
 /* The errors of io.flashd (PROTO_ERROR_* of proto.h), NULL-terminated. */
 extern const char *const proto_flashd_errors[];
+

@@ -266,6 +266,7 @@ bool slot_legacy(const struct slot_state *st, size_t i);
 enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_running);
 const char *slot_view_to_string(enum slot_view v);  /* "trial" (JSON) */
 const char *slot_view_describe(enum slot_view v);   /* "on trial (booted, not marked good)" */
+int slot_view_from_string(const char *s);           /* the view, or -EINVAL */
 const char *slot_op_to_string(enum slot_op op);
 int slot_op_from_string(const char *s); /* -EINVAL if unknown */
 /* "A B" */

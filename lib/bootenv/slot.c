@@ -58,6 +58,14 @@ const char *slot_view_describe(enum slot_view v)
 	return v < _SLOT_VIEW_MAX ? view_names[v].text : NULL;
 }
 
+int slot_view_from_string(const char *s)
+{
+	for (size_t i = 0; s && i < _SLOT_VIEW_MAX; i++)
+		if (!strcmp(view_names[i].word, s))
+			return (int)i;
+	return -EINVAL;
+}
+
 void slot_left_var(const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "BOOT_%s_LEFT", name);

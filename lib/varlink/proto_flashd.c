@@ -54,16 +54,17 @@ const struct proto_method proto_flashd_methods[_PROTO_FLASHD_METHOD_MAX + 1] = {
 	M(PROTO_FLASHD_GET_STATUS, "GetStatus", 0, proto_params_none),
 	M(PROTO_FLASHD_INSTALL, "Install", AUTH | PROTO_TAKES_FDS, params_install),
 	M(PROTO_FLASHD_CANCEL, "Cancel", AUTH, proto_params_none),
-	M(PROTO_FLASHD_MARK_GOOD, "MarkGood", AUTH, proto_params_none),
+	M(PROTO_FLASHD_MARK_GOOD, "MarkGood", AUTH, params_slot_optional),
 	M(PROTO_FLASHD_MARK_BAD, "MarkBad", AUTH, params_slot_optional),
 	M(PROTO_FLASHD_ACTIVATE, "Activate", AUTH, params_slot),
-	M(PROTO_FLASHD_ROLLBACK, "Rollback", AUTH, proto_params_none),
+	M(PROTO_FLASHD_ROLLBACK, "Rollback", AUTH, params_slot_optional),
 	M(PROTO_FLASHD_OVERLAY_RESET, "OverlayReset", AUTH, params_overlay_reset),
 	M(PROTO_FLASHD_OVERLAY_STATUS, "OverlayStatus", 0, proto_params_none),
 	M(PROTO_FLASHD_GET_ENV, "GetEnv", 0, params_get_env),
 	M(PROTO_FLASHD_SET_ENV, "SetEnv", AUTH, params_set_env),
 	M(PROTO_FLASHD_LIST_ENV, "ListEnv", 0, proto_params_none),
 	M(PROTO_FLASHD_FLASH_INFO, "FlashInfo", 0, params_flash_info),
+	M(PROTO_FLASHD_SLOT_STATUS, "SlotStatus", 0, proto_params_none),
 	[_PROTO_FLASHD_METHOD_MAX] = { NULL },
 };
 
@@ -80,7 +81,7 @@ void proto_flashd_bind(struct proto_method ret[_PROTO_FLASHD_METHOD_MAX + 1],
 const char *const proto_flashd_errors[] = {
 	PROTO_ERROR_BUSY, PROTO_ERROR_DENIED, PROTO_ERROR_INSTALL_FAILED,
 	PROTO_ERROR_INVALID_BUNDLE, PROTO_ERROR_NO_SUCH_SLOT, PROTO_ERROR_NO_ROLLBACK,
-	PROTO_ERROR_SLOT_REFUSED,
+	PROTO_ERROR_SLOT_REFUSED, PROTO_ERROR_FORCE_REQUIRED,
 	PROTO_ERROR_NO_SUCH_PARTITION, PROTO_ERROR_ENV_REFUSED, PROTO_ERROR_CANCELLED,
 	PROTO_ERROR_PROTOCOL, PROTO_ERROR_INTERNAL, NULL,
 };

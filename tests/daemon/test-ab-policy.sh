@@ -78,7 +78,7 @@ slots.0.state good
 next A
 EOF
 [ "$(env_var FLASHD_B_STATE)" = failed ] || fail "FLASHD_B_STATE '$(env_var FLASHD_B_STATE)'"
-vcall_error "$T/act1" io.flashd.PermissionDenied io.flashd.Activate '{"slot":"B"}'
+vcall_error "$T/act1" io.flashd.SlotRefused io.flashd.Activate '{"slot":"B"}'
 stop_daemon
 fctl slot activate B --layout "$LAYOUT" --target "$TARGET" > "$T/act2.out" 2>&1 &&
 	fail "offline activate of a failed install succeeded"

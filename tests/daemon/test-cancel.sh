@@ -67,7 +67,7 @@ EOF
 reset_b() {
 	vcall "$T/act" io.flashd.Activate '{"slot":"B"}' &&
 		fail "Activate of a cancelled install accepted: $(cat "$T/act")"
-	grep -q "PermissionDenied" "$T/act" || fail "Activate B: $(cat "$T/act")"
+	grep -q "SlotRefused" "$T/act" || fail "Activate B: $(cat "$T/act")"
 	"$FLASHCTL" -q env set --force --layout "$LAYOUT" --target "$TARGET" "BOOT_ORDER=A B" \
 		BOOT_B_LEFT=3 FLASHD_B_STATE=verified >/dev/null || fail "reset_b: env set"
 	[ "$(env_var BOOT_ORDER)" = "A B" ] || fail "reset_b: BOOT_ORDER '$(env_var BOOT_ORDER)'"

@@ -62,6 +62,6 @@ reboot_board
 wait_for 20 daemon_idle || fail "the daemon did not settle"
 wait_for 20 test -s "$T/health.log" || fail "the health check did not run on B with BOOT_A_LEFT=10"
 [ "$(cat "$T/health.log")" = "flashd.slot=B" ] || fail "health check ran on: $(cat "$T/health.log")"
-wait_for 20 sh -c "[ \"\$(\"$FLASHCTL\" env get --layout \"$LAYOUT\" --target \"$TARGET\" FLASHD_B_STATE)\" = good ]" ||
+wait_for 20 sh -c "[ \"\$(\"$FLASHCTL\" env get -n --layout \"$LAYOUT\" --target \"$TARGET\" FLASHD_B_STATE)\" = good ]" ||
 	fail "B not marked good after its health check: $(env_var FLASHD_B_STATE)"
 say PASS

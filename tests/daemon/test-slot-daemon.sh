@@ -53,12 +53,15 @@ env_var BOOT_ORDER | grep -q '^A' || fail "activate A through flashd: BOOT_ORDER
 
 # ---- no daemon: offline, directly ----
 stop_daemon
-fctl --json slot activate B $C > "$T/act3.json" 2>&1 || fail "slot activate B offline: $(cat "$T/act3.json")"
+fctl --json slot activate B $C > "$T/act3.json" 2> "$T/act3.err" ||
+	fail "slot activate B offline: $(cat "$T/act3.json" "$T/act3.err")"
 expect_json "$T/act3.json" via offline
+grep -q "no daemon at $FLASHD_SOCKET: working offline" "$T/act3.err" ||
+	fail "offline without a daemon, not said: $(cat "$T/act3.err")"
 env_var BOOT_ORDER | grep -q '^B' || fail "offline activate B: BOOT_ORDER is $(env_var BOOT_ORDER)"
 fctl slot mark-bad A $C > "$T/mb.out" 2>&1 || fail "slot mark-bad A offline: $(cat "$T/mb.out")"
 grep -q "offline: no flashd answers" "$T/mb.out" || fail "offline path not named: $(cat "$T/mb.out")"
-fctl --json env set bootdelay=6 $C > "$T/set3.json" 2>&1 || fail "env set offline: $(cat "$T/set3.json")"
+fctl --json env set bootdelay=6 $C > "$T/set3.json" 2>/dev/null || fail "env set offline: $(cat "$T/set3.json")"
 expect_json "$T/set3.json" via offline
 [ "$(env_var bootdelay)" = 6 ] || fail "offline env set did not write bootdelay"
 say "ok: Busy through flashd during an install, via daemon when idle, offline without it"

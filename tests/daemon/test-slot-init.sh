@@ -55,7 +55,7 @@ grep -q "not read back as its signed image" "$T/a1.out" || fail "activate B does
 
 # the daemon reads it too (in a worker), and refuses the same
 start_daemon
-vcall_error "$T/da" io.flashd.PermissionDenied io.flashd.Activate '{"slot":"B"}'
+vcall_error "$T/da" io.flashd.SlotRefused io.flashd.Activate '{"slot":"B"}'
 grep -q "not read back as its signed image" "$T/da.last" || fail "Activate B: $(cat "$T/da.last")"
 [ "$(env_var BOOT_ORDER)" = A ] || fail "a refused Activate changed BOOT_ORDER: $(env_var BOOT_ORDER)"
 

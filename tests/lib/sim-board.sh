@@ -111,7 +111,7 @@ env_dump() {
 }
 
 env_var() {
-	"$FLASHCTL" env get --layout "$LAYOUT" --target "$TARGET" "$1" 2>/dev/null
+	"$FLASHCTL" env get -n --layout "$LAYOUT" --target "$TARGET" "$1" 2>/dev/null
 }
 
 # "Reboot" the simulated board: stop flashd, run the boot script's choice

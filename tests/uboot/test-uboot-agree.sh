@@ -77,8 +77,8 @@ while IFS='|' read -r st sealed; do
 	fi
 	sel=$("$FLASHCTL" slot boot-select --layout "$LAYOUT" --env-config "$w/m.config" \
 		--sealed "$sealed" 2>&1)
-	a=$("$FLASHCTL" env get --env-config "$w/m.config" BOOT_A_LEFT 2>/dev/null || echo $MAX)
-	b=$("$FLASHCTL" env get --env-config "$w/m.config" BOOT_B_LEFT 2>/dev/null || echo $MAX)
+	a=$("$FLASHCTL" env get -n --env-config "$w/m.config" BOOT_A_LEFT 2>/dev/null || echo $MAX)
+	b=$("$FLASHCTL" env get -n --env-config "$w/m.config" BOOT_B_LEFT 2>/dev/null || echo $MAX)
 	case "$sel" in
 	*flashd.slot=A*) c=A ;;
 	*flashd.slot=B*) c=B ;;

@@ -63,7 +63,7 @@ vm_expect_eq "$(jq -r .reset_cleared /tmp/st.json)" false "flag not cleared (env
 jq -r '.warnings[]' /tmp/st.json | grep -q "the erase is not repeated" ||
 	vm_fail "no warning about the uncleared flag: $(jq .warnings /tmp/st.json)"
 grep -q "No such file" <<<"$out" || vm_fail "u1 survived the reset"
-vm_expect_eq "$("$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET 2>&1)" 1 "flag still set"
+vm_expect_eq "$("$FLASHCTL" env get -n --layout "$L" FLASHD_OVERLAY_RESET 2>&1)" 1 "flag still set"
 
 vm_log "1b. next boot, flag still set, env still read-only: no second erase"
 out=$(ro_env_boot 'cat /tmp/st/root/etc/u2') || vm_fail "second boot with a read-only env: $out"
@@ -77,7 +77,7 @@ vm_expect_eq "$(boot_json "$st" .reset_cleared)" true "flag cleared"
 vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" false "still no second erase"
 vm_expect_eq "$(cat $union/etc/u2)" "after reset" "u2 still there"
 [ -e $union/overlay/.flashd-reset-done ] && vm_fail "reset mark left after the flag was cleared"
-"$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 && vm_fail "flag still set"
+"$FLASHCTL" env get -n --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 && vm_fail "flag still set"
 
 # ---- 2. the overlay fills up during the migration -----------------------
 vm_log "2. overlay full during migration"

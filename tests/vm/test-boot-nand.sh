@@ -103,8 +103,8 @@ vm_expect_eq "$(cat /tmp/st/root/etc/config)" original "config after reset (imag
 vm_expect_eq "$(cat /tmp/st/root/etc/issue)" "image A" "deleted image file back after reset"
 [ -e /tmp/st/root/etc/new-file ] && vm_fail "user file survived the factory reset"
 cmp /tmp/img/etc/random.bin /tmp/st/root/etc/random.bin || vm_fail "image content changed by the reset"
-"$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 &&
-	vm_fail "FLASHD_OVERLAY_RESET still set after the reset: $("$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET 2>&1)"
+"$FLASHCTL" env get -n --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 &&
+	vm_fail "FLASHD_OVERLAY_RESET still set after the reset: $("$FLASHCTL" env get -n --layout "$L" FLASHD_OVERLAY_RESET 2>&1)"
 boot_teardown
 
 # ---- initramfs mode, for real --------------------------------------------

@@ -165,7 +165,7 @@ vm_expect_eq "$(cat /tmp/st/root/etc/app.d/one.conf)" one "moved directory back 
 [ -e /tmp/st/root/etc/issue.renamed ] && vm_fail "renamed name survived the factory reset"
 cmp /tmp/img/etc/random.bin /tmp/st/root/etc/random.bin || vm_fail "deleted image file not back after the reset"
 cmp /tmp/a.sqfs "$(boot_json "$st" .root.device)" || vm_fail "the reset changed the image"
-"$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 &&
+"$FLASHCTL" env get -n --layout "$L" FLASHD_OVERLAY_RESET >/dev/null 2>&1 &&
 	vm_fail "FLASHD_OVERLAY_RESET still set after the reset"
 boot_teardown
 cmp -n "$(stat -c %s /tmp/kernel.bin)" /tmp/kernel.bin "$kvol" || vm_fail "the reset touched kernel_a ($kvol)"

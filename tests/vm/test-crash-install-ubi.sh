@@ -95,7 +95,7 @@ reboot_board() {
 }
 check_booted_slot() { # WHAT
 	local ver got
-	ver=$("$FLASHCTL" env get --layout "$L" --target system "FLASHD_${BOOTED}_VERSION" 2>/dev/null)
+	ver=$("$FLASHCTL" env get -n --layout "$L" --target system "FLASHD_${BOOTED}_VERSION" 2>/dev/null)
 	[ -n "${LEN[$ver]:-}" ] || vm_fail "$1: booted slot $BOOTED records version '$ver'"
 	[ "$(upd "$BOOTED")" = 0 ] || vm_fail "$1: the board boots slot $BOOTED, whose volume update was interrupted"
 	got=$(head -c "${LEN[$ver]}" "${VOL[$BOOTED]}" | sha256sum | cut -d' ' -f1)

@@ -79,7 +79,7 @@ reboot_board() { # sets BOOTED from the boot script's choice
 # whichever slot the board picks must hold the version the env says
 check_booted_slot() { # WHAT
 	local ver len got
-	ver=$("$FLASHCTL" env get --layout "$FL" "FLASHD_${BOOTED}_VERSION" 2>/dev/null)
+	ver=$("$FLASHCTL" env get -n --layout "$FL" "FLASHD_${BOOTED}_VERSION" 2>/dev/null)
 	[ -n "$ver" ] || { [ "$BOOTED" = A ] && ver=1.0; }
 	[ -n "${LEN[$ver]:-}" ] || vm_fail "$1: booted slot $BOOTED records version '$ver', which no bundle has"
 	got=$(fw_slot_sha "rootfs-$(tr AB ab <<<"$BOOTED")" "${LEN[$ver]}") ||

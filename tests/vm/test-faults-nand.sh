@@ -66,7 +66,7 @@ if "$FLASHCTL" provision --layout "$FL" --bundle "$FW/v1.bundle" --keyring "$FW/
 	# accepted: then the env must really work (both copies written or the
 	# bad one skipped) and survive a store
 	vm_run "$FLASHCTL" env set --layout "$FL" fault_probe=1
-	vm_expect_eq "$("$FLASHCTL" env get --layout "$FL" fault_probe)" 1 "env on a board with a bad env block"
+	vm_expect_eq "$("$FLASHCTL" env get -n --layout "$FL" fault_probe)" 1 "env on a board with a bad env block"
 	echo "provision with a bad env block: accepted, env readable and writable"
 else
 	msg=$(grep -v '^Provisioning' /tmp/fw-prov.log | grep -iE "env" | tail -n 1)

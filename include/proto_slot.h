@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* io.flashd and the A/B slots: the error of a refused slot change and
+ * SlotStatus's reply, one definition for flashd and flashctl offline. */
+#pragma once
+#include <stdbool.h>
+#include <json-c/json.h>
+#include "proto.h"
+#include "slot_change.h"
+
+/* The io.flashd error of a slot change refused (slot_change.h): one name
+ * for the daemon's reply and flashctl's offline message alike, so that
+ * both give the same exit code. NULL for SLOT_CHANGE_OK and _ENV (an
+ * errno: io.flashd.InternalError). */
+const char *proto_slot_error(enum slot_change_fail kind, bool forcible);
+
+/* SlotStatus's reply for the slot state st of group in the env env_desc:
+ * made once for the daemon and for flashctl's offline 'slot status'. */
+struct json_object *proto_slot_status(const struct slot_state *st, const char *group,
+				      const char *env_desc, int booted, const char *booted_by,
+				      bool install_running);
