@@ -171,7 +171,9 @@ int cli_overlay_reset(struct cli_ctx *ctx, int argc, char **argv)
 	if (a.socket && client_connect(a.socket, &c) < 0) {
 		cli_error(ctx, "cannot reach flashd at %s (is it running?)", a.socket);
 		r = CLI_EXIT_FAIL;
-	} else if (c || cli_env_daemon(&a.env, &c) > 0) {
+	} else if (!c && (r = cli_env_daemon(ctx, &a.env, &c)) < 0) {
+		r = cli_exit_code(NULL, r);
+	} else if (c) {
 		r = reset_daemon(ctx, c, a.cancel);
 	} else {
 		r = reset_offline(ctx, &a.env, a.cancel);
