@@ -143,6 +143,8 @@ static int history_offline(struct cli_ctx *ctx, const struct history_args *a,
 	const char *dir = a->state_dir ? a->state_dir : conf->state_dir;
 	int r = record_history_json(dir, ret);
 
+	if (!a->offline && !ctx->quiet && !ctx->json)
+		cli_error(ctx, "no flashd answers: the history as %s has it", dir);
 	if (r < 0) {
 		cli_error(ctx, "history of %s: %s", dir, strerror(-r));
 		return CLI_EXIT_FAIL;
@@ -164,17 +166,17 @@ static int history_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		return r;
 	if (conf_new(&conf) < 0)
 		return CLI_EXIT_FAIL;
-	if (conf_load(conf, a.config ? a.config : CONF_DEFAULT_PATH, !a.config, &err) < 0) {
-		cli_error(ctx, "%s", error_message(&err));
-		return CLI_EXIT_INVALID;
-	}
-	/* a running daemon answers, as for status; its state dir is the one
-	 * its flashd.conf names */
+	/* an unreadable flashd.conf (a user without rights) matters offline
+	 * only: the daemon at the default socket answers all the same */
+	r = conf_load(conf, a.config ? a.config : CONF_DEFAULT_PATH, !a.config, &err);
 	if (!a.offline && client_connect(a.sock ? a.sock : env && *env ? env : conf->socket,
 					 &c) >= 0) {
 		r = client_call_simple(c, "io.flashd.GetHistory", NULL, &res);
 		if (r < 0)
 			return cli_call_failed(ctx, c, r, "history");
+	} else if (r < 0) {
+		cli_error(ctx, "%s", error_message(&err));
+		return CLI_EXIT_INVALID;
 	} else if ((r = history_offline(ctx, &a, conf, &res))) {
 		return r;
 	}

@@ -450,6 +450,7 @@ static const struct {
 	{ PROTO_ERROR_INVALID_BUNDLE, -EBADMSG, "invalid bundle" },
 	{ PROTO_ERROR_ENV_REFUSED, -EPERM, "environment change refused" },
 	{ PROTO_ERROR_INSTALL_FAILED, -EIO, "installation failed" },
+	{ PROTO_ERROR_DOWNGRADE_REFUSED, -EPERM, "downgrade refused" },
 	{ PROTO_ERROR_PROTOCOL, -EPROTO, "protocol error" },
 	{ PROTO_ERROR_INTERNAL, -EIO, "internal error in the daemon" },
 };
