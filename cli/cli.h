@@ -12,7 +12,8 @@ enum {
 	CLI_EXIT_USAGE = 2,   /* bad command line */
 	CLI_EXIT_INVALID = 3, /* input rejected: layout/bundle/env invalid, check failed */
 	CLI_EXIT_DENIED = 4,  /* not permitted / daemon busy */
-	CLI_EXIT_FORCE = 5,   /* refused by a safety check that --force overrides */
+	CLI_EXIT_FORCE = 5,   /* refused by a safety check that --force overrides
+			       * (install: --allow-downgrade) */
 };
 
 struct cli_ctx {
@@ -57,6 +58,8 @@ int cli_provision(struct cli_ctx *ctx, int argc, char **argv);
 int cli_overlay_reset(struct cli_ctx *ctx, int argc, char **argv);
 #define CLI_OVERLAY_RESET_USAGE "[--layout FILE] [--target system|sim:PATH] [--config FILE] " \
 	"[--offline]"
+/* The install history (cmd_history.c). */
+int cli_history(struct cli_ctx *ctx, int argc, char **argv);
 
 struct client;
 /* The daemon's socket: opt, else $FLASHD_SOCKET, else the default. */

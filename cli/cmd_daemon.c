@@ -237,6 +237,9 @@ static void print_status(struct json_object *st)
 		       js(li, "version") ? jp(li, "version") : "unknown (the bundle was not read)",
 		       js(li, "slot") ? jp(li, "slot") : "unknown", jp(li, "result"));
 		print_time(", finished ", ji(li, "finished"));
+		if (js(li, "downgrade"))
+			printf("\n              DOWNGRADE from version %s (%s)",
+			       jp(li, "running_version"), jp(li, "downgrade"));
 		if (js(li, "reason"))
 			printf("\n              %s", jp(li, "reason"));
 		if (js(li, "record_error"))
@@ -493,6 +496,7 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		{ "slot", required_argument, NULL, 'S' },
 		{ "no-activate", no_argument, NULL, 'n' },
 		{ "url-file", required_argument, NULL, 'u' },
+		{ "allow-downgrade", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_free_ char *url = NULL;
@@ -515,6 +519,10 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 			ui.no_activate = true;
 			break;
 		case 'u': url_file = optarg; break;
+		case 'D':
+			json_object_object_add(params, "allow_downgrade",
+					       json_object_new_boolean(true));
+			break;
 		default: return CLI_EXIT_USAGE;
 		}
 	}

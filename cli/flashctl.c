@@ -15,9 +15,13 @@
 static const struct cli_cmd top_cmds[] = {
 	{ "status", "[--socket PATH]", "board, slots, last install, overlay and flash health",
 	  cli_status, NULL },
-	{ "install", "[--socket PATH] [--slot X] [--no-activate] BUNDLE|URL|- or --url-file FILE|-",
+	{ "install", "[--socket PATH] [--slot X] [--no-activate] [--allow-downgrade] "
+	  "BUNDLE|URL|- or --url-file FILE|-",
 	  "install a bundle into the inactive slot, with progress; Ctrl-C cancels", cli_install,
 	  NULL },
+	{ "history", "[--socket PATH] [--config FILE] [--offline] [--state-dir DIR]",
+	  "the installs, newest first: when, version, slot, result, bytes, source",
+	  cli_history, NULL },
 	{ "cancel", "[--socket PATH]", "cancel the running install (the slot stays marked bad)",
 	  cli_cancel, NULL },
 	{ "overlay", NULL, "overlay status and factory reset", NULL, cli_overlay_cmds },
@@ -76,6 +80,7 @@ static const struct {
 	{ PROTO_ERROR_NO_ROLLBACK, 0, CLI_EXIT_INVALID },
 	{ PROTO_ERROR_SLOT_REFUSED, 0, CLI_EXIT_INVALID },
 	{ PROTO_ERROR_NO_SUCH_PARTITION, 0, CLI_EXIT_INVALID },
+	{ PROTO_ERROR_DOWNGRADE_REFUSED, 0, CLI_EXIT_FORCE },
 	{ NULL, -ENODATA, CLI_EXIT_INVALID }, /* no valid env copy */
 };
 
@@ -182,7 +187,8 @@ static void usage_main(struct cli_ctx *ctx)
 	       "  -V, --version  print the version\n"
 	       "\nExit status: 0 ok, 1 failed, 2 usage error, 3 input rejected"
 	       " (invalid layout, bundle, env; a failed check), 4 permission denied or busy,\n"
-	       "5 refused without --force.\n");
+	       "5 refused without --force (install: an older version, without\n"
+	       "--allow-downgrade).\n");
 }
 
 int flashctl_main(int argc, char **argv)

@@ -23,6 +23,7 @@ enum conf_kind {
 	CONF_SECONDS0,    /* 0 (none) .. 7 days */
 	CONF_RATE,        /* bytes per second, 0 (none) .. 1 GiB */
 	CONF_LIST,        /* repeatable: each line adds one */
+	CONF_DOWNGRADE,   /* install_downgrade_policy: refuse, warn, allow */
 	_CONF_KIND_MAX,
 };
 
@@ -41,6 +42,7 @@ static const struct conf_key {
 	{ "flashd", "state-dir", CONF_STRING, offsetof(struct conf, state_dir) },
 	{ "flashd", "cmdline", CONF_STRING, offsetof(struct conf, cmdline) },
 	{ "flashd", "allow-unsigned", CONF_BOOL, offsetof(struct conf, allow_unsigned) },
+	{ "flashd", "downgrade", CONF_DOWNGRADE, offsetof(struct conf, downgrade) },
 	{ "flashd", "idle-timeout", CONF_SECONDS, offsetof(struct conf, idle_timeout) },
 	{ "health", "command", CONF_STRING, offsetof(struct conf, health_command) },
 	{ "health", "timeout", CONF_SECONDS, offsetof(struct conf, health_timeout) },
@@ -108,6 +110,9 @@ int conf_new(struct conf **ret)
 	    set_string(&c->state_dir, "/var/lib/flashd") < 0 ||
 	    set_string(&c->cmdline, "/proc/cmdline") < 0)
 		return -ENOMEM;
+	/* as SWUpdate's -N: an older bundle, validly signed all the same, would
+	 * bring back what a newer one fixed; root overrides it per install */
+	c->downgrade = INSTALL_DOWNGRADE_POLICY_REFUSE;
 	c->health_timeout = 60;
 	c->idle_timeout = PROTO_IDLE_TIMEOUT_DEFAULT;
 	c->health_reboot = true;
@@ -203,6 +208,13 @@ static int set_value(struct conf *c, const struct conf_key *k, const char *value
 			return error_set(err, r, "'%s' is not a boolean (yes/no/true/false/1/0)",
 					 value);
 		return r;
+	case CONF_DOWNGRADE:
+		r = install_downgrade_policy_from_string(value);
+		if (r < 0)
+			return error_set(err, r, "'%s' is not a downgrade policy (refuse, warn, allow)",
+					 value);
+		*(enum install_downgrade_policy *)field = r;
+		return 0;
 	case CONF_SECONDS:
 	case CONF_COUNT:
 	case CONF_MSEC:

@@ -77,8 +77,8 @@ struct operation {
 	int bundle_fd;
 	char *url;                     /* the bundle's http(s) URL, instead of bundle_fd */
 	char *slot;                    /* requested target */
-	char source[256];              /* the bundle's path or URL (without credentials) or
-					* "fd": the journal's BUNDLE_SOURCE */
+	char *source;                  /* where the bundle comes from, for its record */
+	bool allow_downgrade;          /* the caller overrides downgrade=refuse */
 	struct oplock *lock;           /* the board's lock, until the worker has it */
 	bool activate;
 	bool cancelled;
@@ -195,6 +195,8 @@ bool manager_install_running(const struct manager *m);
 struct json_object *manager_install_progress_json(const struct install_report *p);
 int manager_install_method(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_install_cancel(struct proto_call *call, struct json_object *params, void *userdata);
+/* GetHistory: the install records, and the one the state dir could not keep. */
+int manager_install_history(struct proto_call *call, struct json_object *params, void *userdata);
 /* SIGTERM during an install: cancel it, answer its client, then exit. */
 int manager_install_stop(struct manager *m);
 

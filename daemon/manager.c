@@ -96,6 +96,7 @@ void manager_op_clear(struct manager *m)
 		close(op->bundle_fd);
 	free(op->slot);
 	free(op->url);
+	free(op->source);
 	oplock_release(op->lock);
 	sd_event_source_disable_unref(op->timeout);
 	*op = (struct operation){ .bundle_fd = -1 };
@@ -119,6 +120,7 @@ static const proto_method_fn manager_handlers[_PROTO_FLASHD_METHOD_MAX] = {
 	[PROTO_FLASHD_LIST_ENV] = manager_env_list,
 	[PROTO_FLASHD_FLASH_INFO] = manager_status_flash_info,
 	[PROTO_FLASHD_SLOT_STATUS] = manager_status_slots,
+	[PROTO_FLASHD_GET_HISTORY] = manager_install_history,
 };
 
 /* ---- life cycle ---- */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,8 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		.allow_unsigned = m->conf->allow_unsigned,
 		.activate = m->op.activate,
 		.state_dir = m->conf->state_dir,
+		.downgrade = m->conf->downgrade,
+		.allow_downgrade = m->op.allow_downgrade,
 		.progress = job_progress,
 		.userdata = &ctx,
 	};
@@ -235,6 +238,27 @@ static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 		proto_reply_more(m->op.call, o);
 }
 
+/* The io.flashd error an install ended with (NULL: it succeeded), for its
+ * client and its record alike. */
+static const char *install_error_name(const struct install_report *f)
+{
+	if (!f->final)
+		return PROTO_ERROR_INSTALL_FAILED; /* the worker died */
+	if (f->error == 0)
+		return NULL;
+	if (f->error == -ECANCELED)
+		return PROTO_ERROR_CANCELLED;
+	if (f->stats.downgrade == INSTALL_DOWNGRADE_REFUSED)
+		return PROTO_ERROR_DOWNGRADE_REFUSED;
+	return f->invalid_bundle ? PROTO_ERROR_INVALID_BUNDLE : PROTO_ERROR_INSTALL_FAILED;
+}
+
+static const char *downgrade_or_null(const struct install_report *f)
+{
+	return f->stats.downgrade == INSTALL_DOWNGRADE_NONE ? NULL :
+	       install_downgrade_to_string(f->stats.downgrade);
+}
+
 /* What is known of the install: the worker's end report or, when it died
  * before sending one, its last progress (slot and version once the
  * manifest was read; the requested slot before). */
@@ -250,11 +274,16 @@ static void install_record(struct manager *m, const char *result, const char *er
 		.version = str_or_null(known->version),
 		.compatible = str_or_null(f->compatible),
 		.result = result,
+		.error_name = install_error_name(f),
 		.error = error,
+		.source = m->op.source,
 		.bytes = f->stats.bytes_written,
+		.bytes_fetched = f->stats.bytes_fetched,
 		.erases = f->stats.erases,
 		.blocks_skipped = f->stats.blocks_skipped,
 		.signer = str_or_null(f->signer),
+		.running_version = str_or_null(f->stats.running_version),
+		.downgrade = downgrade_or_null(f),
 	};
 	int ret = record_append(m->conf->state_dir, &r);
 
@@ -293,9 +322,20 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 {
 	struct install_report *f = &m->op.final;
 	_cleanup_json_ struct json_object *o = NULL;
+	const char *name = install_error_name(f);
 
-	if (f->final && f->error == -ECANCELED) {
+	if (name && !strcmp(name, PROTO_ERROR_CANCELLED)) {
 		proto_error(call, PROTO_ERROR_CANCELLED, NULL);
+		return;
+	}
+	if (name && !strcmp(name, PROTO_ERROR_DOWNGRADE_REFUSED)) {
+		o = json_object_new_object();
+		json_object_object_add(o, "slot", jstr(str_or_null(f->slot)));
+		json_object_object_add(o, "version", json_object_new_string(f->version));
+		json_object_object_add(o, "running_version",
+				       json_object_new_string(f->stats.running_version));
+		json_object_object_add(o, "reason", json_object_new_string(error));
+		proto_error(call, name, o);
 		return;
 	}
 	if (f->final && f->error == 0) {
@@ -310,8 +350,7 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 		proto_reply(call, o);
 		return;
 	}
-	proto_error_string(call, f->invalid_bundle ? PROTO_ERROR_INVALID_BUNDLE :
-			   PROTO_ERROR_INSTALL_FAILED, "reason", error);
+	proto_error_string(call, name, "reason", error);
 }
 
 #define U64(buf, v) (snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)(v)), buf)
@@ -367,6 +406,12 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	} else {
 		result = f->error == 0 ? "success" : f->error == -ECANCELED ? "cancelled" : "failed";
 	}
+	if (f->final && f->error == 0 && f->stats.downgrade != INSTALL_DOWNGRADE_NONE)
+		log_warning("downgrade: version %s is older than version %s of the running slot "
+			    "(%s)", f->version, f->stats.running_version,
+			    f->stats.downgrade == INSTALL_DOWNGRADE_OVERRIDDEN ? "allowed by the "
+			    "caller over downgrade=refuse" : f->stats.downgrade ==
+			    INSTALL_DOWNGRADE_WARNED ? "downgrade=warn" : "downgrade=allow");
 	if (f->final && f->error == 0)
 		install_event_finished(m);
 	else
@@ -435,6 +480,28 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
 	return -ENOENT;
 }
 
+/* Where the bundle comes from, for the history: the URL without its
+ * secrets, the path the daemon opened, or what the passed descriptor
+ * names (a file's path, "pipe:[N]"). A name, not a proof: the bundle's
+ * signature says what it is. */
+static char *install_source(struct json_object *params, const char *url, int fd)
+{
+	char buf[PATH_MAX], proc[64];
+	const char *path = manager_param_str(params, "path");
+	ssize_t n;
+
+	if (url)
+		return strdup(source_http_redact(url, buf, sizeof(buf)));
+	if (path)
+		return strdup(path);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
 static bool group_has_slot(const struct layout_slot_group *g, const char *name)
 {
 	for (size_t i = 0; i < g->n_slots; i++)
@@ -482,25 +549,6 @@ static int install_precheck(struct manager *m, const char *slot, int *ret_target
 /* Where the bundle comes from, for the journal: a URL without its
  * credentials, the path the daemon opened, or the file the client's fd
  * names ("fd" for a pipe): where to look, printable (log.c). */
-static void install_source(struct manager *m, struct json_object *params, const char *url)
-{
-	const char *path = manager_param_str(params, "path");
-	char link[64];
-	ssize_t n;
-
-	if (url) {
-		source_http_redact(url, m->op.source, sizeof(m->op.source));
-		return;
-	}
-	snprintf(m->op.source, sizeof(m->op.source), "%s", path ? path : "fd");
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", m->op.bundle_fd);
-	n = path ? -1 : readlink(link, m->op.source, sizeof(m->op.source) - 1);
-	if (n > 0 && m->op.source[0] == '/')
-		m->op.source[n] = '\0';
-	else if (!path)
-		snprintf(m->op.source, sizeof(m->op.source), "fd");
-}
-
 static void install_event_started(struct manager *m, struct proto_call *call, const char *url)
 {
 	char uid[16], pid[16];
@@ -565,9 +613,12 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 		m->op.slot = strdup(slot);
 	if (url)
 		m->op.url = strdup(url);
-	install_source(m, params, url);
+	m->op.source = install_source(params, url, fd);
 	if (json_object_object_get_ex(params, "activate", &v) && v)
 		m->op.activate = json_object_get_boolean(v);
+	/* authorized callers only: Install needs what every change needs */
+	if (json_object_object_get_ex(params, "allow_downgrade", &v) && v)
+		m->op.allow_downgrade = json_object_get_boolean(v);
 	m->op.call = proto_call_ref(call);
 	proto_call_set_disconnect_handler(call, install_on_disconnect, m);
 	r = worker_start(m->event, sizeof(struct install_report), install_job, install_on_msg,
@@ -596,6 +647,30 @@ int manager_install_cancel(struct proto_call *call, struct json_object *params, 
 		worker_cancel(m->op.worker);
 	}
 	json_object_object_add(o, "cancelled", json_object_new_boolean(running));
+	return proto_reply(call, o);
+}
+
+int manager_install_history(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	struct manager *m = userdata;
+	_cleanup_json_ struct json_object *o = NULL;
+	struct json_object *installs, *all, *unsaved;
+	int r = record_history_json(m->conf->state_dir, &o);
+
+	if (r < 0)
+		return proto_error_errno(call, r, "cannot make the install history");
+	/* the last install's record, when the state dir could not keep it */
+	unsaved = m->status.unsaved_install ?
+		  record_interface_json(m->status.unsaved_install) : NULL;
+	if (!unsaved || !json_object_object_get_ex(o, "installs", &installs) ||
+	    !(all = json_object_new_array())) {
+		json_object_put(unsaved);
+		return proto_reply(call, o);
+	}
+	json_object_array_add(all, unsaved);
+	for (size_t i = 0; i < json_object_array_length(installs); i++)
+		json_object_array_add(all, json_object_get(json_object_array_get_idx(installs, i)));
+	json_object_object_add(o, "installs", all);
 	return proto_reply(call, o);
 }
 

@@ -233,26 +233,12 @@ struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pe
 static struct json_object *last_install_json(struct manager *m)
 {
 	_cleanup_json_ struct json_object *arr = NULL;
-	struct json_object *r, *o, *v;
-	static const char *const keys[] = { "slot", "version", "result", "started", "finished",
-					    "bytes", "erases", "blocks_skipped", "signer" };
 
 	if (m->status.unsaved_install)
-		r = m->status.unsaved_install;
-	else if (record_load(m->conf->state_dir, &arr) < 0 || json_object_array_length(arr) == 0)
+		return record_interface_json(m->status.unsaved_install);
+	if (record_load(m->conf->state_dir, &arr) < 0 || json_object_array_length(arr) == 0)
 		return NULL;
-	else
-		r = json_object_array_get_idx(arr, 0);
-	o = json_object_new_object();
-	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-		if (json_object_object_get_ex(r, keys[i], &v))
-			json_object_object_add(o, keys[i], json_object_get(v));
-	json_object_object_add(o, "reason", json_object_object_get_ex(r, "error", &v) ?
-			       json_object_get(v) : NULL);
-	json_object_object_add(o, "bundle_sha256", NULL);
-	json_object_object_add(o, "record_error", json_object_object_get_ex(r, "record_error", &v) ?
-			       json_object_get(v) : NULL);
-	return o;
+	return record_interface_json(json_object_array_get_idx(arr, 0));
 }
 
 void manager_status_unsaved_install(struct manager *m, const struct record *r, int error)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "error.h"
+#include "install.h"
 
 struct conf {
 	char *layout;          /* [flashd] layout= board layout JSON */
@@ -16,6 +17,7 @@ struct conf {
 	char *state_dir;       /* [flashd] state-dir= install records */
 	char *cmdline;         /* [flashd] cmdline= where to read the booted slot */
 	bool allow_unsigned;   /* [flashd] allow-unsigned= accept unsigned bundles */
+	enum install_downgrade_policy downgrade; /* [flashd] downgrade= refuse|warn|allow */
 	uint32_t idle_timeout; /* [flashd] idle-timeout= seconds without a call */
 	char *health_command;  /* [health] command= run when the booted slot is on trial */
 	uint32_t health_timeout; /* [health] timeout= seconds */

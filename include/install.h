@@ -56,6 +56,38 @@ enum install_phase {
 	_INSTALL_PHASE_MAX,
 };
 
+/* What an install does with a bundle older than the running slot's
+ * version (version_compare(), Debian's order): flashd.conf downgrade=. */
+#define INSTALL_DOWNGRADE_POLICY_LIST(X)                               \
+	/* installed, said in its record */                            \
+	X(INSTALL_DOWNGRADE_POLICY_ALLOW, "allow")                     \
+	/* installed, logged as a warning and said in its record */    \
+	X(INSTALL_DOWNGRADE_POLICY_WARN, "warn")                       \
+	/* refused before anything is written (-EPERM), unless the     \
+	 * caller allows it (install_params.allow_downgrade) */        \
+	X(INSTALL_DOWNGRADE_POLICY_REFUSE, "refuse")
+
+enum install_downgrade_policy {
+	INSTALL_DOWNGRADE_POLICY_LIST(STRING_TABLE_ENUM)
+	_INSTALL_DOWNGRADE_POLICY_MAX,
+};
+
+/* What the policy did with this install's bundle. */
+#define INSTALL_DOWNGRADE_LIST(X)                                       \
+	/* not older than the running slot's version, or no version    \
+	 * to compare with (no slot running, none recorded) */          \
+	X(INSTALL_DOWNGRADE_NONE, "none")                              \
+	X(INSTALL_DOWNGRADE_REFUSED, "refused")                        \
+	X(INSTALL_DOWNGRADE_WARNED, "warned")                          \
+	X(INSTALL_DOWNGRADE_ALLOWED, "allowed")                        \
+	/* refused by the policy, installed by the caller's override */ \
+	X(INSTALL_DOWNGRADE_OVERRIDDEN, "overridden")
+
+enum install_downgrade {
+	INSTALL_DOWNGRADE_LIST(STRING_TABLE_ENUM)
+	_INSTALL_DOWNGRADE_MAX,
+};
+
 struct install_progress {
 	enum install_phase phase;
 	unsigned percent;         /* 0..100 over the whole install */
@@ -81,6 +113,10 @@ struct install_stats {
 	uint64_t blocks_copied;   /* written from the other slot instead of fetched */
 	bool adaptive;            /* the install took the adaptive path */
 	time_t started, finished;
+	enum install_downgrade downgrade;
+	/* the running slot's version the bundle's was compared with ("":
+	 * none compared) */
+	char running_version[BUNDLE_VERSION_MAX + 1];
 };
 
 struct install_params {
@@ -92,6 +128,12 @@ struct install_params {
 	const struct keyring *keyring;
 	bool allow_unsigned;
 	bool activate;                    /* step 5 (false: leave the slot written, marked bad) */
+	/* A bundle older than the booted slot's version: refused, warned
+	 * about or allowed (0: allowed, for callers with no policy, e.g.
+	 * provisioning, where no slot runs); allow_downgrade: the caller
+	 * (root or an authorized user of the daemon) overrides a refusal. */
+	enum install_downgrade_policy downgrade;
+	bool allow_downgrade;
 	/* Where the slots' block records live (block_record.h): dropped
 	 * before a slot member is written, saved after it verified, used by
 	 * adaptive installs. NULL: none kept (an adaptive install then reads
@@ -138,6 +180,9 @@ int install_run_source(struct install *in, struct source *src, volatile int *can
 
 enum install_phase install_get_phase(const struct install *in);
 const char *install_phase_to_string(enum install_phase p);
+const char *install_downgrade_policy_to_string(enum install_downgrade_policy p);
+int install_downgrade_policy_from_string(const char *s);
+const char *install_downgrade_to_string(enum install_downgrade d);
 const struct install_stats *install_get_stats(const struct install *in);
 /* NULL before the manifest. */
 const struct bundle_manifest *install_get_manifest(const struct install *in);

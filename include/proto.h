@@ -66,6 +66,7 @@
 #define PROTO_ERROR_NO_SUCH_PARTITION "io.flashd.NoSuchPartition" /* {partition} */
 #define PROTO_ERROR_ENV_REFUSED "io.flashd.EnvRefused"            /* {name, reason} */
 #define PROTO_ERROR_CANCELLED "io.flashd.Cancelled"               /* {} */
+#define PROTO_ERROR_DOWNGRADE_REFUSED "io.flashd.DowngradeRefused" /* {slot, version, running_version, reason} */
 #define PROTO_ERROR_PROTOCOL "io.flashd.ProtocolError"            /* {reason} */
 #define PROTO_ERROR_INTERNAL "io.flashd.InternalError"            /* {errno, errno_name, message} */
 

@@ -1,38 +1,63 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Installation records: what was installed when, from which bundle
- * version, into which slot, with what result. Kept as JSON in the
- * daemon's state dir (on the persistent overlay), replaced atomically
- * (write temp, fsync, rename, fsync dir), newest first, bounded. */
+/* Installation records, the install history: what was installed when,
+ * from where, which bundle version, into which slot, with what result.
+ * Kept as JSON in the daemon's state dir (on the persistent overlay),
+ * replaced atomically (write temp, fsync, rename, fsync dir), newest
+ * first, the last RECORD_MAX kept. A damaged file never stops an
+ * install: the next record starts a new file and the damaged one is kept
+ * aside (RECORD_FILE.damaged-TIME), which that record names. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 #include <json-c/json.h>
 
 #define RECORD_FILE "installs.json"
-#define RECORD_MAX 16
+#define RECORD_MAX 100
 
 struct record {
 	time_t started;
 	time_t finished;
 	const char *group;        /* slot group */
 	const char *slot;         /* target slot */
-	const char *version;      /* bundle version */
+	const char *version;      /* bundle version (as signed in its manifest) */
 	const char *compatible;
 	const char *result;       /* "success", "failed", "cancelled" */
-	const char *error;        /* NULL on success */
+	const char *error_name;   /* the io.flashd error the install ended with, NULL on success */
+	const char *error;        /* its message, NULL on success */
+	const char *source;       /* the bundle's path or URL (credentials and query
+				   * removed), NULL when unknown */
 	uint64_t bytes;           /* payload bytes written */
+	uint64_t bytes_fetched;   /* bundle bytes read from the source */
 	uint64_t erases;          /* erase operations */
 	uint64_t blocks_skipped;  /* unchanged erase blocks not rewritten */
 	const char *signer;       /* key id or NULL (unsigned) */
+	const char *running_version; /* the booted slot's version it was compared with */
+	const char *downgrade;    /* install_downgrade_to_string(): what the policy did
+				   * with a downgrade; NULL when it was none */
+	const char *history_reset; /* set by record_append: the damaged file set aside */
 };
 
 /* r as installs.json keeps it (one element). */
 struct json_object *record_to_json(const struct record *r);
-/* Prepend r to DIR/installs.json (creating DIR), keeping RECORD_MAX. */
+/* Prepend r to DIR/installs.json (creating DIR), keeping RECORD_MAX. A
+ * damaged file is renamed aside first and the new record says so. */
 int record_append(const char *dir, const struct record *r);
 /* Write buf to path (in dir) so that a power cut leaves either the old or
  * the new file, never a torn one: temp file, fsync, rename, fsync dir. */
 int record_write_atomic(const char *dir, const char *path, const void *buf, size_t len);
-/* The records, newest first (a JSON array; an empty one if none). */
+/* The records, newest first (a JSON array; an empty one if none), each
+ * element made again from its typed fields (a hand-edited field of the
+ * wrong type is left out). -EBADMSG: the file is damaged (not a JSON
+ * array); the next record_append sets it aside. */
 int record_load(const char *dir, struct json_object **ret);
+/* One record (an element record_load returned) as io.flashd's
+ * InstallRecord shows it: every field, null when absent, "reason" for
+ * its error message, "duration" in seconds; NULL when it lacks what the
+ * type requires (a result, its times). */
+struct json_object *record_interface_json(struct json_object *r);
+/* GetHistory's answer for DIR, the same for the daemon and flashctl's
+ * offline read: {"installs": [InstallRecord...], "error": why the file
+ * cannot be read, or null}. */
+int record_history_json(const char *dir, struct json_object **ret);

@@ -19,9 +19,16 @@
 #include "slot_boot.h"
 #include "slot_change.h"
 #include "util.h"
+#include "version.h"
 
 static const char *const install_phase_table[] = { INSTALL_PHASE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(install_phase, enum install_phase)
+static const char *const install_downgrade_policy_table[] = {
+	INSTALL_DOWNGRADE_POLICY_LIST(STRING_TABLE_NAME)
+};
+DEFINE_STRING_TABLE(install_downgrade_policy, enum install_downgrade_policy)
+static const char *const install_downgrade_table[] = { INSTALL_DOWNGRADE_LIST(STRING_TABLE_NAME) };
+DEFINE_STRING_TABLE_TO(install_downgrade, enum install_downgrade)
 
 static int env_change(struct install *in, enum slot_op op, const char *version);
 
@@ -153,10 +160,11 @@ static int booted_slot(struct install *in)
 	return booted;
 }
 
-static int pick_slot(struct install *in)
+static int pick_slot(struct install *in, int *ret_booted)
 {
 	int booted = booted_slot(in);
 
+	*ret_booted = booted;
 	if (booted < 0 && booted != -ENOENT)
 		return booted;
 	if (in->p.slot) {
@@ -184,6 +192,67 @@ static int pick_slot(struct install *in)
 			"has %zu slots; name the target", in->group->name, in->group->n_slots);
 }
 
+/* The running slot's version, to compare the bundle's with: the one the
+ * env records for it (FLASHD_<slot>_VERSION, what status shows). Only the
+ * activation store sets it, with the content its read-back verified
+ * against the signed manifest of that version; the mark-bad store before
+ * any write clears it; a raw write of it is root's alone
+ * (slot_change_check_raw). A record, not a read of the slot: it decides a
+ * policy that root may override anyway, never what boots. NULL when none
+ * is recorded (a factory image, a lost env): nothing to compare with. */
+static char *running_version(struct install *in, int booted)
+{
+	_cleanup_env_ struct env *e = NULL;
+	char var[64], *v;
+
+	if (booted < 0 || env_open_layout(in->layout, in->p.target, NULL, 0, &e, NULL) < 0)
+		return NULL;
+	slot_version_var(in->group->slots[booted].name, var, sizeof(var));
+	v = env_get_dup(e, var);
+	if (v && !*v) {
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* The downgrade policy, before anything is written: a bundle older than
+ * the running slot's version is refused (-EPERM, the env untouched),
+ * warned about or allowed, as in->p says; stats say what was decided. */
+static int check_downgrade(struct install *in, int booted, const struct bundle_manifest *m)
+{
+	_cleanup_free_ char *running = running_version(in, booted);
+	struct install_stats *st = &in->stats;
+
+	if (!running)
+		return 0;
+	snprintf(st->running_version, sizeof(st->running_version), "%s", running);
+	if (version_compare(m->version, running) >= 0)
+		return 0;
+	switch (in->p.downgrade) {
+	case INSTALL_DOWNGRADE_POLICY_ALLOW:
+		st->downgrade = INSTALL_DOWNGRADE_ALLOWED;
+		return 0;
+	case INSTALL_DOWNGRADE_POLICY_WARN:
+		st->downgrade = INSTALL_DOWNGRADE_WARNED;
+		return 0;
+	case INSTALL_DOWNGRADE_POLICY_REFUSE:
+		if (in->p.allow_downgrade) {
+			st->downgrade = INSTALL_DOWNGRADE_OVERRIDDEN;
+			return 0;
+		}
+		st->downgrade = INSTALL_DOWNGRADE_REFUSED;
+		return install_fail(in, -EPERM, "refusing to downgrade: bundle version %s is older "
+				    "than version %s of the running slot %s (downgrade=refuse); "
+				    "nothing was written, the env is unchanged; allow it once with "
+				    "--allow-downgrade", m->version, running,
+				    in->group->slots[booted].name);
+	case _INSTALL_DOWNGRADE_POLICY_MAX:
+		break;
+	}
+	return install_fail(in, -EINVAL, "unknown downgrade policy %d", in->p.downgrade);
+}
+
 const struct layout_image_target *install_member_target(const struct layout_slot *s,
 							const char *member)
 {
@@ -198,12 +267,15 @@ static int on_manifest(void *userdata, const struct bundle_manifest *m, struct e
 {
 	struct install *in = userdata;
 	const struct layout_slot *s;
-	int r;
+	int r, booted;
 
-	r = pick_slot(in);
+	r = pick_slot(in, &booted);
 	if (r < 0)
 		goto refuse;
 	in->slot = r;
+	r = check_downgrade(in, booted, m);
+	if (r < 0)
+		goto refuse;
 	s = &in->group->slots[in->slot];
 	for (size_t i = 0; i < m->n_images; i++) {
 		struct install_target *t = &in->targets[i];

@@ -1,18 +1,61 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cleanup_json.h"
 #include "record.h"
 #include "util.h"
 
+/* Every field of an element and its JSON type: what record_load keeps of
+ * a file someone may have edited. */
+static const struct {
+	const char *key;
+	enum json_type type;
+} record_fields[] = {
+	{ "started", json_type_int },
+	{ "finished", json_type_int },
+	{ "group", json_type_string },
+	{ "slot", json_type_string },
+	{ "version", json_type_string },
+	{ "compatible", json_type_string },
+	{ "result", json_type_string },
+	{ "error_name", json_type_string },
+	{ "error", json_type_string },
+	{ "source", json_type_string },
+	{ "signer", json_type_string },
+	{ "running_version", json_type_string },
+	{ "downgrade", json_type_string },
+	{ "history_reset", json_type_string },
+	{ "bytes", json_type_int },
+	{ "bytes_fetched", json_type_int },
+	{ "erases", json_type_int },
+	{ "blocks_skipped", json_type_int },
+};
+
+static struct json_object *typed_copy(struct json_object *e)
+{
+	struct json_object *o, *v;
+
+	if (!json_object_is_type(e, json_type_object))
+		return NULL;
+	o = json_object_new_object();
+	for (size_t i = 0; o && i < ELEMENTSOF(record_fields); i++)
+		if (json_object_object_get_ex(e, record_fields[i].key, &v) &&
+		    json_object_is_type(v, record_fields[i].type))
+			json_object_object_add(o, record_fields[i].key, json_object_get(v));
+	return o;
+}
+
 int record_load(const char *dir, struct json_object **ret)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL;
-	struct json_object *j;
+	_cleanup_json_ struct json_object *j = NULL;
+	struct json_object *arr;
 	int r;
 
 	if (asprintf(&path, "%s/%s", dir, RECORD_FILE) < 0)
@@ -23,13 +66,19 @@ int record_load(const char *dir, struct json_object **ret)
 		return *ret ? 0 : -ENOMEM;
 	}
 	if (r < 0)
-		return r;
+		return r == -EFBIG ? -EBADMSG : r;
 	j = json_tokener_parse(text);
-	if (!j || !json_object_is_type(j, json_type_array)) {
-		json_object_put(j);
+	if (!j || !json_object_is_type(j, json_type_array))
 		return -EBADMSG;
+	arr = json_object_new_array();
+	if (!arr)
+		return -ENOMEM;
+	for (size_t i = 0; i < json_object_array_length(j) && i < RECORD_MAX; i++) {
+		struct json_object *o = typed_copy(json_object_array_get_idx(j, i));
+		if (o)
+			json_object_array_add(arr, o);
 	}
-	*ret = j;
+	*ret = arr;
 	return 0;
 }
 
@@ -52,9 +101,15 @@ struct json_object *record_to_json(const struct record *r)
 	add_str(o, "version", r->version);
 	add_str(o, "compatible", r->compatible);
 	add_str(o, "result", r->result);
+	add_str(o, "error_name", r->error_name);
 	add_str(o, "error", r->error);
+	add_str(o, "source", r->source);
 	add_str(o, "signer", r->signer);
+	add_str(o, "running_version", r->running_version);
+	add_str(o, "downgrade", r->downgrade);
+	add_str(o, "history_reset", r->history_reset);
 	json_object_object_add(o, "bytes", json_object_new_int64(r->bytes));
+	json_object_object_add(o, "bytes_fetched", json_object_new_int64(r->bytes_fetched));
 	json_object_object_add(o, "erases", json_object_new_int64(r->erases));
 	json_object_object_add(o, "blocks_skipped", json_object_new_int64(r->blocks_skipped));
 	return o;
@@ -83,10 +138,30 @@ int record_write_atomic(const char *dir, const char *path, const void *buf, size
 	return 0;
 }
 
+/* A damaged file is moved aside, not overwritten: what it still holds is
+ * someone's to read. *ret_note says where it went (for the new record). */
+static int set_aside(const char *dir, const char *path, time_t when, char **ret_note)
+{
+	_cleanup_free_ char *aside = NULL;
+	char stamp[32];
+	struct tm tm;
+
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime_r(&when, &tm));
+	if (asprintf(&aside, "%s.damaged-%s", path, stamp) < 0)
+		return -ENOMEM;
+	if (rename(path, aside) < 0)
+		return -errno;
+	if (asprintf(ret_note, "%s was damaged (not a JSON array of records): kept as %s; the "
+		     "history starts again here", path, aside) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 int record_append(const char *dir, const struct record *r)
 {
 	_cleanup_json_ struct json_object *old = NULL, *arr = NULL;
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *note = NULL;
+	struct record rec = *r;
 	struct json_object *o;
 	const char *text;
 	int ret;
@@ -94,11 +169,22 @@ int record_append(const char *dir, const struct record *r)
 	ret = util_mkdir_p(dir, 0755);
 	if (ret < 0)
 		return ret;
-	/* a damaged record file is replaced rather than blocking installs */
-	if (record_load(dir, &old) < 0)
+	if (asprintf(&path, "%s/%s", dir, RECORD_FILE) < 0)
+		return -ENOMEM;
+	/* a damaged record file never blocks an install: it is set aside */
+	ret = record_load(dir, &old);
+	if (ret == -EBADMSG) {
+		ret = set_aside(dir, path, r->finished, &note);
+		if (ret < 0)
+			return ret;
+		rec.history_reset = note;
+	} else if (ret < 0) {
+		return ret;
+	}
+	if (!old)
 		old = json_object_new_array();
 	arr = json_object_new_array();
-	o = record_to_json(r);
+	o = record_to_json(&rec);
 	if (!old || !arr || !o) {
 		json_object_put(o);
 		return -ENOMEM;
@@ -106,8 +192,88 @@ int record_append(const char *dir, const struct record *r)
 	json_object_array_add(arr, o);
 	for (size_t i = 0; i < json_object_array_length(old) && i + 1 < RECORD_MAX; i++)
 		json_object_array_add(arr, json_object_get(json_object_array_get_idx(old, i)));
-	if (asprintf(&path, "%s/%s", dir, RECORD_FILE) < 0)
-		return -ENOMEM;
 	text = json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY);
 	return record_write_atomic(dir, path, text, strlen(text));
+}
+
+static const char *const result_names[] = { "success", "failed", "cancelled" };
+static const char *const downgrade_names[] = { "refused", "warned", "allowed", "overridden" };
+
+static bool one_of(struct json_object *v, const char *const *names, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		if (!strcmp(json_object_get_string(v), names[i]))
+			return true;
+	return false;
+}
+
+/* InstallRecord's field, from the record's key of the same name or key */
+static void copy_field(struct json_object *o, struct json_object *r, const char *name,
+		       const char *key)
+{
+	struct json_object *v;
+
+	json_object_object_add(o, name, json_object_object_get_ex(r, key ? key : name, &v) ?
+			       json_object_get(v) : NULL);
+}
+
+struct json_object *record_interface_json(struct json_object *r)
+{
+	static const char *const same[] = { "slot", "version", "result", "started", "finished",
+					    "bytes", "erases", "blocks_skipped", "signer",
+					    "source", "bytes_fetched", "error_name",
+					    "running_version", "downgrade", "history_reset",
+					    "record_error" };
+	struct json_object *o, *result, *started, *finished, *dg;
+
+	if (!json_object_object_get_ex(r, "result", &result) ||
+	    !one_of(result, result_names, ELEMENTSOF(result_names)) ||
+	    !json_object_object_get_ex(r, "started", &started) ||
+	    !json_object_object_get_ex(r, "finished", &finished))
+		return NULL;
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < ELEMENTSOF(same); i++)
+		copy_field(o, r, same[i], NULL);
+	copy_field(o, r, "reason", "error");
+	json_object_object_add(o, "bundle_sha256", NULL);
+	json_object_object_add(o, "duration", json_object_new_int64(
+		json_object_get_int64(finished) - json_object_get_int64(started)));
+	/* an unknown word is no decision the interface can name */
+	if (json_object_object_get_ex(o, "downgrade", &dg) && dg &&
+	    !one_of(dg, downgrade_names, ELEMENTSOF(downgrade_names)))
+		json_object_object_add(o, "downgrade", NULL);
+	return o;
+}
+
+int record_history_json(const char *dir, struct json_object **ret)
+{
+	_cleanup_json_ struct json_object *arr = NULL, *o = json_object_new_object();
+	struct json_object *installs = json_object_new_array();
+	char why[PATH_MAX + 256];
+	int r;
+
+	if (!o || !installs) {
+		json_object_put(installs);
+		return -ENOMEM;
+	}
+	json_object_object_add(o, "installs", installs);
+	r = record_load(dir, &arr);
+	if (r == -ENOMEM)
+		return r;
+	if (r == -EBADMSG)
+		snprintf(why, sizeof(why), "%s/%s is damaged (not a JSON array of records): the next "
+			 "install keeps it aside as %s.damaged-TIME and starts a new history", dir,
+			 RECORD_FILE, RECORD_FILE);
+	else if (r < 0)
+		snprintf(why, sizeof(why), "cannot read %s/%s: %s", dir, RECORD_FILE, strerror(-r));
+	json_object_object_add(o, "error", r < 0 ? json_object_new_string(why) : NULL);
+	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+		struct json_object *e = record_interface_json(json_object_array_get_idx(arr, i));
+		if (e)
+			json_object_array_add(installs, e);
+	}
+	*ret = TAKE_PTR(o);
+	return 0;
 }

@@ -452,6 +452,7 @@ static const struct {
 	{ PROTO_ERROR_SLOT_REFUSED, -EPERM, "refused by the A/B policy" },
 	{ PROTO_ERROR_FORCE_REQUIRED, -EPERM, "refused without --force" },
 	{ PROTO_ERROR_INSTALL_FAILED, -EIO, "installation failed" },
+	{ PROTO_ERROR_DOWNGRADE_REFUSED, -EPERM, "downgrade refused" },
 	{ PROTO_ERROR_PROTOCOL, -EPROTO, "protocol error" },
 	{ PROTO_ERROR_INTERNAL, -EIO, "internal error in the daemon" },
 };

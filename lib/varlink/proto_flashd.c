@@ -15,6 +15,7 @@ static const struct proto_param params_install[] = {
 	{ "url", PROTO_TYPE_STRING, false },
 	{ "slot", PROTO_TYPE_STRING, false },
 	{ "activate", PROTO_TYPE_BOOL, false },
+	{ "allow_downgrade", PROTO_TYPE_BOOL, false },
 	{ NULL },
 };
 static const struct proto_param params_slot_optional[] = {
@@ -65,6 +66,7 @@ const struct proto_method proto_flashd_methods[_PROTO_FLASHD_METHOD_MAX + 1] = {
 	M(PROTO_FLASHD_LIST_ENV, "ListEnv", 0, proto_params_none),
 	M(PROTO_FLASHD_FLASH_INFO, "FlashInfo", 0, params_flash_info),
 	M(PROTO_FLASHD_SLOT_STATUS, "SlotStatus", 0, proto_params_none),
+	M(PROTO_FLASHD_GET_HISTORY, "GetHistory", 0, proto_params_none),
 	[_PROTO_FLASHD_METHOD_MAX] = { NULL },
 };
 
@@ -83,6 +85,7 @@ const char *const proto_flashd_errors[] = {
 	PROTO_ERROR_INVALID_BUNDLE, PROTO_ERROR_NO_SUCH_SLOT, PROTO_ERROR_NO_ROLLBACK,
 	PROTO_ERROR_SLOT_REFUSED, PROTO_ERROR_FORCE_REQUIRED,
 	PROTO_ERROR_NO_SUCH_PARTITION, PROTO_ERROR_ENV_REFUSED, PROTO_ERROR_CANCELLED,
+	PROTO_ERROR_DOWNGRADE_REFUSED,
 	PROTO_ERROR_PROTOCOL, PROTO_ERROR_INTERNAL, NULL,
 };
 

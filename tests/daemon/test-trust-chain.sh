@@ -94,6 +94,9 @@ cut_install() {
 # ---- 0: provisioned ----
 # the factory station runs from B: v1 into A, then A boots
 echo "flashd.slot=B" > "$T/cmdline"
+# the chain reinstalls v1 while v2 runs, on purpose: the downgrade policy
+# (test-history-downgrade.sh) is not what is checked here
+printf '[flashd]\ndowngrade=allow\n' >> "$T/flashd.conf"
 start_daemon
 install_ok "provision v1" "$T/v1.bundle"
 IMG_A=$T/v1.sqfs

@@ -682,6 +682,8 @@ struct ropts {
 	void *userdata;
 	const char *state_dir;     /* block records */
 	bool source;               /* install_run_source (adaptive when it can) */
+	enum install_downgrade_policy downgrade;
+	bool allow_downgrade;
 };
 
 struct rres {
@@ -713,6 +715,8 @@ static int run_install(struct rig *r, const char *bundle, const struct ropts *o,
 		.progress = o->progress,
 		.userdata = o->userdata,
 		.state_dir = o->state_dir,
+		.downgrade = o->downgrade,
+		.allow_downgrade = o->allow_downgrade,
 	};
 	assert_int_equal(install_new(&p, &in), 0);
 	fd = open(bundle, O_RDONLY | O_CLOEXEC);
@@ -1131,6 +1135,77 @@ TEST(test_refusals)
 
 /* UBI slots need the kernel's UBI: on the simulator the install refuses
  * at the manifest, before the mark-bad store, and says why. */
+/* The downgrade policy against the booted slot A's recorded 1.0: an older
+ * bundle is refused before the first byte (no env store, no erase of B),
+ * naming both versions; the caller's override, warn and allow install it;
+ * a newer one by Debian's order (1.10 > 1.9 > 1.0) or an equal one is no
+ * downgrade. */
+TEST(test_downgrade_policy)
+{
+	struct rig r;
+	struct image rootfs = make_sqfs("dg-rootfs.sqfs", 200 * 1024, 11);
+	char *old, *same, *newer;
+	static const struct {
+		enum install_downgrade_policy policy;
+		bool allow;
+		enum install_downgrade want;
+	} allowed[] = {
+		{ INSTALL_DOWNGRADE_POLICY_REFUSE, true, INSTALL_DOWNGRADE_OVERRIDDEN },
+		{ INSTALL_DOWNGRADE_POLICY_WARN, false, INSTALL_DOWNGRADE_WARNED },
+		{ INSTALL_DOWNGRADE_POLICY_ALLOW, false, INSTALL_DOWNGRADE_ALLOWED },
+	};
+	uint64_t mutations;
+	struct rres res;
+	uint8_t *raw0, *raw;
+	size_t len0, len;
+	int k;
+
+	rig_new(&r, "nandsim-128m", "nand-downgrade.sim");
+	old = trusted_bundle(&r, "dg-old.fbd", "0.9.9", &rootfs, NULL, false);
+	same = trusted_bundle(&r, "dg-same.fbd", "1.0", &rootfs, NULL, false);
+	newer = trusted_bundle(&r, "dg-new.fbd", "1.0.1~rc1", &rootfs, NULL, false);
+	raw0 = env_raw(&r, &len0);
+	mutations = sim_info(&r).cnt.mutations;
+	k = run_install(&r, old, &(struct ropts){ .downgrade = INSTALL_DOWNGRADE_POLICY_REFUSE },
+			&res);
+	assert_int_equal(k, -EPERM);
+	assert_non_null(strstr(res.err.msg, "bundle version 0.9.9 is older than version 1.0 of "
+				"the running slot A"));
+	assert_int_equal(res.stats.downgrade, INSTALL_DOWNGRADE_REFUSED);
+	assert_string_equal(res.stats.running_version, "1.0");
+	assert_int_equal(res.stats.erases, 0);
+	/* nothing erased or programmed anywhere, the env copies as they were */
+	assert_int_equal(sim_info(&r).cnt.mutations, mutations);
+	raw = env_raw(&r, &len);
+	assert_int_equal(len, len0);
+	assert_memory_equal(raw, raw0, len);
+	free(raw);
+
+	for (size_t i = 0; i < ELEMENTSOF(allowed); i++) {
+		install_ok(&r, old, &(struct ropts){ .downgrade = allowed[i].policy,
+			   .allow_downgrade = allowed[i].allow }, &res);
+		assert_int_equal(res.stats.downgrade, allowed[i].want);
+		assert_string_equal(res.stats.running_version, "1.0");
+		env_raw_restore(&r, raw0);
+	}
+	install_ok(&r, same, &(struct ropts){ .downgrade = INSTALL_DOWNGRADE_POLICY_REFUSE }, &res);
+	assert_int_equal(res.stats.downgrade, INSTALL_DOWNGRADE_NONE);
+	env_raw_restore(&r, raw0);
+	install_ok(&r, newer, &(struct ropts){ .downgrade = INSTALL_DOWNGRADE_POLICY_REFUSE }, &res);
+	assert_int_equal(res.stats.downgrade, INSTALL_DOWNGRADE_NONE);
+	/* provisioning: no slot runs, nothing to compare with */
+	env_raw_restore(&r, raw0);
+	install_ok(&r, old, &(struct ropts){ .downgrade = INSTALL_DOWNGRADE_POLICY_REFUSE,
+		   .slot = "B", .cmdline = cmdline_factory }, &res);
+	assert_int_equal(res.stats.downgrade, INSTALL_DOWNGRADE_NONE);
+	assert_string_equal(res.stats.running_version, "");
+	free(raw0);
+	free(old);
+	free(same);
+	free(newer);
+	rig_free(&r);
+}
+
 TEST(test_ubi_on_sim_refused)
 {
 	struct rig r;

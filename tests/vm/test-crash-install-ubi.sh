@@ -81,6 +81,9 @@ overlay_unchanged() { # WHAT
 }
 
 ubi_daemon_conf $T
+# the crash points alternate v1 and v2 whichever runs: older over newer on
+# purpose (the downgrade policy is test-history-downgrade.sh's)
+printf '[flashd]\ndowngrade=allow\n' >> $T/flashd.conf
 start_daemon() { ubi_start_daemon $T; }
 stop_daemon() { ubi_stop_daemon; }
 BOOTED=A

@@ -29,6 +29,9 @@ echo "crash test: $POINTS kill points, seed $SEED (CRASH_SEED=$SEED reproduces t
 fw_load_board
 fw_keys_and_bundles
 fw_provision
+# the kill points alternate v1 and v2 whichever runs: older over newer on
+# purpose (the downgrade policy is test-history-downgrade.sh's)
+printf '[flashd]\ndowngrade=allow\n' >> "$FLASHD_DIR/flashd.conf"
 declare -A LEN SHA
 for v in 1 2; do
 	LEN[$v.0]=$(stat -c %s "$FW/v$v.sqfs")
