@@ -9,7 +9,8 @@ build_pkgs="build-essential autoconf automake libtool pkg-config
 run_pkgs="mtd-utils squashfs-tools libubootenv-tool u-boot-tools openssl
  lighttpd lighttpd-mod-openssl python3"
 test_pkgs="qemu-system-x86 busybox-static kmod cpio valgrind python3
- clang libclang-rt-14-dev qemu-system-arm u-boot-qemu"
+ clang libclang-rt-14-dev qemu-system-arm u-boot-qemu
+ debhelper mmdebstrap lintian"
 
 case "${1:-build}" in
 build) want="$build_pkgs $run_pkgs" ;;
