@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "error.h"
+#include "paths.h"
 
 struct conf {
 	char *layout;          /* [flashd] layout= board layout JSON */
@@ -36,7 +37,7 @@ struct conf {
 	bool redirect_other_origin; /* redirect-other-origin= follow, without credentials */
 };
 
-#define CONF_DEFAULT_PATH SYSCONFDIR "/flashd/flashd.conf"
+#define CONF_DEFAULT_PATH PATHS_CONF
 
 int conf_new(struct conf **ret); /* defaults only */
 /* Load path over the defaults. A missing file is -ENOENT unless
