@@ -4,7 +4,7 @@
 # prefix (/usr/local) is installed as configured, then with make's
 # directories given at install time, as a device's (`make install
 # prefix=/usr sysconfdir=/etc localstatedir=/var`, README.md) and into a
-# prefix of its own (prefix=/opt/flashd). In each, the installed flashd
+# prefix of its own (prefix=/opt/flash_d: scdoc takes _ for markup). In each, the installed flashd
 # (--paths, --help), the systemd units, the initramfs hook, flashd's
 # keep-list and the man pages name the same paths, those of that install,
 # and no file lands outside DESTDIR's prefix (and sysconfdir). And `make
@@ -111,7 +111,7 @@ check_install default /usr/local /usr/local/etc /usr/local/var
 # a device's paths, given to make install after that configure
 check_install device /usr /etc /var sysconfdir=/etc localstatedir=/var
 # a prefix of its own (sysconfdir and localstatedir follow it)
-check_install opt /opt/flashd /opt/flashd/etc /opt/flashd/var
+check_install opt /opt/flash_d /opt/flash_d/etc /opt/flash_d/var
 
 # make dist takes every file git tracks (but .gitignore): make distcheck
 # builds and tests from that tarball
