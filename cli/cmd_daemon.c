@@ -19,9 +19,10 @@
 #include "client.h"
 #include "proto.h"
 #include "source_http.h"
+#include "paths.h"
 #include "util.h"
 
-#define DEFAULT_SOCKET "/run/flashd/flashd.sock"
+#define DEFAULT_SOCKET PATHS_SOCKET
 
 const char *cli_socket_path(const char *opt)
 {

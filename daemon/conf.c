@@ -105,9 +105,9 @@ int conf_new(struct conf **ret)
 		return -ENOMEM;
 	if (set_string(&c->layout, LAYOUT_DEFAULT_PATH) < 0 ||
 	    set_string(&c->target, "system") < 0 ||
-	    set_string(&c->keyring, SYSCONFDIR "/flashd/keys") < 0 ||
-	    set_string(&c->socket, "/run/flashd/flashd.sock") < 0 ||
-	    set_string(&c->state_dir, "/var/lib/flashd") < 0 ||
+	    set_string(&c->keyring, PATHS_KEYRING) < 0 ||
+	    set_string(&c->socket, PATHS_SOCKET) < 0 ||
+	    set_string(&c->state_dir, PATHS_STATE_DIR) < 0 ||
 	    set_string(&c->cmdline, "/proc/cmdline") < 0)
 		return -ENOMEM;
 	/* as SWUpdate's -N: an older bundle, validly signed all the same, would

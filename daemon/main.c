@@ -9,9 +9,11 @@
 
 #include "boot.h"
 #include "conf.h"
+#include "env.h"
 #include "flashctl.h"
 #include "log.h"
 #include "manager.h"
+#include "paths.h"
 
 static void usage(FILE *out)
 {
@@ -31,13 +33,33 @@ static void usage(FILE *out)
 		"  -v, --verbose          debug logging\n"
 		"  -h, --help             this help\n"
 		"  -V, --version          print the version\n"
+		"      --paths            print the configured paths (NAME PATH lines)\n"
 		"\nSee flashd(8) and flashd.conf(5).\n");
 }
 
 enum {
 	OPT_LAYOUT = 0x100, OPT_TARGET, OPT_SOCKET, OPT_KEYRING, OPT_STATE_DIR, OPT_CMDLINE,
-	OPT_ALLOW_UNSIGNED,
+	OPT_ALLOW_UNSIGNED, OPT_PATHS,
 };
+
+/* What --paths prints: where this build looks (paths.h), for the initramfs
+ * builders (tools/flashd-mkinitramfs puts the layout where flashd boot
+ * reads it), integrators and the tests. */
+static const struct {
+	const char *name, *path;
+} paths[] = {
+	{ "config", PATHS_CONF }, { "layout", PATHS_LAYOUT }, { "keyring", PATHS_KEYRING },
+	{ "keep-dir", PATHS_KEEP_DIR }, { "state-dir", PATHS_STATE_DIR },
+	{ "run-dir", PATHS_RUN_DIR }, { "socket", PATHS_SOCKET }, { "boot-state", PATHS_BOOT_STATE },
+	{ "lock-dir", PATHS_LOCK_DIR }, { "layouts", PATHS_LAYOUTS_DIR }, { "sbindir", PATHS_SBINDIR },
+	{ "fw-env-config", ENV_DEFAULT_CONFIG },
+};
+
+static void print_paths(void)
+{
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+		printf("%-14s %s\n", paths[i].name, paths[i].path);
+}
 
 /* Command-line options that override a flashd.conf key. */
 static const struct {
@@ -71,6 +93,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "paths", no_argument, NULL, OPT_PATHS },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct { int opt; const char *arg; } pending[16];
@@ -99,6 +122,7 @@ int main(int argc, char **argv)
 		case 'v': log_set_max_level(LOG_DEBUG); break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("flashd %s\n", PACKAGE_VERSION); return 0;
+		case OPT_PATHS: print_paths(); return 0;
 		case '?': usage(stderr); return 2;
 		default:
 			if (n_pending == ELEMENTSOF(pending))

@@ -33,7 +33,7 @@
 #include "worker.h"
 
 #define MANAGER_OVERLAY_RESET_VAR SLOT_OVERLAY_RESET_VAR
-#define MANAGER_BOOT_STATE_FILE "/run/flashd/boot.json"
+#define MANAGER_BOOT_STATE_FILE PATHS_BOOT_STATE
 /* How long an op on a sim: board waits for the simulator file's lock
  * (nsim_set_lock_wait): the event loop 100 ms (a writer holds it for one
  * op; a user who can open the file could hold it for ever), the install

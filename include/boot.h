@@ -22,8 +22,9 @@
 #include <time.h>
 
 #include "layout.h"
+#include "paths.h"
 
-#define BOOT_STATE_PATH "/run/flashd/boot.json"
+#define BOOT_STATE_PATH PATHS_BOOT_STATE
 #define BOOT_DEFAULT_LAYOUT LAYOUT_DEFAULT_PATH /* include/layout.h */
 #define BOOT_DEFAULT_INIT "/sbin/init"
 

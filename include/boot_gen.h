@@ -22,11 +22,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "error.h"
+#include "paths.h"
 
 #define BOOT_GEN_PREFIX "gen-"
 #define BOOT_GEN_META "flashd-gen"
 #define BOOT_GEN_LAST ".flashd-last"
-#define BOOT_GEN_KEEP_DIR "/etc/flashd/keep.d"
+#define BOOT_GEN_KEEP_DIR PATHS_KEEP_DIR
 #define BOOT_GEN_NAME_MAX 128
 
 struct boot_gen_list {

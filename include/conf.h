@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "error.h"
 #include "install.h"
+#include "paths.h"
 
 struct conf {
 	char *layout;          /* [flashd] layout= board layout JSON */
@@ -38,7 +39,7 @@ struct conf {
 	bool redirect_other_origin; /* redirect-other-origin= follow, without credentials */
 };
 
-#define CONF_DEFAULT_PATH SYSCONFDIR "/flashd/flashd.conf"
+#define CONF_DEFAULT_PATH PATHS_CONF
 
 int conf_new(struct conf **ret); /* defaults only */
 /* Load path over the defaults. A missing file is -ENOENT unless

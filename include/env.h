@@ -56,6 +56,8 @@ enum {
 	ENV_OPEN_ALLOW_BLANK = 1 << 0,
 };
 
+/* fw_printenv's and libubootenv's file, fixed in their code (not our
+ * sysconfdir): one file that flashd and the U-Boot tools read alike */
 #define ENV_DEFAULT_CONFIG "/etc/fw_env.config"
 #define ENV_DEFAULT_SYSFS "/sys/class/mtd"
 #define ENV_LOCK_FILE "/var/lock/fw_printenv.lock" /* libubootenv's, fixed in 0.3.2 */

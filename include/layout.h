@@ -11,10 +11,11 @@
 #include <stddef.h>
 #include "error.h"
 #include "flash.h"
+#include "paths.h"
 
 /* The board's layout, where flashd boot (in an initramfs, before any
  * prefix exists) and the daemon both look: one path for both. */
-#define LAYOUT_DEFAULT_PATH "/etc/flashd/layout.json"
+#define LAYOUT_DEFAULT_PATH PATHS_LAYOUT
 
 #define LAYOUT_STORAGE_LIST(X)                                  \
 	/* raw NOR partition */                                 \

@@ -17,8 +17,9 @@
  * different simulated boards do not see each other. */
 #pragma once
 #include <sys/types.h>
+#include "paths.h"
 
-#define OPLOCK_DIR "/run/flashd/lock"
+#define OPLOCK_DIR PATHS_LOCK_DIR
 #define OPLOCK_SYSTEM_FILE OPLOCK_DIR "/board.lock"
 
 struct oplock;

@@ -22,6 +22,7 @@ kind() {
 	case "$1" in
 	tests/fuzz/corpus/* | layouts/*.bootscr) return ;;
 	*.c | *.h) echo c ;;
+	man/*.[1-8].in) echo roff ;;
 	*.sh | *.py | *.am | *.ac | *.in | *.service | *.socket | *.varlink | *.supp | \
 	completion/*) echo hash ;;
 	*.scd) echo scd ;;

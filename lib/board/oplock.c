@@ -43,14 +43,15 @@ int oplock_path(const char *target, char **ret)
 	return 0;
 }
 
-/* The root-only directory of the system lock: /run/flashd is 0755 (the
- * socket is in it), the lock directory below it 0700. */
+/* The root-only directory of the system lock: PATHS_RUN_DIR (/run/flashd)
+ * is 0755 (the socket is in it), the lock directory below it 0700. */
 static int make_system_dir(void)
 {
 	struct stat st;
+	int r = util_mkdir_p(PATHS_RUN_DIR, 0755);
 
-	if (mkdir("/run/flashd", 0755) < 0 && errno != EEXIST)
-		return -errno;
+	if (r < 0)
+		return r;
 	if (mkdir(OPLOCK_DIR, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (lstat(OPLOCK_DIR, &st) < 0)

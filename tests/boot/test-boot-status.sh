@@ -1,20 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The daemon's status shows every overlay layer flashd boot recorded and
-# whether any is degraded (issue 14.6): a /run/flashd/boot.json with a "/"
+# whether any is degraded (issue 14.6): a boot.json (/run/flashd/, the
+# build's runtime directory: flashd --paths) with a "/"
 # layer on its tmpfs fallback and a /var layer, read by a real flashd on
 # the simulator. Runs in a private mount namespace (a tmpfs on
-# /run/flashd), so needs root and unshare; exits 77 without them.
+# the runtime directory), so needs root and unshare; exits 77 without them.
 if [ -z "${BOOT_STATUS_NS:-}" ]; then
 	[ "$(id -u)" = 0 ] && command -v unshare >/dev/null ||
 		{ echo "SKIP: needs root and unshare"; exit 77; }
 	BOOT_STATUS_NS=1 exec unshare -m --propagation private "$0" "$@"
 fi
-mkdir -p /run/flashd && mount -t tmpfs -o mode=0755 flashd-test /run/flashd || exit 1
 . "$(dirname "$0")/../lib/sim-board.sh"
+RUN_DIR=$(flashd_path run-dir)
+mkdir -p "$RUN_DIR" && mount -t tmpfs -o mode=0755 flashd-test "$RUN_DIR" || exit 1
 
 setup_board
-cat >/run/flashd/boot.json <<'EOT'
+cat >"$(flashd_path boot-state)" <<'EOT'
 {
   "result": "degraded", "degraded": true,
   "overlay": { "path": "/", "state": "tmpfs", "fstype": "tmpfs", "size": 1024, "used": 0,

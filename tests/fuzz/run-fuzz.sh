@@ -74,7 +74,7 @@ printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(con
 CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fno-strict-aliasing
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 	-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-	-I"$top_srcdir/include" -DSYSCONFDIR=\"/etc\" -DLAYOUTDIR=\"/usr/share/flashd/layouts\"
+	-I"$top_srcdir/include" -I"$top_builddir"
 	-DTOP_SRCDIR=\"$top_srcdir\")
 if [ -f "$top_builddir/config.h" ]; then
 	CFLAGS+=(-include "$top_builddir/config.h")

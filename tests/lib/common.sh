@@ -82,3 +82,10 @@ wait_for() {
 	done
 	return 1
 }
+
+# flashd_path NAME: a path of this build (flashd --paths: config, layout,
+# keep-dir, state-dir, run-dir, boot-state, ...), from configure's directories
+flashd_path() {
+	"$FLASHD" --paths | awk -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }' ||
+		fail "flashd --paths names no $1"
+}

@@ -5,12 +5,17 @@
 # tests/lib/daemon.sh for the tests that install through it.
 . "$TEST_LIB/daemon.sh"
 [ -x "$FLASHD" ] || vm_fail "$FLASHD: not built"
+# where this build's flashd boot reads the layout and, in the root images,
+# the keep-lists (configure's sysconfdir: /etc/flashd on a device)
+BOOT_LAYOUT=$(flashd_path layout)
+BOOT_KEEP_DIR=$(flashd_path keep-dir)
 
 # boot_image DIR: a root image tree with busybox (the image's shell) and
 # the mount points flashd boot and the init need.
 boot_image() {
 	local d=$1
-	mkdir -p "$d"/{bin,sbin,etc/flashd/keep.d,proc,sys,dev,run,tmp,rom,overlay,mnt}
+	mkdir -p "$d"/{bin,sbin,proc,sys,dev,run,tmp,rom,overlay,mnt} "$d$BOOT_KEEP_DIR" \
+		"$d$(dirname "$BOOT_LAYOUT")"
 	cp /bin/busybox "$d/bin/busybox"
 	for a in sh cat grep echo ls mount mv rm; do ln -sf busybox "$d/bin/$a"; done
 }

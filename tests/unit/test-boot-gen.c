@@ -140,7 +140,7 @@ static void first_generation(const char *keep_name, const char *keep)
 	char rel[128];
 
 	mkdir_in("ov");
-	snprintf(rel, sizeof(rel), "rom/etc/flashd/keep.d/%s", keep_name);
+	snprintf(rel, sizeof(rel), "rom" BOOT_GEN_KEEP_DIR "/%s", keep_name);
 	put(rel, keep);
 	if (prepare("ov", "gen-A-1", "rom", &err, &res) < 0)
 		fail_msg("gen-A-1: %s", error_message(&err));
@@ -321,7 +321,7 @@ TEST_FIXTURE(test_last_validated, setup, teardown)
 	struct error err = {};
 
 	mkdir_in("ov");
-	put("rom/etc/flashd/keep.d/x", "/secret\n");
+	put("rom" BOOT_GEN_KEEP_DIR "/x", "/secret\n");
 	put("elsewhere/upper/secret", "not yours\n");
 	put("ov/.flashd-last", "../elsewhere\n");
 	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
@@ -435,7 +435,7 @@ TEST_FIXTURE(test_hostile_keep_corpus, setup, teardown)
 	first_generation("hostile", keep);
 	hostile_tree();
 	/* the user's own keep.d in the old upper is hostile too */
-	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper/etc/flashd/keep.d", base);
+	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper" BOOT_GEN_KEEP_DIR, base);
 	assert_int_equal(system(strcat(strcpy((char[600]){0}, "mkdir -p "), path)), 0);
 	strcat(path, "/user");
 	assert_non_null(f = fopen(path, "w"));
@@ -543,7 +543,7 @@ TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 		{ "etc/nokeep.conf", "not listed\n", false },
 		{ "etc/keepdir/sub/file", "deep\n", true },
 		{ "home/u/.profile", "profile\n", true },
-		{ "etc/flashd/keep.d/user", "/etc/userkeep\n", false },
+		{ &(BOOT_GEN_KEEP_DIR "/user")[1], "/etc/userkeep\n", false },
 		{ "etc/userkeep", "user list\n", true },
 	};
 	struct boot_gen_result res;
@@ -553,7 +553,7 @@ TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 
 	snprintf(ov, sizeof(ov), "%s/overlay", base);
 	mkdir_in("overlay");
-	put("rom/etc/flashd/keep.d/base", "/etc/keep.conf\n/etc/keepdir\n/etc/gone\n/home/*/.profile\n");
+	put("rom" BOOT_GEN_KEEP_DIR "/base", "/etc/keep.conf\n/etc/keepdir\n/etc/gone\n/home/*/.profile\n");
 
 	/* first boot ever: nothing to migrate */
 	assert_int_equal(prepare("overlay", "gen-A-1.0", "rom", &err, &res), 0);
@@ -628,7 +628,7 @@ TEST_FIXTURE(test_subtree_prefix, setup, teardown)
 	struct error err = {};
 
 	mkdir_in("etcov");
-	put("rom2/etc/flashd/keep.d/x", "/etc/net.conf\n/var/log/keep\n");
+	put("rom2" BOOT_GEN_KEEP_DIR "/x", "/etc/net.conf\n/var/log/keep\n");
 	assert_int_equal(prepare_subtree("etcov", "gen-A-1", "rom2", "/etc", &err, &res), 0);
 	put("etcov/gen-A-1/upper/net.conf", "net\n");
 	assert_int_equal(prepare_subtree("etcov", "gen-B-2", "rom2", "/etc", &err, &res), 0);

@@ -38,10 +38,12 @@ TEST(test_defaults)
 	_cleanup_conf_ struct conf *c = NULL;
 
 	assert_int_equal(conf_new(&c), 0);
-	assert_string_equal(c->socket, "/run/flashd/flashd.sock");
+	/* the configured paths (paths.h), where flashd boot and flashctl look too */
+	assert_string_equal(c->socket, PATHS_SOCKET);
 	assert_string_equal(c->target, "system");
-	/* where flashd boot looks too, whatever the build's prefix */
-	assert_string_equal(c->layout, "/etc/flashd/layout.json");
+	assert_string_equal(c->layout, PATHS_LAYOUT);
+	assert_string_equal(c->keyring, PATHS_KEYRING);
+	assert_string_equal(c->state_dir, PATHS_STATE_DIR);
 	assert_false(c->allow_unsigned);
 	assert_int_equal(c->health_timeout, 60);
 	assert_null(c->health_command);

@@ -8,7 +8,7 @@
 # is what the board does: `flashctl slot boot-select` (the boot script:
 # pick, decrement, save) writes the kernel command line, then flashd boot
 # --no-exec assembles the union. Both images carry
-# /etc/flashd/keep.d/test listing /etc/keepme and /etc/motd.
+# keep.d/test (in the build's keep-dir, /etc/flashd/keep.d on a device) listing /etc/keepme and /etc/motd.
 #  1. provision v1 into A; boot A: gen-A-1.0; the user writes /etc/keepme,
 #     /etc/dropme, deletes /etc/motd
 #  2. flashd (target=system) installs v2 into B; boot B: gen-B-2.0 made
@@ -37,7 +37,7 @@ mkimg() { # VERSION
 	boot_image "$d"
 	echo "VERSION_ID=$1" >"$d/etc/os-release"
 	echo "motd of $1" >"$d/etc/motd"
-	printf '# test keep-list\n/etc/keepme\n/etc/motd\n' >"$d/etc/flashd/keep.d/test"
+	printf '# test keep-list\n/etc/keepme\n/etc/motd\n' >"$d$BOOT_KEEP_DIR/test"
 	vm_run mksquashfs "$d" "$T/$1.sqfs" -quiet -noappend -comp xz -all-root
 	vm_run "$FLASHCTL" -q bundle create --layout "$L" --version "$1" \
 		--image rootfs="$T/$1.sqfs" --key $T/k.key -o "$T/$1.bundle"

@@ -111,7 +111,7 @@ boot_teardown
 vm_log "initramfs: busybox initramfs runs flashd boot, switch_root, image init"
 boot_image /tmp/ird
 boot_add_flashd /tmp/ird
-cp "$L" /tmp/ird/etc/flashd/layout.json
+cp "$L" "/tmp/ird$BOOT_LAYOUT"
 cp /tmp/cmdline /tmp/ird/cmdline
 # nandsim cannot name its partitions; vm-load-board's named sysfs view
 # stands in for mtdparts= (a real board's initramfs needs nothing here)

@@ -47,7 +47,7 @@ rootblk=/dev/mtdblock${rootfs#/dev/mtd}
 
 boot_image /tmp/img
 boot_add_flashd /tmp/img
-cp "$L" /tmp/img/etc/flashd/layout.json
+cp "$L" "/tmp/img$BOOT_LAYOUT"
 echo original >/tmp/img/etc/config
 cat >/tmp/img/sbin/init <<'EOT'
 #!/bin/sh
