@@ -19,6 +19,7 @@
 # initramfs-tools, the harness kernel of nandsim/vm-run --prepare); ~4 min
 # under TCG: not in make check, run with `make initramfs-tools-check`.
 . "$(dirname "$0")/../lib/common.sh"
+. "$TEST_LIB/vm-host.sh"
 
 need qemu-system-x86_64 mksquashfs jq unshare
 [ -x /usr/sbin/mkinitramfs ] || skip "mkinitramfs missing (apt-get install initramfs-tools)"
@@ -29,13 +30,9 @@ hook="$top_builddir/dist/initramfs-tools/hooks/flashd"
 layout=$(readlink -f "${1:-$top_srcdir/layouts/nandsim-128m.json}")
 ovtype=$(jq -r '.overlays[] | select(.path == "/") | .type' "$layout") || fail "$layout: no layout"
 
-ready=$("$top_srcdir/nandsim/vm-run" --prepare 2>&1 | tail -n 1) || fail "vm-run --prepare: $ready"
-kdir=$(echo "$ready" | sed -n 's/^vm-run: ready: \(.*\) (.*)$/\1/p')
-[ -d "$kdir/root/lib/modules" ] || fail "no harness kernel: $ready"
-kver=$(basename "$kdir")
-# the guest of the provisioning run must see the work dir: not under /tmp
-W=$(mktemp -d "$kdir/../itools.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+vmhost_kernel
+kdir=$KDIR kver=$KVER
+vmhost_workdir itools
 
 # ---- the root image: a static busybox whose init reports and powers off
 R="$W/rootfs"
@@ -59,9 +56,7 @@ mksquashfs "$R" "$W/v1.squashfs" -noappend -quiet -comp gzip >/dev/null || fail 
 	--image "rootfs=$W/v1.squashfs" --no-sign || fail "bundle create"
 
 # ---- the factory: flashctl provision in the harness VM, chip saved
-"$top_srcdir/nandsim/vm-run" -q --flash "$W/chip.nv" -l "$layout" \
-	"$top_srcdir/nandsim/appliance/provision.sh" "$layout" "$W/v1.bundle" >"$W/provision.log" 2>&1 ||
-	{ cat "$W/provision.log"; fail "provisioning failed"; }
+vmhost_provision "$layout" "$W/v1.bundle" "$W/chip.nv"
 ok "slot A provisioned ($(stat -c %s "$W/chip.nv") bytes of chip)"
 
 # ---- the initramfs-tools configuration (mkinitramfs -d)
@@ -131,14 +126,7 @@ ok "mkinitramfs: $(stat -c %s "$W/initrd.img") bytes, with flashd, the layout, t
 B="$W/boot"
 mkdir -p "$B"
 cp "$W/chip.nv" "$B/flash.nv"
-rc=0
-timeout -k 10 "${FLASHD_VM_TIMEOUT:-300}" qemu-system-x86_64 \
-	-accel tcg -cpu max -m "${FLASHD_VM_MEM:-768}" -smp "${FLASHD_VM_SMP:-2}" \
-	-nodefaults -display none -monitor none -no-reboot -serial "file:$B/console" \
-	-kernel "$kdir/vmlinuz" -initrd "$W/initrd.img" \
-	-append "console=ttyS0 panic=-1 loglevel=4 boot=flashd flashd.slot=A" \
-	-virtfs "local,path=$B,mount_tag=out,security_model=none,multidevs=remap" \
-	</dev/null >"$B/qemu.log" 2>&1 || rc=$?
+vmhost_boot "$W/initrd.img" "boot=flashd flashd.slot=A" "$B"
 [ -s "$B/status" ] || { tail -n 60 "$B/console"; fail "the root's init never ran (qemu exit $rc)"; }
 say "initramfs saw: $(tr '\n' ' ' <"$B/marker")"
 check "init-bottom ran with the root mounted on \${rootmnt}" grep -qx rootmnt=mounted "$B/marker"

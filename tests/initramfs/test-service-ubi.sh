@@ -19,6 +19,7 @@
 # systemd package, the harness kernel); ~6-10 min under TCG: not in make
 # check, run with `make initramfs-tools-check`.
 . "$(dirname "$0")/../lib/common.sh"
+. "$TEST_LIB/vm-host.sh"
 
 need qemu-system-x86_64 mksquashfs jq
 [ "$(id -u)" = 0 ] || skip "needs root (make install DESTDIR into the image)"
@@ -28,12 +29,9 @@ unit=${1:+$(readlink -f "$1")}
 layout="$top_srcdir/layouts/nand-ubi.json"
 A="$top_srcdir/nandsim/appliance"
 
-ready=$("$top_srcdir/nandsim/vm-run" --prepare 2>&1 | tail -n 1) || fail "vm-run --prepare: $ready"
-kdir=$(echo "$ready" | sed -n 's/^vm-run: ready: \(.*\) (.*)$/\1/p')
-[ -d "$kdir/root/lib/modules" ] || fail "no harness kernel: $ready"
-kver=$(basename "$kdir")
-W=$(mktemp -d "$kdir/../svc-ubi.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+vmhost_kernel
+kdir=$KDIR kver=$KVER
+vmhost_workdir svc-ubi
 
 # ---- images v1, v2 (the unit under test in both), bundles
 if [ -n "$unit" ]; then
@@ -52,8 +50,7 @@ for v in 1 2; do
 done
 ok "root images v1, v2 ($(stat -c %s "$W/v2.squashfs") bytes) with systemd and flashd.service${unit:+ ($unit)}"
 
-"$top_srcdir/nandsim/vm-run" -q --flash "$W/chip.nv" -l "$layout" "$A/provision.sh" \
-	"$layout" "$W/v1.bundle" >"$W/provision.log" 2>&1 || { cat "$W/provision.log"; fail "provisioning failed"; }
+vmhost_provision "$layout" "$W/v1.bundle" "$W/chip.nv"
 ok "v1 provisioned on the UBI board"
 
 # ---- the initramfs: flashd-mkinitramfs' defaults (UBI) + the harness board
@@ -83,14 +80,7 @@ systemctl show -p DevicePolicy -p DeviceAllow -p ProtectSystem flashd.service >/
 journalctl -b -u flashd.service -u flashd.socket --no-pager >/run/vm-out/journal 2>&1
 flashctl --json status >/run/vm-out/status.json
 EOF
-rc=0
-timeout -k 10 "${FLASHD_VM_TIMEOUT:-900}" qemu-system-x86_64 \
-	-accel tcg -cpu max -m "${FLASHD_VM_MEM:-768}" -smp "${FLASHD_VM_SMP:-2}" \
-	-nodefaults -display none -monitor none -no-reboot -serial "file:$B/console" \
-	-kernel "$kdir/vmlinuz" -initrd "$W/initrd.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=4 flashd.slot=A systemd.show_status=1" \
-	-virtfs "local,path=$B,mount_tag=out,security_model=none,multidevs=remap" \
-	</dev/null >"$B/qemu.log" 2>&1 || rc=$?
+vmhost_boot "$W/initrd.gz" "flashd.slot=A systemd.show_status=1" "$B" 900
 [ -s "$B/agent.status" ] || { tail -n 60 "$B/console"; fail "the agent never ran (qemu exit $rc)"; }
 say "/proc/devices: $(tr '\n' ' ' <"$B/devices" | tr -s ' ')"
 say "flashd.service: $(tr '\n' ' ' <"$B/unit")"
