@@ -37,6 +37,21 @@
 static const char *const boot_mode_table[] = { BOOT_MODE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(boot_mode, enum boot_mode)
 
+/* What differs between the modes (include/boot_assemble.h). */
+static const struct boot_mode_info {
+	const char *stage;            /* default --stage */
+	const char *root;             /* default --root (NULL: STAGE/root, not an option) */
+	bool initramfs;               /* an initramfs: API filesystems, the squashfs on STAGE/rom */
+	int (*enter)(struct boot *b); /* the switch; NULL: flashd exits, the caller switches */
+	const char *then;             /* what --dry-run says comes after the assembly */
+} boot_modes[_BOOT_MODE_MAX] = {
+	[BOOT_MODE_INITRAMFS] = { "/flashd", NULL, true, boot_assemble_switch_root,
+				  "switch_root, exec init" },
+	[BOOT_MODE_INITRAMFS_TOOLS] = { "/flashd", "/root", true, NULL,
+				  "exit 0: initramfs-tools' /init runs init-bottom and run-init" },
+	[BOOT_MODE_PREINIT] = { "/tmp", NULL, false, boot_assemble_pivot, "pivot_root, exec init" },
+};
+
 /* ---- logging: stderr and the kernel log (the console may be gone) ---- */
 
 /* The first error of this run: the state file says why it failed. */
@@ -111,18 +126,20 @@ bool boot_is_mountpoint(const char *path)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: flashd boot --mode initramfs|preinit [OPTIONS]\n"
+		"Usage: flashd boot --mode initramfs|initramfs-tools|preinit [OPTIONS]\n"
 		"\n"
 		"Assemble the root: the booted slot's squashfs, the writable overlay (generation of\n"
 		"this image), the overlayfs union; then switch_root (initramfs) or pivot_root with\n"
-		"the old root at /rom (preinit) and exec the init.\n"
+		"the old root at /rom (preinit) and exec the init; initramfs-tools: mount the union\n"
+		"on --root and exit, initramfs-tools' /init switches.\n"
 		"\n"
-		"  --mode MODE        initramfs or preinit\n"
+		"  --mode MODE        initramfs, initramfs-tools or preinit\n"
 		"  --layout FILE      board layout (default " BOOT_DEFAULT_LAYOUT ")\n"
 		"  --cmdline FILE     kernel command line naming the slot (default /proc/cmdline)\n"
 		"  --slot X           the booted slot, instead of the command line\n"
 		"  --root-dev DEV     block device of the squashfs root (initramfs), instead of the layout's\n"
 		"  --stage DIR        where to assemble (default /flashd, preinit: /tmp on a new tmpfs)\n"
+		"  --root DIR         initramfs-tools: mount the union here (${rootmnt}, default /root)\n"
 		"  --state FILE       state record (default " BOOT_STATE_PATH ")\n"
 		"  --init PATH        what to exec in the new root (default " BOOT_DEFAULT_INIT ")\n"
 		"  --no-exec          assemble in DIR/root, write and print the state, do not switch\n"
@@ -132,8 +149,8 @@ static void usage(FILE *out)
 
 static int parse_args(struct boot *b, int argc, char **argv)
 {
-	enum { O_MODE = 0x100, O_LAYOUT, O_CMDLINE, O_SLOT, O_ROOTDEV, O_STAGE, O_STATE, O_INIT,
-	       O_NOEXEC, O_DRYRUN };
+	enum { O_MODE = 0x100, O_LAYOUT, O_CMDLINE, O_SLOT, O_ROOTDEV, O_STAGE, O_ROOT, O_STATE,
+	       O_INIT, O_NOEXEC, O_DRYRUN };
 	static const struct option opts[] = {
 		{ "mode", required_argument, NULL, O_MODE },
 		{ "layout", required_argument, NULL, O_LAYOUT },
@@ -141,6 +158,7 @@ static int parse_args(struct boot *b, int argc, char **argv)
 		{ "slot", required_argument, NULL, O_SLOT },
 		{ "root-dev", required_argument, NULL, O_ROOTDEV },
 		{ "stage", required_argument, NULL, O_STAGE },
+		{ "root", required_argument, NULL, O_ROOT },
 		{ "state", required_argument, NULL, O_STATE },
 		{ "init", required_argument, NULL, O_INIT },
 		{ "no-exec", no_argument, NULL, O_NOEXEC },
@@ -158,7 +176,8 @@ static int parse_args(struct boot *b, int argc, char **argv)
 				if (!strcmp(optarg, boot_mode_table[i]))
 					mode = i;
 			if (mode < 0) {
-				fprintf(stderr, "flashd boot: --mode %s: expected initramfs or preinit\n", optarg);
+				fprintf(stderr, "flashd boot: --mode %s: expected initramfs, "
+					"initramfs-tools or preinit\n", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -167,6 +186,7 @@ static int parse_args(struct boot *b, int argc, char **argv)
 		case O_SLOT: b->slot_arg = optarg; break;
 		case O_ROOTDEV: b->root_dev = optarg; break;
 		case O_STAGE: b->stage = optarg; break;
+		case O_ROOT: b->root_arg = optarg; break;
 		case O_STATE: b->state_path = optarg; break;
 		case O_INIT: b->init = optarg; break;
 		case O_NOEXEC: b->no_exec = true; break;
@@ -181,12 +201,19 @@ static int parse_args(struct boot *b, int argc, char **argv)
 		return -EINVAL;
 	}
 	b->mode = mode;
-	if (b->mode == BOOT_MODE_PREINIT && b->root_dev) {
+	if (!boot_modes[mode].initramfs && b->root_dev) {
 		fprintf(stderr, "flashd boot: --root-dev is for initramfs mode (preinit uses the mounted /)\n");
 		return -EINVAL;
 	}
+	if (!boot_modes[mode].root && b->root_arg) {
+		fprintf(stderr, "flashd boot: --root is for initramfs-tools mode (%s switches itself)\n",
+			boot_mode_to_string(mode));
+		return -EINVAL;
+	}
 	if (!b->stage)
-		b->stage = b->mode == BOOT_MODE_PREINIT ? "/tmp" : "/flashd";
+		b->stage = boot_modes[mode].stage;
+	if (!b->root_arg)
+		b->root_arg = boot_modes[mode].root;
 	return 0;
 }
 
@@ -219,7 +246,7 @@ static int dry_run(struct boot *b)
 	boot_gen_name(s->name, b->version, gen, sizeof(gen));
 	printf("mode %s, slot %s (%s), version %s\n", boot_mode_to_string(b->mode), s->name,
 	       b->booted_by ? b->booted_by : "--slot", b->version[0] ? b->version : "(unknown)");
-	if (b->mode == BOOT_MODE_INITRAMFS)
+	if (boot_modes[b->mode].initramfs)
 		printf("root: %s %s%s%s -> %s/rom\n", layout_storage_to_string(s->rootfs.storage),
 		       s->rootfs.part ? s->rootfs.part->name : s->rootfs.file,
 		       s->rootfs.ubi_volume ? ":" : "", s->rootfs.ubi_volume ? s->rootfs.ubi_volume : "",
@@ -235,8 +262,9 @@ static int dry_run(struct boot *b)
 		       b->l->overlays[i].part ? " on " : "",
 		       b->l->overlays[i].part ? b->l->overlays[i].part->name : "", gen,
 		       b->reset_pending ? " (factory reset first)" : "");
-	printf("then: %s\n", b->no_exec ? "stop (--no-exec)" :
-	       b->mode == BOOT_MODE_INITRAMFS ? "switch_root, exec init" : "pivot_root, exec init");
+	if (b->root_arg)
+		printf("union: %s\n", b->root_arg);
+	printf("then: %s\n", b->no_exec ? "stop (--no-exec)" : boot_modes[b->mode].then);
 	return 0;
 }
 
@@ -258,7 +286,7 @@ int boot_main(int argc, char **argv)
 		b.lowers[i].hold_fd = -1;
 	b.rootdev.hold_fd = -1;
 
-	if (!b.dry_run && b.mode == BOOT_MODE_INITRAMFS)
+	if (!b.dry_run && boot_modes[b.mode].initramfs)
 		api_filesystems(&b);
 	/* an earlier run's record must not be read as this boot's */
 	if (!b.dry_run && unlink(b.state_path) < 0 && errno != ENOENT)
@@ -330,7 +358,7 @@ int boot_main(int argc, char **argv)
 	b.ms_overlay = boot_ms_since(&b.t0) - b.ms_root;
 	if (boot_assemble_union(&b) < 0)
 		goto fail;
-	if (b.mode == BOOT_MODE_INITRAMFS)
+	if (boot_modes[b.mode].initramfs)
 		boot_assemble_move_into_root(&b, b.rom, "/rom");
 	for (size_t i = 0; i < b.n_layers; i++)
 		boot_assemble_move_into_root(&b, b.layers[i].mnt, b.layers[i].final);
@@ -340,12 +368,12 @@ int boot_main(int argc, char **argv)
 			 b.g->slots[b.slot].name, boot_ms_since(&b.t0), b.state_path);
 	else
 		boot_log_info("slot %s assembled in %.0f ms", b.g->slots[b.slot].name, boot_ms_since(&b.t0));
-	if (b.no_exec) {
+	if (b.no_exec || !boot_modes[b.mode].enter) {
 		ret = 0;
 		goto out;
 	}
 	fflush(NULL);
-	r = b.mode == BOOT_MODE_INITRAMFS ? boot_assemble_switch_root(&b) : boot_assemble_pivot(&b);
+	r = boot_modes[b.mode].enter(&b);
 	boot_log_err("could not start %s in the new root (%s)", b.init, strerror(-r));
 	goto out;
 fail:

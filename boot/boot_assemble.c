@@ -508,7 +508,10 @@ int boot_assemble_union(struct boot *b)
 	char lower[4096], opts[8192], upper[2 * PATH_MAX + 64];
 	int r;
 
-	util_snprintf(b->root, sizeof(b->root), "%s/root", b->stage);
+	if (b->root_arg)
+		util_snprintf(b->root, sizeof(b->root), "%s", b->root_arg);
+	else
+		util_snprintf(b->root, sizeof(b->root), "%s/root", b->stage);
 	r = util_mkdir_p(b->root, 0755);
 	if (r < 0) {
 		boot_log_err("mkdir %s: %s", b->root, strerror(-r));

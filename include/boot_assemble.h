@@ -13,7 +13,13 @@
 #include "boot_root.h"
 #include "layout.h"
 
-#define BOOT_MODE_LIST(X) X(BOOT_MODE_INITRAMFS, "initramfs") X(BOOT_MODE_PREINIT, "preinit")
+/* initramfs: flashd is PID 1 of an initramfs and switch_roots itself;
+ * initramfs-tools: the union is mounted at --root (${rootmnt}) and flashd
+ * exits: initramfs-tools' /init runs init-bottom, moves /run, /sys, /proc
+ * and run-init switches, as for every other boot= method;
+ * preinit: the kernel mounted the squashfs as /. */
+#define BOOT_MODE_LIST(X) X(BOOT_MODE_INITRAMFS, "initramfs") \
+	X(BOOT_MODE_INITRAMFS_TOOLS, "initramfs-tools") X(BOOT_MODE_PREINIT, "preinit")
 
 enum boot_mode {
 	BOOT_MODE_LIST(STRING_TABLE_ENUM)
@@ -39,6 +45,7 @@ struct boot_layer {
 struct boot {
 	enum boot_mode mode;
 	const char *layout_path, *cmdline, *slot_arg, *root_dev, *stage, *state_path, *init;
+	const char *root_arg;          /* --root: the union's mount point (NULL: STAGE/root) */
 	bool no_exec, dry_run;
 	struct layout *l;
 	const struct layout_slot_group *g;

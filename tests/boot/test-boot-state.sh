@@ -5,7 +5,8 @@
 # what the state file says when the slot cannot be told (issue 14.7), the
 # command line rules (14.8), a generation that cannot be made (14.3: the
 # union stays writable, the state says degraded and why), every overlay
-# layer in the state (14.6). Needs root, unshare, mksquashfs, jq, and the
+# layer in the state (14.6), the initramfs-tools mode (issue 34.5: the
+# union on --root, exit, no switch). Needs root, unshare, mksquashfs, jq, and the
 # squashfs, overlay and loop drivers; exits 77 without them.
 . "$(dirname "$0")/../lib/common.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (mounts in a private namespace)"
@@ -54,16 +55,17 @@ layout '[ { "path": "/etc", "type": "tmpfs" }, { "path": "/var", "type": "tmpfs"
 # 4 KiB of tmpfs: the generation directory is made, its record is not
 layout '[ { "path": "/", "type": "tmpfs", "size": "4KiB" } ]' >"$T/full.json"
 
-# run LAYOUT CMDLINE [CHECK-SCRIPT]: flashd boot in a private namespace;
-# CHECK-SCRIPT runs in the namespace after it (the union is at $T/st/root)
+# run LAYOUT CMDLINE [CHECK-SCRIPT [MODE-ARGS]]: flashd boot in a private
+# namespace; CHECK-SCRIPT runs in the namespace after it (the union is at
+# $T/st/root); MODE-ARGS default to initramfs mode with --no-exec
 run() {
 	printf '%s\n' "$2" >"$T/cmdline"
 	unshare -m --propagation private bash -c '
-		"$1" boot --mode initramfs --layout "$2" --cmdline "$3" --stage "$4/st" \
-			--state "$4/state.json" --no-exec >"$4/out" 2>"$4/err"
+		"$1" boot ${6:---mode initramfs --no-exec} --layout "$2" --cmdline "$3" --stage "$4/st" \
+			--state "$4/state.json" >"$4/out" 2>"$4/err"
 		echo $? >"$4/rc"
 		[ -z "$5" ] || bash -c "$5" >"$4/check" 2>&1
-	' run "$FLASHD" "$1" "$T/cmdline" "$T" "${3:-}"
+	' run "$FLASHD" "$1" "$T/cmdline" "$T" "${3:-}" "${4:-}"
 	rc=$(cat "$T/rc")
 }
 state() { jq -r "$1" "$T/state.json" 2>/dev/null; }
@@ -118,6 +120,21 @@ run "$T/root.json" "flashd.slot=B" 'cat '"$T"'/st/root/etc/image'
 expect "healthy: image" "$(cat "$T/check")" "image B"
 expect "healthy: result" "$(state .result)" ok
 expect "healthy: degraded" "$(state .degraded)" false
+
+# ---- 34.5: initramfs-tools mode: the union on --root (${rootmnt}), then
+# exit 0 and leave init-bottom and run-init to initramfs-tools' /init
+mkdir -p "$T/rootmnt"
+itools="--mode initramfs-tools --root $T/rootmnt"
+run "$T/root.json" "flashd.slot=A" 'cat '"$T"'/rootmnt/etc/image; grep -c " '"$T"'/rootmnt/rom squashfs " /proc/self/mounts; echo w >'"$T"'/rootmnt/etc/w && echo writable' "$itools"
+expect "initramfs-tools: exit (no switch, no exec)" "$rc" 0
+expect "initramfs-tools: the union on --root, /rom in it, writable" "$(cat "$T/check" | tr '\n' ' ')" "image A 1 writable "
+expect "initramfs-tools: state mode" "$(state .mode)" initramfs-tools
+expect "initramfs-tools: state result" "$(state .result)" ok
+run "$T/root.json" "flashd.slot=C" 'grep -c " '"$T"'/rootmnt " /proc/self/mounts' "$itools"
+expect "initramfs-tools, no such slot: exit 1 (the script panics)" "$rc" 1
+expect "initramfs-tools, no such slot: nothing on --root" "$(cat "$T/check")" 0
+run "$T/root.json" "flashd.slot=A" "" "--mode initramfs --root $T/rootmnt"
+expect "--root in initramfs mode: usage error" "$rc" 2
 
 check_done
 echo "all checks passed"

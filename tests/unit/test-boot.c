@@ -103,7 +103,7 @@ TEST(test_usage_errors)
 	} cases[] = {
 		{ { NULL }, "--mode is required" },
 		{ { "--dry-run", NULL }, "--mode is required" },
-		{ { "--mode", "recovery", NULL }, "--mode recovery: expected initramfs or preinit" },
+		{ { "--mode", "recovery", NULL }, "--mode recovery: expected initramfs, initramfs-tools or preinit" },
 		{ { "--mode", "initramfs", "extra", NULL }, "unexpected argument" },
 		{ { "--mode", "preinit", "--root-dev", "/dev/sda1", NULL },
 		  "--root-dev is for initramfs mode" },
@@ -132,7 +132,7 @@ TEST(test_help)
 
 	(void)state;
 	assert_int_equal(r.status, 0);
-	expect_in("--help", r.out, "Usage: flashd boot --mode initramfs|preinit");
+	expect_in("--help", r.out, "Usage: flashd boot --mode initramfs|initramfs-tools|preinit");
 	assert_string_equal(r.err, "");
 	run_done(&r);
 }
