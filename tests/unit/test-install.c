@@ -1203,6 +1203,7 @@ TEST(test_downgrade_policy)
 	free(old);
 	free(same);
 	free(newer);
+	image_free(&rootfs);
 	rig_free(&r);
 }
 
