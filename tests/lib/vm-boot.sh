@@ -14,7 +14,7 @@ BOOT_KEEP_DIR=$(flashd_path keep-dir)
 # the mount points flashd boot and the init need.
 boot_image() {
 	local d=$1
-	mkdir -p "$d"/{bin,sbin,proc,sys,dev,run,tmp,rom,overlay,mnt} "$d$BOOT_KEEP_DIR" \
+	mkdir -p "$d"/{bin,sbin,etc,proc,sys,dev,run,tmp,rom,overlay,mnt} "$d$BOOT_KEEP_DIR" \
 		"$d$(dirname "$BOOT_LAYOUT")"
 	cp /bin/busybox "$d/bin/busybox"
 	for a in sh cat grep echo ls mount mv rm; do ln -sf busybox "$d/bin/$a"; done
