@@ -88,7 +88,7 @@ boot_teardown
 # ---- a reset requested, then cancelled: the next boot keeps the changes ----
 vm_log "overlay reset cancelled before the boot"
 vm_run "$FLASHCTL" overlay reset --yes --layout "$L"
-vm_expect_eq "$("$FLASHCTL" env get --layout "$L" FLASHD_OVERLAY_RESET)" 1 "reset requested offline"
+vm_expect_eq "$("$FLASHCTL" env get -n --layout "$L" FLASHD_OVERLAY_RESET)" 1 "reset requested offline"
 vm_run "$FLASHCTL" overlay reset --cancel --layout "$L"
 st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
 vm_expect_eq "$(boot_json "$st" .overlay.reset_done)" false "no reset after --cancel"
