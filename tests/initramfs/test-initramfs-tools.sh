@@ -117,7 +117,7 @@ unshare -m sh -c "mount -t overlay overlay -o lowerdir=$W/usr:/usr /usr &&
 	mkinitramfs -d $C -o $W/initrd.img $kver" >"$W/mkinitramfs.log" 2>&1 ||
 	{ cat "$W/mkinitramfs.log"; fail "mkinitramfs failed"; }
 lsinitramfs "$W/initrd.img" >"$W/initrd.list" 2>/dev/null
-for f in usr/sbin/flashd etc/flashd/layout.json scripts/flashd scripts/init-bottom/udev; do
+for f in usr/sbin/flashd "$(flashd_path layout | cut -c2-)" scripts/flashd scripts/init-bottom/udev; do
 	grep -qx "$f" "$W/initrd.list" || fail "the initramfs has no $f"
 done
 ok "mkinitramfs: $(stat -c %s "$W/initrd.img") bytes, with flashd, the layout, the boot script, udev"
