@@ -5,7 +5,11 @@
 # operation), reboots through the boot script's choice with a health check
 # that passes or fails, mark-good, mark-bad, rollback, activate, a cancel
 # or a daemon restart in the middle of an install, a bundle corrupted in
-# its payload, and an unprivileged user trying to change anything.
+# its payload, an unprivileged user trying to change anything, a member
+# of the socket group doing what root does (installs with and without
+# --allow-downgrade, mark-good of either slot, activate, rollback, a raw
+# BOOT_ORDER), an overlay reset requested and taken back, and the install
+# history read by root and by a user without rights.
 # Seeded: CHAIN_SEED=N reproduces a run, CHAIN_STEPS=N sets its length.
 #
 # After every step, whatever happened before:
@@ -42,9 +46,9 @@ cp "$T/v3.bundle" "$T/bad.bundle"
 byte=$(od -An -tu1 -j $((size - 100000)) -N1 "$T/v3.bundle" | tr -d ' ')
 printf "\\$(printf %o $((255 - byte)))" | dd of="$T/bad.bundle" bs=1 seek=$((size - 100000)) conv=notrunc 2>/dev/null
 cmp -s "$T/v3.bundle" "$T/bad.bundle" && fail "the corrupted copy equals the bundle"
-NOBODY=65534
-command -v setpriv >/dev/null || skip "setpriv is not installed"
 [ "$(id -u)" = 0 ] || skip "the unprivileged user's steps need root (setpriv to nobody)"
+setup_other_users
+printf '[flashd]\nsocket-group=%s\n' "$GROUP" >> "$T/flashd.conf"
 chmod 755 "$T"
 chmod 644 "$T"/*.bundle
 start_daemon
@@ -154,7 +158,7 @@ run_op() {
 	op_rc_ok $rc || fail "step $n ($trace): '$*' exited $rc: $(cat "$T/op.out")"
 	trace="$trace:$rc"
 	s1=$(env_stores)
-	case "$*" in "fctl slot "*)
+	case "$*" in "fctl slot "*|"as_member $FLASHCTL slot "*)
 		[ $((s1 - s0)) -le $((rc == 0)) ] ||
 			fail "step $n ($trace): '$*' (exit $rc) took $((s1 - s0)) env stores" ;;
 	esac
@@ -220,7 +224,7 @@ bad_bundle() {
 		fail "step $n: after a failed install the next boot moved from $before to $(sj "d['next']")"
 }
 
-as_nobody() { # every change refused, the env the same byte for byte
+nobody_steps() { # every change refused, the env the same byte for byte
 	local e0 e1 rc op
 	e0=$(env_dump | sha256sum)
 	for op in "install $T/v1.bundle" "slot mark-bad A" "slot mark-bad B" "slot activate $(other)" \
@@ -236,12 +240,74 @@ as_nobody() { # every change refused, the env the same byte for byte
 	[ "$e0" = "$e1" ] || fail "step $n: nobody changed the env"
 }
 
+# A member of the socket group may do what root does, through the same
+# checks: the invariants hold whatever it does. A raw BOOT_ORDER is root's
+# alone: refused (4), the env unchanged.
+member_step() {
+	local s e0 e1 rc=0
+	s=$(other)
+	case $((RANDOM % 7)) in
+	0) trace="member install"; run_op as_member "$FLASHCTL" install "$T/v$((RANDOM % 3 + 1)).bundle" ;;
+	1) trace="member install --allow-downgrade"
+	   run_op as_member "$FLASHCTL" install --allow-downgrade "$T/v$((RANDOM % 3 + 1)).bundle" ;;
+	2) trace="member mark-good"; run_op as_member "$FLASHCTL" slot mark-good ;;
+	3) trace="member mark-good $s"; run_op as_member "$FLASHCTL" slot mark-good "$s" ;;
+	4) trace="member activate $s"; run_op as_member "$FLASHCTL" slot activate "$s" ;;
+	5) trace="member rollback"; run_op as_member "$FLASHCTL" slot rollback ;;
+	6) trace="member BOOT_ORDER=$s"
+	   e0=$(env_dump | sha256sum)
+	   as_member "$FLASHCTL" env set --force "BOOT_ORDER=$s" > "$T/op.out" 2>&1 < /dev/null || rc=$?
+	   [ $rc = 4 ] || fail "step $n: a member's raw BOOT_ORDER=$s exited $rc (want 4): $(cat "$T/op.out")"
+	   e1=$(env_dump | sha256sum)
+	   [ "$e0" = "$e1" ] || fail "step $n: a member's refused raw BOOT_ORDER changed the env" ;;
+	esac
+}
+
+# An overlay reset requested and taken back (by root or a member): no reset
+# is pending after, and the slots' boot state did not move.
+reset_cancel() {
+	local who="" before
+	[ $((RANDOM % 2)) = 0 ] && who=as_member
+	trace="reset+cancel${who:+ (member)}"
+	status_json
+	before=$(sj "str(d['next']) + ' ' + ' '.join(s['state'] for s in d['slots'])")
+	run_op $who "$FLASHCTL" overlay reset --yes
+	run_op $who "$FLASHCTL" overlay reset --cancel
+	fctl --json overlay status > "$T/ov.json" || fail "step $n: overlay status: exit $?"
+	"$PY" -c "import json,sys; d=json.load(open('$T/ov.json')); sys.exit(d.get('state') == 'reset_pending')" ||
+		fail "step $n: a reset is still pending after --cancel: $(cat "$T/ov.json")"
+	status_json
+	[ "$(sj "str(d['next']) + ' ' + ' '.join(s['state'] for s in d['slots'])")" = "$before" ] ||
+		fail "step $n: an overlay reset and its cancel moved the boot state from '$before'"
+}
+
+# The history: the same for root and a user without rights; at most 100
+# records, in the order they started; every record names a result.
+history_check() {
+	trace="history"
+	fctl --json history > "$T/h-root.json" || fail "step $n: history (root): exit $?"
+	as_nobody "$FLASHCTL" --json history > "$T/h-nobody.json" 2> "$T/h.err" ||
+		fail "step $n: history (nobody): exit $?: $(cat "$T/h.err")"
+	cmp -s "$T/h-root.json" "$T/h-nobody.json" || fail "step $n: nobody's history differs from root's"
+	"$PY" - "$T/h-root.json" <<'EOF' || fail "step $n: the history is not what was done: $(head -c 400 "$T/h-root.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["error"] is None, d["error"]
+ins = d["installs"]
+assert len(ins) <= 100
+assert all(i["result"] in ("success", "failed", "cancelled", "interrupted") for i in ins), ins
+EOF
+}
+
 for n in $(seq 1 "$steps"); do
-	case $((RANDOM % 14)) in
+	case $((RANDOM % 18)) in
 	10) trace="cancel"; cancel_install ;;
 	11) trace="restart"; restart_in_install ;;
 	12) trace="bad-bundle"; bad_bundle ;;
-	13) trace="nobody"; as_nobody ;;
+	13) trace="nobody"; nobody_steps ;;
+	14|15) member_step ;;
+	16) reset_cancel ;;
+	17) history_check ;;
 	0|1|2) trace="install"; run_op fctl install "$T/v$((RANDOM % 3 + 1)).bundle" ;;
 	3) trace="cut"; power_cut_install ;;
 	4|5) h=$((RANDOM % 4 == 0)); echo $h > "$T/health-rc"; trace="reboot(health $h)" ;;
