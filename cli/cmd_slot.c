@@ -336,19 +336,27 @@ static unsigned init_reads(struct cli_ctx *ctx, struct slot_ctx *s, const struct
 	return flags;
 }
 
-/* activate: a slot that is not running must read as its signed index
- * says; its record alone (anyone with root can write it) is no proof. */
-static int activate_read(struct cli_ctx *ctx, struct slot_ctx *s, int slot)
+/* activate or mark-good of a slot that is not running, rollback onto
+ * one: the slot that goes ahead of the running one must read as its signed
+ * index says; its record alone (anyone with root can write it) is no proof.
+ * A change the state logic refuses is left to it to say why. */
+static int promote_read(struct cli_ctx *ctx, struct slot_ctx *s, enum slot_op op, int slot,
+			unsigned flags)
 {
+	struct slot_state nst;
+	struct slot_changes ch;
 	struct error err = {};
 
-	/* a record that says unverified is refused by the state logic, first */
-	if (slot == s->booted || !slot_verified(&s->st, (size_t)slot) ||
-	    read_slot(s, (size_t)slot, &err))
+	if ((op != SLOT_OP_ACTIVATE && op != SLOT_OP_MARK_GOOD && op != SLOT_OP_ROLLBACK) ||
+	    slot_compute_booted(&s->st, s->booted, op, slot, flags, &nst, &ch, NULL) < 0)
 		return CLI_EXIT_OK;
-	return cli_refused(ctx, PROTO_ERROR_SLOT_REFUSED, "activate: refusing slot %s: it was not "
-			   "read back as its signed image: %s", slot_name(s, slot),
-			   error_message(&err));
+	if (op == SLOT_OP_ROLLBACK)
+		slot = nst.n_order ? (int)nst.order[0] : -1;
+	if (slot < 0 || slot == s->booted || read_slot(s, (size_t)slot, &err))
+		return CLI_EXIT_OK;
+	return cli_refused(ctx, PROTO_ERROR_SLOT_REFUSED, "%s: refusing slot %s: it was not "
+			   "read back as its signed image: %s", slot_op_to_string(op),
+			   slot_name(s, slot), error_message(&err));
 }
 
 /* One operation: through flashd when it runs (and has a method for it),
@@ -407,7 +415,7 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 		return r;
 	if (op == SLOT_OP_INIT)
 		flags |= init_reads(ctx, &s, br);
-	if (op == SLOT_OP_ACTIVATE && slot >= 0 && (r = activate_read(ctx, &s, slot)))
+	if ((r = promote_read(ctx, &s, op, slot, flags)))
 		return r;
 	/* a fallback not recorded yet (no daemon ran) joins this store */
 	r = slot_change(s.env, s.group, &(struct slot_change) {

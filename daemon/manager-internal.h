@@ -83,7 +83,9 @@ struct operation {
 	bool activate;
 	bool cancelled;
 	int health_slot;               /* the booted slot the health check runs for */
-	struct slot_read_report read;  /* activate: what its worker read */
+	struct slot_read_report read;  /* a slot read before slot_op: what its worker read */
+	enum slot_op slot_op;          /* ... the change waiting for that read */
+	enum log_event slot_event;     /* ... and its journal event */
 	pid_t health_pgid;             /* the health check's process group, 0 = none */
 	struct install_report final;   /* the worker's end report (final: true once it came) */
 	struct install_report last;    /* the last progress report */

@@ -109,12 +109,6 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
 	return proto_reply(call, o);
 }
 
-int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
-{
-	return slot_op(userdata, call, SLOT_OP_MARK_GOOD, LOG_EVENT_SLOT_GOOD,
-		       manager_param_str(params, "slot"), 0);
-}
-
 int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	return slot_op(userdata, call, SLOT_OP_MARK_BAD, LOG_EVENT_SLOT_BAD,
@@ -123,7 +117,7 @@ int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, v
 
 /* The worker reads the slot against its recorded signed index (the event
  * loop never waits on that much flash). */
-static int activate_job(int report_fd, volatile int *cancel, void *userdata)
+static int read_job(int report_fd, volatile int *cancel, void *userdata)
 {
 	struct manager *m = userdata;
 	struct slot_read_report rep = { 0 };
@@ -135,59 +129,84 @@ static int activate_job(int report_fd, volatile int *cancel, void *userdata)
 	return worker_report(report_fd, &rep, sizeof(rep));
 }
 
-static void activate_on_msg(struct worker *w, const void *msg, void *userdata)
+static void read_on_msg(struct worker *w, const void *msg, void *userdata)
 {
 	struct manager *m = userdata;
 
 	memcpy(&m->op.read, msg, sizeof(m->op.read));
 }
 
-static void activate_on_done(struct worker *w, int code, int status, void *userdata)
+static void read_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
 	_cleanup_free_ char *name = TAKE_PTR(m->op.slot);
 	struct proto_call *call = proto_call_ref(m->op.call);
 	struct slot_read_report rep = m->op.read;
+	enum slot_op op = m->op.slot_op;
+	enum log_event ev = m->op.slot_event;
+	const char *read = m->group->slots[m->op.health_slot].name;
 	char reason[ERROR_MSG_MAX + 128];
 
 	manager_op_clear(m); /* the board's lock too: the change takes it again */
 	if (rep.r == 1 && code == CLD_EXITED && status == 0) {
-		slot_op(m, call, SLOT_OP_ACTIVATE, LOG_EVENT_SLOT_ACTIVATED, name, 0);
+		slot_op(m, call, op, ev, name, 0);
 	} else {
-		snprintf(reason, sizeof(reason), "refusing to activate slot %s: it was not read "
-			 "back as its signed image: %s", name, rep.message[0] ? rep.message :
+		snprintf(reason, sizeof(reason), "refusing to %s slot %s: it was not read back as "
+			 "its signed image: %s", op == SLOT_OP_ROLLBACK ? "roll back onto" :
+			 slot_op_to_string(op), read, rep.message[0] ? rep.message :
 			 "the read ended early");
 		log_warning("%s", reason);
 		if (proto_call_is_connected(call))
-			slot_refused(call, name, reason);
+			slot_refused(call, read, reason);
 	}
 	proto_call_unref(call);
 }
 
-/* A slot that is not running is read before it is activated: its record
- * (root may force one) is no proof of its bytes (docs/security.md). */
-int manager_slot_activate(struct proto_call *call, struct json_object *params, void *userdata)
+/* The slot op would put ahead of the booted one (activate or mark-good of
+ * another slot, rollback onto one), -1 none or refused by the state logic
+ * (slot_op says why). Its record (root may force one) is no proof of its
+ * bytes (docs/security.md): it is read first. */
+static int slot_to_read(struct manager *m, enum slot_op op, const char *name)
 {
-	struct manager *m = userdata;
-	const char *name = manager_param_str(params, "slot");
-	struct error err = {};
-	int idx = -1, booted, r;
+	_cleanup_env_ struct env *e = NULL;
+	struct slots_view v;
+	struct slot_state nst;
+	struct slot_changes ch;
+	int idx;
 
-	for (size_t i = 0; i < m->group->n_slots; i++)
-		if (!strcmp(m->group->slots[i].name, name))
-			idx = (int)i;
-	booted = manager_booted(m, NULL, NULL);
-	if (idx < 0 || idx == booted || m->op.name)
-		return slot_op(m, call, SLOT_OP_ACTIVATE, LOG_EVENT_SLOT_ACTIVATED, name, 0);
-	m->op = (struct operation){ .name = "activate", .bundle_fd = -1, .started = time(NULL),
-				    .health_slot = idx, .slot = strdup(name),
-				    .call = proto_call_ref(call) };
-	r = manager_lock_board(m, "flashd activate (reading the slot)", &m->op.lock, &err);
-	if (r >= 0 && !m->op.slot)
+	if (manager_open_env(m, &e, NULL) < 0 || manager_status_load_slots(m, e, &v, NULL) < 0)
+		return -1; /* the change reports the env's trouble */
+	manager_status_slots_done(&v);
+	idx = name ? slot_find(&v.st, name) : op == SLOT_OP_ROLLBACK ? -1 : v.status.booted;
+	if ((name && idx < 0) ||
+	    slot_compute_booted(&v.st, v.status.booted, op, idx, 0, &nst, &ch, NULL) < 0)
+		return -1;
+	if (op == SLOT_OP_ROLLBACK)
+		idx = nst.n_order ? (int)nst.order[0] : -1;
+	return idx == v.status.booted ? -1 : idx;
+}
+
+/* op after a read of the slot it promotes, in a worker; at once when it
+ * promotes none. */
+static int read_then_op(struct manager *m, struct proto_call *call, enum slot_op op,
+			enum log_event ev, const char *name)
+{
+	struct error err = {};
+	int idx, r;
+
+	idx = m->op.name ? -1 : slot_to_read(m, op, name);
+	if (idx < 0)
+		return slot_op(m, call, op, ev, name, 0);
+	m->op = (struct operation){ .name = slot_op_to_string(op), .bundle_fd = -1,
+				    .started = time(NULL), .health_slot = idx,
+				    .slot = name ? strdup(name) : NULL, .slot_op = op,
+				    .slot_event = ev, .call = proto_call_ref(call) };
+	r = manager_lock_board(m, "flashd reading a slot before its change", &m->op.lock, &err);
+	if (r >= 0 && name && !m->op.slot)
 		r = -ENOMEM;
 	if (r >= 0)
-		r = worker_start(m->event, sizeof(struct slot_read_report), activate_job,
-				 activate_on_msg, activate_on_done, m, &m->op.worker);
+		r = worker_start(m->event, sizeof(struct slot_read_report), read_job,
+				 read_on_msg, read_on_done, m, &m->op.worker);
 	if (r < 0) {
 		manager_op_clear(m);
 		return error_is_set(&err) ? manager_reply_lock_error(call, r, &err) :
@@ -196,8 +215,20 @@ int manager_slot_activate(struct proto_call *call, struct json_object *params, v
 	return 0;
 }
 
+int manager_slot_activate(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return read_then_op(userdata, call, SLOT_OP_ACTIVATE, LOG_EVENT_SLOT_ACTIVATED,
+			    manager_param_str(params, "slot"));
+}
+
+int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
+{
+	return read_then_op(userdata, call, SLOT_OP_MARK_GOOD, LOG_EVENT_SLOT_GOOD,
+			    manager_param_str(params, "slot"));
+}
+
 int manager_slot_rollback(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_ROLLBACK, LOG_EVENT_ROLLBACK,
-		       manager_param_str(params, "slot"), 0);
+	return read_then_op(userdata, call, SLOT_OP_ROLLBACK, LOG_EVENT_ROLLBACK,
+			    manager_param_str(params, "slot"));
 }

@@ -98,10 +98,10 @@ else
 fi
 
 # ---- changes of another slot than the booted one, through the daemon ----
-fctl --json slot mark-good B > "$T/mg.json" 2>&1 || fail "slot mark-good B: $(cat "$T/mg.json")"
+fctl --json slot mark-bad B > "$T/mg.json" 2>&1 || fail "slot mark-bad B: $(cat "$T/mg.json")"
 expect_fields "$T/mg.json" <<EOF
 via daemon
-operation mark-good
+operation mark-bad
 slot B
 EOF
 

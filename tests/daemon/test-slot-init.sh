@@ -82,4 +82,31 @@ grep -q "differs from the signed image" "$T/si5.out" || fail "slot init --bundle
 fctl slot init $C --offline --bundle "$T/v2.bundle" > "$T/si6.out" 2>&1 || fail "slot init --bundle v2: $(cat "$T/si6.out")"
 [ "$(env_var BOOT_ORDER)" = "A B" ] || fail "slot init --bundle of B's image: BOOT_ORDER '$(env_var BOOT_ORDER)'"
 [ "$(env_var FLASHD_B_STATE)" = good ] || fail "slot init --bundle: B recorded $(env_var FLASHD_B_STATE)"
+
+# ---- mark-good and rollback onto a slot that is not running: read first ----
+start_daemon
+# B verified, after the booted A in BOOT_ORDER: what a rollback goes back to
+fctl -q install --slot B "$T/v2.bundle" > "$T/i5.out" 2>&1 || fail "install v2 into B: $(cat "$T/i5.out")"
+fctl -q slot activate A > "$T/a5.out" 2>&1 || fail "activate the booted A: $(cat "$T/a5.out")"
+[ "$(env_var BOOT_ORDER)" = "A B" ] || fail "BOOT_ORDER '$(env_var BOOT_ORDER)', expected 'A B' before the rollback"
+sim_flip_bit $((0x3140000 + 5 * 131072 + 77))
+order=$(env_var BOOT_ORDER) states="$(env_var FLASHD_A_STATE) $(env_var FLASHD_B_STATE)"
+vcall_error "$T/mg" io.flashd.SlotRefused io.flashd.MarkGood '{"slot":"B"}'
+grep -q "not read back as its signed image" "$T/mg.last" || fail "MarkGood B: $(cat "$T/mg.last")"
+vcall_error "$T/rb" io.flashd.SlotRefused io.flashd.Rollback '{}'
+grep -q "not read back as its signed image" "$T/rb.last" || fail "Rollback onto B: $(cat "$T/rb.last")"
+stop_daemon
+fctl slot mark-good B $C --offline > "$T/mg2.out" 2>&1 && fail "offline mark-good B accepted while B differs"
+grep -q "not read back as its signed image" "$T/mg2.out" || fail "offline mark-good B: $(cat "$T/mg2.out")"
+fctl slot rollback $C --offline > "$T/rb2.out" 2>&1 && fail "offline rollback onto B accepted while B differs"
+grep -q "not read back as its signed image" "$T/rb2.out" || fail "offline rollback: $(cat "$T/rb2.out")"
+[ "$(env_var BOOT_ORDER)" = "$order" ] || fail "a refused mark-good/rollback changed BOOT_ORDER: '$order' -> '$(env_var BOOT_ORDER)'"
+[ "$(env_var FLASHD_A_STATE) $(env_var FLASHD_B_STATE)" = "$states" ] ||
+	fail "a refused mark-good/rollback changed the records: '$states' -> '$(env_var FLASHD_A_STATE) $(env_var FLASHD_B_STATE)'"
+sel=$(fctl slot boot-select $B) || fail "boot-select"
+[ "$sel" = flashd.slot=A ] || fail "the boot script chose $sel: B was promoted unread"
+# B rewritten right: mark-good of the other slot passes (it reads as signed)
+start_daemon
+fctl -q install --no-activate --slot B "$T/v2.bundle" > "$T/i6.out" 2>&1 || fail "install v2 into B again: $(cat "$T/i6.out")"
+fctl slot mark-good B > "$T/mg3.out" 2>&1 || fail "mark-good of a B that reads right: $(cat "$T/mg3.out")"
 say PASS

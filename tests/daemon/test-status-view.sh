@@ -64,13 +64,15 @@ vcall "$T/bad" io.flashd.MarkBad '{"slot":"B"}' || fail "MarkBad B: $(cat "$T/ba
 expect_status slots.1.state bad "right after MarkBad B"
 
 # ---- offline, daemon stopped, under the lock ----
+# (B gets an image first: activate reads B before it boots it)
+make_bundle v1 1.0 2
+fctl -q install --no-activate "$T/v1.bundle" > "$T/i.out" 2>&1 || fail "install v1 into B: $(cat "$T/i.out")"
 stop_daemon
-# (a rollback: activate would read B, which holds no image here)
-fctl -q slot rollback --force --offline --layout "$LAYOUT" --target "$TARGET" --cmdline "$T/cmdline" ||
-	fail "flashctl --offline slot rollback --force"
+fctl -q slot activate B --offline --config "$T/flashd.conf" --cmdline "$T/cmdline" ||
+	fail "flashctl --offline slot activate B"
 start_daemon -v
-expect_status next B "after an offline rollback to B while flashd was stopped"
-expect_status switch_pending true "after an offline rollback to B"
+expect_status next B "after an offline activate of B while flashd was stopped"
+expect_status switch_pending true "after an offline activate of B"
 
 # ---- a user without rights cannot make it read the flash per call ----
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
