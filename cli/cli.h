@@ -83,6 +83,9 @@ void cli_error(struct cli_ctx *ctx, const char *fmt, ...) _printf_(2, 3);
  * output: the daemon's replies carry what servers and bundles said (JSON
  * output escapes them itself). */
 void cli_printable_json(struct json_object *o);
+/* t (seconds since the epoch) in buf: ISO 8601 UTC ("...Z") or local
+ * "YYYY-MM-DD HH:MM:SS"; "-" for a time the C library cannot break down. */
+const char *cli_time(char *buf, size_t n, int64_t t, bool utc);
 /* Print a JSON object (pretty) on stdout and drop the reference. */
 void cli_print_json(struct json_object *j);
 /* True when argv asks for help (-h/--help anywhere). */

@@ -113,11 +113,8 @@ static struct json_object *jo(struct json_object *o, const char *k)
 static void print_time(const char *label, int64_t t)
 {
 	char buf[64];
-	time_t tt = t;
-	struct tm tm;
 
-	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm));
-	printf("%s%s", label, buf);
+	printf("%s%s", label, cli_time(buf, sizeof(buf), t, false));
 }
 
 static void print_slots(struct json_object *st)
@@ -274,6 +271,18 @@ static void print_status(struct json_object *st)
 /* Every string of o made printable (util_printable), for the human
  * output: the daemon's replies carry what servers and bundles said (JSON
  * output escapes them itself). */
+const char *cli_time(char *buf, size_t n, int64_t t, bool utc)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if ((int64_t)tt != t || !(utc ? gmtime_r(&tt, &tm) : localtime_r(&tt, &tm)) ||
+	    !(utc ? strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm) :
+		    strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm)))
+		snprintf(buf, n, "-");
+	return buf;
+}
+
 void cli_printable_json(struct json_object *o)
 {
 	char shown[1024];

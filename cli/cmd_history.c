@@ -69,10 +69,8 @@ static const char *result_word(const char *result)
 static void print_entry(struct json_object *e)
 {
 	char when[32], ver[72], slot[72], src[512], fetched[32], written[32], s1[512], s2[512];
-	time_t t = ji(e, "started");
-	struct tm tm;
 
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+	cli_time(when, sizeof(when), ji(e, "started"), true);
 	printf("%-20s  %-12s %-4s %-9s %8s %8s %6" PRId64 " %5" PRId64 "s  %s\n", when,
 	       shown(e, "version", ver, sizeof(ver)), shown(e, "slot", slot, sizeof(slot)),
 	       result_word(js(e, "result")), size_or_dash(ji(e, "bytes_fetched"), fetched,

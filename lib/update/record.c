@@ -11,30 +11,36 @@
 #include "record.h"
 #include "util.h"
 
-/* Every field of an element and its JSON type: what record_load keeps of
- * a file someone may have edited. */
+/* A time up to 9999-12-31T23:59:59Z, a count up to 2^50: what a client
+ * prints and subtracts without overflow. */
+#define RECORD_TIME_MAX INT64_C(253402300799)
+#define RECORD_COUNT_MAX (INT64_C(1) << 50)
+
+/* Every field of an element and its JSON type (an integer's range): what
+ * record_load keeps of a file someone may have edited. */
 static const struct {
 	const char *key;
 	enum json_type type;
+	int64_t max;
 } record_fields[] = {
-	{ "started", json_type_int },
-	{ "finished", json_type_int },
-	{ "group", json_type_string },
-	{ "slot", json_type_string },
-	{ "version", json_type_string },
-	{ "compatible", json_type_string },
-	{ "result", json_type_string },
-	{ "error_name", json_type_string },
-	{ "error", json_type_string },
-	{ "source", json_type_string },
-	{ "signer", json_type_string },
-	{ "running_version", json_type_string },
-	{ "downgrade", json_type_string },
-	{ "history_reset", json_type_string },
-	{ "bytes", json_type_int },
-	{ "bytes_fetched", json_type_int },
-	{ "erases", json_type_int },
-	{ "blocks_skipped", json_type_int },
+	{ "started", json_type_int, RECORD_TIME_MAX },
+	{ "finished", json_type_int, RECORD_TIME_MAX },
+	{ "group", json_type_string, 0 },
+	{ "slot", json_type_string, 0 },
+	{ "version", json_type_string, 0 },
+	{ "compatible", json_type_string, 0 },
+	{ "result", json_type_string, 0 },
+	{ "error_name", json_type_string, 0 },
+	{ "error", json_type_string, 0 },
+	{ "source", json_type_string, 0 },
+	{ "signer", json_type_string, 0 },
+	{ "running_version", json_type_string, 0 },
+	{ "downgrade", json_type_string, 0 },
+	{ "history_reset", json_type_string, 0 },
+	{ "bytes", json_type_int, RECORD_COUNT_MAX },
+	{ "bytes_fetched", json_type_int, RECORD_COUNT_MAX },
+	{ "erases", json_type_int, RECORD_COUNT_MAX },
+	{ "blocks_skipped", json_type_int, RECORD_COUNT_MAX },
 };
 
 static struct json_object *typed_copy(struct json_object *e)
@@ -46,7 +52,10 @@ static struct json_object *typed_copy(struct json_object *e)
 	o = json_object_new_object();
 	for (size_t i = 0; o && i < ELEMENTSOF(record_fields); i++)
 		if (json_object_object_get_ex(e, record_fields[i].key, &v) &&
-		    json_object_is_type(v, record_fields[i].type))
+		    json_object_is_type(v, record_fields[i].type) &&
+		    (record_fields[i].type != json_type_int ||
+		     (json_object_get_int64(v) >= 0 &&
+		      json_object_get_int64(v) <= record_fields[i].max)))
 			json_object_object_add(o, record_fields[i].key, json_object_get(v));
 	return o;
 }
@@ -238,8 +247,9 @@ struct json_object *record_interface_json(struct json_object *r)
 		copy_field(o, r, same[i], NULL);
 	copy_field(o, r, "reason", "error");
 	json_object_object_add(o, "bundle_sha256", NULL);
+	/* both in range (record_load); a clock set back gives 0, not < 0 */
 	json_object_object_add(o, "duration", json_object_new_int64(
-		json_object_get_int64(finished) - json_object_get_int64(started)));
+		MAX(json_object_get_int64(finished) - json_object_get_int64(started), 0)));
 	/* an unknown word is no decision the interface can name */
 	if (json_object_object_get_ex(o, "downgrade", &dg) && dg &&
 	    !one_of(dg, downgrade_names, ELEMENTSOF(downgrade_names)))

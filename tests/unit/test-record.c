@@ -134,6 +134,35 @@ TEST(test_typed_fields)
 	assert_int_equal(json_object_get_int64(v), 10);
 }
 
+/* Integers out of range (a hostile or damaged file) are dropped like a
+ * wrong type, so no client overflows on them or prints a time the C
+ * library cannot break down; the interface's duration is never < 0. */
+TEST(test_int_ranges)
+{
+	char dir[] = "/tmp/flashd-test-record-XXXXXX";
+	_cleanup_free_ char *path = NULL;
+	_cleanup_json_ struct json_object *arr = NULL, *hist = NULL;
+	struct json_object *e, *v;
+
+	assert_non_null(mkdtemp(dir));
+	assert_true(asprintf(&path, "%s/%s", dir, RECORD_FILE) > 0);
+	write_file(path, "[ { \"started\": 9223372036854775807, \"finished\": -9223372036854775807, "
+		   "\"result\": \"success\", \"bytes\": -1, \"erases\": 1125899906842625 }, "
+		   "{ \"started\": 100, \"finished\": 50, \"result\": \"failed\" } ]");
+	assert_int_equal(record_load(dir, &arr), 0);
+	e = json_object_array_get_idx(arr, 0);
+	assert_false(json_object_object_get_ex(e, "started", &v));
+	assert_false(json_object_object_get_ex(e, "finished", &v));
+	assert_false(json_object_object_get_ex(e, "bytes", &v));
+	assert_false(json_object_object_get_ex(e, "erases", &v));
+	assert_int_equal(record_history_json(dir, &hist), 0);
+	assert_true(json_object_object_get_ex(hist, "installs", &v));
+	assert_int_equal(json_object_array_length(v), 1);
+	e = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(e, "duration", &v));
+	assert_int_equal(json_object_get_int64(v), 0);
+}
+
 /* Every field an install records comes back. */
 TEST(test_fields_round_trip)
 {
