@@ -573,6 +573,12 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 
 	if (m->op.name)
 		return manager_reply_busy(m, call);
+	/* overriding downgrade=refuse is root's, as a raw write of flashd's
+	 * variables is: a socket-group member may not replay an old bundle */
+	if (json_object_object_get_ex(params, "allow_downgrade", &v) && json_object_get_boolean(v) &&
+	    proto_call_peer(call)->uid != 0)
+		return proto_error_string(call, PROTO_ERROR_DENIED, "reason", "allow_downgrade: "
+					  "overriding the downgrade policy is root's alone");
 	/* a wrong name is the caller's mistake, not a failed install: say so
 	 * before a worker starts (and before the bundle is opened) */
 	slot = manager_param_str(params, "slot");
@@ -616,7 +622,6 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	m->op.source = install_source(params, url, fd);
 	if (json_object_object_get_ex(params, "activate", &v) && v)
 		m->op.activate = json_object_get_boolean(v);
-	/* authorized callers only: Install needs what every change needs */
 	if (json_object_object_get_ex(params, "allow_downgrade", &v) && v)
 		m->op.allow_downgrade = json_object_get_boolean(v);
 	m->op.call = proto_call_ref(call);

@@ -7,8 +7,8 @@
 # - downgrade=refuse (the default): an older bundle is refused with
 #   io.flashd.DowngradeRefused (flashctl exit 5) naming both versions,
 #   before anything is written: the target slot reads back as it was and
-#   the env is unchanged; --allow-downgrade installs it (not for a user
-#   without rights); warn and allow install it; history and status say so;
+#   the env is unchanged; --allow-downgrade (root's alone: not for a
+#   socket-group member, nor a user without rights) installs it; warn and allow install it; history and status say so;
 # - a damaged installs.json stops neither the daemon nor installs: history
 #   says it, the next install keeps it aside and starts a new history.
 . "$(dirname "$0")/../lib/sim-board.sh"
@@ -19,6 +19,7 @@ make_bundle v1 1.0 2
 make_bundle v2 2.0 2
 chmod 755 "$T"                   # nobody must reach the socket and the bundles
 chmod 644 "$T"/*.bundle
+printf '[flashd]\nsocket-group=%s\n' "$GROUP" >> "$T/flashd.conf"
 start_daemon
 
 # history_json FILE WHAT: flashctl --json history into FILE (as root)
@@ -98,6 +99,13 @@ as_nobody "$PY" "$VCALL" --fd "$T/v1.bundle" io.flashd.Install '{"fd":0,"allow_d
 expect_json "$T/vn.out" error org.varlink.service.PermissionDenied "nobody Install allow_downgrade"
 slot_read A $((4 * EB)) "$T/a-after.img"
 cmp -s "$T/a-before.img" "$T/a-after.img" || fail "nobody's --allow-downgrade wrote slot A"
+# a socket-group member installs, but overriding the policy is root's
+as_member "$FLASHCTL" install --allow-downgrade "$T/v1.bundle" > "$T/im.out" 2>&1
+rc=$?
+[ $rc = 4 ] || fail "member: install --allow-downgrade exited $rc, expected 4: $(cat "$T/im.out")"
+grep -q "root's alone" "$T/im.out" || fail "member: the refusal does not say why: $(cat "$T/im.out")"
+slot_read A $((4 * EB)) "$T/a-after.img"
+cmp -s "$T/a-before.img" "$T/a-after.img" || fail "a member's --allow-downgrade wrote slot A"
 
 # ---- root overrides ----
 fctl install --allow-downgrade "$T/v1.bundle" > "$T/i3.out" 2>&1 ||
