@@ -5,6 +5,7 @@
  * changed whole. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "proto.h"
 #include "slot.h"
 #include "slot_change.h"
+#include "util.h"
 
 bool cli_env_option(struct cli_env_args *a, int c, const char *arg)
 {
@@ -230,6 +232,22 @@ static int parse(struct cli_ctx *ctx, int argc, char **argv, struct cli_env_args
 
 /* NAME's value through flashd (GetEnv): 0 and *ret (NULL: not set), or
  * the exit code of the failed call. */
+/* NAME=value (or the value alone) on stdout. On a terminal, escaped
+ * (util_printable): a value anyone with SetEnv rights wrote must not drive
+ * the operator's terminal; into a pipe, byte for byte, as fw_printenv. */
+static void print_var(const char *name, const char *value, bool no_name)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = strlen(value) * 4 + 1;
+
+	if (isatty(STDOUT_FILENO) && (buf = malloc(len)))
+		value = util_printable(value, buf, len);
+	if (no_name)
+		printf("%s\n", value);
+	else
+		printf("%s=%s\n", name, value);
+}
+
 static int env_get_daemon(struct cli_ctx *ctx, struct client *c, const char *name, char **ret)
 {
 	_cleanup_json_ struct json_object *p = json_object_new_object();
@@ -291,7 +309,7 @@ static int env_get_cmd(struct cli_ctx *ctx, int argc, char **argv)
 			continue;
 		}
 		if (!ctx->json)
-			printf(no_name ? "%.0s%s\n" : "%s=%s\n", argv[i], v);
+			print_var(argv[i], v, no_name);
 		json_object_object_add(j, argv[i], json_object_new_string(v));
 	}
 	if (ctx->json)
@@ -315,7 +333,7 @@ static int env_list_daemon(struct cli_ctx *ctx, struct client *c)
 	}
 	if (json_object_object_get_ex(res, "variables", &vars) && vars) {
 		json_object_object_foreach(vars, name, value)
-			printf("%s=%s\n", name, json_object_get_string(value));
+			print_var(name, json_object_get_string(value), false);
 	}
 	return CLI_EXIT_OK;
 }
@@ -348,7 +366,7 @@ static int env_list_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	json_object_object_add(j, "variables", vars);
 	while (env_next(e, &it, &name, &value) > 0) {
 		if (!ctx->json)
-			printf("%s=%s\n", name, value);
+			print_var(name, value, false);
 		json_object_object_add(vars, name, json_object_new_string(value));
 	}
 	if (ctx->json)

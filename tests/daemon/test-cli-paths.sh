@@ -76,6 +76,23 @@ variables.BOOT_ORDER A B
 EOF
 ok "env get NAME=value, -n the value; env list through flashd"
 
+# ---- a value with terminal controls: escaped on a terminal, raw in a pipe ----
+if command -v script >/dev/null; then
+	fctl -q env set "rvtest=x$(printf '\033')]0;PWNED$(printf '\007')y" || fail "env set rvtest"
+	for cmd in "env get rvtest" "env list" "env get rvtest --offline --config $T/flashd.conf" \
+		"env list --offline --config $T/flashd.conf"; do
+		script -qec "$FLASHCTL $cmd" /dev/null > "$T/tty.out" 2>&1 || fail "$cmd on a terminal: $(cat "$T/tty.out")"
+		grep -q 'rvtest=x\\x1b\]0;PWNED\\x07y' "$T/tty.out" || fail "$cmd on a terminal: not escaped: $(od -c "$T/tty.out" | head -5)"
+		! grep -q "$(printf '\033')" "$T/tty.out" || fail "$cmd put an ESC on the terminal"
+	done
+	[ "$(fctl env get -n rvtest)" = "x$(printf '\033')]0;PWNED$(printf '\007')y" ] ||
+		fail "env get -n in a pipe is not byte for byte: $(fctl env get -n rvtest | od -c)"
+	fctl -q env set rvtest= || fail "env set rvtest="
+	ok "env values with terminal controls: escaped on a terminal, raw in a pipe"
+else
+	say "no script(1): the terminal escaping of env values is not tried"
+fi
+
 # ---- a user without rights reads through the daemon, changes nothing ----
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	NOBODY=65534
