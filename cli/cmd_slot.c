@@ -435,7 +435,8 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 	if (!ctx->json)
 		printf("%s%s%s: %zu variable(s) written in one env store (offline: %s)\n",
 		       slot_op_to_string(op), slot >= 0 ? " " : "", slot >= 0 ? slot_name(&s, slot) : "",
-		       res.n_written, i < 0 ? "flashd has no method for this" :
+		       res.n_written, s.a.force ? "a forced change is made offline" :
+		       i < 0 ? "flashd has no method for this" :
 		       cli_env_names_board(&s.a) ? "the board is named on the command line" :
 		       "no flashd answers");
 	return print_status(ctx, status_json(&s), "offline");

@@ -46,8 +46,8 @@ void log_set_max_level(int level)
 	log_max = level;
 }
 
-/* "NAME=value" in buf, the value made printable; false when it does not
- * fit or has no value. */
+/* "NAME=value" in buf, the value made printable and cut to fit (a long
+ * error or URL is still found by its field); false when it has no value. */
 static bool log_field_format(const struct log_field *f, char *buf, size_t len)
 {
 	char shown[LOG_FIELD_MAX];
@@ -57,7 +57,7 @@ static bool log_field_format(const struct log_field *f, char *buf, size_t len)
 		return false;
 	util_printable(f->value, shown, sizeof(shown));
 	n = snprintf(buf, len, "%s=%s", f->name, shown);
-	return n > 0 && (size_t)n < len;
+	return n > 0 && strlen(f->name) + 2 < len;
 }
 
 static void log_journal_send(int level, const char *id, const struct log_field *fields,

@@ -155,11 +155,21 @@ static int set_aside(const char *dir, const char *path, time_t when, char **ret_
 	char stamp[32];
 	struct tm tm;
 
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime_r(&when, &tm));
-	if (asprintf(&aside, "%s.damaged-%s", path, stamp) < 0)
-		return -ENOMEM;
-	if (rename(path, aside) < 0)
-		return -errno;
+	int r = -EEXIST;
+
+	if (!gmtime_r(&when, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm))
+		snprintf(stamp, sizeof(stamp), "%lld", (long long)when);
+	/* never over an earlier damaged copy set aside in the same second */
+	for (unsigned k = 0; r == -EEXIST && k < 100; k++) {
+		free(aside);
+		aside = NULL;
+		if ((k ? asprintf(&aside, "%s.damaged-%s-%u", path, stamp, k) :
+			 asprintf(&aside, "%s.damaged-%s", path, stamp)) < 0)
+			return -ENOMEM;
+		r = renameat2(AT_FDCWD, path, AT_FDCWD, aside, RENAME_NOREPLACE) < 0 ? -errno : 0;
+	}
+	if (r < 0)
+		return r;
 	if (asprintf(ret_note, "%s was damaged (not a JSON array of records): kept as %s; the "
 		     "history starts again here", path, aside) < 0)
 		return -ENOMEM;

@@ -110,6 +110,28 @@ TEST(test_damaged_file)
 	}
 }
 
+/* A second damaged history set aside in the same second keeps the first. */
+TEST(test_damaged_twice_same_second)
+{
+	char dir[] = "/tmp/flashd-test-record-XXXXXX";
+	_cleanup_free_ char *path = NULL, *first = NULL, *second = NULL, *k1 = NULL, *k2 = NULL;
+	struct record r = { .finished = 1765000000, .group = "rootfs", .slot = "B",
+			    .version = "2", .result = "success" };
+
+	assert_non_null(mkdtemp(dir));
+	assert_true(asprintf(&path, "%s/%s", dir, RECORD_FILE) > 0);
+	write_file(path, "{ first damage");
+	assert_int_equal(record_append(dir, &r), 0);
+	write_file(path, "{ second damage");
+	assert_int_equal(record_append(dir, &r), 0);
+	assert_true(asprintf(&first, "%s.damaged-20251206T054640Z", path) > 0);
+	assert_true(asprintf(&second, "%s.damaged-20251206T054640Z-1", path) > 0);
+	k1 = read_text(first);
+	k2 = read_text(second);
+	assert_string_equal(k1, "{ first damage");
+	assert_string_equal(k2, "{ second damage");
+}
+
 /* A hand-edited element: what has the wrong type is left out, an element
  * that is not an object is dropped; never more than RECORD_MAX. */
 TEST(test_typed_fields)
