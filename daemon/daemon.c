@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "boot.h"
+#include "boot/boot.h"
 #include "conf.h"
 #include "env.h"
-#include "flashctl.h"
+#include "cli/flashctl.h"
 #include "log.h"
 #include "manager.h"
 #include "paths.h"
