@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* flashd boot: the early-boot union assembly (see include/boot.h and
+/* flashd boot: the early-boot union assembly (see boot/boot.h and
  * docs/boot.md). This file is the command: main, options, the logger
  * (stderr and the kernel log) and the order of the steps; the work is in
  * boot_assemble.c (env, slot, mounts, switching) and boot_state.c (the
@@ -37,7 +37,7 @@
 static const char *const boot_mode_table[] = { BOOT_MODE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(boot_mode, enum boot_mode)
 
-/* What differs between the modes (include/boot_assemble.h). */
+/* What differs between the modes (boot_assemble.h). */
 static const struct boot_mode_info {
 	const char *stage;            /* default --stage */
 	const char *root;             /* default --root (NULL: STAGE/root, not an option) */
