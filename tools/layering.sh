@@ -25,11 +25,12 @@ if [ -z "$order" ]; then
 fi
 
 # the sources: every top-level folder but tests/ (which may use anything),
-# hidden ones and build trees inside the source tree (make distcheck's _build/)
+# hidden ones and build trees inside the source tree (make distcheck's _build/,
+# run-tests' build/asan)
 dirs=
 for d in */; do
 	d=${d%/}
-	case $d in tests|_*) continue ;; esac
+	case $d in tests|build|_*) continue ;; esac
 	find "$d" -maxdepth 2 -name config.status | grep -q . && continue
 	dirs="$dirs $d"
 done
