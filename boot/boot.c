@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* flashd boot: the early-boot union assembly (see include/boot.h and
+/* flashd boot: the early-boot union assembly (see boot/boot.h and
  * docs/boot.md). This file is the command: main, options, the logger
  * (stderr and the kernel log) and the order of the steps; the work is in
  * boot_assemble.c (env, slot, mounts, switching) and boot_state.c (the
@@ -37,7 +37,7 @@
 static const char *const boot_mode_table[] = { BOOT_MODE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(boot_mode, enum boot_mode)
 
-/* What differs between the modes (include/boot_assemble.h). */
+/* What differs between the modes (boot_assemble.h). */
 static const struct boot_mode_info {
 	const char *stage;            /* default --stage */
 	const char *root;             /* default --root (NULL: STAGE/root, not an option) */
@@ -101,12 +101,9 @@ void boot_warn(struct boot *b, const char *fmt, ...)
 	json_object_array_add(b->warnings, json_object_new_string(msg));
 }
 
-double boot_ms_since(const struct timespec *t0)
+double boot_ms_since(uint64_t t0_usec)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
+	return (double)(util_now_usec() - t0_usec) / 1e3;
 }
 
 bool boot_is_mountpoint(const char *path)
@@ -277,7 +274,7 @@ int boot_main(int argc, char **argv)
 	char stagefs[PATH_MAX];
 	int r, ret = 1;
 
-	clock_gettime(CLOCK_MONOTONIC, &b.t0);
+	b.t0 = util_now_usec();
 	r = parse_args(&b, argc, argv);
 	if (r != 0)
 		return r > 0 ? 0 : 2;
@@ -351,11 +348,11 @@ int boot_main(int argc, char **argv)
 	}
 	if (boot_assemble_root(&b) < 0 || boot_assemble_lowers(&b) < 0)
 		goto fail;
-	b.ms_root = boot_ms_since(&b.t0);
+	b.ms_root = boot_ms_since(b.t0);
 	if (boot_assemble_layers(&b) < 0)
 		goto fail;
 	boot_assemble_generations(&b);
-	b.ms_overlay = boot_ms_since(&b.t0) - b.ms_root;
+	b.ms_overlay = boot_ms_since(b.t0) - b.ms_root;
 	if (boot_assemble_union(&b) < 0)
 		goto fail;
 	if (boot_modes[b.mode].initramfs)
@@ -365,9 +362,9 @@ int boot_main(int argc, char **argv)
 	boot_state_write(&b, "ok", b.no_exec);
 	if (boot_state_degraded(&b))
 		boot_log_warn("slot %s assembled DEGRADED in %.0f ms (see the warnings in %s)",
-			 b.g->slots[b.slot].name, boot_ms_since(&b.t0), b.state_path);
+			 b.g->slots[b.slot].name, boot_ms_since(b.t0), b.state_path);
 	else
-		boot_log_info("slot %s assembled in %.0f ms", b.g->slots[b.slot].name, boot_ms_since(&b.t0));
+		boot_log_info("slot %s assembled in %.0f ms", b.g->slots[b.slot].name, boot_ms_since(b.t0));
 	if (b.no_exec || !boot_modes[b.mode].enter) {
 		ret = 0;
 		goto out;

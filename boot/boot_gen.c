@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Overlay generations and keep-list migration (see include/boot_gen.h). */
+/* Overlay generations and keep-list migration (see boot_gen.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

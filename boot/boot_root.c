@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Block devices for the read-only layers (see include/boot_root.h). */
+/* Block devices for the read-only layers (see boot_root.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

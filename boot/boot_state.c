@@ -17,10 +17,7 @@
 #include "cleanup_json.h"
 #include "util.h"
 
-static struct json_object *jstr(const char *s)
-{
-	return s ? json_object_new_string(s) : NULL;
-}
+#define jstr json_string_or_null
 
 static struct json_object *root_json(const struct boot_root *r)
 {
@@ -148,7 +145,7 @@ static struct json_object *state_json(struct boot *b, const char *result)
 	json_object_object_add(o, "warnings", json_object_get(b->warnings));
 	json_object_object_add(o, "ms_root", json_object_new_double(b->ms_root));
 	json_object_object_add(o, "ms_overlay", json_object_new_double(b->ms_overlay));
-	json_object_object_add(o, "ms_total", json_object_new_double(boot_ms_since(&b->t0)));
+	json_object_object_add(o, "ms_total", json_object_new_double(boot_ms_since(b->t0)));
 	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
 	return o;
 }

@@ -62,8 +62,9 @@ int cli_overlay_reset(struct cli_ctx *ctx, int argc, char **argv);
 int cli_history(struct cli_ctx *ctx, int argc, char **argv);
 
 struct client;
-/* The daemon's socket: opt, else $FLASHD_SOCKET, else the default. */
-const char *cli_socket_path(const char *opt);
+/* The daemon's socket: opt, else $FLASHD_SOCKET, else dflt (flashd.conf's
+ * socket=), else the built-in default (PATHS_SOCKET). */
+const char *cli_socket_path(const char *opt, const char *dflt);
 /* A failed daemon call: one message naming what, and flashctl(1)'s exit
  * code for the Varlink error (Busy, PermissionDenied: 4; ...). */
 int cli_call_failed(struct cli_ctx *ctx, struct client *c, int r, const char *what);

@@ -22,13 +22,11 @@
 #include "paths.h"
 #include "util.h"
 
-#define DEFAULT_SOCKET PATHS_SOCKET
-
-const char *cli_socket_path(const char *opt)
+const char *cli_socket_path(const char *opt, const char *dflt)
 {
 	const char *env = getenv("FLASHD_SOCKET");
 
-	return opt ? opt : env && *env ? env : DEFAULT_SOCKET;
+	return opt ? opt : env && *env ? env : dflt ? dflt : PATHS_SOCKET;
 }
 
 static int connect_daemon(struct cli_ctx *ctx, const char *sock, struct client **ret)
@@ -321,7 +319,7 @@ static int simple_call(struct cli_ctx *ctx, int argc, char **argv, const char *m
 
 	if (i < 0 || i != argc)
 		return CLI_EXIT_USAGE;
-	r = connect_daemon(ctx, cli_socket_path(sock), &c);
+	r = connect_daemon(ctx, cli_socket_path(sock, NULL), &c);
 	if (r < 0)
 		return cli_exit_code(NULL, r);
 	r = client_call_simple(c, method, NULL, &res);
@@ -564,7 +562,7 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		if (fd < 0)
 			return fd == -EINVAL ? CLI_EXIT_INVALID : CLI_EXIT_FAIL;
 	}
-	ui.sock = cli_socket_path(sock);
+	ui.sock = cli_socket_path(sock, NULL);
 	r = connect_daemon(ctx, ui.sock, &c);
 	if (r < 0)
 		return cli_exit_code(NULL, r);

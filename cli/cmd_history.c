@@ -156,7 +156,6 @@ static int history_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	_cleanup_(conf_freep) struct conf *conf = NULL;
 	_cleanup_client_ struct client *c = NULL;
 	_cleanup_json_ struct json_object *res = NULL;
-	const char *env = getenv("FLASHD_SOCKET");
 	struct error err = {};
 	int r = parse(ctx, argc, argv, &a);
 
@@ -167,8 +166,7 @@ static int history_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	/* an unreadable flashd.conf (a user without rights) matters offline
 	 * only: the daemon at the default socket answers all the same */
 	r = conf_load(conf, a.config ? a.config : CONF_DEFAULT_PATH, !a.config, &err);
-	if (!a.offline && client_connect(a.sock ? a.sock : env && *env ? env : conf->socket,
-					 &c) >= 0) {
+	if (!a.offline && client_connect(cli_socket_path(a.sock, conf->socket), &c) >= 0) {
 		r = client_call_simple(c, "io.flashd.GetHistory", NULL, &res);
 		if (r < 0)
 			return cli_call_failed(ctx, c, r, "history");

@@ -102,11 +102,6 @@ static const char *slot_name(const struct slot_ctx *s, int i)
 	return i >= 0 ? s->st.slots[i].name : NULL;
 }
 
-static struct json_object *json_str_or_null(const char *v)
-{
-	return v ? json_object_new_string(v) : NULL;
-}
-
 /* The state offline, as flashd's SlotStatus gives it (one reply shape). */
 static struct json_object *status_json(struct slot_ctx *s)
 {
@@ -256,7 +251,7 @@ static int run_op_daemon(struct cli_ctx *ctx, struct client *c, int i, const cha
 
 		json_object_object_add(j, "via", json_object_new_string("daemon"));
 		json_object_object_add(j, "operation", json_object_new_string(op));
-		json_object_object_add(j, "slot", json_str_or_null(slot));
+		json_object_object_add(j, "slot", json_string_or_null(slot));
 		cli_print_json(j);
 	} else if (!ctx->quiet) {
 		printf("%s%s%s: done by flashd (one env store; 'flashctl status' shows the "

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the parts of the daemon share (daemon/manager*.c): the manager
  * itself, the running operation, and each part's entry points. Private to
- * daemon/, not a module of its own: include/manager.h is the daemon's
+ * daemon/, not a module of its own: daemon/manager.h is the daemon's
  * interface to main(). One part per concern:
  *   manager.c          life cycle, control socket, the io.flashd handler table
  *   manager_status.c   GetStatus, OverlayStatus, FlashInfo: the board's state
@@ -148,7 +148,6 @@ struct manager {
 };
 
 /* ---- manager.c: helpers every part uses ---- */
-struct json_object *manager_jstr(const char *s);
 const char *manager_param_str(struct json_object *params, const char *k);
 /* The board's operation lock for a change (oplock.h): taken without
  * waiting, the event loop never blocks on it. -EBUSY: err names the holder. */

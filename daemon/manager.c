@@ -23,11 +23,6 @@
 
 /* ---- helpers ---- */
 
-struct json_object *manager_jstr(const char *s)
-{
-	return s ? json_object_new_string(s) : NULL;
-}
-
 const char *manager_param_str(struct json_object *params, const char *k)
 {
 	struct json_object *v;

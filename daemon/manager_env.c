@@ -10,7 +10,7 @@
 #include "manager-internal.h"
 #include "util.h"
 
-#define jstr manager_jstr
+#define jstr json_string_or_null
 
 int manager_env_get(struct proto_call *call, struct json_object *params, void *userdata)
 {

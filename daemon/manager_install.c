@@ -23,7 +23,7 @@
 #include "source_http.h"
 #include "util.h"
 
-#define jstr manager_jstr
+#define jstr json_string_or_null
 
 #define STEP_NAME(v, s, step) [v] = step,
 static const char *const step_names[] = { INSTALL_PHASE_LIST(STEP_NAME) };

@@ -71,7 +71,7 @@ static int slot_refused(struct proto_call *call, const char *slot, const char *r
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "slot", slot ? json_object_new_string(slot) : NULL);
+	json_object_object_add(o, "slot", json_string_or_null(slot));
 	json_object_object_add(o, "reason", json_object_new_string(reason));
 	return proto_error(call, PROTO_ERROR_SLOT_REFUSED, o);
 }

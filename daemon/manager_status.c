@@ -34,7 +34,7 @@
 #include "ubi_image.h"
 #include "util.h"
 
-#define jstr manager_jstr
+#define jstr json_string_or_null
 #define STATUS_MAX_AGE_USEC (2ULL * 1000000ULL)
 
 void manager_status_slots_done(struct slots_view *v)
@@ -300,14 +300,6 @@ static struct json_object *boot_record(void)
 	return json_tokener_parse(text);
 }
 
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
-}
-
 /* Watches on what the state is read from; added again at each load, so
  * a file replaced since (a new simulator, a renamed record) is watched
  * again. Missing ones are left to the age bound. */
@@ -482,7 +474,7 @@ static void status_load_board(struct manager *m, uint64_t now)
 static int status_refresh(struct manager *m, unsigned need, struct error *err)
 {
 	struct manager_status *st = &m->status;
-	uint64_t now = now_usec();
+	uint64_t now = util_now_usec();
 	bool env, board;
 	int r;
 

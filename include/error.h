@@ -28,6 +28,9 @@ int error_setv(struct error *e, int r, const char *fmt, va_list ap) _printf_(3, 
 /* Put "WHAT: " before the message as the error travels up; when no
  * message was set yet, the message becomes "WHAT: strerror(r)". Returns r. */
 int error_prefix(struct error *e, int r, const char *fmt, ...) _printf_(3, 4);
+/* Hand a kept error over whole (a failure saved to be told again later):
+ * dst becomes src, code and message. dst may be NULL. */
+void error_copy(struct error *dst, const struct error *src);
 /* The message, or strerror of the code when none was set ("" when neither). */
 const char *error_message(const struct error *e);
 static inline bool error_is_set(const struct error *e) { return e && (e->code || e->msg[0]); }

@@ -40,6 +40,8 @@ static inline void util_cancel(volatile int *flag) { __atomic_store_n(flag, 1, _
 
 /* mkdir -p: path and every missing parent (existing ones are fine). */
 int util_mkdir_p(const char *path, mode_t mode);
+/* mkdir -p of the folder path is in (for a file or socket about to be made). */
+int util_mkdir_parents(const char *path, mode_t mode);
 
 /* snprintf for messages and paths where truncation is acceptable. */
 int util_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -62,3 +64,8 @@ bool util_mem_is(const void *buf, int c, size_t len);
 /* Raise the nice value of the calling thread (who 0 is the thread, not the
  * whole process, on Linux) by steps; the kernel caps it at 19. */
 int util_lower_priority(int steps);
+
+/* The monotonic clock (CLOCK_MONOTONIC): for deadlines and durations,
+ * which a change of the wall clock must not move. */
+uint64_t util_now_usec(void);
+static inline uint64_t util_now_ms(void) { return util_now_usec() / 1000; }

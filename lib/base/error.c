@@ -49,6 +49,12 @@ int error_prefix(struct error *e, int r, const char *fmt, ...)
 	return r;
 }
 
+void error_copy(struct error *dst, const struct error *src)
+{
+	if (dst && dst != src)
+		*dst = *src;
+}
+
 const char *error_message(const struct error *e)
 {
 	if (!e)

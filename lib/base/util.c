@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -221,6 +222,28 @@ int util_mkdir_p(const char *path, mode_t mode)
 			return -ENOTDIR;
 	}
 	return 0;
+}
+
+int util_mkdir_parents(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(path);
+	char *s;
+
+	if (!p)
+		return -ENOMEM;
+	s = strrchr(p, '/');
+	if (!s || s == p)
+		return 0; /* in the working or the root folder */
+	*s = '\0';
+	return util_mkdir_p(p, mode);
+}
+
+uint64_t util_now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 int util_snprintf(char *buf, size_t len, const char *fmt, ...)

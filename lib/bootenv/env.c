@@ -122,14 +122,6 @@ static int env_lock_open_root(const char *path)
 	return fd;
 }
 
-static uint64_t env_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The lock fw_printenv/fw_setenv take, with a bounded wait: whoever holds
  * it longer than the timeout makes this -EBUSY ("env busy") instead of
  * stalling the caller (the daemon's event loop). Without the rights to
@@ -138,7 +130,7 @@ static uint64_t env_now_ms(void)
 int env_lock_take(int *ret_fd, struct error *err)
 {
 	_cleanup_close_ int fd = -1;
-	uint64_t deadline = env_now_ms() + env_lock_timeout_ms;
+	uint64_t deadline = util_now_ms() + env_lock_timeout_ms;
 
 	if (env_lock_holders) {
 		env_lock_holders++;
@@ -155,7 +147,7 @@ int env_lock_take(int *ret_fd, struct error *err)
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return error_set(err, -errno, "U-Boot env lock %s: %s", env_lock_path,
 					strerror(errno));
-		if (env_now_ms() >= deadline)
+		if (util_now_ms() >= deadline)
 			return error_set(err, -EBUSY, "U-Boot env busy: another process holds the "
 					"lock %s (fw_setenv/fw_printenv?) for more than %u ms; try "
 					"again", env_lock_path, env_lock_timeout_ms);

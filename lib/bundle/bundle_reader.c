@@ -611,7 +611,7 @@ int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
 	if (!err)
 		err = &local;
 	if (r->state == RS_FAILED) {
-		*err = r->saved;
+		error_copy(err, &r->saved);
 		return r->error;
 	}
 	err->msg[0] = '\0';
@@ -623,7 +623,7 @@ int bundle_reader_feed(struct bundle_reader *r, const void *buf, size_t len,
 			error_set(err, ret, "at byte %" PRIu64 ": %s", r->offset, strerror(-ret));
 		r->state = RS_FAILED;
 		r->error = ret;
-		r->saved = *err;
+		error_copy(&r->saved, err);
 		reader_image_reset(r);
 		return ret;
 	}
@@ -639,8 +639,7 @@ int bundle_reader_finish(struct bundle_reader *r, struct error *err)
 	case RS_STOPPED:
 		return 0;
 	case RS_FAILED:
-		if (err)
-			*err = r->saved;
+		error_copy(err, &r->saved);
 		return r->error;
 	case RS_HEADER:
 		if (r->fill == 0)

@@ -37,20 +37,21 @@ static int env_change(struct install *in, enum slot_op op, const char *version);
  * whatever another writer did to the env in between. */
 static void record_end(struct install *in, int r)
 {
-	char msg[sizeof(in->err.msg)];
+	struct error failure, recording;
 
 	if (!in->marked_bad || in->recorded)
 		return;
 	in->recorded = true;
-	snprintf(msg, sizeof(msg), "%s", in->err.msg);
+	error_copy(&failure, &in->err);
 	in->error = 0; /* env_change reports through install_fail() */
 	if (env_change(in, r == -ECANCELED ? SLOT_OP_INSTALL_CANCELLED : SLOT_OP_INSTALL_FAILED,
 		       NULL) < 0) {
-		size_t len = strlen(msg);
-		snprintf(msg + len, sizeof(msg) - len, " (and recording it failed: %.160s)",
-			 in->err.msg);
+		error_copy(&recording, &in->err);
+		error_set(&in->err, r, "%s (and recording it failed: %.160s)", failure.msg,
+			  recording.msg);
+	} else {
+		error_copy(&in->err, &failure);
 	}
-	snprintf(in->err.msg, sizeof(in->err.msg), "%s", msg);
 	in->error = r;
 }
 
@@ -81,8 +82,8 @@ int install_fail(struct install *in, int r, const char *fmt, ...)
 
 int install_report(struct install *in, int r, struct error *err)
 {
-	if (r < 0 && err)
-		*err = in->err;
+	if (r < 0)
+		error_copy(err, &in->err);
 	return r;
 }
 

@@ -418,7 +418,7 @@ static int take(struct ix *x, struct ahead *a, uint64_t *k)
 	if (ahead_join(x, a, *k, &r)) {
 		if (r < 0) {
 			if (x->err)
-				*x->err = a->err;
+				error_copy(x->err, &a->err);
 			return r;
 		}
 		*k = a->upto;

@@ -193,14 +193,6 @@ static size_t cb_fail(struct http *h, int r, bool transient, const char *fmt, ..
 	return 0; /* stops the transfer (CURLE_WRITE_ERROR) */
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static char *url_part(CURLU *u, CURLUPart what, unsigned flags)
 {
 	char *v = NULL;
@@ -594,7 +586,7 @@ static int backoff(struct http *h)
 	for (ms = MIN(ms, HTTP_BACKOFF_MAX_MS); ms; ms -= MIN(ms, 100u)) {
 		if (cancelled(h))
 			return -ECANCELED;
-		if (h->deadline_ms && now_ms() >= h->deadline_ms)
+		if (h->deadline_ms && util_now_ms() >= h->deadline_ms)
 			return 0; /* the next pump() says so */
 		nanosleep(&slice, NULL);
 	}
@@ -652,7 +644,7 @@ static int check_rate(struct http *h, uint64_t waited_ms, struct error *err)
 
 static int check_deadline(struct http *h, struct error *err)
 {
-	if (!h->deadline_ms || now_ms() < h->deadline_ms)
+	if (!h->deadline_ms || util_now_ms() < h->deadline_ms)
 		return 0;
 	return http_error(h, -ETIMEDOUT, err, "not done after %u s (download-deadline=%u)",
 			  h->conf->deadline, h->conf->deadline);
@@ -663,7 +655,7 @@ static int pump(struct http *h, struct error *err)
 	CURLMcode mc;
 	CURLMsg *msg;
 	int running, left, r;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = util_now_ms();
 
 	mc = curl_multi_perform(h->multi, &running);
 	if (mc != CURLM_OK)
@@ -678,7 +670,7 @@ static int pump(struct http *h, struct error *err)
 		if (mc != CURLM_OK)
 			return http_error(h, -EIO, err, "%s", curl_multi_strerror(mc));
 	}
-	r = check_rate(h, now_ms() - t0, err);
+	r = check_rate(h, util_now_ms() - t0, err);
 	return r < 0 ? r : check_deadline(h, err);
 }
 
@@ -928,7 +920,7 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 		return r;
 	}
 	if (conf->deadline)
-		h->deadline_ms = now_ms() + conf->deadline * 1000ULL;
+		h->deadline_ms = util_now_ms() + conf->deadline * 1000ULL;
 	h->multi = curl_multi_init();
 	h->easy = curl_easy_init();
 	if (!h->multi || !h->easy)

@@ -15,6 +15,7 @@
 #include "cleanup_json.h"
 #include "client.h"
 #include "proto.h"
+#include "util.h"
 
 struct client {
 	int fd;
@@ -115,14 +116,6 @@ int client_push_fd(struct client *c, int fd)
 	return c->n_fds++;
 }
 
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
-}
-
 /* Wait for events on the socket until deadline (0 = forever). */
 static int client_wait(struct client *c, short events, uint64_t deadline)
 {
@@ -131,7 +124,7 @@ static int client_wait(struct client *c, short events, uint64_t deadline)
 		int timeout = -1, r;
 
 		if (deadline) {
-			uint64_t n = now_usec();
+			uint64_t n = util_now_usec();
 
 			if (n >= deadline)
 				return -ETIMEDOUT;
@@ -151,7 +144,7 @@ static int client_wait(struct client *c, short events, uint64_t deadline)
 
 static uint64_t client_deadline(const struct client *c)
 {
-	return c->timeout_usec ? now_usec() + c->timeout_usec : 0;
+	return c->timeout_usec ? util_now_usec() + c->timeout_usec : 0;
 }
 
 static int client_send(struct client *c, const char *data, size_t len)

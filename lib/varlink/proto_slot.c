@@ -2,6 +2,7 @@
 /* What io.flashd says of the A/B slots, made once for the daemon and for
  * flashctl's offline path (include/proto_slot.h): a separate module so
  * that the method table (proto_flashd.c, the fuzzer's) needs no slot logic. */
+#include "cleanup_json.h"
 #include "proto_slot.h"
 
 const char *proto_slot_error(enum slot_change_fail kind, bool forcible)
@@ -41,8 +42,7 @@ struct json_object *proto_slot_status(const struct slot_state *st, const char *g
 	json_object_object_add(j, "boot_order_set", json_object_new_boolean(st->order_set));
 	json_object_object_add(j, "max_tries", json_object_new_int(st->max_tries));
 	json_object_object_add(j, "booted", slot_name_json(st, ss.booted));
-	json_object_object_add(j, "booted_by", ss.booted_by ? json_object_new_string(ss.booted_by) :
-			       NULL);
+	json_object_object_add(j, "booted_by", json_string_or_null(ss.booted_by));
 	json_object_object_add(j, "primary", slot_name_json(st, ss.primary));
 	json_object_object_add(j, "next_boot", slot_name_json(st, ss.next));
 	json_object_object_add(j, "on_trial", json_object_new_boolean(ss.on_trial));

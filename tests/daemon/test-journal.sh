@@ -9,7 +9,7 @@
 # good / bad, rollback, the bootloader's fallback, the health verdict (pass
 # and fail), a degraded env (malformed variable, dead copy). The catalog
 # that ships parses with journalctl (--update-catalog into a root of its
-# own) and explains every MESSAGE_ID of include/log.h.
+# own) and explains every MESSAGE_ID of daemon/log.h.
 
 if [ -z "${FLASHD_JOURNAL_NS:-}" ]; then
 	. "$(dirname "$0")/../lib/common.sh"
@@ -36,10 +36,10 @@ journalctl --root="$T/root" --update-catalog > "$T/cat.out" 2>&1 ||
 	fail "journalctl --update-catalog: $(cat "$T/cat.out")"
 journalctl --root="$T/root" --list-catalog > "$T/catalog.txt" 2>&1 ||
 	fail "journalctl --list-catalog: $(cat "$T/catalog.txt")"
-# the table of include/log.h: X(LOG_EVENT_..., "name", "id", level)
+# the table of daemon/log.h: X(LOG_EVENT_..., "name", "id", level)
 sed -n 's/.*X(LOG_EVENT_[A-Z_]*, "\([a-z-]*\)", "\([0-9a-f]\{32\}\)".*/\1 \2/p' \
-	"$top_srcdir/include/log.h" > "$T/events"
-[ "$(wc -l < "$T/events")" -ge 10 ] || fail "read only $(wc -l < "$T/events") events from include/log.h"
+	"$top_srcdir/daemon/log.h" > "$T/events"
+[ "$(wc -l < "$T/events")" -ge 10 ] || fail "read only $(wc -l < "$T/events") events from daemon/log.h"
 while read -r name id; do
 	grep -q "^$id flashd: " "$T/catalog.txt" ||
 		check_fail "event $name ($id): no entry in the catalog journalctl read: $(cat "$T/catalog.txt")"
@@ -65,7 +65,7 @@ expect_event() {
 	local name=$1 what=$2 id
 	shift 2
 	id=$(event_id "$name")
-	[ -n "$id" ] || fail "no event '$name' in include/log.h"
+	[ -n "$id" ] || fail "no event '$name' in daemon/log.h"
 	wait_for 5 journal_has "$id" "$@" ||
 		check_fail "$what: no $name entry (MESSAGE_ID=$id) with $*: $(cat "$T/j.err")"
 }

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "boot_gen.h"
-#include "boot_gen_migrate.h"
+#include "boot/boot_gen.h"
+#include "boot/boot_gen_migrate.h"
 #include "../unit/tree-digest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

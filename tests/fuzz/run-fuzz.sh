@@ -41,12 +41,12 @@ done
 # Sources (beyond the target itself) and pkg-config modules per target.
 declare -A SRCS=(
 	[layout]="lib/layout/layout.c lib/layout/layout_parse.c lib/layout/layout_nand.c lib/layout/layout_kernel.c lib/base/util.c lib/base/error.c lib/flash/flash.c
-		 lib/flash/flash_sim.c lib/flash/flash_mtd.c nandsim/nsim.c nandsim/nsim_format.c"
+		 lib/flash/flash_sim.c lib/flash/flash_mtd.c lib/sim/nsim.c lib/sim/nsim_format.c"
 	[proto]="lib/varlink/proto.c lib/varlink/proto_flashd.c @proto-idl.c"
 	[bundle]="lib/bundle/bundle.c lib/bundle/bundle_reader.c lib/bundle/bundle_create.c lib/bundle/keyring.c lib/bundle/squashfs.c lib/base/util.c lib/base/error.c lib/base/hash.c lib/base/dl.c"
 	[squashfs]="lib/bundle/squashfs.c lib/base/error.c"
 	[env]="lib/bootenv/slot.c lib/bootenv/slot_boot.c lib/bootenv/slot_seal.c lib/bootenv/env.c lib/bootenv/env_uboot.c lib/bootenv/env_flash.c lib/layout/layout.c lib/layout/layout_parse.c lib/layout/layout_nand.c lib/layout/layout_kernel.c lib/base/util.c lib/base/error.c lib/board/board.c lib/flash/flash.c
-	       lib/flash/flash_sim.c lib/flash/flash_mtd.c lib/flash/flash_blockdev.c lib/flash/flash_ubi.c nandsim/nsim.c nandsim/nsim_format.c"
+	       lib/flash/flash_sim.c lib/flash/flash_mtd.c lib/flash/flash_blockdev.c lib/flash/flash_ubi.c lib/sim/nsim.c lib/sim/nsim_format.c"
 	[keep]="boot/boot_gen.c boot/boot_gen_migrate.c lib/base/util.c lib/base/error.c"
 )
 declare -A PKGS=(
@@ -74,7 +74,7 @@ printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(con
 CFLAGS=(-g -O1 -std=gnu11 -fno-omit-frame-pointer -fno-strict-aliasing
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 	-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-	-I"$top_srcdir/include" -I"$top_builddir"
+	-I"$top_srcdir/include" -I"$top_srcdir" -I"$top_builddir"
 	-DTOP_SRCDIR=\"$top_srcdir\")
 if [ -f "$top_builddir/config.h" ]; then
 	CFLAGS+=(-include "$top_builddir/config.h")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
-# The host tests' board: a simulated 128 MiB NAND (nandsim/nsim.c) in a
+# The host tests' board: a simulated 128 MiB NAND (lib/sim/nsim.c) in a
 # temp dir of its own ($T), with keyring, socket and state dir, so tests
 # run in parallel. flashd is stopped and $T removed on exit (KEEP_TMP=1
 # keeps $T for a look after a failure).

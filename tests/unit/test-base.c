@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "cleanup_json.h"
 #include "error.h"
 #include "hash.h"
 #include "util.h"
@@ -67,6 +68,31 @@ TEST(test_prefix_without_message)
 	assert_int_equal(error_prefix(&err, -ENOENT, "keyring %s", "/etc/keys"), -ENOENT);
 	assert_int_equal(err.code, ENOENT);
 	assert_string_equal(err.msg, "keyring /etc/keys: No such file or directory");
+}
+
+TEST(test_copy)
+{
+	struct error saved = {}, out = {};
+
+	(void)state;
+	error_set(&saved, -EBADMSG, "manifest: signature of %s", "key A");
+	error_set(&out, -EIO, "an older message, longer than the copied one is");
+	error_copy(&out, &saved);
+	assert_int_equal(out.code, EBADMSG);
+	assert_string_equal(out.msg, "manifest: signature of key A");
+	error_copy(NULL, &saved); /* a caller that wants only the code */
+	error_copy(&saved, &saved);
+	assert_string_equal(saved.msg, "manifest: signature of key A");
+}
+
+TEST(test_json_string_or_null)
+{
+	_cleanup_json_ struct json_object *s = json_string_or_null("A");
+
+	(void)state;
+	assert_non_null(s);
+	assert_string_equal(json_object_get_string(s), "A");
+	assert_null(json_string_or_null(NULL));
 }
 
 TEST(test_prefix_truncates_inside)

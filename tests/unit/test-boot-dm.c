@@ -11,7 +11,7 @@
 #include <sys/sysmacros.h>
 #include <cmocka.h>
 
-#include "boot_dm.h"
+#include "boot/boot_dm.h"
 #include "testlib.h"
 
 #define ES (128 * 1024)

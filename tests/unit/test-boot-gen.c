@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "boot_gen.h"
+#include "boot/boot_gen.h"
 #include "cleanup.h"
 #include "util.h"
 #include "testlib.h"

@@ -14,7 +14,7 @@
 #include <dirent.h>
 #include <cmocka.h>
 
-#include "boot_overlay.h"
+#include "boot/boot_overlay.h"
 #include "cleanup.h"
 #include "flash.h"
 #include "jffs2.h"

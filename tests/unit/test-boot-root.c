@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "boot_root.h"
+#include "boot/boot_root.h"
 #include "cleanup.h"
 #include "testlib.h"
 #include "util.h"

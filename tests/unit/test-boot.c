@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "boot.h"
+#include "boot/boot.h"
 #include "cleanup.h"
 #include "testlib.h"
 #include "util.h"

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
-#include "log.h"
+#include "daemon/log.h"
 #include "util.h"
 #include "testlib.h"
 
@@ -81,7 +81,7 @@ TEST(test_catalog_has_no_stale_entry)
 		for (int i = 0; i < _LOG_EVENT_MAX; i++)
 			known = known || !strcmp(id, log_event_id(i));
 		if (!known)
-			fail_msg("systemd/flashd.catalog: entry %s is no event of include/log.h", id);
+			fail_msg("systemd/flashd.catalog: entry %s is no event of daemon/log.h", id);
 		entries++;
 	}
 	assert_int_equal(entries, _LOG_EVENT_MAX);

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -257,6 +258,38 @@ TEST(test_mkdir_p)
 	assert_int_equal(util_mkdir_p(f, 0755), -ENOTDIR);
 	assert_int_equal(util_mkdir_p(fg, 0755), -ENOTDIR);
 	testlib_rm_rf(dir);
+}
+
+TEST(test_mkdir_parents)
+{
+	_cleanup_free_ char *dir = testlib_tmp_dir("util");
+	_cleanup_free_ char *sock = testlib_asprintf("%s/run/flashd/socket", dir);
+	_cleanup_free_ char *parent = testlib_asprintf("%s/run/flashd", dir);
+	_cleanup_free_ char *f = testlib_asprintf("%s/f", dir);
+	_cleanup_free_ char *fg = testlib_asprintf("%s/f/g/h", dir);
+	struct stat st;
+
+	assert_int_equal(util_mkdir_parents(sock, 0700), 0);
+	assert_int_equal(stat(parent, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(stat(sock, &st), -1); /* the parents, not the path */
+	assert_int_equal(util_mkdir_parents(sock, 0700), 0);
+	assert_int_equal(util_mkdir_parents("socket", 0700), 0); /* the working folder */
+	write_file(f, "", 0);
+	assert_int_equal(util_mkdir_parents(fg, 0755), -ENOTDIR);
+	testlib_rm_rf(dir);
+}
+
+TEST(test_now)
+{
+	uint64_t a = util_now_usec(), b, ms;
+	struct timespec pause = { .tv_nsec = 2 * 1000 * 1000 };
+
+	nanosleep(&pause, NULL);
+	b = util_now_usec();
+	ms = util_now_ms();
+	assert_true(b >= a + 2000); /* microseconds, and it moves */
+	assert_true(ms >= b / 1000 && ms <= b / 1000 + 1000);
 }
 
 TEST(test_small_helpers)

@@ -19,6 +19,7 @@
  * its shared libraries alone. */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "layout.h"
@@ -43,5 +44,5 @@ void boot_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 const char *boot_log_first_error(void);
 /* A warning: logged and recorded in the state's "warnings". */
 void boot_warn(struct boot *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-double boot_ms_since(const struct timespec *t0);
+double boot_ms_since(uint64_t t0_usec);
 bool boot_is_mountpoint(const char *path);

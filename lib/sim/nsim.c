@@ -216,14 +216,6 @@ void nsim_set_lock_wait(uint64_t usec)
 	lock_contended_until = 0;
 }
 
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* The lock, within lock_wait_usec: tries, sleeping 1, 2, 4 ... 16 ms in
  * between (a writer holds it for one op, at most an erase block). After
  * a wait ran out, the ops of the next second try once: a status that
@@ -239,7 +231,7 @@ static int op_lock(struct nsim *s)
 				return -errno;
 		return 0;
 	}
-	if (now_usec() < lock_contended_until)
+	if (util_now_usec() < lock_contended_until)
 		budget = 0;
 	while (flock(s->fd, how | LOCK_NB) < 0) {
 		if (errno == EINTR)
@@ -247,7 +239,7 @@ static int op_lock(struct nsim *s)
 		if (errno != EWOULDBLOCK)
 			return -errno;
 		if (waited >= budget) {
-			lock_contended_until = now_usec() + 1000000;
+			lock_contended_until = util_now_usec() + 1000000;
 			return -EWOULDBLOCK;
 		}
 		nap = MIN(nap, budget - waited);

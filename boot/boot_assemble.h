@@ -65,7 +65,7 @@ struct boot {
 	struct boot_layer layers[BOOT_MAX_LAYERS];
 	size_t n_layers;
 	struct json_object *warnings;
-	struct timespec t0;
+	uint64_t t0;                  /* util_now_usec() at the start */
 	double ms_root, ms_overlay, ms_total;
 };
 

@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* flashd: the daemon (default), as "flashd boot" the early-boot union
- * assembly, and called as flashctl (a link to this program) the command
- * line tool: one binary links the library once (issue 18). main() only
- * parses options and hands over. */
+/* flashd: the daemon's command line. daemon_main() only parses options,
+ * loads the configuration and hands over to the manager; main/main.c
+ * calls it when the program is neither flashctl nor "flashd boot". */
 #include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 
-#include "boot.h"
 #include "conf.h"
+#include "daemon.h"
 #include "env.h"
-#include "flashctl.h"
 #include "log.h"
 #include "manager.h"
 #include "paths.h"
@@ -79,7 +76,7 @@ static int apply_override(struct conf *c, int opt, const char *arg, struct error
 	return -EINVAL;
 }
 
-int main(int argc, char **argv)
+int daemon_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -104,16 +101,6 @@ int main(int argc, char **argv)
 	struct error merr = {};
 	const char *config = NULL;
 	int c, r;
-
-	const char *name = argc > 0 ? strrchr(argv[0], '/') : NULL;
-
-	/* "flashctl" (any path): the command line tool (cli/) */
-	name = name ? name + 1 : argc > 0 ? argv[0] : "";
-	if (!strcmp(name, "flashctl"))
-		return flashctl_main(argc, argv);
-	/* "flashd boot": the early-boot union assembly (boot/boot.c) */
-	if (argc > 1 && !strcmp(argv[1], "boot"))
-		return boot_main(argc - 1, argv + 1);
 
 	log_open();
 	while ((c = getopt_long(argc, argv, "c:vhV", opts, NULL)) >= 0) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl, the command line tool. flashd and flashctl are one program
- * (daemon/main.c picks by the name it was called by, as busybox does):
+ * (main/main.c picks by the name it was called by, as busybox does):
  * the library is linked once. */
 #pragma once
 
