@@ -41,7 +41,7 @@ vmhost_boot() {
 	timeout -k 10 "${4:-${FLASHD_VM_TIMEOUT:-300}}" qemu-system-x86_64 \
 		-accel tcg -cpu max -m "${FLASHD_VM_MEM:-768}" -smp "${FLASHD_VM_SMP:-2}" \
 		-nodefaults -display none -monitor none -no-reboot -serial "file:$3/console" \
-		-kernel "$KDIR/vmlinuz" -initrd "$1" -append "console=ttyS0 panic=-1 loglevel=4 $2" \
+		-kernel "$KDIR/vmlinuz" -initrd "$1" -append "console=ttyS0 panic=-1 no_timer_check loglevel=4 $2" \
 		-virtfs "local,path=$3,mount_tag=out,security_model=none,multidevs=remap" \
 		</dev/null >"$3/qemu.log" 2>&1 || rc=$?
 }
