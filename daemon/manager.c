@@ -28,13 +28,6 @@ struct json_object *manager_jstr(const char *s)
 	return s ? json_object_new_string(s) : NULL;
 }
 
-const char *manager_param_str(struct json_object *params, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
-}
-
 int manager_lock_board(struct manager *m, const char *what, struct oplock **ret,
 		       struct error *err)
 {

@@ -114,6 +114,8 @@ struct proto_call {
 	unsigned n_fds;
 	proto_disconnect_fn on_disconnect;
 	void *disconnect_userdata;
+	void *input;                 /* the typed parameters (method->input_size) */
+	struct json_object *params;  /* a reference: input's strings point into it */
 };
 
 static inline uint64_t now_usec(void)
@@ -145,6 +147,8 @@ const struct proto_method *proto_dispatch_find_method(const struct proto_method 
 						      const char *iface, size_t len,
 						      const char *name);
 int proto_dispatch_call(struct proto_call *call, struct json_object *params);
+struct json_object *proto_dispatch_reply_build(const struct proto_param *table, const void *reply);
+const char *proto_dispatch_reply_check(const struct proto_param *table, struct json_object *params);
 
 /* proto_service.c: org.varlink.service's methods */
 extern const struct proto_method proto_service_methods[];

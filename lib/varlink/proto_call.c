@@ -2,6 +2,7 @@
 /* One call of the flashd control socket: its references, fds and replies
  * (final, "continues", errors). See include/proto.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,8 @@ void proto_call_close_fds(struct proto_call *call)
 static void call_free(struct proto_call *call)
 {
 	proto_call_close_fds(call);
+	free(call->input);
+	json_object_put(call->params);
 	free(call->method_name);
 	free(call);
 }
@@ -43,6 +46,22 @@ static void call_detach(struct proto_call *call)
 	}
 }
 
+/* A handler's reply carries a field the method does not declare (or one
+ * of the wrong type): a bug of the daemon, said once in the log, and the
+ * client gets an internal error rather than what the IDL does not say. */
+static int call_refuse_reply(struct proto_call *call, struct json_object *params)
+{
+	const char *field = proto_dispatch_reply_check(call->method->reply, params);
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "the reply of %s has field \"%s\", which its interface "
+		 "does not declare so (an undeclared field or the wrong type)", call->method_name,
+		 field);
+	proto_server_log(call->server, &call->peer, "%s", msg);
+	(void) proto_error_errno(call, -EPROTO, msg);
+	return -EPROTO;
+}
+
 static int call_send(struct proto_call *call, const char *error, struct json_object *params,
 		     bool continues)
 {
@@ -51,6 +70,8 @@ static int call_send(struct proto_call *call, const char *error, struct json_obj
 
 	if (call->finished)
 		return -EALREADY;
+	if (!error && call->method && proto_dispatch_reply_check(call->method->reply, params))
+		return call_refuse_reply(call, params);
 	if (!continues)
 		call->finished = true;
 	if (!call->conn) {
@@ -81,6 +102,18 @@ static int call_send(struct proto_call *call, const char *error, struct json_obj
 int proto_reply(struct proto_call *call, struct json_object *params)
 {
 	return call_send(call, NULL, params, false);
+}
+
+int proto_reply_typed(struct proto_call *call, const void *reply)
+{
+	_cleanup_json_ struct json_object *o = NULL;
+
+	if (!call->method || !call->method->reply_size)
+		return -EINVAL;
+	o = proto_dispatch_reply_build(call->method->reply, reply);
+	if (!o)
+		return -ENOMEM;
+	return proto_reply(call, o);
 }
 
 int proto_reply_more(struct proto_call *call, struct json_object *params)
@@ -179,6 +212,11 @@ void proto_call_set_disconnect_handler(struct proto_call *call, proto_disconnect
 {
 	call->on_disconnect = fn;
 	call->disconnect_userdata = userdata;
+}
+
+const void *proto_call_input(const struct proto_call *call)
+{
+	return call->input;
 }
 
 unsigned proto_call_n_fds(const struct proto_call *call)

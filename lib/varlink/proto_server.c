@@ -151,6 +151,10 @@ int proto_server_new(sd_event *e, int listen_fd, const struct proto_method *meth
 		if (!iface || !proto_frame_interface_name_valid(iface, strlen(iface)) ||
 		    !proto_frame_member_name_valid(m->name))
 			return -EINVAL;
+		/* io.flashd replies are checked against its IDL: a method
+		 * bound without its declared reply would escape the check */
+		if (!strcmp(iface, PROTO_FLASHD_INTERFACE) && !m->reply)
+			return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)

@@ -2,6 +2,7 @@
 /* org.varlink.service, which every Varlink server answers: GetInfo and
  * GetInterfaceDescription. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cleanup.h"
@@ -72,18 +73,20 @@ static int service_get_info(struct proto_call *call, struct json_object *params,
 	return proto_reply(call, reply);
 }
 
+struct service_description_in {
+	const char *interface;
+};
+
 static int service_get_description(struct proto_call *call, struct json_object *params,
 				   void *userdata)
 {
 	_cleanup_json_ struct json_object *reply = NULL;
 	_cleanup_free_ char *text = NULL;
+	const struct service_description_in *in = proto_call_input(call);
+	const char *name = in->interface;
 	const struct proto_interface *i;
-	struct json_object *v;
-	const char *name;
 	int r;
 
-	json_object_object_get_ex(params, "interface", &v);
-	name = json_object_get_string(v);
 	i = proto_server_find_interface(call->server, name, strlen(name));
 	if (!i || !proto_server_serves(call->server, name, strlen(name)))
 		return proto_error_string(call, PROTO_ERROR_INTERFACE_NOT_FOUND, "interface", name);
@@ -100,14 +103,31 @@ static int service_get_description(struct proto_call *call, struct json_object *
 	return proto_reply(call, reply);
 }
 
+#define IN(type, field) offsetof(struct type, field)
 static const struct proto_param service_params_description[] = {
-	{ "interface", PROTO_TYPE_STRING, true },
+	{ "interface", PROTO_TYPE_STRING, true, IN(service_description_in, interface) },
+	{ NULL },
+};
+#undef IN
+
+static const struct proto_param service_reply_info[] = {
+	{ "vendor", PROTO_TYPE_STRING, true, 0 },
+	{ "product", PROTO_TYPE_STRING, true, 0 },
+	{ "version", PROTO_TYPE_STRING, true, 0 },
+	{ "url", PROTO_TYPE_STRING, true, 0 },
+	{ "interfaces", PROTO_TYPE_ARRAY, true, 0 },
+	{ NULL },
+};
+static const struct proto_param service_reply_description[] = {
+	{ "description", PROTO_TYPE_STRING, true, 0 },
 	{ NULL },
 };
 
 const struct proto_method proto_service_methods[] = {
-	{ PROTO_SERVICE_INTERFACE, "GetInfo", service_get_info, 0, proto_params_none },
+	{ PROTO_SERVICE_INTERFACE, "GetInfo", service_get_info, 0, proto_params_none, 0,
+	  service_reply_info, 0 },
 	{ PROTO_SERVICE_INTERFACE, "GetInterfaceDescription", service_get_description, 0,
-	  service_params_description },
+	  service_params_description, sizeof(struct service_description_in),
+	  service_reply_description, 0 },
 	{ NULL },
 };
