@@ -148,7 +148,6 @@ struct manager {
 };
 
 /* ---- manager.c: helpers every part uses ---- */
-const char *manager_param_str(struct json_object *params, const char *k);
 /* The board's operation lock for a change (oplock.h): taken without
  * waiting, the event loop never blocks on it. -EBUSY: err names the holder. */
 int manager_lock_board(struct manager *m, const char *what, struct oplock **ret,

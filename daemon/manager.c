@@ -23,13 +23,6 @@
 
 /* ---- helpers ---- */
 
-const char *manager_param_str(struct json_object *params, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(params, k, &v) && v ? json_object_get_string(v) : NULL;
-}
-
 int manager_lock_board(struct manager *m, const char *what, struct oplock **ret,
 		       struct error *err)
 {

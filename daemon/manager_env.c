@@ -10,16 +10,14 @@
 #include "manager-internal.h"
 #include "util.h"
 
-#define jstr json_string_or_null
-
 int manager_env_get(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_json_ struct json_object *o = json_object_new_object();
 	_cleanup_free_ char *value = NULL;
+	const struct proto_flashd_get_env *in = proto_call_input(call);
+	const char *name = in->name;
 	struct error eerr = {};
-	const char *name = manager_param_str(params, "name");
 	int r;
 
 	/* no such variable can exist: the caller's mistake, not the env's */
@@ -31,9 +29,8 @@ int manager_env_get(struct proto_call *call, struct json_object *params, void *u
 	r = env_get(e, name, &value);
 	if (r < 0 && r != -ENOENT)
 		return proto_error_errno(call, r, "reading the U-Boot env");
-	json_object_object_add(o, "name", json_object_new_string(name));
-	json_object_object_add(o, "value", jstr(value));
-	return proto_reply(call, o);
+	return proto_reply_typed(call, &(struct proto_flashd_get_env_reply){
+		.name = name, .value = value });
 }
 
 /* EnvRefused {name, reason}; proto_error() borrows the parameters. */
@@ -79,10 +76,9 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	_cleanup_oplock_ struct oplock *lock = NULL;
 	struct error eerr = {};
 	struct error serr = {};
-	const char *name = manager_param_str(params, "name"), *value = manager_param_str(params, "value");
-	struct json_object *v;
-	bool force = json_object_object_get_ex(params, "force", &v) && v &&
-		     json_object_get_boolean(v);
+	const struct proto_flashd_set_env *in = proto_call_input(call);
+	const char *name = in->name, *value = in->value;
+	bool force = in->force.value;
 	int r;
 	const char *nv = value && *value ? value : NULL; /* "" deletes */
 
@@ -118,20 +114,20 @@ int manager_env_list(struct proto_call *call, struct json_object *params, void *
 {
 	struct manager *m = userdata;
 	_cleanup_env_ struct env *e = NULL;
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	struct json_object *vars = json_object_new_object();
+	_cleanup_json_ struct json_object *vars = json_object_new_object();
 	struct error eerr = {};
 	const char *name, *value;
 	void *it = NULL;
 	int r;
 
-	json_object_object_add(o, "variables", vars);
+	if (!vars)
+		return -ENOMEM;
 	r = manager_open_env(m, &e, &eerr);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &eerr);
 	while (env_next(e, &it, &name, &value) > 0)
 		json_object_object_add(vars, name, json_object_new_string(value));
-	return proto_reply(call, o);
+	return proto_reply_typed(call, &(struct proto_flashd_list_env_reply){ .variables = vars });
 }
 
 
@@ -151,11 +147,10 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 {
 	struct manager *m = userdata;
 	_cleanup_oplock_ struct oplock *lock = NULL;
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	struct json_object *v;
+	_cleanup_json_ struct json_object *overlay = NULL;
+	const struct proto_flashd_overlay_reset *in = proto_call_input(call);
 	struct error eerr = {};
-	bool cancel = json_object_object_get_ex(params, "cancel", &v) && v &&
-		      json_object_get_boolean(v), changed;
+	bool cancel = in->cancel.value, changed;
 	int r;
 
 	if (m->op.name)
@@ -176,7 +171,7 @@ int manager_env_overlay_reset(struct proto_call *call, struct json_object *param
 	else if (changed)
 		log_notice("overlay reset requested by uid %u: takes effect at the next boot",
 			   proto_call_peer(call)->uid);
-	json_object_object_add(o, "overlay", manager_status_overlay_json(m, !cancel));
-	json_object_object_add(o, "changed", json_object_new_boolean(changed));
-	return proto_reply(call, o);
+	overlay = manager_status_overlay_json(m, !cancel);
+	return proto_reply_typed(call, &(struct proto_flashd_overlay_reply){
+		.overlay = overlay, .changed.value = changed });
 }

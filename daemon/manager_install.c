@@ -444,14 +444,12 @@ static void install_on_disconnect(struct proto_call *call, void *userdata)
 	worker_cancel(m->op.worker);
 }
 
-static int install_open_bundle(struct proto_call *call, struct json_object *params)
+static int install_open_bundle(struct proto_call *call, const struct proto_flashd_install *in)
 {
-	struct json_object *v;
-
-	if (json_object_object_get_ex(params, "url", &v) && v)
+	if (in->url)
 		return -EUCLEAN; /* not a descriptor: the worker fetches it */
-	if (json_object_object_get_ex(params, "fd", &v) && v) {
-		int64_t idx = json_object_get_int64(v);
+	if (in->fd.given) {
+		int64_t idx = in->fd.value;
 
 		/* an index beyond the passed descriptors is the caller's
 		 * mistake (InvalidParameter "fd"), not a system error */
@@ -459,8 +457,8 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
 			return -EDOM;
 		return proto_call_take_fd(call, idx);
 	}
-	if (json_object_object_get_ex(params, "path", &v) && v) {
-		const char *path = json_object_get_string(v);
+	if (in->path) {
+		const char *path = in->path;
 		struct stat st;
 		int fd;
 		if (path[0] != '/')
@@ -484,10 +482,10 @@ static int install_open_bundle(struct proto_call *call, struct json_object *para
  * secrets, the path the daemon opened, or what the passed descriptor
  * names (a file's path, "pipe:[N]"). A name, not a proof: the bundle's
  * signature says what it is. */
-static char *install_source(struct json_object *params, const char *url, int fd)
+static char *install_source(const struct proto_flashd_install *in, const char *url, int fd)
 {
 	char buf[PATH_MAX], proc[64];
-	const char *path = manager_param_str(params, "path");
+	const char *path = in->path;
 	ssize_t n;
 
 	if (url)
@@ -565,9 +563,9 @@ static void install_event_started(struct manager *m, struct proto_call *call, co
 int manager_install_method(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
+	const struct proto_flashd_install *in = proto_call_input(call);
 	_cleanup_oplock_ struct oplock *lock = NULL;
-	struct json_object *v;
-	const char *slot, *url;
+	const char *slot = in->slot, *url = in->url;
 	struct error err = {};
 	int fd, r, target;
 
@@ -575,13 +573,11 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 		return manager_reply_busy(m, call);
 	/* overriding downgrade=refuse is root's, as a raw write of flashd's
 	 * variables is: a socket-group member may not replay an old bundle */
-	if (json_object_object_get_ex(params, "allow_downgrade", &v) && json_object_get_boolean(v) &&
-	    proto_call_peer(call)->uid != 0)
+	if (in->allow_downgrade.value && proto_call_peer(call)->uid != 0)
 		return proto_error_string(call, PROTO_ERROR_DENIED, "reason", "allow_downgrade: "
 					  "overriding the downgrade policy is root's alone");
 	/* a wrong name is the caller's mistake, not a failed install: say so
 	 * before a worker starts (and before the bundle is opened) */
-	slot = manager_param_str(params, "slot");
 	if (slot && !group_has_slot(m->group, slot))
 		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
 	r = install_precheck(m, slot, &target, &err);
@@ -597,18 +593,17 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	r = manager_lock_board(m, "flashd install", &lock, &err);
 	if (r < 0)
 		return manager_reply_lock_error(call, r, &err);
-	url = manager_param_str(params, "url");
-	if (url && (manager_param_str(params, "path") || json_object_object_get_ex(params, "fd", NULL)))
+	if (url && (in->path || in->fd.given))
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "url");
 	/* exactly one source: an fd with a path would leave the path unread */
-	if (manager_param_str(params, "path") && json_object_object_get_ex(params, "fd", &v) && v)
+	if (in->path && in->fd.given)
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "path");
 	if (url && source_http_check_url(url, &err) < 0) {
 		log_warning("install refused: %s", error_message(&err));
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "url");
 	}
-	fd = url ? -1 : install_open_bundle(call, params);
-	if ((fd == -ENOENT && !json_object_object_get_ex(params, "path", NULL)) || fd == -EDOM)
+	fd = url ? -1 : install_open_bundle(call, in);
+	if ((fd == -ENOENT && !in->path) || fd == -EDOM)
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "fd");
 	if (fd < 0 && !url)
 		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, an "
@@ -619,11 +614,10 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 		m->op.slot = strdup(slot);
 	if (url)
 		m->op.url = strdup(url);
-	m->op.source = install_source(params, url, fd);
-	if (json_object_object_get_ex(params, "activate", &v) && v)
-		m->op.activate = json_object_get_boolean(v);
-	if (json_object_object_get_ex(params, "allow_downgrade", &v) && v)
-		m->op.allow_downgrade = json_object_get_boolean(v);
+	m->op.source = install_source(in, url, fd);
+	if (in->activate.given)
+		m->op.activate = in->activate.value;
+	m->op.allow_downgrade = in->allow_downgrade.value;
 	m->op.call = proto_call_ref(call);
 	proto_call_set_disconnect_handler(call, install_on_disconnect, m);
 	r = worker_start(m->event, sizeof(struct install_report), install_job, install_on_msg,
@@ -643,7 +637,6 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 int manager_install_cancel(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
-	_cleanup_json_ struct json_object *o = json_object_new_object();
 	bool running = manager_install_running(m) && m->op.worker;
 
 	if (running) {
@@ -651,8 +644,8 @@ int manager_install_cancel(struct proto_call *call, struct json_object *params, 
 		m->op.cancelled = true;
 		worker_cancel(m->op.worker);
 	}
-	json_object_object_add(o, "cancelled", json_object_new_boolean(running));
-	return proto_reply(call, o);
+	return proto_reply_typed(call, &(struct proto_flashd_cancel_reply){
+		.cancelled.value = running });
 }
 
 int manager_install_history(struct proto_call *call, struct json_object *params, void *userdata)

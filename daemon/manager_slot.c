@@ -80,7 +80,6 @@ static int slot_refused(struct proto_call *call, const char *slot, const char *r
 static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
 		   enum log_event ev, const char *name, unsigned flags)
 {
-	_cleanup_json_ struct json_object *o = json_object_new_object();
 	enum slot_change_fail kind;
 	struct error err = {};
 	bool forcible = false;
@@ -104,15 +103,24 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
 		return proto_error_errno(call, r, error_message(&err));
 	}
 	slot_op_event(m, call, op, ev, idx);
-	if (op != SLOT_OP_ACTIVATE)
-		json_object_object_add(o, "slot", json_object_new_string(m->group->slots[idx].name));
-	return proto_reply(call, o);
+	if (op == SLOT_OP_ACTIVATE)
+		return proto_reply(call, NULL); /* Activate() -> () */
+	return proto_reply_typed(call, &(struct proto_flashd_slot_reply){
+		.slot = m->group->slots[idx].name });
+}
+
+/* The slot the call names (MarkGood, MarkBad, Rollback, Activate share one
+ * input, struct proto_flashd_slot); NULL: the default slot. */
+static const char *slot_param(struct proto_call *call)
+{
+	const struct proto_flashd_slot *in = proto_call_input(call);
+
+	return in->slot;
 }
 
 int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	return slot_op(userdata, call, SLOT_OP_MARK_BAD, LOG_EVENT_SLOT_BAD,
-		       manager_param_str(params, "slot"), 0);
+	return slot_op(userdata, call, SLOT_OP_MARK_BAD, LOG_EVENT_SLOT_BAD, slot_param(call), 0);
 }
 
 /* The worker reads the slot against its recorded signed index (the event
@@ -218,17 +226,17 @@ static int read_then_op(struct manager *m, struct proto_call *call, enum slot_op
 int manager_slot_activate(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	return read_then_op(userdata, call, SLOT_OP_ACTIVATE, LOG_EVENT_SLOT_ACTIVATED,
-			    manager_param_str(params, "slot"));
+			    slot_param(call));
 }
 
 int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	return read_then_op(userdata, call, SLOT_OP_MARK_GOOD, LOG_EVENT_SLOT_GOOD,
-			    manager_param_str(params, "slot"));
+			    slot_param(call));
 }
 
 int manager_slot_rollback(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	return read_then_op(userdata, call, SLOT_OP_ROLLBACK, LOG_EVENT_ROLLBACK,
-			    manager_param_str(params, "slot"));
+			    slot_param(call));
 }

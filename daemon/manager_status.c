@@ -581,25 +581,24 @@ int manager_status_slots(struct proto_call *call, struct json_object *params, vo
 int manager_status_overlay(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
-	_cleanup_json_ struct json_object *o = json_object_new_object();
+	_cleanup_json_ struct json_object *overlay = NULL;
 	struct error err = {};
 	int r;
 
 	r = status_refresh(m, MANAGER_STATUS_ALL, &err);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &err);
-	json_object_object_add(o, "overlay", manager_status_overlay_json(m,
-				m->status.v.reset_pending));
-	return proto_reply(call, o);
+	overlay = manager_status_overlay_json(m, m->status.v.reset_pending);
+	return proto_reply_typed(call, &(struct proto_flashd_overlay_reply){ .overlay = overlay });
 }
 
 int manager_status_flash_info(struct proto_call *call, struct json_object *params,
 			      void *userdata)
 {
 	struct manager *m = userdata;
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	const char *part = manager_param_str(params, "partition");
-	struct json_object *arr;
+	const struct proto_flashd_flash_info *in = proto_call_input(call);
+	const char *part = in->partition;
+	_cleanup_json_ struct json_object *arr = NULL;
 	struct error err = {};
 	int r;
 
@@ -609,6 +608,8 @@ int manager_status_flash_info(struct proto_call *call, struct json_object *param
 	if (r < 0)
 		return manager_reply_env_error(call, r, &err);
 	arr = json_object_new_array();
+	if (!arr)
+		return -ENOMEM;
 	for (size_t i = 0; i < json_object_array_length(m->status.flash); i++) {
 		struct json_object *p = json_object_array_get_idx(m->status.flash, i), *n;
 
@@ -616,8 +617,7 @@ int manager_status_flash_info(struct proto_call *call, struct json_object *param
 			      !strcmp(json_object_get_string(n), part)))
 			json_object_array_add(arr, json_object_get(p));
 	}
-	json_object_object_add(o, "partitions", arr);
-	return proto_reply(call, o);
+	return proto_reply_typed(call, &(struct proto_flashd_flash_info_reply){ .partitions = arr });
 }
 
 int manager_status_init(struct manager *m)

@@ -89,13 +89,38 @@ enum proto_type {
 	_PROTO_TYPE_MAX,
 };
 
-/* One parameter of a method. A parameter that is absent or JSON null is
- * "not given"; required ones must be given. Parameters not in the table
- * are rejected with InvalidParameter naming them. */
+/* One field of a method's parameters or of its reply. A parameter that is
+ * absent or JSON null is "not given"; required ones must be given.
+ * Parameters not in the table are rejected with InvalidParameter naming
+ * them. In a reply, required means "never null" (the IDL's type without
+ * "?"), and a field not in the table or of another type is refused.
+ *
+ * Typed dispatch (sd-varlink's sd_varlink_dispatch() with a field table):
+ * when the method has an input_size, the dispatcher fills a struct of that
+ * size before the handler runs, each parameter at its offset: a bool as
+ * struct proto_bool, an int as struct proto_int, a float as struct
+ * proto_float (given: the caller sent it), a string as const char * and
+ * an object or array as struct json_object * (NULL: not given; both
+ * borrowed from the call's message, valid while the call is referenced).
+ * The handler reads it with proto_call_input(), never the JSON by name. */
 struct proto_param {
 	const char *name;
 	enum proto_type type;
 	bool required;
+	size_t offset;
+};
+
+struct proto_bool {
+	bool value;
+	bool given;
+};
+struct proto_int {
+	int64_t value;
+	bool given;
+};
+struct proto_float {
+	double value;
+	bool given;
 };
 
 enum {
@@ -118,13 +143,24 @@ typedef int (*proto_method_fn)(struct proto_call *call, struct json_object *para
 
 /* One entry of a method table; a table ends with an entry whose name is
  * NULL. params may be NULL for a method without parameters; a NULL
- * handler answers MethodNotImplemented (after the flags are checked). */
+ * handler answers MethodNotImplemented (after the flags are checked).
+ * input_size > 0: the parameters are filled into a struct of that size
+ * (see struct proto_param). reply, when not NULL, declares the fields of
+ * every non-error reply (proto_params_none: none): a reply carrying
+ * another field, or one of the wrong type, is logged and answered with
+ * io.flashd.InternalError instead, so that no reply says what the IDL
+ * does not. */
 struct proto_method {
 	const char *interface;
 	const char *name;
 	proto_method_fn handler;
 	unsigned flags;
 	const struct proto_param *params;
+	size_t input_size;
+	const struct proto_param *reply;
+	/* > 0: reply's offsets place its fields in a struct of this size,
+	 * which proto_reply_typed() builds the reply from */
+	size_t reply_size;
 };
 
 /* The parameters of a method without any ({ NULL }). The io.flashd
@@ -241,6 +277,9 @@ bool proto_call_is_connected(const struct proto_call *call);
  * install engine cancels). The call stays valid while referenced. */
 void proto_call_set_disconnect_handler(struct proto_call *call, proto_disconnect_fn fn,
 				       void *userdata);
+/* The method's typed parameters, filled by the dispatcher (struct
+ * proto_param); NULL for a method without input_size. */
+const void *proto_call_input(const struct proto_call *call);
 /* File descriptors passed with the call (PROTO_TAKES_FDS methods only). */
 unsigned proto_call_n_fds(const struct proto_call *call);
 /* Take fd number idx (ownership passes to the caller): the fd, -ENXIO if
@@ -249,8 +288,15 @@ int proto_call_take_fd(struct proto_call *call, unsigned idx);
 
 /* The final reply (params borrowed; NULL = {}). -EALREADY after the final
  * reply, -ENOTCONN when the client is gone (a oneway call is answered
- * silently). */
+ * silently), -EPROTO when params do not fit the method's declared reply
+ * (then io.flashd.InternalError was sent instead). */
 int proto_reply(struct proto_call *call, struct json_object *params);
+/* The final reply built from a struct of the method's declared reply
+ * (reply_size): the fields in the C types of struct proto_param, a
+ * required one always sent, an optional one null when not given (NULL,
+ * given false); objects and arrays are borrowed. -EINVAL when the method
+ * declares no reply struct. */
+int proto_reply_typed(struct proto_call *call, const void *reply);
 /* An intermediate reply ("continues": true). Dropped, returning 0, when
  * the caller did not ask for "more": progress is only for those who do. */
 int proto_reply_more(struct proto_call *call, struct json_object *params);

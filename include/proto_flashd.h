@@ -27,6 +27,62 @@ enum proto_flashd_method {
 	_PROTO_FLASHD_METHOD_MAX,
 };
 
+/* The typed parameters of the methods that have any, filled by the
+ * dispatcher before the handler runs (struct proto_param in proto.h):
+ * const struct proto_flashd_install *in = proto_call_input(call);
+ * Declared once, here and in the table's field lists of proto_flashd.c,
+ * which test-proto holds to io.flashd.varlink's inputs. */
+struct proto_flashd_install {
+	struct proto_int fd;          /* index among the passed descriptors */
+	const char *path, *url, *slot;
+	struct proto_bool activate;   /* default true */
+	struct proto_bool allow_downgrade;
+};
+/* MarkGood, MarkBad, Rollback (slot optional), Activate (slot required) */
+struct proto_flashd_slot {
+	const char *slot;
+};
+struct proto_flashd_get_env {
+	const char *name;
+};
+struct proto_flashd_set_env {
+	const char *name;
+	const char *value;            /* NULL: delete the variable */
+	struct proto_bool force;
+};
+struct proto_flashd_overlay_reset {
+	struct proto_bool cancel;
+};
+struct proto_flashd_flash_info {
+	const char *partition;        /* NULL: all */
+};
+
+/* Typed replies (proto_reply_typed()), for the methods whose reply is
+ * made from one; the others build their reply as JSON and the reply
+ * check holds it to the IDL all the same. */
+struct proto_flashd_cancel_reply {
+	struct proto_bool cancelled;
+};
+/* MarkGood, MarkBad, Rollback */
+struct proto_flashd_slot_reply {
+	const char *slot;
+};
+struct proto_flashd_get_env_reply {
+	const char *name;
+	const char *value;            /* NULL: not set */
+};
+/* OverlayReset (both), OverlayStatus (overlay) */
+struct proto_flashd_overlay_reply {
+	struct json_object *overlay;
+	struct proto_bool changed;
+};
+struct proto_flashd_list_env_reply {
+	struct json_object *variables;
+};
+struct proto_flashd_flash_info_reply {
+	struct json_object *partitions;
+};
+
 /* Indexed by enum proto_flashd_method, then a { NULL } entry; no handlers. */
 extern const struct proto_method proto_flashd_methods[_PROTO_FLASHD_METHOD_MAX + 1];
 

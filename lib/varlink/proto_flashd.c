@@ -9,64 +9,174 @@
 #include "cleanup.h"
 #include "proto_flashd.h"
 
+#define IN(type, field) offsetof(struct proto_flashd_##type, field)
 static const struct proto_param params_install[] = {
-	{ "fd", PROTO_TYPE_INT, false },
-	{ "path", PROTO_TYPE_STRING, false },
-	{ "url", PROTO_TYPE_STRING, false },
-	{ "slot", PROTO_TYPE_STRING, false },
-	{ "activate", PROTO_TYPE_BOOL, false },
-	{ "allow_downgrade", PROTO_TYPE_BOOL, false },
+	{ "fd", PROTO_TYPE_INT, false, IN(install, fd) },
+	{ "path", PROTO_TYPE_STRING, false, IN(install, path) },
+	{ "url", PROTO_TYPE_STRING, false, IN(install, url) },
+	{ "slot", PROTO_TYPE_STRING, false, IN(install, slot) },
+	{ "activate", PROTO_TYPE_BOOL, false, IN(install, activate) },
+	{ "allow_downgrade", PROTO_TYPE_BOOL, false, IN(install, allow_downgrade) },
 	{ NULL },
 };
 static const struct proto_param params_slot_optional[] = {
-	{ "slot", PROTO_TYPE_STRING, false },
+	{ "slot", PROTO_TYPE_STRING, false, IN(slot, slot) },
 	{ NULL },
 };
 static const struct proto_param params_slot[] = {
-	{ "slot", PROTO_TYPE_STRING, true },
+	{ "slot", PROTO_TYPE_STRING, true, IN(slot, slot) },
 	{ NULL },
 };
 static const struct proto_param params_get_env[] = {
-	{ "name", PROTO_TYPE_STRING, true },
+	{ "name", PROTO_TYPE_STRING, true, IN(get_env, name) },
 	{ NULL },
 };
 static const struct proto_param params_set_env[] = {
-	{ "name", PROTO_TYPE_STRING, true },
-	{ "value", PROTO_TYPE_STRING, false },
-	{ "force", PROTO_TYPE_BOOL, false },
+	{ "name", PROTO_TYPE_STRING, true, IN(set_env, name) },
+	{ "value", PROTO_TYPE_STRING, false, IN(set_env, value) },
+	{ "force", PROTO_TYPE_BOOL, false, IN(set_env, force) },
 	{ NULL },
 };
 static const struct proto_param params_overlay_reset[] = {
-	{ "cancel", PROTO_TYPE_BOOL, false },
+	{ "cancel", PROTO_TYPE_BOOL, false, IN(overlay_reset, cancel) },
 	{ NULL },
 };
 static const struct proto_param params_flash_info[] = {
-	{ "partition", PROTO_TYPE_STRING, false },
+	{ "partition", PROTO_TYPE_STRING, false, IN(flash_info, partition) },
+	{ NULL },
+};
+#undef IN
+
+/* The replies, field by field as io.flashd.varlink declares them (a
+ * nested type is an object or an array here: the check is of the top
+ * level). test-proto holds them to the IDL. The typed ones place each
+ * field in their reply struct (proto_flashd.h). */
+#define OUT(type, field) offsetof(struct proto_flashd_##type##_reply, field)
+static const struct proto_param reply_get_status[] = {
+	{ "layout", PROTO_TYPE_STRING, true, 0 },
+	{ "board", PROTO_TYPE_STRING, true, 0 },
+	{ "compatible", PROTO_TYPE_STRING, true, 0 },
+	{ "slots", PROTO_TYPE_ARRAY, true, 0 },
+	{ "booted", PROTO_TYPE_STRING, false, 0 },
+	{ "booted_unknown", PROTO_TYPE_STRING, false, 0 },
+	{ "trial", PROTO_TYPE_BOOL, true, 0 },
+	{ "fallback", PROTO_TYPE_BOOL, true, 0 },
+	{ "switch_pending", PROTO_TYPE_BOOL, true, 0 },
+	{ "next", PROTO_TYPE_STRING, false, 0 },
+	{ "next_after_reset", PROTO_TYPE_BOOL, true, 0 },
+	{ "degraded", PROTO_TYPE_BOOL, true, 0 },
+	{ "last_good", PROTO_TYPE_STRING, false, 0 },
+	{ "last_install", PROTO_TYPE_OBJECT, false, 0 },
+	{ "overlay", PROTO_TYPE_OBJECT, true, 0 },
+	{ "flash", PROTO_TYPE_ARRAY, true, 0 },
+	{ "allow_unsigned", PROTO_TYPE_BOOL, true, 0 },
+	{ "operation", PROTO_TYPE_STRING, false, 0 },
+	{ "installing_elsewhere", PROTO_TYPE_STRING, false, 0 },
+	{ "progress", PROTO_TYPE_OBJECT, false, 0 },
+	{ "env", PROTO_TYPE_OBJECT, true, 0 },
+	{ NULL },
+};
+static const struct proto_param reply_install[] = {
+	{ "percent", PROTO_TYPE_INT, true, 0 },
+	{ "bytes_done", PROTO_TYPE_INT, true, 0 },
+	{ "bytes_total", PROTO_TYPE_INT, true, 0 },
+	{ "step", PROTO_TYPE_STRING, true, 0 },
+	{ "image", PROTO_TYPE_STRING, false, 0 },
+	{ "slot", PROTO_TYPE_STRING, false, 0 },
+	{ "version", PROTO_TYPE_STRING, false, 0 },
+	{ "bytes_downloaded", PROTO_TYPE_INT, false, 0 },
+	{ NULL },
+};
+static const struct proto_param reply_cancel[] = {
+	{ "cancelled", PROTO_TYPE_BOOL, true, OUT(cancel, cancelled) },
+	{ NULL },
+};
+static const struct proto_param reply_slot[] = {
+	{ "slot", PROTO_TYPE_STRING, true, OUT(slot, slot) },
+	{ NULL },
+};
+static const struct proto_param reply_slot_status[] = {
+	{ "group", PROTO_TYPE_STRING, true, 0 },
+	{ "env", PROTO_TYPE_STRING, true, 0 },
+	{ "boot_order", PROTO_TYPE_STRING, true, 0 },
+	{ "boot_order_set", PROTO_TYPE_BOOL, true, 0 },
+	{ "max_tries", PROTO_TYPE_INT, true, 0 },
+	{ "booted", PROTO_TYPE_STRING, false, 0 },
+	{ "booted_by", PROTO_TYPE_STRING, false, 0 },
+	{ "primary", PROTO_TYPE_STRING, false, 0 },
+	{ "next_boot", PROTO_TYPE_STRING, false, 0 },
+	{ "on_trial", PROTO_TYPE_BOOL, true, 0 },
+	{ "fell_back", PROTO_TYPE_BOOL, true, 0 },
+	{ "needs_health_check", PROTO_TYPE_BOOL, true, 0 },
+	{ "next_after_reset", PROTO_TYPE_BOOL, true, 0 },
+	{ "degraded", PROTO_TYPE_BOOL, true, 0 },
+	{ "last_good", PROTO_TYPE_STRING, false, 0 },
+	{ "slots", PROTO_TYPE_ARRAY, true, 0 },
+	{ NULL },
+};
+static const struct proto_param reply_overlay_reset[] = {
+	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(overlay, overlay) },
+	{ "changed", PROTO_TYPE_BOOL, true, OUT(overlay, changed) },
+	{ NULL },
+};
+static const struct proto_param reply_overlay_status[] = {
+	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(overlay, overlay) },
+	{ NULL },
+};
+static const struct proto_param reply_get_env[] = {
+	{ "name", PROTO_TYPE_STRING, true, OUT(get_env, name) },
+	{ "value", PROTO_TYPE_STRING, false, OUT(get_env, value) },
+	{ NULL },
+};
+static const struct proto_param reply_list_env[] = {
+	{ "variables", PROTO_TYPE_OBJECT, true, OUT(list_env, variables) },
+	{ NULL },
+};
+static const struct proto_param reply_flash_info[] = {
+	{ "partitions", PROTO_TYPE_ARRAY, true, OUT(flash_info, partitions) },
+	{ NULL },
+};
+static const struct proto_param reply_get_history[] = {
+	{ "installs", PROTO_TYPE_ARRAY, true, 0 },
+	{ "error", PROTO_TYPE_STRING, false, 0 },
 	{ NULL },
 };
 
-#define M(id, name, flags, params) \
-	[id] = { PROTO_FLASHD_INTERFACE, name, NULL, flags, params }
+#undef OUT
+
+#define M(id, name, flags, params, in, reply, out) \
+	[id] = { PROTO_FLASHD_INTERFACE, name, NULL, flags, params, in, reply, out }
 #define AUTH PROTO_NEEDS_AUTH
+#define NONE proto_params_none
+#define IN(type) sizeof(struct proto_flashd_##type)
+#define OUT(type) sizeof(struct proto_flashd_##type##_reply)
 
 /* Every method that changes the board needs authorization; none streams
  * (Install sends progress only to callers that ask for "more"). */
 const struct proto_method proto_flashd_methods[_PROTO_FLASHD_METHOD_MAX + 1] = {
-	M(PROTO_FLASHD_GET_STATUS, "GetStatus", 0, proto_params_none),
-	M(PROTO_FLASHD_INSTALL, "Install", AUTH | PROTO_TAKES_FDS, params_install),
-	M(PROTO_FLASHD_CANCEL, "Cancel", AUTH, proto_params_none),
-	M(PROTO_FLASHD_MARK_GOOD, "MarkGood", AUTH, params_slot_optional),
-	M(PROTO_FLASHD_MARK_BAD, "MarkBad", AUTH, params_slot_optional),
-	M(PROTO_FLASHD_ACTIVATE, "Activate", AUTH, params_slot),
-	M(PROTO_FLASHD_ROLLBACK, "Rollback", AUTH, params_slot_optional),
-	M(PROTO_FLASHD_OVERLAY_RESET, "OverlayReset", AUTH, params_overlay_reset),
-	M(PROTO_FLASHD_OVERLAY_STATUS, "OverlayStatus", 0, proto_params_none),
-	M(PROTO_FLASHD_GET_ENV, "GetEnv", 0, params_get_env),
-	M(PROTO_FLASHD_SET_ENV, "SetEnv", AUTH, params_set_env),
-	M(PROTO_FLASHD_LIST_ENV, "ListEnv", 0, proto_params_none),
-	M(PROTO_FLASHD_FLASH_INFO, "FlashInfo", 0, params_flash_info),
-	M(PROTO_FLASHD_SLOT_STATUS, "SlotStatus", 0, proto_params_none),
-	M(PROTO_FLASHD_GET_HISTORY, "GetHistory", 0, proto_params_none),
+	M(PROTO_FLASHD_GET_STATUS, "GetStatus", 0, NONE, 0, reply_get_status, 0),
+	M(PROTO_FLASHD_INSTALL, "Install", AUTH | PROTO_TAKES_FDS, params_install, IN(install),
+	  reply_install, 0),
+	M(PROTO_FLASHD_CANCEL, "Cancel", AUTH, NONE, 0, reply_cancel, OUT(cancel)),
+	M(PROTO_FLASHD_MARK_GOOD, "MarkGood", AUTH, params_slot_optional, IN(slot), reply_slot,
+	  OUT(slot)),
+	M(PROTO_FLASHD_MARK_BAD, "MarkBad", AUTH, params_slot_optional, IN(slot), reply_slot,
+	  OUT(slot)),
+	M(PROTO_FLASHD_ACTIVATE, "Activate", AUTH, params_slot, IN(slot), NONE, 0),
+	M(PROTO_FLASHD_ROLLBACK, "Rollback", AUTH, params_slot_optional, IN(slot), reply_slot,
+	  OUT(slot)),
+	M(PROTO_FLASHD_OVERLAY_RESET, "OverlayReset", AUTH, params_overlay_reset, IN(overlay_reset),
+	  reply_overlay_reset, OUT(overlay)),
+	M(PROTO_FLASHD_OVERLAY_STATUS, "OverlayStatus", 0, NONE, 0, reply_overlay_status,
+	  OUT(overlay)),
+	M(PROTO_FLASHD_GET_ENV, "GetEnv", 0, params_get_env, IN(get_env), reply_get_env,
+	  OUT(get_env)),
+	M(PROTO_FLASHD_SET_ENV, "SetEnv", AUTH, params_set_env, IN(set_env), NONE, 0),
+	M(PROTO_FLASHD_LIST_ENV, "ListEnv", 0, NONE, 0, reply_list_env, OUT(list_env)),
+	M(PROTO_FLASHD_FLASH_INFO, "FlashInfo", 0, params_flash_info, IN(flash_info),
+	  reply_flash_info, OUT(flash_info)),
+	M(PROTO_FLASHD_SLOT_STATUS, "SlotStatus", 0, NONE, 0, reply_slot_status, 0),
+	M(PROTO_FLASHD_GET_HISTORY, "GetHistory", 0, NONE, 0, reply_get_history, 0),
 	[_PROTO_FLASHD_METHOD_MAX] = { NULL },
 };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the Varlink framing, message parser and method
- * dispatch of the control socket (lib/varlink/proto.c), on a detached server
+ * dispatch of the control socket (lib/varlink/proto_frame.c, proto_dispatch.c), on a detached server
  * (no socket, no event loop) with the io.flashd method table bound to
  * dummy handlers that answer in every way the real ones do: at once,
  * with progress ("continues"), later (held call answered after the

@@ -18,7 +18,8 @@ static inline void test_methods_bind(const proto_method_fn handlers[_PROTO_FLASH
 {
 	proto_flashd_bind(test_methods, handlers);
 	test_methods[_PROTO_FLASHD_METHOD_MAX] = (struct proto_method) {
-		TEST_INTERFACE, "Stream", stream, PROTO_NEEDS_MORE, proto_params_none };
+		.interface = TEST_INTERFACE, .name = "Stream", .handler = stream,
+		.flags = PROTO_NEEDS_MORE, .params = proto_params_none };
 	test_methods[_PROTO_FLASHD_METHOD_MAX + 1] = (struct proto_method) { NULL };
 }
 

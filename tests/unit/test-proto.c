@@ -963,6 +963,7 @@ struct idl_field {
 	bool nullable;
 };
 
+#define IDL_MAX_FIELDS 32
 static bool idl_struct(struct idl *x, struct idl_field *fields, unsigned *n_fields);
 
 static bool idl_type(struct idl *x, struct idl_field *f)
@@ -1030,7 +1031,7 @@ static bool idl_struct(struct idl *x, struct idl_field *fields, unsigned *n_fiel
 			}
 			is_enum = 1;
 		}
-		if (fields && n < 16)
+		if (fields && n < IDL_MAX_FIELDS)
 			fields[n] = f;
 		n++;
 		if (idl_tok(x, ")"))
@@ -1048,8 +1049,10 @@ done:
 
 struct idl_method {
 	char name[32];
-	struct idl_field in[16];
+	struct idl_field in[IDL_MAX_FIELDS];
 	unsigned n_in;
+	struct idl_field out[IDL_MAX_FIELDS];
+	unsigned n_out;
 };
 
 /* Parse text; fill methods. Returns false with x->err set on a syntax error. */
@@ -1083,7 +1086,7 @@ static bool idl_parse(struct idl *x, const char *text, const char *iface,
 
 			snprintf(m->name, sizeof(m->name), "%s", name);
 			if (!idl_struct(x, m->in, &m->n_in) || !idl_tok(x, "->") ||
-			    !idl_struct(x, NULL, NULL)) {
+			    !idl_struct(x, m->out, &m->n_out)) {
 				if (!x->err[0])
 					snprintf(x->err, sizeof(x->err), "method %s: '->' expected", name);
 				return false;
@@ -1155,6 +1158,85 @@ static const struct proto_method *table_method(const char *name)
 	return NULL;
 }
 
+/* The size of the C type the dispatcher stores a parameter as. */
+static size_t param_size(enum proto_type type)
+{
+	static const size_t sizes[_PROTO_TYPE_MAX] = {
+		[PROTO_TYPE_BOOL] = sizeof(struct proto_bool),
+		[PROTO_TYPE_INT] = sizeof(struct proto_int),
+		[PROTO_TYPE_FLOAT] = sizeof(struct proto_float),
+		[PROTO_TYPE_STRING] = sizeof(const char *),
+		[PROTO_TYPE_OBJECT] = sizeof(struct json_object *),
+		[PROTO_TYPE_ARRAY] = sizeof(struct json_object *),
+	};
+	return sizes[type];
+}
+
+/* A typed declaration: every field inside its struct, none overlapping
+ * another. */
+static void check_struct(const char *name, const char *what, const struct proto_param *t,
+			 size_t size)
+{
+	for (unsigned k = 0; t[k].name; k++) {
+		if (t[k].offset + param_size(t[k].type) > size)
+			fail_msg("%s: %s field %s lies outside its struct", name, what, t[k].name);
+		for (unsigned o = 0; o < k; o++)
+			if (t[o].offset < t[k].offset + param_size(t[k].type) &&
+			    t[k].offset < t[o].offset + param_size(t[o].type))
+				fail_msg("%s: %s fields %s and %s overlap", name, what, t[o].name,
+					 t[k].name);
+	}
+}
+
+/* A method with parameters is filled into its input struct (input_size);
+ * a method without takes no struct. A typed reply (reply_size) places its
+ * fields in its reply struct. */
+static void check_typed(const struct proto_method *m)
+{
+	const struct proto_param *t = m->params;
+
+	if (!t || !t->name) {
+		if (m->input_size)
+			fail_msg("%s: no parameters but an input struct", m->name);
+	} else if (!m->input_size) {
+		fail_msg("%s: parameters without an input struct (typed dispatch)", m->name);
+	} else {
+		check_struct(m->name, "parameter", t, m->input_size);
+	}
+	if (m->reply_size)
+		check_struct(m->name, "reply", m->reply, m->reply_size);
+}
+
+/* One method's reply: the table's fields are the IDL's outputs, in order;
+ * a nested type ("()", a named type, "[string]T") is an object, "[]T" an
+ * array; required is the IDL's type without "?". */
+static void check_reply(const struct idl_method *im, const struct proto_param *t)
+{
+	unsigned k = 0;
+
+	if (!t)
+		fail_msg("%s: the table declares no reply", im->name);
+	for (; t[k].name; k++) {
+		const struct idl_field *f = &im->out[k];
+		const char *w = f->type;
+		enum proto_type want;
+
+		if (k >= im->n_out)
+			fail_msg("%s: the table's reply has field %s, the IDL's does not", im->name,
+				 t[k].name);
+		want = !strcmp(w, "bool") ? PROTO_TYPE_BOOL : !strcmp(w, "int") ? PROTO_TYPE_INT :
+		       !strcmp(w, "float") ? PROTO_TYPE_FLOAT : !strcmp(w, "string") ?
+		       PROTO_TYPE_STRING : !strcmp(w, "[]") ? PROTO_TYPE_ARRAY : PROTO_TYPE_OBJECT;
+		if (strcmp(t[k].name, f->name) || t[k].type != want || t[k].required == f->nullable)
+			fail_msg("%s: reply field %u: table %s/%d/%s, IDL %s: %s%s", im->name, k,
+				 t[k].name, t[k].type, t[k].required ? "required" : "optional",
+				 f->name, f->nullable ? "?" : "", f->type);
+	}
+	if (k != im->n_out)
+		fail_msg("%s: the IDL's reply has field %s, the table's does not", im->name,
+			 im->out[k].name);
+}
+
 /* One method: the table's parameters are the IDL's inputs, in order, with
  * the same type and the same optionality. */
 static void check_params(const struct idl_method *im, const struct proto_param *t)
@@ -1195,6 +1277,8 @@ TEST(test_idl_matches_table)
 		if (!m)
 			fail_msg("IDL method %s is not in the io.flashd table", ms[i].name);
 		check_params(&ms[i], m->params);
+		check_typed(m);
+		check_reply(&ms[i], m->reply);
 	}
 	for (const struct proto_method *m = proto_flashd_methods; m->name; m++) {
 		bool found = false;
@@ -1269,10 +1353,10 @@ TEST(test_log_hook)
 TEST(test_server_new_validates)
 {
 	static const struct proto_method bad_iface[] = {
-		{ "flashd", "GetStatus", m_get_status, 0, NULL }, { NULL },
+		{ "flashd", "GetStatus", m_get_status, 0, NULL, 0, proto_params_none, 0 }, { NULL },
 	};
 	static const struct proto_method bad_name[] = {
-		{ "io.flashd", "get_status", m_get_status, 0, NULL }, { NULL },
+		{ "io.flashd", "get_status", m_get_status, 0, NULL, 0, proto_params_none, 0 }, { NULL },
 	};
 	struct proto_server *s = NULL;
 
@@ -1284,11 +1368,28 @@ TEST(test_server_new_validates)
 }
 
 
+/* The handlers above answer with what they saw (SetEnv echoes its
+ * parameters, Install counts its fds): their replies are declared here,
+ * since the dispatcher refuses a field the method does not declare
+ * (test_reply_check has the table's own declarations). */
+static const struct proto_param echo_reply[] = {
+	{ "name", PROTO_TYPE_STRING, false, 0 },
+	{ "value", PROTO_TYPE_STRING, false, 0 },
+	{ "force", PROTO_TYPE_BOOL, false, 0 },
+	{ NULL },
+};
+static const struct proto_param n_fds_reply[] = {
+	{ "n_fds", PROTO_TYPE_INT, true, 0 },
+	{ NULL },
+};
+
 static int group_setup(void **state)
 {
 	(void)state;
 	/* the io.flashd table with the handlers above, Stream = m_rollback */
 	test_methods_bind(handlers, m_rollback);
+	test_methods[PROTO_FLASHD_SET_ENV].reply = echo_reply;
+	test_methods[PROTO_FLASHD_INSTALL].reply = n_fds_reply;
 	return 0;
 }
 
