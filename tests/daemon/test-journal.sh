@@ -93,6 +93,7 @@ setup_board
 echo 0 > "$T/health-rc"
 make_bundle v1 1.0 2
 make_bundle v2 2.0 2
+factory_a "$T/v1.bundle"   # A holds v1: a rollback onto A reads it
 start_daemon
 
 # ---- install: started, finished; a bundle that is none: failed ----

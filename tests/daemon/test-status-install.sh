@@ -10,6 +10,7 @@
 setup_board
 make_bundle v1 1.0 6
 make_bundle v2 2.0 3
+factory_a "$T/v1.bundle"   # A holds v1: a rollback onto A reads it
 SQFS1=$(stat -c %s "$T/v1.sqfs")
 start_daemon
 
@@ -283,8 +284,10 @@ fctl slot rollback > "$T/rb2.out" 2>&1
 rc=$?
 [ $rc = 3 ] || fail "flashctl slot rollback with nothing to roll back to exited $rc, expected 3"
 grep -q "roll back to" "$T/rb2.out" || fail "flashctl slot rollback does not say why: $(cat "$T/rb2.out")"
-# A (the factory's, recorded bad) is not running: Activate reads it first,
-# and no install recorded a signed index of it (issue 31 item 4)
+# A (the factory's, recorded bad) is not running: Activate reads it first
+# against the signed index its provision recorded; a bit rotted since, so
+# it is refused (issue 31 item 4)
+sim_flip_bit $((0x540000 + 2 * 131072 + 5))   # A's v1, rotted since its provision
 vcall_error "$T/ac" io.flashd.SlotRefused io.flashd.Activate '{"slot":"A"}'
 grep -q "not read back as its signed image" "$T/ac.last" || fail "Activate A: $(cat "$T/ac.last")"
 [ "$(env_var BOOT_ORDER)" = B ] || fail "BOOT_ORDER after a refused Activate A: '$(env_var BOOT_ORDER)'"

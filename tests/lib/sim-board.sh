@@ -68,6 +68,18 @@ setup_board() {
 	flashd_conf "${HEALTH_COMMAND:-}"
 }
 
+# factory_a BUNDLE: slot A holds BUNDLE's image and its signed index is
+# recorded in the state dir, as a factory provision leaves it (so a
+# rollback onto A, or activate, can read it); then the fixture's env again
+factory_a() {
+	"$FLASHCTL" provision --layout "$LAYOUT" --bundle "$1" --keyring "$T/keyring" \
+		--state-dir "$T/state" "$TARGET" > "$T/factory.out" 2>&1 ||
+		fail "provision of A: $(tail -n 3 "$T/factory.out")"
+	"$FLASHCTL" -q env init --force --layout "$LAYOUT" --target "$TARGET" "BOOT_ORDER=A B" \
+		BOOT_A_LEFT=3 BOOT_B_LEFT=3 FLASHD_A_STATE=good FLASHD_B_STATE=good >/dev/null ||
+		fail "env init after the provision"
+}
+
 # make_squashfs NAME VERSION BYTES: $T/NAME.sqfs, a root whose
 # /etc/os-release says VERSION and /payload is BYTES of random
 # (incompressible) data.
