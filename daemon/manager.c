@@ -174,6 +174,7 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	manager_op_clear(m);
+	manager_rauc_free(m->rauc);
 	manager_status_done(m);
 	sd_event_source_disable_unref(m->stop_timer);
 	proto_server_free(m->server);
@@ -271,6 +272,8 @@ int manager_startup(struct manager *m, struct error *err)
 			return error_set(err, r, "socket-group=%s: no such group",
 					 m->conf->socket_group);
 	}
+	if (m->conf->rauc_dbus)
+		manager_rauc_new(m, &m->rauc); /* none without a system bus: logged */
 	manager_health_start(m);
 	manager_status_check_env(m);
 	return 0;
