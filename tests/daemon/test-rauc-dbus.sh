@@ -13,6 +13,8 @@
 command -v rauc >/dev/null 2>&1 || skip "rauc is not installed (Debian: rauc, rauc-service): the RAUC D-Bus API is not tested"
 command -v dbus-daemon >/dev/null 2>&1 || skip "dbus-daemon is not installed (Debian: dbus): the RAUC D-Bus API is not tested"
 need busctl setpriv
+RAUC_XML=/usr/share/dbus-1/interfaces/de.pengutronix.rauc.Installer.xml
+[ -f "$RAUC_XML" ] || skip "$RAUC_XML is missing (Debian: rauc-service): nothing to compare the interface with"
 setup_other_users
 
 RAUC_DBUS=yes
@@ -74,6 +76,36 @@ echo "[flashd]" >> "$T/flashd.conf"
 echo "socket-group=$GROUP" >> "$T/flashd.conf"
 start_daemon
 wait_for 10 bus_owned || fail "flashd did not take de.pengutronix.rauc: $(tail -n 5 "$T/flashd.log")"
+
+# ---- the interface as served, against the one rauc-service ships ----
+busctl --system call --json=short de.pengutronix.rauc / org.freedesktop.DBus.Introspectable \
+	Introspect > "$T/introspect.json" || fail "Introspect"
+"$PY" - "$T/introspect.json" "$RAUC_XML" <<'PYEOF' || fail "the served interface differs from rauc-service's (above)"
+import json, sys
+import xml.etree.ElementTree as ET
+IFACE = "de.pengutronix.rauc.Installer"
+def members(root):
+    i = [x for x in root.iter("interface") if x.get("name") == IFACE]
+    assert len(i) == 1, "no interface %s" % IFACE
+    out = {}
+    for m in i[0]:
+        if m.tag == "method" or m.tag == "signal":
+            args = [(a.get("direction", "out" if m.tag == "signal" else "in"), a.get("type"),
+                     a.get("name")) for a in m.iter("arg")]
+            out[(m.tag, m.get("name"))] = args
+        elif m.tag == "property":
+            out[("property", m.get("name"))] = (m.get("type"), m.get("access"))
+    return out
+served = members(ET.fromstring(json.load(open(sys.argv[1]))["data"][0]))
+shipped = members(ET.parse(sys.argv[2]).getroot())
+bad = False
+for k in sorted(set(served) | set(shipped)):
+    if served.get(k) != shipped.get(k):
+        print("%s %s: served %s, rauc-service %s" % (k[0], k[1], served.get(k), shipped.get(k)))
+        bad = True
+sys.exit(1 if bad else 0)
+PYEOF
+ok "Introspect: methods, arguments, properties and the signal as rauc-service's interface file says"
 
 # env stores so far: the redundant env's counter (flags byte of the newer copy)
 env_stores() {
