@@ -80,6 +80,9 @@ struct operation {
 	struct proto_call *call;
 	int bundle_fd;
 	char *url;                     /* the bundle's http(s) URL, instead of bundle_fd */
+	char **headers;                /* the URL's headers: flashd.conf's and the caller's
+					* (RAUC's http-headers), NULL-terminated; NULL: the
+					* configured ones */
 	char *slot;                    /* requested target */
 	char *source;                  /* where the bundle comes from, for its record */
 	bool allow_downgrade;          /* the caller overrides downgrade=refuse */
@@ -216,6 +219,7 @@ struct manager_install_req {
 					* (NULL with url: the URL without its secrets) */
 	bool activate, allow_downgrade;
 	uid_t uid;                     /* the caller, for the journal */
+	const char *const *headers;    /* more "Name: value" lines for the URL, or NULL */
 };
 /* The install in the worker; call (NULL: the D-Bus front end) gets its
  * progress and end. *lock: the board's lock, handed to the worker.

@@ -96,6 +96,9 @@ void manager_op_clear(struct manager *m)
 		close(op->bundle_fd);
 	free(op->slot);
 	free(op->url);
+	for (char **h = op->headers; h && *h; h++)
+		free(*h);
+	free(op->headers);
 	free(op->source);
 	oplock_release(op->lock);
 	sd_event_source_disable_unref(op->timeout);

@@ -201,6 +201,8 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	if (m->op.url) {
 		/* fetched here, by root's worker, never by the client */
 		network_conf(m->conf, cancel, &net);
+		if (m->op.headers)
+			net.headers = m->op.headers;
 		r = source_http_new(m->op.url, &net, &src, &err);
 		ctx.src = src;
 	} else {
@@ -632,6 +634,27 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 			.uid = proto_call_peer(call)->uid }, call);
 }
 
+/* the configured headers, then the caller's */
+static int install_headers(struct manager *m, const char *const *more)
+{
+	size_t n = 0, k = 0;
+
+	for (char **h = m->conf->headers; h && *h; h++)
+		n++;
+	for (const char *const *h = more; *h; h++)
+		n++;
+	m->op.headers = calloc(n + 1, sizeof(char *));
+	if (!m->op.headers)
+		return -ENOMEM;
+	for (char **h = m->conf->headers; h && *h; h++)
+		if (!(m->op.headers[k++] = strdup(*h)))
+			return -ENOMEM;
+	for (const char *const *h = more; *h; h++)
+		if (!(m->op.headers[k++] = strdup(*h)))
+			return -ENOMEM;
+	return 0;
+}
+
 int manager_install_start(struct manager *m, struct oplock **lock,
 			  const struct manager_install_req *req, struct proto_call *call)
 {
@@ -644,6 +667,10 @@ int manager_install_start(struct manager *m, struct oplock **lock,
 		m->op.slot = strdup(req->slot);
 	if (req->url)
 		m->op.url = strdup(req->url);
+	if (req->headers && install_headers(m, req->headers) < 0) {
+		manager_op_clear(m);
+		return call ? proto_error_errno(call, -ENOMEM, "out of memory") : -ENOMEM;
+	}
 	if (req->url && !m->op.source) {
 		char buf[PATH_MAX];
 

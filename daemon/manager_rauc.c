@@ -28,6 +28,13 @@
 #define RAUC_BUSY "Already processing a different method"
 #define RAUC_ERROR_NOT_SUPPORTED SD_BUS_ERROR_NOT_SUPPORTED
 #define RAUC_ERROR_DENIED SD_BUS_ERROR_ACCESS_DENIED
+#define RAUC_HEADERS_MAX 8
+#define RAUC_HEADER_MAX 1024
+
+struct rauc_install_args {
+	const char *headers[RAUC_HEADERS_MAX + 1]; /* in the call's message */
+	size_t n_headers;
+};
 
 struct manager_rauc {
 	struct manager *m;
@@ -146,36 +153,86 @@ static int caller_check(struct manager_rauc *r, sd_bus_message *msg, uid_t *ret_
 
 /* ---- install ---- */
 
-/* RAUC's install arguments: those that say what flashd does anyway, and
- * none that it would ignore */
-static int install_args(sd_bus_message *msg, sd_bus_error *error)
+/* A header line a caller may add to the URL's request: "Name: value",
+ * printable, without a line break that would smuggle in more */
+static bool header_valid(const char *h)
+{
+	const char *colon = strchr(h, ':');
+
+	if (!colon || colon == h || colon[1] != ' ' || strlen(h) > RAUC_HEADER_MAX)
+		return false;
+	for (const char *p = h; *p; p++)
+		if (*p < ' ' || *p > '~' || (p < colon && *p == ' '))
+			return false;
+	return true;
+}
+
+static int install_arg_bool(sd_bus_message *msg, const char *key, sd_bus_error *error)
+{
+	int v, e = sd_bus_message_read(msg, "v", "b", &v);
+
+	if (e < 0)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s: not a boolean", key);
+	/* what flashd does anyway: checks the board, its downgrade= policy, TLS */
+	if (v)
+		return sd_bus_error_setf(error, RAUC_ERROR_NOT_SUPPORTED, "%s is not supported: "
+					 "flashd checks the bundle's compatible, its downgrade= "
+					 "policy and the server's certificate (flashd.conf ca-file=) "
+					 "for every install", key);
+	return 0;
+}
+
+static int install_arg_headers(sd_bus_message *msg, struct rauc_install_args *a,
+			       sd_bus_error *error)
+{
+	const char *h;
+	int e = sd_bus_message_enter_container(msg, 'v', "as");
+
+	if (e >= 0)
+		e = sd_bus_message_enter_container(msg, 'a', "s");
+	while (e >= 0 && (e = sd_bus_message_read(msg, "s", &h)) > 0) {
+		if (a->n_headers == RAUC_HEADERS_MAX || !header_valid(h))
+			return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "http-headers: "
+						 "at most %d lines \"Name: value\" of printable "
+						 "ASCII", RAUC_HEADERS_MAX);
+		a->headers[a->n_headers++] = h;
+	}
+	if (e >= 0)
+		e = sd_bus_message_exit_container(msg);
+	if (e >= 0)
+		e = sd_bus_message_exit_container(msg);
+	return e < 0 ? sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "http-headers: not "
+					 "an array of strings") : 0;
+}
+
+/* RAUC's install arguments: those that say what flashd does anyway, the
+ * headers rauc-hawkbit-updater sends in streaming mode, and none that
+ * flashd would ignore */
+static int install_args(sd_bus_message *msg, struct rauc_install_args *a, sd_bus_error *error)
 {
 	const char *key;
-	int e, v;
+	int e;
 
 	e = sd_bus_message_enter_container(msg, 'a', "{sv}");
 	while (e >= 0 && (e = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
 		if ((e = sd_bus_message_read(msg, "s", &key)) < 0)
 			break;
-		if ((!strcmp(key, "ignore-compatible") || !strcmp(key, "ignore-version-limit")) &&
-		    sd_bus_message_read(msg, "v", "b", &v) >= 0) {
-			if (v)
-				return sd_bus_error_setf(error, RAUC_ERROR_NOT_SUPPORTED,
-							 "%s: flashd never installs a bundle for "
-							 "another board or past its downgrade= "
-							 "policy from D-Bus", key);
-		} else {
-			/* tls-*, http-headers, transaction-id...: flashd.conf's
+		if (!strcmp(key, "ignore-compatible") || !strcmp(key, "ignore-version-limit") ||
+		    !strcmp(key, "tls-no-verify"))
+			e = install_arg_bool(msg, key, error);
+		else if (!strcmp(key, "http-headers"))
+			e = install_arg_headers(msg, a, error);
+		else
+			/* tls-cert, tls-key, tls-ca, transaction-id, ...: flashd.conf's
 			 * [network] says how flashd fetches */
 			return sd_bus_error_setf(error, RAUC_ERROR_NOT_SUPPORTED, "install argument "
 						 "'%s' is not supported by flashd (its [network] "
 						 "settings are in flashd.conf)", key);
-		}
-		if ((e = sd_bus_message_exit_container(msg)) < 0)
+		if (e < 0 || (e = sd_bus_message_exit_container(msg)) < 0)
 			break;
 	}
 	if (e < 0)
-		return sd_bus_error_set_errno(error, e);
+		return sd_bus_error_is_set(error) ? e : sd_bus_error_set_errno(error, e);
 	return sd_bus_message_exit_container(msg);
 }
 
@@ -209,7 +266,7 @@ static int open_local_bundle(const char *path, sd_bus_error *error)
 }
 
 static int install(struct manager_rauc *r, sd_bus_message *msg, const char *source,
-		   sd_bus_error *error)
+		   const struct rauc_install_args *a, sd_bus_error *error)
 {
 	struct manager *m = r->m;
 	_cleanup_oplock_ struct oplock *lock = NULL;
@@ -232,7 +289,8 @@ static int install(struct manager_rauc *r, sd_bus_message *msg, const char *sour
 	snprintf(r->last_error, sizeof(r->last_error), "%s", "");
 	e = manager_install_start(m, &lock, &(struct manager_install_req){
 			.fd = fd, .url = url ? source : NULL, .activate = true,
-			.source = url ? NULL : strdup(source), .uid = uid }, NULL);
+			.source = url ? NULL : strdup(source), .uid = uid,
+			.headers = url && a->n_headers ? a->headers : NULL }, NULL);
 	if (e < 0)
 		return sd_bus_error_set_errnof(error, -e, "cannot start the install: %s",
 					       strerror(-e));
@@ -244,17 +302,18 @@ static int method_install(sd_bus_message *msg, void *userdata, sd_bus_error *err
 	const char *source;
 	int e = sd_bus_message_read(msg, "s", &source);
 
-	return e < 0 ? e : install(userdata, msg, source, error);
+	return e < 0 ? e : install(userdata, msg, source, &(struct rauc_install_args){}, error);
 }
 
 static int method_install_bundle(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
+	struct rauc_install_args a = {};
 	const char *source;
 	int e = sd_bus_message_read(msg, "s", &source);
 
 	if (e >= 0)
-		e = install_args(msg, error);
-	return e < 0 ? e : install(userdata, msg, source, error);
+		e = install_args(msg, &a, error);
+	return e < 0 ? e : install(userdata, msg, source, &a, error);
 }
 
 void manager_rauc_install_started(struct manager_rauc *r)

@@ -183,6 +183,29 @@ grep -q "install from http://127.0.0.1:$HTTP_PORT/v3.bundle started" "$T/flashd.
 	fail "the journal does not name the URL"
 ok "rauc install of an http URL: fetched by flashd, slot B holds v3 and boots next"
 
+# rauc-hawkbit-updater's streaming install: the URL with its token header
+reset_slots
+wait_for 10 bus_owned || fail "flashd did not take de.pengutronix.rauc after its restart"
+busctl --system call de.pengutronix.rauc / de.pengutronix.rauc.Installer InstallBundle 'sa{sv}' \
+	"http://127.0.0.1:$HTTP_PORT/v3.bundle" 2 http-headers as 1 "X-Flashd-Test: hawkbit-token" \
+	tls-no-verify b false > "$T/hb.out" 2>&1 || fail "InstallBundle with http-headers: $(cat "$T/hb.out")"
+op_idle() {
+	busctl --system get-property de.pengutronix.rauc / de.pengutronix.rauc.Installer Operation |
+		grep -q idle
+}
+wait_for 60 op_idle || fail "the install with http-headers did not end"
+expect_installed "InstallBundle with http-headers" 3.0
+wait_for 10 grep -q "hawkbit-token" "$T/access.log" ||
+	fail "the caller's header did not reach the server: $(cat "$T/access.log")"
+busctl --system call de.pengutronix.rauc / de.pengutronix.rauc.Installer InstallBundle 'sa{sv}' \
+	"http://127.0.0.1:$HTTP_PORT/v3.bundle" 1 http-headers as 1 "$(printf 'X: a\r\nHost: evil')" \
+	> "$T/hb2.out" 2>&1 && fail "a header with a line break was taken"
+busctl --system call de.pengutronix.rauc / de.pengutronix.rauc.Installer InstallBundle 'sa{sv}' \
+	"http://127.0.0.1:$HTTP_PORT/v3.bundle" 1 tls-ca s /etc/ssl/ca.pem > "$T/hb3.out" 2>&1 &&
+	fail "tls-ca was taken"
+grep -q "'tls-ca' is not supported by flashd" "$T/hb3.out" || fail "tls-ca refused how? $(cat "$T/hb3.out")"
+ok "InstallBundle with rauc-hawkbit-updater's http-headers: the header goes to the server; a header with a line break and tls-ca are refused"
+
 # ---- marks: one env store each ----
 # mark ARGS...: rauc status ARGS succeeds with one env store
 mark() {
