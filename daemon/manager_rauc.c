@@ -331,8 +331,9 @@ void manager_rauc_install_progress(struct manager_rauc *r, const struct install_
 
 	if (!r)
 		return;
-	snprintf(msg, sizeof(msg), "%s%s%s%s%s", install_phase_to_string(rep->phase),
-		 rep->image[0] ? " " : "", rep->image, rep->slot[0] ? " to slot " : "", rep->slot);
+	snprintf(msg, sizeof(msg), "%s%s%s%s%s%s", install_phase_to_string(rep->phase),
+		 rep->image[0] ? " " : "", rep->image, rep->slot[0] ? " (slot " : "", rep->slot,
+		 rep->slot[0] ? ")" : "");
 	/* a line per step and per tenth: the rauc command prints each */
 	if (rep->phase == r->last_phase && rep->percent / 10 == (unsigned)r->percent / 10)
 		return;
