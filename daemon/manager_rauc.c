@@ -117,29 +117,65 @@ static int prop_progress(sd_bus *bus, const char *path, const char *interface,
 
 /* ---- who may change anything ---- */
 
+/* What the bus daemon read from the caller's socket when it connected
+ * (SO_PEERCRED, SO_PEERGROUPS): its uid and groups, asked of the bus
+ * (GetConnectionCredentials; libsystemd 252's creds lack the groups), never
+ * /proc/PID (the pid may be another process by then). Only the socket
+ * group matters to proto_peer_authorized(): it goes first. */
+static int caller_peer(struct manager_rauc *r, sd_bus_message *msg, gid_t group,
+		       struct proto_peer *peer)
+{
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	bool has_uid = false;
+	const char *key;
+	uint32_t v;
+	int k;
+
+	k = sd_bus_call_method(r->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+			       "org.freedesktop.DBus", "GetConnectionCredentials", &e, &reply, "s",
+			       sd_bus_message_get_sender(msg));
+	if (k >= 0)
+		k = sd_bus_message_enter_container(reply, 'a', "{sv}");
+	while (k >= 0 && (k = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+		if ((k = sd_bus_message_read(reply, "s", &key)) < 0)
+			break;
+		if (!strcmp(key, "UnixUserID")) {
+			k = sd_bus_message_read(reply, "v", "u", &v);
+			peer->uid = v;
+			has_uid = k >= 0;
+		} else if (!strcmp(key, "UnixGroupIDs")) {
+			k = sd_bus_message_enter_container(reply, 'v', "au");
+			if (k >= 0)
+				k = sd_bus_message_enter_container(reply, 'a', "u");
+			while (k >= 0 && (k = sd_bus_message_read(reply, "u", &v)) > 0)
+				if (v == group && group != (gid_t)-1)
+					peer->groups[0] = group, peer->n_groups = 1;
+			if (k >= 0)
+				k = sd_bus_message_exit_container(reply);
+			if (k >= 0)
+				k = sd_bus_message_exit_container(reply);
+		} else {
+			k = sd_bus_message_skip(reply, "v");
+		}
+		if (k >= 0)
+			k = sd_bus_message_exit_container(reply);
+	}
+	return k < 0 ? k : has_uid ? 0 : -ENODATA;
+}
+
 /* root or the socket group, as proto_peer_authorized() decides for the
- * control socket, from the credentials the bus vouches for */
+ * control socket */
 static int caller_check(struct manager_rauc *r, sd_bus_message *msg, uid_t *ret_uid,
 			sd_bus_error *error)
 {
-	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
 	struct proto_peer peer = { .gid = (gid_t)-1 };
 	gid_t group = proto_server_auth_group(r->m->server);
-	const gid_t *gids = NULL;
-	int n, e;
 
-	e = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID |
-				      SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_AUGMENT, &c);
-	if (e < 0 || sd_bus_creds_get_euid(c, &peer.uid) < 0)
+	if (caller_peer(r, msg, group, &peer) < 0)
 		return sd_bus_error_set(error, RAUC_ERROR_DENIED,
 					"flashd cannot tell who called: refused");
 	*ret_uid = peer.uid;
-	(void)sd_bus_creds_get_egid(c, &peer.gid);
-	n = sd_bus_creds_get_supplementary_gids(c, &gids);
-	/* the socket group is all that proto_peer_authorized() looks for */
-	for (int i = 0; i < n; i++)
-		if (gids[i] == group && group != (gid_t)-1)
-			peer.groups[0] = group, peer.n_groups = 1;
 	if (proto_peer_authorized(&peer, group) > 0)
 		return 0;
 	log_warning("D-Bus: %s.%s refused to uid %u: only root%s may change anything",
