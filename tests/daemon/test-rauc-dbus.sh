@@ -242,7 +242,12 @@ rauc status mark-active A > "$T/mark.out" 2>&1 && fail "mark-active of an unveri
 grep -q "refusing to activate slot A: it was not read back as its signed image" "$T/mark.out" ||
 	fail "mark-active A refused how? $(cat "$T/mark.out")"
 [ "$(env_stores)" = "$before" ] || fail "a refused mark-active wrote the env"
-ok "mark-good booted, mark-bad other, mark-active other (and rootfs.1, bootnames A and B): one env store each; an unverified slot is not activated"
+# nor marked good back into BOOT_ORDER (io.flashd's MarkGood reads it first too)
+rauc status mark-good A > "$T/mark.out" 2>&1 && fail "mark-good of an unverified slot passed"
+grep -q "refusing to mark-good slot A: it was not read back as its signed image" "$T/mark.out" ||
+	fail "mark-good A refused how? $(cat "$T/mark.out")"
+[ "$(env_stores)" = "$before" ] || fail "a refused mark-good wrote the env"
+ok "mark-good booted, mark-bad other, mark-active other (and rootfs.1, bootnames A and B): one env store each; an unverified slot is neither activated nor marked good"
 
 # ---- a user outside the group: the bus policy refuses ----
 before=$(env_stores)
