@@ -8,7 +8,9 @@
  *   manager_install.c  Install, Cancel: the install worker and its record
  *   manager_slot.c     MarkGood, MarkBad, Activate, Rollback: one env store each
  *   manager_env.c      GetEnv, SetEnv, ListEnv, OverlayReset
- *   manager_health.c   the health check of a slot on trial */
+ *   manager_health.c   the health check of a slot on trial
+ *   manager_rauc.c     RAUC's D-Bus API on the system bus: a second front end
+ *                      of the same operations (manager_rauc.h) */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 #include "error.h"
 #include "install.h"
 #include "layout.h"
+#include "log.h"
 #include "manager.h"
 #include "oplock.h"
 #include "proto.h"
@@ -31,6 +34,7 @@
 #include "slot_boot.h"
 #include "slot_change.h"
 #include "worker.h"
+#include "manager_rauc.h"
 
 #define MANAGER_OVERLAY_RESET_VAR SLOT_OVERLAY_RESET_VAR
 #define MANAGER_BOOT_STATE_FILE PATHS_BOOT_STATE
@@ -76,6 +80,9 @@ struct operation {
 	struct proto_call *call;
 	int bundle_fd;
 	char *url;                     /* the bundle's http(s) URL, instead of bundle_fd */
+	char **headers;                /* the URL's headers: flashd.conf's and the caller's
+					* (RAUC's http-headers), NULL-terminated; NULL: the
+					* configured ones */
 	char *slot;                    /* requested target */
 	char *source;                  /* where the bundle comes from, for its record */
 	bool allow_downgrade;          /* the caller overrides downgrade=refuse */
@@ -145,6 +152,7 @@ struct manager {
 	bool stopping;                 /* SIGTERM came during an install */
 	sd_event_source *stop_timer;   /* gives up waiting for that install */
 	struct manager_status status;
+	struct manager_rauc *rauc;     /* RAUC's D-Bus API, NULL when off or no bus */
 };
 
 /* ---- manager.c: helpers every part uses ---- */
@@ -179,6 +187,9 @@ void manager_status_invalidate(struct manager *m, unsigned what);
 int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
 			      struct error *err);
 void manager_status_slots_done(struct slots_view *v);
+/* m->status made current for need (MANAGER_STATUS_*): loaded again when old
+ * or invalid (the io.flashd status methods and manager_rauc.c read it). */
+int manager_status_refresh(struct manager *m, unsigned need, struct error *err);
 /* The last install's record could not be written (error -errno): status
  * shows r and says so. r NULL: written, the file is the truth again. */
 void manager_status_unsaved_install(struct manager *m, const struct record *r, int error);
@@ -197,6 +208,29 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 int manager_install_cancel(struct proto_call *call, struct json_object *params, void *userdata);
 /* GetHistory: the install records, and the one the state dir could not keep. */
 int manager_install_history(struct proto_call *call, struct json_object *params, void *userdata);
+/* What an install is started with, from either front end. */
+struct manager_install_req {
+	int fd;                        /* the bundle (taken), or -1 with url */
+	const char *url;
+	const char *slot;              /* NULL: the slot the A/B policy picks */
+	char *source;                  /* taken: where it comes from, for its record
+					* (NULL with url: the URL without its secrets) */
+	bool activate, allow_downgrade;
+	uid_t uid;                     /* the caller, for the journal */
+	const char *const *headers;    /* more "Name: value" lines for the URL, or NULL */
+};
+/* The install in the worker; call (NULL: the D-Bus front end) gets its
+ * progress and end. *lock: the board's lock, handed to the worker.
+ * Returns what the call was answered, or -errno without a call. */
+int manager_install_start(struct manager *m, struct oplock **lock,
+			  const struct manager_install_req *req, struct proto_call *call);
+/* The A/B policy's refusal of an install into slot (NULL: the other one)
+ * before a worker starts: -EBUSY and err, *ret_target the slot or -1. */
+int manager_install_precheck(struct manager *m, const char *slot, int *ret_target,
+			     struct error *err);
+/* A bundle a caller names by its absolute path: a regular file, opened
+ * without blocking (fd or -errno). */
+int manager_install_open_path(const char *path);
 /* SIGTERM during an install: cancel it, answer its client, then exit. */
 int manager_install_stop(struct manager *m);
 
@@ -209,6 +243,16 @@ int manager_install_stop(struct manager *m);
 int manager_slot_change(struct manager *m, enum slot_op op, const char *name, unsigned flags,
 			const char *const extra[2], int *ret_idx, enum slot_change_fail *ret_kind,
 			bool *ret_forcible, struct error *err);
+/* The journal's event of a slot change by client. */
+void manager_slot_event(struct manager *m, uid_t client, enum slot_op op, enum log_event ev,
+			int idx);
+/* op on slot name (NULL: the booted one) when it puts a slot that is not
+ * running ahead of the booted one (activate, mark-good, rollback): that
+ * slot's read in a worker first, then the change (call NULL: the end goes
+ * to manager_rauc_slot_read()). 1: the read started; 0: none is needed,
+ * change at once; -errno (err: the board's lock). */
+int manager_slot_read_start(struct manager *m, enum slot_op op, enum log_event ev,
+			    const char *name, struct proto_call *call, struct error *err);
 int manager_slot_mark_good(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_slot_mark_bad(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_slot_activate(struct proto_call *call, struct json_object *params, void *userdata);

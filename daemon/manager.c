@@ -84,6 +84,9 @@ void manager_op_clear(struct manager *m)
 		close(op->bundle_fd);
 	free(op->slot);
 	free(op->url);
+	for (char **h = op->headers; h && *h; h++)
+		free(*h);
+	free(op->headers);
 	free(op->source);
 	oplock_release(op->lock);
 	sd_event_source_disable_unref(op->timeout);
@@ -162,6 +165,7 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	manager_op_clear(m);
+	manager_rauc_free(m->rauc);
 	manager_status_done(m);
 	sd_event_source_disable_unref(m->stop_timer);
 	proto_server_free(m->server);
@@ -259,6 +263,8 @@ int manager_startup(struct manager *m, struct error *err)
 			return error_set(err, r, "socket-group=%s: no such group",
 					 m->conf->socket_group);
 	}
+	if (m->conf->rauc_dbus)
+		manager_rauc_new(m, &m->rauc); /* none without a system bus: logged */
 	manager_health_start(m);
 	manager_status_check_env(m);
 	return 0;

@@ -201,6 +201,8 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	if (m->op.url) {
 		/* fetched here, by root's worker, never by the client */
 		network_conf(m->conf, cancel, &net);
+		if (m->op.headers)
+			net.headers = m->op.headers;
 		r = source_http_new(m->op.url, &net, &src, &err);
 		ctx.src = src;
 	} else {
@@ -233,6 +235,7 @@ static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 	m->op.last = rep;
 	m->op.has_progress = true;
 	sd_notifyf(0, "STATUS=installing: %u%%", rep.percent);
+	manager_rauc_install_progress(m->rauc, &rep);
 	o = manager_install_progress_json(&rep);
 	if (m->op.call)
 		proto_reply_more(m->op.call, o);
@@ -419,9 +422,14 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 	install_record(m, result, f->final && f->error == 0 ? NULL : error);
 	if (m->stopping)
 		log_info("install ended; stopping");
+	bool ok = f->final && f->error == 0;
+	_cleanup_free_ char *ended = ok ? NULL : strdup(error);
+
 	if (call && proto_call_is_connected(call))
 		install_reply(m, call, error);
 	manager_op_clear(m);
+	/* the D-Bus front end hears of the end once the daemon is idle again */
+	manager_rauc_install_done(m->rauc, ok, ended ? ended : error);
 	if (m->stopping) {
 		/* exit once the reply above went out: the connection's turn in
 		 * the control socket's run queue (normal priority, or just below
@@ -457,25 +465,28 @@ static int install_open_bundle(struct proto_call *call, const struct proto_flash
 			return -EDOM;
 		return proto_call_take_fd(call, idx);
 	}
-	if (in->path) {
-		const char *path = in->path;
-		struct stat st;
-		int fd;
-		if (path[0] != '/')
-			return -EINVAL;
-		/* the root daemon opens what a caller names: never block on a
-		 * FIFO, never open a device (opening some has side effects) */
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		if (fd < 0)
-			return -errno;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    fcntl(fd, F_SETFL, 0) < 0) {
-			close(fd);
-			return -EINVAL;
-		}
-		return fd;
-	}
+	if (in->path)
+		return manager_install_open_path(in->path);
 	return -ENOENT;
+}
+
+int manager_install_open_path(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	/* the root daemon opens what a caller names: never block on a
+	 * FIFO, never open a device (opening some has side effects) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) < 0) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 /* Where the bundle comes from, for the history: the URL without its
@@ -513,8 +524,8 @@ static bool group_has_slot(const struct layout_slot_group *g, const char *name)
  * failed install: never the booted slot, never the last slot of BOOT_ORDER
  * while the booted one is out of it. The engine checks the same again
  * under its own env open; env trouble is left to it to report. */
-static int install_precheck(struct manager *m, const char *slot, int *ret_target,
-			    struct error *err)
+int manager_install_precheck(struct manager *m, const char *slot, int *ret_target,
+			     struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct slots_view v;
@@ -547,11 +558,11 @@ static int install_precheck(struct manager *m, const char *slot, int *ret_target
 /* Where the bundle comes from, for the journal: a URL without its
  * credentials, the path the daemon opened, or the file the client's fd
  * names ("fd" for a pipe): where to look, printable (log.c). */
-static void install_event_started(struct manager *m, struct proto_call *call, const char *url)
+static void install_event_started(struct manager *m, uid_t client, const char *url)
 {
 	char uid[16], pid[16];
 
-	snprintf(uid, sizeof(uid), "%u", proto_call_peer(call)->uid);
+	snprintf(uid, sizeof(uid), "%u", client);
 	snprintf(pid, sizeof(pid), "%d", (int)worker_pid(m->op.worker));
 	log_event(LOG_EVENT_INSTALL_STARTED, (const struct log_field[]){
 			{ "BUNDLE_SOURCE", m->op.source }, { "SLOT", m->op.slot },
@@ -580,7 +591,7 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	 * before a worker starts (and before the bundle is opened) */
 	if (slot && !group_has_slot(m->group, slot))
 		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
-	r = install_precheck(m, slot, &target, &err);
+	r = manager_install_precheck(m, slot, &target, &err);
 	if (r < 0) {
 		_cleanup_json_ struct json_object *o = json_object_new_object();
 		json_object_object_add(o, "slot", target >= 0 ?
@@ -608,29 +619,72 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	if (fd < 0 && !url)
 		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, an "
 					 "absolute path the daemon can read, or an http(s) URL)");
-	m->op = (struct operation){ .name = "install", .bundle_fd = fd, .activate = true,
-				    .started = time(NULL), .lock = TAKE_PTR(lock) };
-	if (slot)
-		m->op.slot = strdup(slot);
-	if (url)
-		m->op.url = strdup(url);
-	m->op.source = install_source(in, url, fd);
-	if (in->activate.given)
-		m->op.activate = in->activate.value;
-	m->op.allow_downgrade = in->allow_downgrade.value;
-	m->op.call = proto_call_ref(call);
-	proto_call_set_disconnect_handler(call, install_on_disconnect, m);
+	return manager_install_start(m, &lock, &(struct manager_install_req){
+			.fd = fd, .url = url, .slot = slot, .source = install_source(in, url, fd),
+			.activate = !in->activate.given || in->activate.value,
+			/* root's alone: refused above to anyone else */
+			.allow_downgrade = in->allow_downgrade.value,
+			.uid = proto_call_peer(call)->uid }, call);
+}
+
+/* the configured headers, then the caller's */
+static int install_headers(struct manager *m, const char *const *more)
+{
+	size_t n = 0, k = 0;
+
+	for (char **h = m->conf->headers; h && *h; h++)
+		n++;
+	for (const char *const *h = more; *h; h++)
+		n++;
+	m->op.headers = calloc(n + 1, sizeof(char *));
+	if (!m->op.headers)
+		return -ENOMEM;
+	for (char **h = m->conf->headers; h && *h; h++)
+		if (!(m->op.headers[k++] = strdup(*h)))
+			return -ENOMEM;
+	for (const char *const *h = more; *h; h++)
+		if (!(m->op.headers[k++] = strdup(*h)))
+			return -ENOMEM;
+	return 0;
+}
+
+int manager_install_start(struct manager *m, struct oplock **lock,
+			  const struct manager_install_req *req, struct proto_call *call)
+{
+	int r;
+
+	m->op = (struct operation){ .name = "install", .bundle_fd = req->fd, .activate = req->activate,
+				    .allow_downgrade = req->allow_downgrade, .started = time(NULL),
+				    .lock = TAKE_PTR(*lock), .source = req->source };
+	if (req->slot)
+		m->op.slot = strdup(req->slot);
+	if (req->url)
+		m->op.url = strdup(req->url);
+	if (req->headers && install_headers(m, req->headers) < 0) {
+		manager_op_clear(m);
+		return call ? proto_error_errno(call, -ENOMEM, "out of memory") : -ENOMEM;
+	}
+	if (req->url && !m->op.source) {
+		char buf[PATH_MAX];
+
+		m->op.source = strdup(source_http_redact(req->url, buf, sizeof(buf)));
+	}
+	if (call) {
+		m->op.call = proto_call_ref(call);
+		proto_call_set_disconnect_handler(call, install_on_disconnect, m);
+	}
 	r = worker_start(m->event, sizeof(struct install_report), install_job, install_on_msg,
 			 install_on_done, m, &m->op.worker);
 	if (r < 0) {
 		manager_op_clear(m);
-		return proto_error_errno(call, r, "cannot start the install worker");
+		return call ? proto_error_errno(call, r, "cannot start the install worker") : r;
 	}
 	/* the worker holds the lock now, until it exits however it exits */
 	oplock_release(m->op.lock);
 	m->op.lock = NULL;
-	install_event_started(m, call, url);
+	install_event_started(m, req->uid, req->url);
 	sd_notify(0, "STATUS=installing");
+	manager_rauc_install_started(m->rauc);
 	return 0;
 }
 

@@ -55,12 +55,12 @@ int manager_slot_change(struct manager *m, enum slot_op op, const char *name, un
 	return r;
 }
 
-static void slot_op_event(struct manager *m, struct proto_call *call, enum slot_op op,
-			  enum log_event ev, int idx)
+void manager_slot_event(struct manager *m, uid_t client, enum slot_op op, enum log_event ev,
+			int idx)
 {
 	char uid[16];
 
-	snprintf(uid, sizeof(uid), "%u", proto_call_peer(call)->uid);
+	snprintf(uid, sizeof(uid), "%u", client);
 	log_event(ev, (const struct log_field[]){
 			{ "SLOT", m->group->slots[idx].name }, { "CLIENT_UID", uid }, { NULL } },
 		  "%s of slot %s by uid %s", slot_op_to_string(op), m->group->slots[idx].name, uid);
@@ -102,7 +102,7 @@ static int slot_op(struct manager *m, struct proto_call *call, enum slot_op op,
 			return proto_error_string(call, error, "reason", error_message(&err));
 		return proto_error_errno(call, r, error_message(&err));
 	}
-	slot_op_event(m, call, op, ev, idx);
+	manager_slot_event(m, proto_call_peer(call)->uid, op, ev, idx);
 	if (op == SLOT_OP_ACTIVATE)
 		return proto_reply(call, NULL); /* Activate() -> () */
 	return proto_reply_typed(call, &(struct proto_flashd_slot_reply){
@@ -156,6 +156,12 @@ static void read_on_done(struct worker *w, int code, int status, void *userdata)
 	char reason[ERROR_MSG_MAX + 128];
 
 	manager_op_clear(m); /* the board's lock too: the change takes it again */
+	if (!call) { /* the RAUC D-Bus API's Mark (manager_rauc.c) */
+		manager_rauc_slot_read(m, op, name, read, rep.r == 1 && code == CLD_EXITED &&
+				       status == 0, rep.message[0] ? rep.message :
+				       "the read ended early");
+		return;
+	}
 	if (rep.r == 1 && code == CLD_EXITED && status == 0) {
 		slot_op(m, call, op, ev, name, 0);
 	} else {
@@ -194,22 +200,19 @@ static int slot_to_read(struct manager *m, enum slot_op op, const char *name)
 	return idx == v.status.booted ? -1 : idx;
 }
 
-/* op after a read of the slot it promotes, in a worker; at once when it
- * promotes none. */
-static int read_then_op(struct manager *m, struct proto_call *call, enum slot_op op,
-			enum log_event ev, const char *name)
+int manager_slot_read_start(struct manager *m, enum slot_op op, enum log_event ev,
+			    const char *name, struct proto_call *call, struct error *err)
 {
-	struct error err = {};
 	int idx, r;
 
 	idx = m->op.name ? -1 : slot_to_read(m, op, name);
 	if (idx < 0)
-		return slot_op(m, call, op, ev, name, 0);
+		return 0;
 	m->op = (struct operation){ .name = slot_op_to_string(op), .bundle_fd = -1,
 				    .started = time(NULL), .health_slot = idx,
 				    .slot = name ? strdup(name) : NULL, .slot_op = op,
 				    .slot_event = ev, .call = proto_call_ref(call) };
-	r = manager_lock_board(m, "flashd reading a slot before its change", &m->op.lock, &err);
+	r = manager_lock_board(m, "flashd reading a slot before its change", &m->op.lock, err);
 	if (r >= 0 && name && !m->op.slot)
 		r = -ENOMEM;
 	if (r >= 0)
@@ -217,9 +220,24 @@ static int read_then_op(struct manager *m, struct proto_call *call, enum slot_op
 				 read_on_msg, read_on_done, m, &m->op.worker);
 	if (r < 0) {
 		manager_op_clear(m);
+		return r;
+	}
+	return 1;
+}
+
+/* op after a read of the slot it promotes, in a worker; at once when it
+ * promotes none. */
+static int read_then_op(struct manager *m, struct proto_call *call, enum slot_op op,
+			enum log_event ev, const char *name)
+{
+	struct error err = {};
+	int r = manager_slot_read_start(m, op, ev, name, call, &err);
+
+	if (r == 0)
+		return slot_op(m, call, op, ev, name, 0);
+	if (r < 0)
 		return error_is_set(&err) ? manager_reply_lock_error(call, r, &err) :
 		       proto_error_errno(call, r, "cannot start reading the slot");
-	}
 	return 0;
 }
 

@@ -542,6 +542,11 @@ static struct json_object *status_render(struct manager *m)
 	return o;
 }
 
+int manager_status_refresh(struct manager *m, unsigned need, struct error *err)
+{
+	return status_refresh(m, need, err);
+}
+
 int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;

@@ -20,6 +20,7 @@ struct conf {
 	bool allow_unsigned;   /* [flashd] allow-unsigned= accept unsigned bundles */
 	enum install_downgrade_policy downgrade; /* [flashd] downgrade= refuse|warn|allow */
 	uint32_t idle_timeout; /* [flashd] idle-timeout= seconds without a call */
+	bool rauc_dbus;        /* [flashd] rauc-dbus= serve RAUC's D-Bus API (manager_rauc.c) */
 	char *health_command;  /* [health] command= run when the booted slot is on trial */
 	uint32_t health_timeout; /* [health] timeout= seconds */
 	bool health_reboot;    /* [health] reboot-on-failure= */

@@ -215,6 +215,9 @@ int proto_server_set_info(struct proto_server *s, const char *vendor, const char
 void proto_server_set_auth_group(struct proto_server *s, gid_t group);
 /* Same by name; -ENOENT when no such group exists. */
 int proto_server_set_auth_group_name(struct proto_server *s, const char *name);
+/* The group of PROTO_NEEDS_AUTH ((gid_t)-1: root only), for other front
+ * ends that apply the same rule (the daemon's D-Bus API). */
+gid_t proto_server_auth_group(const struct proto_server *s);
 /* Serve description for interface (GetInterfaceDescription) and list it
  * in GetInfo. io.flashd and org.varlink.service are built in. The strings
  * are not copied. */

@@ -44,6 +44,7 @@ static const struct conf_key {
 	{ "flashd", "allow-unsigned", CONF_BOOL, offsetof(struct conf, allow_unsigned) },
 	{ "flashd", "downgrade", CONF_DOWNGRADE, offsetof(struct conf, downgrade) },
 	{ "flashd", "idle-timeout", CONF_SECONDS, offsetof(struct conf, idle_timeout) },
+	{ "flashd", "rauc-dbus", CONF_BOOL, offsetof(struct conf, rauc_dbus) },
 	{ "health", "command", CONF_STRING, offsetof(struct conf, health_command) },
 	{ "health", "timeout", CONF_SECONDS, offsetof(struct conf, health_timeout) },
 	{ "health", "reboot-on-failure", CONF_BOOL, offsetof(struct conf, health_reboot) },
@@ -116,6 +117,7 @@ int conf_new(struct conf **ret)
 	c->health_timeout = 60;
 	c->idle_timeout = PROTO_IDLE_TIMEOUT_DEFAULT;
 	c->health_reboot = true;
+	c->rauc_dbus = true;
 	c->connect_timeout = 30;
 	c->stall_timeout = 60;
 	c->retries = 5;

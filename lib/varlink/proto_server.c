@@ -255,6 +255,11 @@ void proto_server_set_auth_group(struct proto_server *s, gid_t group)
 	s->auth_group = group;
 }
 
+gid_t proto_server_auth_group(const struct proto_server *s)
+{
+	return s ? s->auth_group : (gid_t)-1;
+}
+
 int proto_server_set_auth_group_name(struct proto_server *s, const char *name)
 {
 	struct group gr, *res = NULL;

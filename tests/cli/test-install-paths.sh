@@ -89,6 +89,7 @@ check_install() {
 		check_fail "$name: flashd's keep-list is not in $conf/keep.d"
 	[ -f "$d$p/share/bash-completion/completions/flashctl" ] ||
 		check_fail "$name: no bash completion below $p/share"
+	has "$d$p/share/dbus-1/system.d/flashd-rauc.conf" 'allow own="de.pengutronix.rauc"'
 
 	# the man pages: this install's paths, not another's
 	for f in man8/flashd.8 man5/flashd.conf.5 man1/flashctl.1 man5/flashd-layout.5; do

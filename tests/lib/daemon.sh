@@ -36,6 +36,9 @@ flashd_conf() {
 		echo "socket=$FLASHD_SOCKET"
 		echo "state-dir=$FLASHD_DIR/state"
 		echo "cmdline=$FLASHD_DIR/cmdline"
+		# RAUC's D-Bus API only where a test asks (it brings its own bus):
+		# never the machine's system bus
+		echo "rauc-dbus=${RAUC_DBUS:-no}"
 		echo "[health]"
 		[ -n "${1:-}" ] && echo "command=$1"
 		echo "timeout=${HEALTH_TIMEOUT:-20}"
