@@ -10,7 +10,8 @@ run_pkgs="mtd-utils squashfs-tools libubootenv-tool u-boot-tools openssl
  lighttpd lighttpd-mod-openssl python3"
 test_pkgs="qemu-system-x86 busybox-static kmod cpio valgrind python3
  clang libclang-rt-14-dev qemu-system-arm u-boot-qemu
- debhelper mmdebstrap lintian initramfs-tools udev systemd"
+ debhelper mmdebstrap lintian initramfs-tools udev systemd
+ casync jq"
 
 case "${1:-build}" in
 build) want="$build_pkgs $run_pkgs" ;;
