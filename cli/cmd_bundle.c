@@ -34,6 +34,7 @@
 #define OPT_SLOT_SIZE 0x10b
 #define OPT_BLOCK_SIZE 0x10c
 #define OPT_NO_INDEX 0x10d
+#define OPT_NO_CHUNKS 0x120
 #define OPT_OUTPUT 'o'
 
 static const char *human(uint64_t v, char *buf, size_t len)
@@ -265,6 +266,7 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		{ "build-date", required_argument, NULL, OPT_BUILD_DATE },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "no-index", no_argument, NULL, OPT_NO_INDEX },
+		{ "no-chunks", no_argument, NULL, OPT_NO_CHUNKS },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bundle_create_image imgs[BUNDLE_MAX_IMAGES];
@@ -292,6 +294,7 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		case OPT_BUILD_DATE: p.build_date = optarg; break;
 		case OPT_NO_SIGN: no_sign = true; break;
 		case OPT_NO_INDEX: p.no_index = true; break;
+		case OPT_NO_CHUNKS: p.no_chunks = true; break;
 		case OPT_BLOCK_SIZE:
 			if (parse_block_size(ctx, optarg, &p.block_size) < 0)
 				return CLI_EXIT_USAGE;
@@ -327,7 +330,7 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	    (n_keys == 0) == !no_sign) {
 		cli_error(ctx, "usage: bundle create -o OUT (--compatible STR | --layout FILE) "
 			  "--version V --image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) "
-			  "[--gzip[=LEVEL]] [--description TEXT] [--block-size SIZE | --no-index]");
+			  "[--gzip[=LEVEL]] [--description TEXT] [--block-size SIZE | --no-index] [--no-chunks]");
 		return CLI_EXIT_USAGE;
 	}
 	if (p.no_index && p.block_size) {
@@ -654,7 +657,7 @@ const struct cli_cmd cli_bundle_cmds[] = {
 	CLI_HOST_TOOL("create",
 		"-o OUT (--compatible STR | --layout FILE) --version V "
 		"--image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) [--gzip[=LEVEL]] "
-		"[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ] [--block-size SIZE | --no-index]",
+		"[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ] [--block-size SIZE | --no-index] [--no-chunks]",
 		"build a signed update bundle (host side); OUT may be - for stdout", cmd_create),
 	{ "info", "FILE|-", "show a bundle's manifest (signatures are not checked)", cmd_info, NULL },
 	{ "verify", "FILE|- --keyring DIR [--compatible STR | --layout FILE] "

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "chunk.h"
 #include "error.h"
 #include "keyring.h"
 #include "squashfs.h"
@@ -39,9 +40,10 @@
 struct json_object;
 
 #define BUNDLE_MAGIC "FLASHDBL"
-/* The newest format this flashd writes and reads; 1.0 (no block index)
- * is still read, and written by `bundle create --no-index`. */
-#define BUNDLE_FORMAT_MAJOR 2
+/* The newest format this flashd writes and reads; 2.0 (no chunk table)
+ * and 1.0 (no block index) are still read, and written by `bundle create
+ * --no-chunks` and `--no-index`. */
+#define BUNDLE_FORMAT_MAJOR 3
 #define BUNDLE_FORMAT_MINOR 0
 #define BUNDLE_FORMAT_MAJOR_OLDEST 1
 #define BUNDLE_HEADER_SIZE 32
@@ -63,6 +65,10 @@ struct json_object;
 #define BUNDLE_BLOCK_SIZE_MAX (16 * 1024 * 1024)
 #define BUNDLE_HASH_SIZE 32
 #define BUNDLE_MAX_INDEX (8 * 1024 * 1024) /* 262144 blocks: 32 GiB at 128 KiB */
+/* The chunk table (format 3), after the block hashes in the index
+ * section: 16 bytes per chunk (chunk.h), 1 Mi chunks (16 GiB of images at
+ * the 16 KiB average) */
+#define BUNDLE_MAX_CHUNK_TABLE (16 * 1024 * 1024)
 
 #define BUNDLE_IMAGE_TYPE_LIST(X) X(BUNDLE_IMAGE_SQUASHFS, "squashfs") X(BUNDLE_IMAGE_RAW, "raw")
 
@@ -104,6 +110,8 @@ struct bundle_image {
 	uint64_t offset;                     /* of the payload from the start of the bundle */
 	/* format 2: this image's hashes are index entries first..first+n_blocks-1 */
 	uint64_t index_first, n_blocks;
+	/* format 3: its chunks are chunk table entries chunk_first.. */
+	uint64_t chunk_first, n_chunks;
 };
 
 struct bundle_manifest {
@@ -116,7 +124,9 @@ struct bundle_manifest {
 	size_t n_images;
 	/* format 2: the signed block-hash index (0 / none in format 1) */
 	uint32_t block_size;
-	uint64_t index_size;                 /* bytes: 32 x all images' blocks */
+	uint64_t index_size;                 /* bytes: 32 x all images' blocks (+ format 3's
+					      * chunk table) */
+	uint64_t chunk_table_offset;         /* format 3: of the chunk table in the index */
 	uint8_t index_sha256[32];
 	/* filled by the reader, not part of the signed JSON: */
 	enum bundle_trust trust;
@@ -154,6 +164,18 @@ int bundle_index_sha256(const void *buf, uint64_t len, uint8_t ret[32]);
 static inline uint64_t bundle_blocks(uint64_t size, uint32_t block_size)
 {
 	return block_size ? (size + block_size - 1) / block_size : 0;
+}
+/* Format 3: the chunk table of the verified index section, checked:
+ * each image's chunks cover exactly its size, every length 1..CHUNK_MAX.
+ * Without a chunk table (formats 1 and 2): 0. */
+int bundle_chunks_check(const struct bundle_manifest *m, const uint8_t *index,
+			struct error *err);
+/* Entry c of image img's chunks (a pointer into the index section). */
+static inline const uint8_t *bundle_chunk_entry(const struct bundle_manifest *m,
+						const uint8_t *index,
+						const struct bundle_image *img, uint64_t c)
+{
+	return index + m->chunk_table_offset + (img->chunk_first + c) * CHUNK_ENTRY_SIZE;
 }
 /* The offsets a manifest implies, with the framing around it: index and
  * payloads follow the header, the manifest and n_sigs signatures. Fills

@@ -30,6 +30,9 @@ struct bundle_create_params {
 	 * writes a format 1.0 bundle (no index) for devices with an older flashd. */
 	uint32_t block_size;
 	bool no_index;
+	/* no_chunks writes format 2.0 (index without the chunk table of 3.0)
+	 * for devices whose flashd reads 2.x at most. */
+	bool no_chunks;
 };
 
 struct bundle_create_result {

@@ -111,6 +111,10 @@ struct install_stats {
 	uint64_t blocks_stale;    /* of those, read otherwise (rot, ECC, a write): rewritten */
 	uint64_t bytes_fetched;   /* bundle bytes read from the source */
 	uint64_t blocks_copied;   /* written from the other slot instead of fetched */
+	/* format 3: assembled from chunks on the board (missing ranges
+	 * fetched), assemblies that did not match (fetched whole), bytes the
+	 * board's chunks gave */
+	uint64_t blocks_assembled, blocks_assembly_failed, bytes_local;
 	bool adaptive;            /* the install took the adaptive path */
 	time_t started, finished;
 	enum install_downgrade downgrade;

@@ -26,6 +26,12 @@
  * where a block cannot be retired, the install fails with a flash error
  * (-EIO), not a fault of the bundle.
  *
+ * With a format 3 bundle (a chunk table), a block to write is first
+ * assembled from chunks found on the board (the other slot, this slot's
+ * old content, at any offset) and only its missing byte ranges are
+ * fetched; the block is checked against the index before it is written,
+ * and fetched whole when it does not match.
+ *
  * The same path resumes an interrupted install: an install that stopped
  * halfway left no record (it was dropped before the first write), so
  * every block is read and compared, and only what was not yet written
@@ -50,6 +56,12 @@ struct install_index_stats {
 	uint64_t blocks_erased;    /* compared by one page: erased, the image needs data */
 	uint64_t erases;
 	uint64_t bytes_written;    /* image bytes programmed */
+	/* format 3: blocks assembled from chunks found on the board (the
+	 * rest of their bytes fetched), and of those, blocks whose result did
+	 * not match the index (a seed read wrong, bit rot): fetched whole */
+	uint64_t blocks_assembled;
+	uint64_t blocks_assembly_failed;
+	uint64_t bytes_local;      /* image bytes taken from the board's chunks */
 };
 
 struct install_index_image {
@@ -68,6 +80,12 @@ struct install_index_image {
 	 * against the index) instead of fetched. Only read, never written. */
 	struct flash *other;
 	const struct block_record *other_rec;
+	/* Format 3: the manifest (its chunk table is in index), else NULL.
+	 * The chunks of `other` and of this slot's old content are looked up
+	 * (chunk_seed.h) for every block to write, which is assembled from
+	 * them and the missing byte ranges fetched; a chunk of this slot is
+	 * used only while its erase block was not yet erased. */
+	const struct bundle_manifest *m;
 	/* NULL, or called after each logical block is classified and after
 	 * each is settled (skipped, or written and read back): done counts
 	 * both, 0..2 x the image's blocks (it may step back when a block goes

@@ -259,6 +259,14 @@ static int parse_stored_size(struct json_object *v, void *t, const char *path,
 		       &((struct bundle_image *)t)->stored_size, err);
 }
 
+/* format 3: how many chunk table entries describe the image (bounded
+ * against its size once both are known) */
+static int parse_chunks(struct json_object *v, void *t, const char *path, struct error *err)
+{
+	return get_u64(v, path, 1, BUNDLE_MAX_CHUNK_TABLE / CHUNK_ENTRY_SIZE,
+		       &((struct bundle_image *)t)->n_chunks, err);
+}
+
 static int get_sha256(struct json_object *v, const char *path, uint8_t out[32],
 		      struct error *err)
 {
@@ -321,6 +329,7 @@ static const struct field image_fields[] = {
 	{ "sha256", true, parse_sha256 },
 	{ "compression", true, parse_compression },
 	{ "stored_size", true, parse_stored_size },
+	{ "chunks", false, parse_chunks },
 };
 
 /* Walk an object against a field table. Unknown keys are refused unless
@@ -408,6 +417,41 @@ static int parse_images(struct json_object *v, void *t, const char *path, struct
 	return 0;
 }
 
+/* Format 3: each image's chunk count, in the bounds its size allows
+ * (every chunk but the last at least CHUNK_MIN, none over CHUNK_MAX),
+ * placed after the block hashes. */
+static int chunks_place(struct bundle_manifest *m, uint64_t blocks, struct error *err)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < m->n_images; i++) {
+		struct bundle_image *img = &m->images[i];
+		uint64_t lo = (img->size + CHUNK_MAX - 1) / CHUNK_MAX, hi = img->size / CHUNK_MIN + 1;
+
+		if (m->format_major < 3 && img->n_chunks)
+			return error_set(err, -EBADMSG, "manifest: images[%zu]: format %u.%u has no "
+					 "chunk table (\"chunks\" is a format 3 field)", i,
+					 m->format_major, m->format_minor);
+		if (m->format_major < 3)
+			continue;
+		if (!img->n_chunks)
+			return error_set(err, -EBADMSG, "manifest: images[%zu]: missing field "
+					 "\"chunks\"", i);
+		if (img->n_chunks < lo || img->n_chunks > hi)
+			return error_set(err, -EBADMSG, "manifest: images[%zu].chunks: %" PRIu64
+					 " chunks cannot cover %" PRIu64 " bytes (%" PRIu64 "..%"
+					 PRIu64 ")", i, img->n_chunks, img->size, lo, hi);
+		img->chunk_first = n;
+		n += img->n_chunks;
+	}
+	if (n > BUNDLE_MAX_CHUNK_TABLE / CHUNK_ENTRY_SIZE)
+		return error_set(err, -EBADMSG, "manifest: %" PRIu64 " chunks: the chunk table would "
+				 "exceed %d bytes", n, BUNDLE_MAX_CHUNK_TABLE);
+	m->chunk_table_offset = blocks * BUNDLE_HASH_SIZE;
+	m->index_size = m->chunk_table_offset + n * CHUNK_ENTRY_SIZE;
+	return 0;
+}
+
 /* Format 2 has a block-hash index, format 1 none: place each image's
  * hashes in it and bound its size. */
 static int index_check(struct bundle_manifest *m, struct error *err)
@@ -419,7 +463,7 @@ static int index_check(struct bundle_manifest *m, struct error *err)
 			return error_set(err, -EBADMSG, "manifest: format %u.%u has no block index "
 					 "(block_size / index_sha256 are format 2 fields)",
 					 m->format_major, m->format_minor);
-		return 0;
+		return chunks_place(m, 0, err);
 	}
 	if (!m->block_size)
 		return error_set(err, -EBADMSG, "manifest: missing field \"block_size\"");
@@ -434,7 +478,30 @@ static int index_check(struct bundle_manifest *m, struct error *err)
 		return error_set(err, -EBADMSG, "manifest: %" PRIu64 " blocks of %" PRIu32 " bytes: the "
 				 "index would exceed %d bytes (use a larger block size)", n,
 				 m->block_size, BUNDLE_MAX_INDEX);
-	m->index_size = n * BUNDLE_HASH_SIZE;
+	return chunks_place(m, n, err);
+}
+
+int bundle_chunks_check(const struct bundle_manifest *m, const uint8_t *index,
+			struct error *err)
+{
+	for (size_t i = 0; m->format_major >= 3 && i < m->n_images; i++) {
+		const struct bundle_image *img = &m->images[i];
+		uint64_t at = 0;
+
+		for (uint64_t c = 0; c < img->n_chunks; c++) {
+			uint32_t len = chunk_entry_len(bundle_chunk_entry(m, index, img, c));
+			if (len < 1 || len > CHUNK_MAX || len > img->size - at)
+				return error_set(err, -EBADMSG, "chunk table: image %zu \"%s\": chunk %"
+						 PRIu64 " (at image byte %" PRIu64 ") has length %"
+						 PRIu32 ", must be 1..%d and end by byte %" PRIu64,
+						 i, img->slot, c, at, len, CHUNK_MAX, img->size);
+			at += len;
+		}
+		if (at != img->size)
+			return error_set(err, -EBADMSG, "chunk table: image %zu \"%s\": its %" PRIu64
+					 " chunks cover %" PRIu64 " of its %" PRIu64 " bytes", i,
+					 img->slot, img->n_chunks, at, img->size);
+	}
 	return 0;
 }
 

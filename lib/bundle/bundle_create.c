@@ -26,12 +26,22 @@
 #include "hash.h"
 #include "util.h"
 
+/* An image's chunk table entries, from its first pass. */
+struct create_chunks {
+	uint8_t *entries;
+	uint64_t n;
+};
+
 struct pass {
 	struct hash sha;
 	struct hash bsha;                /* the current block (index) */
 	uint32_t bs;                     /* block size; 0: no index */
 	uint8_t *hashes;                 /* one per block, grown as they come */
 	uint64_t n_hashes;
+	struct chunk_stream cs;          /* the chunk table (format 3) */
+	bool chunking;
+	uint8_t *chunks;                 /* CHUNK_ENTRY_SIZE per chunk, grown */
+	uint64_t n_chunks;
 	z_stream z;
 	bool gzip;
 	uint64_t in, out;
@@ -93,10 +103,25 @@ static int pass_blocks(struct pass *ps, const uint8_t *p, size_t n, bool end)
 	return 0;
 }
 
+static int pass_chunk(void *userdata, uint32_t len, const uint8_t hash[CHUNK_HASH_SIZE])
+{
+	struct pass *ps = userdata;
+	uint8_t *c;
+
+	if ((ps->n_chunks + 1) * CHUNK_ENTRY_SIZE > BUNDLE_MAX_CHUNK_TABLE)
+		return -EFBIG;
+	c = realloc(ps->chunks, (ps->n_chunks + 1) * CHUNK_ENTRY_SIZE);
+	if (!c)
+		return -ENOMEM;
+	ps->chunks = c;
+	chunk_entry_put(c + ps->n_chunks++ * CHUNK_ENTRY_SIZE, len, hash);
+	return 0;
+}
+
 /* One pass over an image file: hash (whole and, with block_size, per
  * block into *ret_hashes), optionally compress, count or write. */
 static int image_pass(const struct bundle_create_image *ci, int level, int out_fd,
-		      uint32_t block_size, uint8_t **ret_hashes,
+		      uint32_t block_size, uint8_t **ret_hashes, struct create_chunks *ret_chunks,
 		      uint8_t sha[32], uint64_t *ret_size, uint64_t *ret_stored,
 		      uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE], struct error *err)
 {
@@ -114,6 +139,8 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 	hash_init(&ps->sha);
 	hash_init(&ps->bsha);
 	ps->bs = ret_hashes ? block_size : 0;
+	ps->chunking = ret_chunks;
+	chunk_stream_init(&ps->cs, pass_chunk, ps);
 	/* default gzip header (mtime 0): the same input gives the same bundle */
 	if (ps->gzip && deflateInit2(&ps->z, level ? level : Z_DEFAULT_COMPRESSION, Z_DEFLATED,
 				     15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
@@ -137,6 +164,12 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 		hash_update(&ps->sha, in, n);
 		if (ps->bs && (r = pass_blocks(ps, in, n, n == 0)) < 0)
 			goto out;
+		if (ps->chunking && (r = n ? chunk_stream_feed(&ps->cs, in, n) :
+				     chunk_stream_end(&ps->cs)) < 0) {
+			r = error_set(err, r, "%s: chunk table: %s", ci->path, r == -EFBIG ?
+				      "larger than the format's limit" : strerror(-r));
+			goto out;
+		}
 		r = ps->gzip ? pass_deflate(ps, in, n, n ? Z_NO_FLUSH : Z_FINISH) :
 			pass_write(ps, in, n);
 		if (r < 0) {
@@ -151,10 +184,15 @@ static int image_pass(const struct bundle_create_image *ci, int level, int out_f
 	*ret_stored = ps->out;
 	if (ret_hashes)
 		*ret_hashes = TAKE_PTR(ps->hashes);
+	if (ret_chunks) {
+		ret_chunks->entries = TAKE_PTR(ps->chunks);
+		ret_chunks->n = ps->n_chunks;
+	}
 out:
 	if (ps->gzip)
 		deflateEnd(&ps->z);
 	free(ps->hashes);
+	free(ps->chunks);
 	return r;
 }
 
@@ -218,6 +256,35 @@ static void index_freep(uint8_t *(*h)[BUNDLE_MAX_IMAGES])
 		free((*h)[i]);
 }
 
+static void chunks_freep(struct create_chunks (*c)[BUNDLE_MAX_IMAGES])
+{
+	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++)
+		free((*c)[i].entries);
+}
+
+/* Format 3: the images' chunk tables after the block hashes. */
+static int index_add_chunks(const struct create_chunks *c, size_t n, uint8_t **idx,
+			    uint64_t *size, struct error *err)
+{
+	uint64_t total = *size;
+	uint8_t *p;
+
+	for (size_t i = 0; i < n; i++)
+		total += c[i].n * CHUNK_ENTRY_SIZE;
+	if (total - *size > BUNDLE_MAX_CHUNK_TABLE)
+		return error_set(err, -EFBIG, "the chunk table would be %" PRIu64 " bytes, more "
+				 "than %d: use --no-chunks", total - *size, BUNDLE_MAX_CHUNK_TABLE);
+	p = realloc(*idx, total ? total : 1);
+	if (!p)
+		return -ENOMEM;
+	*idx = p;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(p + *size, c[i].entries, c[i].n * CHUNK_ENTRY_SIZE);
+		*size += c[i].n * CHUNK_ENTRY_SIZE;
+	}
+	return 0;
+}
+
 /* All images' block hashes, in manifest order: the index section. */
 static int index_build(uint8_t *const *hashes, const uint64_t *size, size_t n, uint32_t bs,
 		       uint8_t **ret, uint64_t *ret_size, struct error *err)
@@ -252,9 +319,14 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 	struct json_object *imgs = json_object_new_array();
 	uint8_t sha[BUNDLE_MAX_IMAGES][32];
 	_cleanup_(index_freep) uint8_t *hashes[BUNDLE_MAX_IMAGES] = { NULL };
+	_cleanup_(chunks_freep) struct create_chunks chunks[BUNDLE_MAX_IMAGES] = { { 0 } };
 	_cleanup_free_ uint8_t *index = NULL;
 	uint32_t bs = p->no_index ? 0 : p->block_size ? p->block_size : BUNDLE_BLOCK_SIZE_DEFAULT;
-	unsigned major = bs ? BUNDLE_FORMAT_MAJOR : 1, minor = bs ? BUNDLE_FORMAT_MINOR : 0;
+	/* 3.0 with the chunk table; 2.0 (--no-chunks) and 1.0 (--no-index)
+	 * for devices with an older flashd */
+	bool chunked = bs && !p->no_chunks;
+	unsigned major = chunked ? BUNDLE_FORMAT_MAJOR : bs ? 2 : 1;
+	unsigned minor = chunked ? BUNDLE_FORMAT_MINOR : 0;
 	uint64_t index_size = 0;
 	uint8_t isha[32];
 	uint64_t size[BUNDLE_MAX_IMAGES], stored[BUNDLE_MAX_IMAGES];
@@ -303,8 +375,8 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		if (!bundle_slot_name_valid(ci->slot))
 			return error_set(err, -EINVAL, "\"%s\" is not a slot member name ([a-z0-9_-]{1,32})",
 				    ci->slot ? ci->slot : "");
-		r = image_pass(ci, p->gzip_level, -1, bs, bs ? &hashes[i] : NULL, sha[i], &size[i],
-			       &stored[i], sb, err);
+		r = image_pass(ci, p->gzip_level, -1, bs, bs ? &hashes[i] : NULL,
+			       chunked ? &chunks[i] : NULL, sha[i], &size[i], &stored[i], sb, err);
 		if (r < 0)
 			return r;
 		if (size[i] == 0)
@@ -330,10 +402,14 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		json_object_object_add(j, "compression", json_object_new_string(
 					       bundle_compression_to_string(ci->compression)));
 		json_object_object_add(j, "stored_size", json_object_new_int64(stored[i]));
+		if (chunked)
+			json_object_object_add(j, "chunks", json_object_new_int64(chunks[i].n));
 		json_object_array_add(imgs, j);
 	}
 	if (bs) {
 		r = index_build(hashes, size, p->n_images, bs, &index, &index_size, err);
+		if (r >= 0 && chunked)
+			r = index_add_chunks(chunks, p->n_images, &index, &index_size, err);
 		if (r < 0)
 			return r;
 		r = bundle_index_sha256(index, index_size, isha);
@@ -375,8 +451,8 @@ int bundle_create(const struct bundle_create_params *p, int out_fd,
 		uint8_t sha2[32];
 		uint64_t s2, st2;
 
-		r = image_pass(&p->images[i], p->gzip_level, out_fd, 0, NULL, sha2, &s2, &st2, NULL,
-			       err);
+		r = image_pass(&p->images[i], p->gzip_level, out_fd, 0, NULL, NULL, sha2, &s2, &st2,
+			       NULL, err);
 		if (r < 0)
 			return r;
 		if (s2 != size[i] || st2 != stored[i] || memcmp(sha2, sha[i], 32))

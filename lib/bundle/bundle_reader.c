@@ -487,6 +487,9 @@ static int index_verify(struct bundle_reader *r, struct error *err)
 		return error_set(err, -EBADMSG, "block index (%" PRIu64 " bytes at bundle offset %"
 				 PRIu64 ") does not match the manifest's index_sha256 (corrupt "
 				 "or tampered)", r->m.index_size, r->m.index_offset);
+	ret = bundle_chunks_check(&r->m, r->index, err);
+	if (ret < 0)
+		return ret;
 	r->have_index = true;
 	if (r->ops.index)
 		return call(r, r->ops.index(r->userdata, &r->m, r->index, err), "index", err);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chunk_seed.h"
 #include "cleanup.h"
 #include "flashio.h"
 #include "install_index.h"
@@ -19,6 +20,7 @@ enum block_state {
 	BLOCK_SAME,      /* read, equal */
 	BLOCK_CHANGED,   /* to fetch and write */
 	BLOCK_COPY,      /* to write, from the other slot if it still holds it */
+	BLOCK_ASSEMBLE,  /* to write, from chunks on the board and fetched ranges */
 };
 
 struct ix {
@@ -34,6 +36,11 @@ struct ix {
 	uint8_t *abuf;               /* the fetch-ahead's, swapped with buf */
 	uint8_t ff_hash[32];         /* of a whole erased block, once computed */
 	bool ff_hash_set;
+	/* format 3 (chunk assembly), else NULL: */
+	struct chunk_seed *seed;     /* the chunks on the board */
+	uint64_t *coff;              /* image offset of each chunk, n_chunks + 1 */
+	uint64_t *writer;            /* per physical block: the first block written there */
+	uint8_t *erased;             /* per physical block: erased in this install */
 };
 
 static const uint8_t *want_hash(const struct ix *x, uint64_t k)
@@ -150,28 +157,151 @@ static int64_t other_has(const struct ix *x, uint64_t k)
 	return -1;
 }
 
-/* One source_plan() for the blocks to fetch from k on, adjacent ones
- * coalesced: a network source fetches them in few requests. */
+/* A growable list of byte ranges of the bundle. */
+struct ranges {
+	struct source_range *r;
+	size_t n, cap;
+};
+
+static int ranges_add(struct ranges *rs, uint64_t off, uint64_t len)
+{
+	if (rs->n && rs->r[rs->n - 1].off + rs->r[rs->n - 1].len == off) {
+		rs->r[rs->n - 1].len += len;
+		return 0;
+	}
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? 2 * rs->cap : 64;
+		struct source_range *r = realloc(rs->r, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		rs->r = r;
+		rs->cap = cap;
+	}
+	rs->r[rs->n++] = (struct source_range){ off, len };
+	return 0;
+}
+
+/* The first chunk that ends after image byte off. */
+static uint64_t chunk_at(const struct ix *x, uint64_t off)
+{
+	uint64_t lo = 0, hi = x->ii->img->n_chunks - 1;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (x->coff[mid + 1] <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A chunk found on the board is usable for block k unless it lies (in
+ * part) in an erase block of this slot that is erased by now or will be
+ * before block k is written. The other slot's are always usable. */
+static bool seed_usable(const struct ix *x, const struct chunk_seed_entry *e, uint64_t k)
+{
+	if (x->seed->src[e->src].flash != x->ii->flash)
+		return true;
+	for (uint64_t o = e->off; o < e->off + e->len;
+	     o = (o / x->es + 1) * x->es) {
+		uint32_t p = chunk_seed_phys(x->seed, e->src, o);
+		if (x->erased[p] || x->writer[p] < k)
+			return false;
+	}
+	return true;
+}
+
+/* How block k is assembled: each chunk of the image that overlaps it is
+ * taken from the board when found there and usable (read into buf when
+ * buf is not NULL; a chunk that does not read is fetched instead), the
+ * other byte ranges are handed to miss (in order, adjacent ones merged).
+ * Returns the bytes found on the board, or -errno. */
+typedef int (*miss_fn)(struct ix *x, uint64_t k, uint64_t off, uint64_t len, void *ud);
+
+static int64_t walk(struct ix *x, uint64_t k, uint8_t *buf, miss_fn miss, void *ud)
+{
+	const struct bundle_manifest *m = x->ii->m;
+	uint64_t b0 = k * x->es, b1 = b0 + block_len(x, k), run = b0, run_len = 0;
+	int64_t local = 0;
+	int r;
+
+	for (uint64_t c = chunk_at(x, b0); c < x->ii->img->n_chunks && x->coff[c] < b1; c++) {
+		const uint8_t *ent = bundle_chunk_entry(m, x->ii->index, x->ii->img, c);
+		const struct chunk_seed_entry *e =
+			chunk_seed_find(x->seed, chunk_entry_len(ent), chunk_entry_hash(ent));
+		uint64_t from = MAX(x->coff[c], b0), to = MIN(x->coff[c + 1], b1);
+
+		if (e && seed_usable(x, e, k) &&
+		    (!buf || chunk_seed_read(x->seed, e, from - x->coff[c], buf + (from - b0),
+					     to - from) >= 0)) {
+			if (run_len && (r = miss(x, k, run, run_len, ud)) < 0)
+				return r;
+			run_len = 0;
+			local += to - from;
+			continue;
+		}
+		if (!run_len)
+			run = from;
+		run_len += to - from;
+	}
+	if (run_len && (r = miss(x, k, run, run_len, ud)) < 0)
+		return r;
+	return local;
+}
+
+static int miss_plan(struct ix *x, uint64_t k, uint64_t off, uint64_t len, void *ud)
+{
+	(void)k;
+	return ranges_add(ud, x->ii->img->offset + off, len);
+}
+
+/* The first block written on each physical block, as planned from k on
+ * (the blocks before k are settled). */
+static void plan_writers(struct ix *x, uint64_t k)
+{
+	for (uint32_t p = 0; p < x->part_blocks; p++)
+		x->writer[p] = UINT64_MAX;
+	for (; k < x->n; k++)
+		if (x->state[k] != BLOCK_SAME && x->state[k] != BLOCK_KEEP &&
+		    x->writer[x->map[k]] == UINT64_MAX)
+			x->writer[x->map[k]] = k;
+}
+
+/* The ranges of block k to fetch: what assembly cannot find on the
+ * board (all of it: the whole block, as one range). */
+static int plan_block(struct ix *x, uint64_t k, struct ranges *rs)
+{
+	int64_t local;
+
+	if (!x->seed)
+		return ranges_add(rs, x->ii->img->offset + k * x->es, block_len(x, k));
+	local = walk(x, k, NULL, miss_plan, rs);
+	if (local > 0)
+		x->state[k] = BLOCK_ASSEMBLE;
+	return local < 0 ? (int)local : 0;
+}
+
+/* One source_plan() for the blocks (and, assembled, the byte ranges) to
+ * fetch from k on, adjacent ones coalesced: a network source fetches them
+ * in few requests. */
 static int plan(struct ix *x, uint64_t k)
 {
-	_cleanup_free_ struct source_range *rs = NULL;
-	size_t n = 0;
+	struct ranges rs = { 0 };
+	int r = 0;
 
-	rs = calloc(x->n - k + 1, sizeof(*rs));
-	if (!rs)
-		return -ENOMEM;
-	for (; k < x->n; k++) {
-		uint64_t off = x->ii->img->offset + k * x->es;
-		if (x->state[k] == BLOCK_CHANGED && other_has(x, k) >= 0)
-			x->state[k] = BLOCK_COPY;
-		if (x->state[k] != BLOCK_CHANGED)
-			continue;
-		if (n && rs[n - 1].off + rs[n - 1].len == off)
-			rs[n - 1].len += block_len(x, k);
-		else
-			rs[n++] = (struct source_range){ off, block_len(x, k) };
-	}
-	return n ? source_plan(x->src, rs, n, x->err) : 0;
+	for (uint64_t j = k; j < x->n; j++)
+		if (x->state[j] == BLOCK_CHANGED && other_has(x, j) >= 0)
+			x->state[j] = BLOCK_COPY;
+	if (x->seed)
+		plan_writers(x, k);
+	for (; r >= 0 && k < x->n; k++)
+		if (x->state[k] == BLOCK_CHANGED)
+			r = plan_block(x, k, &rs);
+	if (r >= 0 && rs.n)
+		r = source_plan(x->src, rs.r, rs.n, x->err);
+	free(rs.r);
+	return r;
 }
 
 /* From the other slot, when it still holds what its record says (a
@@ -225,6 +355,8 @@ static int program(struct ix *x, uint64_t k)
 	const struct flashio_stats *fs;
 	int r;
 
+	if (x->erased)
+		x->erased[x->map[k]] = 1; /* its chunks are gone from here on */
 	r = flash_open_window(x->ii->flash, NULL, at, x->es, &w);
 	if (r >= 0)
 		r = flashio_writer_new(w, FLASHIO_MARK_BAD | FLASHIO_VERIFY, &wr);
@@ -393,6 +525,41 @@ static bool ahead_join(struct ix *x, struct ahead *a, uint64_t k, int *r)
 	return true;
 }
 
+/* A missing range of block k, fetched into x->buf. */
+static int miss_fetch(struct ix *x, uint64_t k, uint64_t off, uint64_t len, void *ud)
+{
+	uint64_t at = x->ii->img->offset + off;
+	ssize_t n = source_pread(x->src, x->buf + (off - k * x->es), len, at, x->err);
+
+	(void)ud;
+	if (n < 0)
+		return error_prefix(x->err, (int)n, "fetching bytes %" PRIu64 "..%" PRIu64
+				    " of block %" PRIu64, at, at + len - 1, k);
+	if ((uint64_t)n != len)
+		return error_set(x->err, -ENODATA, "fetching block %" PRIu64 ": the bundle ends at "
+				 "byte %" PRIu64 " (truncated)", k, at + n);
+	return 0;
+}
+
+/* Block k from the chunks on the board and the fetched rest, into
+ * x->buf: 1 when it is what the signed index says, 0 when not (a chunk
+ * read otherwise than when it was scanned: bit rot, a write since) and it
+ * is to fetch whole, -errno. */
+static int assemble(struct ix *x, uint64_t k)
+{
+	int64_t local = walk(x, k, x->buf, miss_fetch, NULL);
+
+	if (local < 0)
+		return (int)local;
+	if (!hash_is(x->buf, block_len(x, k), want_hash(x, k))) {
+		x->st->blocks_assembly_failed++;
+		return 0;
+	}
+	x->st->blocks_assembled++;
+	x->st->bytes_local += local;
+	return 1;
+}
+
 /* Block k, the next to settle, on the main thread: 1 a block to keep,
  * read and found equal; 0 its data in x->buf (from the other slot or
  * the source), to write; -errno. */
@@ -405,6 +572,11 @@ static int settle_here(struct ix *x, uint64_t k)
 	}
 	if (x->state[k] == BLOCK_COPY && copy_local(x, k))
 		return 0;
+	if (x->state[k] == BLOCK_ASSEMBLE) {
+		int r = assemble(x, k);
+		if (r != 0)
+			return MIN(r, 0);
+	}
 	return fetch(x, k, x->buf, x->err);
 }
 
@@ -505,6 +677,43 @@ static int run(struct ix *x)
 	return r;
 }
 
+/* Format 3: the chunks of the other slot and of this slot's old content
+ * (read here, in the install worker), and the image's chunk offsets. A
+ * seed is a help, never a need: one that cannot be had is left out. */
+static int seed_setup(struct ix *x)
+{
+	const struct install_index_image *ii = x->ii;
+	struct error ignored = {};
+
+	if (!ii->m || !ii->img->n_chunks)
+		return 0;
+	x->coff = calloc(ii->img->n_chunks + 1, sizeof(*x->coff));
+	x->writer = calloc(x->part_blocks, sizeof(*x->writer));
+	x->erased = calloc(x->part_blocks, 1);
+	if (!x->coff || !x->writer || !x->erased || chunk_seed_new(&x->seed) < 0)
+		return -ENOMEM;
+	for (uint64_t c = 0; c < ii->img->n_chunks; c++)
+		x->coff[c + 1] = x->coff[c] + chunk_entry_len(bundle_chunk_entry(ii->m, ii->index,
+										 ii->img, c));
+	if (ii->other)
+		(void)chunk_seed_scan(x->seed, ii->other, ii->other_rec ? ii->other_rec->size : 0,
+				      &ignored);
+	(void)chunk_seed_scan(x->seed, ii->flash, ii->rec ? ii->rec->size : 0, &ignored);
+	if (!x->seed->n) {
+		chunk_seed_free(x->seed);
+		x->seed = NULL;
+	}
+	return 0;
+}
+
+static void seed_free(struct ix *x)
+{
+	chunk_seed_free(x->seed);
+	free(x->coff);
+	free(x->writer);
+	free(x->erased);
+}
+
 int install_index_write(const struct install_index_image *ii, struct source *src,
 			struct install_index_stats *st, struct block_record **ret_rec,
 			struct error *err)
@@ -526,7 +735,9 @@ int install_index_write(const struct install_index_image *ii, struct source *src
 	x.state = calloc(x.n + 1, 1);
 	x.buf = malloc(x.es);
 	x.abuf = malloc(x.es);
-	r = x.map && x.state && x.buf && x.abuf ? run(&x) : -ENOMEM;
+	r = x.map && x.state && x.buf && x.abuf ? seed_setup(&x) : -ENOMEM;
+	if (r >= 0)
+		r = run(&x);
 	if (r >= 0 && ret_rec && (r = block_record_new(ii->flash, x.n, &rec)) >= 0) {
 		rec->size = ii->img->size;
 		memcpy(rec->image_sha256, ii->img->sha256, 32);
@@ -538,6 +749,7 @@ int install_index_write(const struct install_index_image *ii, struct source *src
 	free(x.state);
 	free(x.buf);
 	free(x.abuf);
+	seed_free(&x);
 	return r;
 }
 

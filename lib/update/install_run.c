@@ -169,8 +169,8 @@ static struct block_record *slot_record(struct install *in, const char *slot, co
 }
 
 /* The other slot's partition for target i (the running one in A/B), and
- * its record: blocks to copy instead of fetch (each checked against the
- * index when read). */
+ * its record: blocks to copy instead of fetch, chunks to assemble blocks
+ * from (each block checked against the index when read). Only read. */
 static void load_other(struct install *in, size_t i)
 {
 	const struct layout_slot *o;
@@ -185,11 +185,10 @@ static void load_other(struct install *in, size_t i)
 				 lt->storage != LAYOUT_STORAGE_NAND) ||
 	    board_open_partition(in->p.board, lt->part, &f) < 0)
 		return;
-	in->other_recs[i] = slot_record(in, o->name, in->targets[i].img->slot, f);
-	if (in->other_recs[i])
-		in->other_flash[i] = f;
-	else
-		flash_close(f);
+	if (in->p.state_dir)
+		in->other_recs[i] = slot_record(in, o->name, in->targets[i].img->slot, f);
+	/* without a record it is still read for chunks (format 3) */
+	in->other_flash[i] = f;
 }
 
 /* A second handle onto each target's partition, through a board of its
@@ -214,11 +213,10 @@ static void open_verify(struct install *in)
 static void load_records(struct install *in)
 {
 	open_verify(in);
-	if (!in->p.state_dir)
-		return;
 	for (size_t i = 0; i < in->n_targets; i++) {
-		in->recs[i] = slot_record(in, install_slot_name(in), in->targets[i].img->slot,
-					  in->targets[i].flash);
+		if (in->p.state_dir)
+			in->recs[i] = slot_record(in, install_slot_name(in),
+						  in->targets[i].img->slot, in->targets[i].flash);
 		load_other(in, i);
 	}
 }
@@ -232,6 +230,9 @@ static void add_index_stats(struct install *in, const struct install_index_stats
 	in->stats.blocks_skipped += st->blocks_same;
 	in->stats.blocks_written += st->blocks_written;
 	in->stats.blocks_copied += st->blocks_copied;
+	in->stats.blocks_assembled += st->blocks_assembled;
+	in->stats.blocks_assembly_failed += st->blocks_assembly_failed;
+	in->stats.bytes_local += st->bytes_local;
 	in->stats.blocks_bad += st->blocks_bad;
 	in->stats.erases += st->erases;
 	in->stats.bytes_written += st->bytes_written;
@@ -302,6 +303,7 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 			.index = bundle_reader_index(in->reader), .rec = in->recs[i],
 			.verify = in->verify_flash[i], .other = in->other_flash[i],
 			.other_rec = in->other_recs[i], .tick = adaptive_tick, .userdata = &at,
+			.m = m->format_major >= 3 ? m : NULL,
 		};
 
 		if (util_cancelled(cancel)) {

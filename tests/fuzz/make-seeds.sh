@@ -78,6 +78,10 @@ make_bundle() { # name args...
 make_bundle squashfs --version 1.0 --image rootfs="$T/root.sqfs" --key "$KEY"
 make_bundle gzip --version 1.1 --gzip --image rootfs="$T/root.sqfs" --key "$KEY"
 make_bundle unsigned --version 0.9 --image rootfs="$T/root.sqfs" --no-sign
+# format 3.0 (the chunk table after the block hashes), 2.0 and 1.0
+make_bundle chunks --version 1.2 --image rootfs="$T/root.sqfs" --image kernel:raw="$T/kernel.bin" \
+	--key "$KEY"
+make_bundle format2 --version 1.3 --no-chunks --image rootfs="$T/root.sqfs" --key "$KEY"
 cp "$C/bundle/seed-squashfs" "$T/b"
 m=$(od -An -tu4 -j12 -N4 "$T/b" | tr -d ' ')
 tail -c +33 "$T/b" | head -c "$m" > "$C/bundle/seed-manifest.json"

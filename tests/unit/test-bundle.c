@@ -413,8 +413,10 @@ TEST(test_memory_bounded)
 	/* inflate window + state + one output chunk + manifest + reader */
 	assert_true(gz16 < 160 * 1024);
 	assert_true(raw16 < 16 * 1024);
-	/* format 2.0 adds the index: 32 bytes per 128 KiB block, nothing else */
-	assert_true(ix16 <= raw16 + 16 * 8 * BUNDLE_HASH_SIZE + 256);
+	/* format 3.0 adds the index: 32 bytes per 128 KiB block and 16 per
+	 * chunk (at most one per CHUNK_MIN), nothing else */
+	assert_true(ix16 <= raw16 + 16 * (8 * BUNDLE_HASH_SIZE +
+					  (1 << 20) / CHUNK_MIN * CHUNK_ENTRY_SIZE) + 256);
 	assert_true(ix16 >= 16 * 8 * BUNDLE_HASH_SIZE);
 	assert_true(ix1 < ix16);
 }
@@ -799,8 +801,8 @@ TEST(test_crafted_manifests)
 		/* the baseline is accepted: the test builder follows the spec */
 		{ ONE_IMAGE(IMG("")), 1, 0, 0, NULL },
 		/* versions */
-		{ ONE_IMAGE(IMG("")), 3, 0, -EPROTONOSUPPORT, "format 3.0" },
-		{ "{\"format_major\":3,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT, "format 3.x" },
+		{ ONE_IMAGE(IMG("")), 4, 0, -EPROTONOSUPPORT, "format 4.0" },
+		{ "{\"format_major\":4,\"format_minor\":0}", 1, 0, -EPROTONOSUPPORT, "format 4.x" },
 		{ ONE_IMAGE(IMG("")), 2, 0, -EBADMSG, "header says format 2.0, the signed manifest 1.0" },
 		/* format 1 has no index; format 2 must have one */
 		{ HEAD "\"images\":[" IMG("") "],\"block_size\":4096}", 1, 0, -EBADMSG,
@@ -813,6 +815,26 @@ TEST(test_crafted_manifests)
 		  "\"block_size\":5000,\"index_sha256\":\"" HELLO_SHA "\"}", 2, 0, -EBADMSG,
 		  "not a power of two" },
 		{ ONE_IMAGE(IMG("")), 1, 1, -EBADMSG, "header says format 1.1" },
+		/* the chunk table is format 3's: refused before, required from it,
+		 * its count bounded by the image's size */
+		{ HEAD "\"images\":[" IMG(",\"chunks\":1") "]}", 1, 0, -EBADMSG,
+		  "\"chunks\" is a format 3 field" },
+		{ "{\"format_major\":2,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG(",\"chunks\":1") "],"
+		  "\"block_size\":4096,\"index_sha256\":\"" HELLO_SHA "\"}", 2, 0, -EBADMSG,
+		  "\"chunks\" is a format 3 field" },
+		{ "{\"format_major\":3,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG("") "],"
+		  "\"block_size\":4096,\"index_sha256\":\"" HELLO_SHA "\"}", 3, 0, -EBADMSG,
+		  "images[0]: missing field \"chunks\"" },
+		{ "{\"format_major\":3,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG(",\"chunks\":3") "],"
+		  "\"block_size\":4096,\"index_sha256\":\"" HELLO_SHA "\"}", 3, 0, -EBADMSG,
+		  "images[0].chunks: 3 chunks cannot cover 5 bytes (1..1)" },
+		{ "{\"format_major\":3,\"format_minor\":0,\"compatible\":\"x\",\"version\":\"1\","
+		  "\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":[" IMG(",\"chunks\":0") "],"
+		  "\"block_size\":4096,\"index_sha256\":\"" HELLO_SHA "\"}", 3, 0, -EBADMSG,
+		  "images[0].chunks: 0 out of range" },
 		/* unknown fields: refused at our minor, ignored from a newer minor */
 		{ HEAD "\"images\":[" IMG("") "],\"delta\":true}", 1, 0, -EBADMSG,
 		  "unknown field \"delta\"" },
@@ -1198,12 +1220,15 @@ TEST(test_index_layout)
 	struct bundle_manifest m;
 
 	b = index_bundle(data, dlen, bs, false, &len, &m);
-	assert_int_equal(m.format_major, 2);
+	assert_int_equal(m.format_major, 3);
 	assert_int_equal(m.block_size, bs);
 	assert_int_equal(m.images[0].n_blocks, 6);
-	assert_int_equal(m.index_size, 6 * 32);
+	/* the block hashes, then the chunk table (format 3) */
+	assert_int_equal(m.chunk_table_offset, 6 * 32);
+	assert_true(m.images[0].n_chunks >= 1);
+	assert_int_equal(m.index_size, 6 * 32 + m.images[0].n_chunks * CHUNK_ENTRY_SIZE);
 	assert_int_equal(m.index_offset, BUNDLE_HEADER_SIZE + m.manifest_size + BUNDLE_SIG_ENTRY_SIZE);
-	assert_int_equal(m.payload_offset, m.index_offset + 6 * 32);
+	assert_int_equal(m.payload_offset, m.index_offset + m.index_size);
 	assert_int_equal(m.total_size, len);
 	assert_memory_equal(b + m.payload_offset, data, dlen);
 	for (int k = 0; k < 6; k++) {
@@ -1212,6 +1237,98 @@ TEST(test_index_layout)
 	}
 	assert_int_equal(bundle_index_sha256(b + m.index_offset, m.index_size, md), 0);
 	assert_memory_equal(md, m.index_sha256, 32);
+	free(b);
+	free(data);
+}
+
+/* The chunk table (format 3), signed with the index: every entry's
+ * length is checked (1..CHUNK_MAX, within the image) and together they
+ * must cover the image exactly; an error names image, chunk and offset. */
+TEST(test_chunk_table_checked)
+{
+	static const char manifest[] = "{\"format_major\":3,\"format_minor\":0,\"compatible\":"
+		"\"x\",\"version\":\"1\",\"build_date\":\"2026-01-01T00:00:00Z\",\"images\":["
+		"{\"slot\":\"kernel\",\"type\":\"raw\",\"size\":70000,\"sha256\":\"" HELLO_SHA
+		"\",\"compression\":\"none\",\"stored_size\":70000,\"chunks\":2}],"
+		"\"block_size\":65536,\"index_sha256\":\"" HELLO_SHA "\"}";
+	static const struct {
+		uint32_t a, b;
+		const char *msg;
+	} cases[] = {
+		{ 60000, 10000, NULL },
+		{ 0, 70000, "chunk 0 (at image byte 0) has length 0" },
+		{ 70000, 0, "chunk 0 (at image byte 0) has length 70000, must be 1..65536" },
+		{ 60000, 10001, "chunk 1 (at image byte 60000) has length 10001" },
+		{ 60000, 9999, "its 2 chunks cover 69999 of its 70000 bytes" },
+	};
+	struct bundle_manifest m;
+	struct error err = {};
+	uint8_t index[2 * 32 + 2 * CHUNK_ENTRY_SIZE] = { 0 }, h[CHUNK_HASH_SIZE] = { 0 };
+
+	assert_int_equal(bundle_manifest_parse(manifest, strlen(manifest), &m, &err), 0);
+	assert_int_equal(m.chunk_table_offset, 2 * 32);
+	assert_int_equal(m.index_size, sizeof(index));
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		int r;
+
+		chunk_entry_put(index + 64, cases[i].a, h);
+		chunk_entry_put(index + 64 + CHUNK_ENTRY_SIZE, cases[i].b, h);
+		error_clear(&err);
+		r = bundle_chunks_check(&m, index, &err);
+		if (cases[i].msg ? r != -EBADMSG || !strstr(err.msg, cases[i].msg) : r != 0)
+			fail_msg("%" PRIu32 "+%" PRIu32 ": got %d \"%s\"", cases[i].a, cases[i].b, r,
+				 err.msg);
+	}
+}
+
+/* The chunker cuts by content: the same bytes at another offset give the
+ * same chunks once it is past the shift (what makes a rebuilt image's
+ * unchanged parts findable), every chunk within CHUNK_MIN..CHUNK_MAX. */
+struct chunk_list {
+	uint32_t len[512];
+	uint8_t hash[512][CHUNK_HASH_SIZE];
+	size_t n;
+};
+
+static int chunk_collect(void *userdata, uint32_t len, const uint8_t hash[CHUNK_HASH_SIZE])
+{
+	struct chunk_list *l = userdata;
+
+	assert_true(l->n < ELEMENTSOF(l->len));
+	l->len[l->n] = len;
+	memcpy(l->hash[l->n++], hash, CHUNK_HASH_SIZE);
+	return 0;
+}
+
+TEST(test_chunker_shift)
+{
+	size_t dlen = 2 * 1024 * 1024;
+	uint8_t *data = random_data(dlen + 777, 90);
+	struct chunk_list *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct chunk_stream cs;
+	size_t same = 0;
+
+	chunk_stream_init(&cs, chunk_collect, a);
+	assert_int_equal(chunk_stream_feed(&cs, data + 777, dlen), 0);
+	assert_int_equal(chunk_stream_end(&cs), 0);
+	/* the same bytes behind 777 others, fed in odd pieces */
+	chunk_stream_init(&cs, chunk_collect, b);
+	for (size_t off = 0; off < dlen + 777; off += 1000)
+		assert_int_equal(chunk_stream_feed(&cs, data + off, MIN(1000, dlen + 777 - off)), 0);
+	assert_int_equal(chunk_stream_end(&cs), 0);
+	for (size_t i = 0; i + 1 < a->n; i++) {
+		assert_true(a->len[i] >= CHUNK_MIN && a->len[i] <= CHUNK_MAX);
+		for (size_t j = 0; j < b->n; j++)
+			if (a->len[i] == b->len[j] && !memcmp(a->hash[i], b->hash[j], CHUNK_HASH_SIZE)) {
+				same++;
+				break;
+			}
+	}
+	printf("chunker: %zu chunks of 2 MiB (average %zu B), %zu found again after a "
+	       "777-byte shift\n", a->n, dlen / a->n, same);
+	assert_true(a->n > 2 * 1024 * 1024 / CHUNK_MAX);
+	assert_true(same + 2 >= a->n - 1);
+	free(a);
 	free(b);
 	free(data);
 }

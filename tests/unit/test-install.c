@@ -969,12 +969,12 @@ TEST(test_refusals)
 	char *not_sqfs = craft_bundle("ref-not-sqfs.fbd", manifest, 1, 0, key_trusted, junk,
 				      sizeof(junk));
 	/* the same, claiming a newer major format, with fields this version does not know */
-	snprintf(manifest, sizeof(manifest), "{\"format_major\":3,\"format_minor\":0,"
+	snprintf(manifest, sizeof(manifest), "{\"format_major\":4,\"format_minor\":0,"
 		 "\"compatible\":\"%s\",\"version\":\"3\",\"build_date\":\"2026-01-01T00:00:00Z\","
 		 "\"images\":[{\"slot\":\"rootfs\",\"type\":\"squashfs\",\"size\":%zu,\"sha256\":"
 		 "\"%s\",\"compression\":\"zstd\",\"stored_size\":%zu,\"verity\":\"x\"}],"
 		 "\"delta\":{\"base\":\"2.0\"}}", r.l->compatible, sizeof(junk), hex, sizeof(junk));
-	char *newer = craft_bundle("ref-newer.fbd", manifest, 3, 0, key_trusted, junk,
+	char *newer = craft_bundle("ref-newer.fbd", manifest, 4, 0, key_trusted, junk,
 				   sizeof(junk));
 	char *newer_m = craft_bundle("ref-newer-m.fbd", manifest, 1, 0, key_trusted, junk,
 				     sizeof(junk));
@@ -1005,9 +1005,9 @@ TEST(test_refusals)
 		  -EFBIG, "larger than partition 'kernel-b'", false, NULL },
 		{ "not a squashfs", not_sqfs, -EBADMSG, "not a squashfs", false, NULL },
 		{ "newer major format (header)", newer, -EPROTONOSUPPORT,
-		  "bundle format 3.0, this flashd reads 1.x to 2.x", false, NULL },
+		  "bundle format 4.0, this flashd reads 1.x to 3.x", false, NULL },
 		{ "newer major format (manifest, unknown fields)", newer_m, -EPROTONOSUPPORT,
-		  "manifest: format 3.x", false, NULL },
+		  "manifest: format 4.x", false, NULL },
 		{ "member the slot has no place for", make_bundle("ref-spl.fbd", r.l->compatible,
 		  &(struct bspec){ "2.0", &rootfs, &spl, "spl", key_trusted, NULL, false }),
 		  -ENXIO, "bundle image 'spl' has no place in slot B", false, NULL },
@@ -1952,8 +1952,9 @@ TEST(test_bounded_memory)
 	m16 = mem_for(&r, 16);
 	printf("install memory peak: %zu bytes for a 1 MiB image, %zu for 16 MiB "
 	       "(erase block %u)\n", m1, m16, r.eb);
-	/* only the block index grows: 32 bytes per 128 KiB block */
-	assert_true(m16 <= m1 + (16 - 1) * 8 * BUNDLE_HASH_SIZE);
+	/* only the index grows: 32 bytes per 128 KiB block, 16 per chunk */
+	assert_true(m16 <= m1 + (16 - 1) * (8 * BUNDLE_HASH_SIZE +
+					    (1 << 20) / CHUNK_MIN * CHUNK_ENTRY_SIZE));
 	/* the writer's block and its compare copy, the inflate window, the manifest */
 	assert_true(m1 >= 2 * (size_t)r.eb);
 	assert_true(m1 <= 2 * (size_t)r.eb + 512 * 1024);
@@ -2137,7 +2138,10 @@ TEST(test_adaptive_counts)
 	assert_int_equal(res.stats.erases, 1);
 	assert_int_equal(res.stats.blocks_written, 1);
 	assert_int_equal(res.stats.blocks_read, a.n - 1);
-	assert_int_equal(res.stats.bytes_fetched, a.prefix + a.r.eb);
+	/* the chunk with the byte; the rest of the block was in B's old content */
+	assert_int_equal(res.stats.blocks_assembled, 1);
+	assert_true(res.stats.bytes_fetched > a.prefix);
+	assert_true(res.stats.bytes_fetched <= a.prefix + CHUNK_MAX);
 	expect_installed_b(&a.r, "2.0", &v2, NULL);
 
 	v3 = image_variant(&a.r, &v2, "ad-v3.sqfs", ten, 2);
@@ -2146,8 +2150,8 @@ TEST(test_adaptive_counts)
 	print_row("10% change (2 of 21)", &res, size);
 	assert_int_equal(res.stats.erases, 2);
 	assert_int_equal(res.stats.blocks_written, 2);
-	assert_int_equal(res.stats.bytes_fetched, a.prefix + 2 * a.r.eb);
-	assert_true(res.stats.bytes_fetched <= size * 15 / 100);
+	assert_int_equal(res.stats.blocks_assembled, 2);
+	assert_true(res.stats.bytes_fetched <= a.prefix + 2 * CHUNK_MAX);
 	expect_installed_b(&a.r, "3.0", &v3, NULL);
 
 	free(b2);
@@ -2168,7 +2172,8 @@ static void expect_one_rewritten(struct adaptive *a, const struct rres *res, con
 	assert_int_equal(res->stats.blocks_stale, 1);
 	assert_int_equal(res->stats.blocks_written, 1);
 	assert_int_equal(res->stats.erases, 1);
-	assert_int_equal(res->stats.bytes_fetched, a->prefix + a->r.eb);
+	assert_true(res->stats.bytes_fetched > a->prefix);
+	assert_true(res->stats.bytes_fetched <= a->prefix + a->r.eb);
 	expect_installed_b(&a->r, version, img, NULL);
 }
 
@@ -2489,7 +2494,9 @@ TEST(test_adaptive_copy_from_other_slot)
 	assert_int_equal(res.stats.blocks_copied, 1);
 	assert_int_equal(res.stats.blocks_written, 3);
 	assert_int_equal(res.stats.erases, 3);
-	assert_int_equal(res.stats.bytes_fetched, a.prefix + 2 * a.r.eb);
+	/* the two others assembled: only their changed chunks fetched */
+	assert_int_equal(res.stats.blocks_assembled, 2);
+	assert_true(res.stats.bytes_fetched <= a.prefix + 2 * CHUNK_MAX);
 	assert_true(slot_holds(&a.r, 1, &v3, NULL));
 	{
 		int fd = open(a.r.sim, O_RDONLY | O_CLOEXEC);
@@ -2507,6 +2514,220 @@ TEST(test_adaptive_copy_from_other_slot)
 	image_free(&v2);
 	image_free(&v3);
 	adaptive_free(&a);
+}
+
+/* ---- chunk assembly (format 3): rebuilt images, content at shifted offsets ---- */
+
+/* An appliance-like root, rebuilt by mksquashfs -comp xz as a build
+ * system makes it (not patched in place): 200 files of 1..60 KiB in eight
+ * directories, text of a fixed vocabulary with binary runs (they compress
+ * like programs and docs), and /etc/version. The files in bump[] get a
+ * line more (changed files); pkg adds 30 files in the middle of the tree. */
+static struct image make_tree(const char *name, const char *version, const unsigned *bump,
+			      size_t n_bump, bool pkg)
+{
+	struct image im = { th_path(name), 0, { 0 } };
+	_cleanup_free_ char *src = testlib_asprintf("%s.d", im.path);
+	char words[512][10];
+	uint8_t *buf = malloc(128 * 1024);
+	uint64_t x = 12345;
+
+	assert_non_null(buf);
+	for (size_t w = 0; w < ELEMENTSOF(words); w++) {
+		size_t n = 2 + w % 7;
+		for (size_t i = 0; i < n; i++)
+			words[w][i] = 'a' + (x = x * 6364136223846793005ULL + 1442695040888963407ULL) % 26;
+		words[w][n] = 0;
+	}
+	assert_int_equal(th_sh("rm -rf '%s' && mkdir -p '%s/etc' && for i in 0 1 2 3 4 5 6 7; do "
+			       "mkdir -p '%s/d'$i; done", src, src, src), 0);
+	for (unsigned f = 0; f < 200 + (pkg ? 30 : 0); f++) {
+		bool added = f >= 200;
+		size_t len = 0, want;
+		_cleanup_free_ char *path = NULL;
+
+		x = 1000003ULL * (f + 1);
+		want = 1024 + (x >> 7) % (60 * 1024);
+		while (len < want) {
+			if ((x = x * 6364136223846793005ULL + 1442695040888963407ULL) % 8 == 0) {
+				rnd_fill(buf + len, MIN(512, 128 * 1024 - len), x);
+				len += MIN(512, 128 * 1024 - len);
+			} else {
+				len += snprintf((char *)buf + len, 128 * 1024 - len, "%s ",
+						words[(x >> 33) % ELEMENTSOF(words)]);
+			}
+			len = MIN(len, want);
+		}
+		for (size_t b = 0; b < n_bump; b++)
+			if (bump[b] == f)
+				len += snprintf((char *)buf + len, 128 * 1024 - len, "\nversion %s\n",
+						version);
+		path = added ? testlib_asprintf("%s/d4/pkg-%03u", src, f) :
+			       testlib_asprintf("%s/d%u/file-%03u", src, f % 8, f);
+		th_write(path, buf, len);
+	}
+	free(buf);
+	{
+		_cleanup_free_ char *v = testlib_asprintf("%s/etc/version", src);
+		th_write(v, version, strlen(version));
+	}
+	assert_int_equal(th_sh("env -u SOURCE_DATE_EPOCH mksquashfs '%s' '%s' -noappend -quiet "
+			       "-no-progress -comp xz -all-root -mkfs-time 1700000000 "
+			       "-all-time 1700000000 >/dev/null && rm -rf '%s'", src, im.path, src), 0);
+	image_hash(&im);
+	return im;
+}
+
+/* XOR mask into byte off of slot's rootfs (no bad blocks there). */
+static void xor_slot_byte(struct rig *r, int slot, uint64_t off, uint8_t mask)
+{
+	const struct layout_partition *p = member_part(r, slot, "rootfs");
+	int fd = open(r->sim, O_RDWR | O_CLOEXEC);
+	uint64_t at = nsim_data_offset() + p->offset + off;
+	uint8_t c;
+
+	assert_true(fd >= 0);
+	assert_int_equal(util_pread_full(fd, &c, 1, at), 1);
+	c ^= mask;
+	assert_int_equal(util_pwrite_full(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+struct rebuilt {
+	struct rig r;
+	struct image v1, v2;
+	char *b1, *b2, *cmdline_b;
+	uint64_t size2;          /* of b2 */
+};
+
+/* v1 installed into A (booted from B), then booted from A again: v2 (v1
+ * rebuilt with three small files changed, or with a package added) goes
+ * to the empty B. */
+static void rebuilt_new(struct rebuilt *t, const char *name, bool pkg)
+{
+	static const unsigned bump[] = { 3, 101 };
+	_cleanup_free_ char *sim = testlib_asprintf("%s.sim", name);
+	_cleanup_free_ char *i1 = testlib_asprintf("%s-v1.sqfs", name);
+	_cleanup_free_ char *i2 = testlib_asprintf("%s-v2.sqfs", name);
+	_cleanup_free_ char *f1 = testlib_asprintf("%s-v1.fbd", name);
+	_cleanup_free_ char *f2 = testlib_asprintf("%s-v2.fbd", name);
+	struct rres res;
+	size_t len;
+	uint8_t *b;
+
+	rig_new(&t->r, "nandsim-128m", sim);
+	t->cmdline_b = th_path("cmdline-b");
+	th_write(t->cmdline_b, "console=ttyS0 flashd.slot=B ro\n", 31);
+	t->v1 = make_tree(i1, "1", NULL, 0, false);
+	t->v2 = pkg ? make_tree(i2, "1", NULL, 0, true) : make_tree(i2, "2", bump, 2, false);
+	t->b1 = trusted_bundle(&t->r, f1, "1.0", &t->v1, NULL, false);
+	t->b2 = trusted_bundle(&t->r, f2, "2.0", &t->v2, NULL, false);
+	b = th_read(t->b2, &len);
+	t->size2 = len;
+	free(b);
+	install_ok(&t->r, t->b1, &(struct ropts){ .cmdline = t->cmdline_b, .source = true }, &res);
+	assert_true(slot_holds(&t->r, 0, &t->v1, NULL));
+}
+
+static void rebuilt_free(struct rebuilt *t)
+{
+	free(t->b1);
+	free(t->b2);
+	free(t->cmdline_b);
+	image_free(&t->v1);
+	image_free(&t->v2);
+	rig_free(&t->r);
+}
+
+static void rebuilt_row(const char *what, const struct rebuilt *t, const struct rres *res)
+{
+	printf("rebuilt %-16s image %zu B, %u of %u blocks differ in place; fetched %" PRIu64
+	       " B (%.1f%% of the bundle's %" PRIu64 "), assembled %" PRIu64 " (failed %" PRIu64
+	       "), local %" PRIu64 " B, erases %" PRIu64 "\n", what, t->v2.len,
+	       blocks_differing(&t->v1, &t->v2, t->r.eb), (unsigned)((t->v2.len + t->r.eb - 1) / t->r.eb),
+	       res->stats.bytes_fetched, 100.0 * res->stats.bytes_fetched / t->size2, t->size2,
+	       res->stats.blocks_assembled, res->stats.blocks_assembly_failed,
+	       res->stats.bytes_local, res->stats.erases);
+}
+
+/* Issue 33 item 1: a rebuilt squashfs differs in (nearly) every erase
+ * block, so a block-wise install fetched the whole image (fails on main:
+ * 100 % of the bundle fetched). With the chunk table the install finds the
+ * unchanged compressed blocks in the running slot A at their shifted
+ * offsets and fetches only the rest: a small fraction, and B reads back
+ * as v2 byte for byte; A is never written. */
+TEST(test_chunks_rebuilt_image)
+{
+	static const bool pkgs[] = { false, true };
+
+	for (size_t i = 0; i < ELEMENTSOF(pkgs); i++) {
+		struct rebuilt t;
+		struct rres res;
+		uint8_t a_before[32], a_after[32];
+		uint64_t a_size;
+
+		rebuilt_new(&t, pkgs[i] ? "ch-pkg" : "ch-bump", pkgs[i]);
+		a_size = member_part(&t.r, 0, "rootfs")->size;
+		member_sha(&t.r, 0, "rootfs", a_size, a_before);
+		install_ok(&t.r, t.b2, &(struct ropts){ .source = true }, &res);
+		rebuilt_row(pkgs[i] ? "package added" : "3 files changed", &t, &res);
+		assert_true(res.stats.adaptive);
+		assert_true(res.stats.blocks_assembled > 0);
+		assert_int_equal(res.stats.blocks_assembly_failed, 0);
+		if (!pkgs[i]) {
+			/* most blocks moved, but 3.7 % fetched (measured; main: 100 %) */
+			assert_true(blocks_differing(&t.v1, &t.v2, t.r.eb) * 2 > t.v2.len / t.r.eb);
+			assert_true(res.stats.bytes_fetched * 100 < t.size2 * 8);
+		} else {
+			/* 30 files added before 100 others: squashfs packs small
+			 * files into fragment blocks in tree order, so the
+			 * fragments after the package are new too (40 % measured) */
+			assert_true(res.stats.bytes_fetched * 100 < t.size2 * 50);
+		}
+		assert_true(slot_holds(&t.r, 1, &t.v2, NULL));
+		/* the booted slot was only read */
+		member_sha(&t.r, 0, "rootfs", a_size, a_after);
+		assert_memory_equal(a_before, a_after, 32);
+		rebuilt_free(&t);
+	}
+}
+
+/* A chunk of the running slot that rots after the install scanned it (a
+ * bit flips between the scan and the block's assembly): the assembled
+ * block does not match its signed hash, so it is fetched whole and B
+ * still reads back as v2: the rotted byte never reaches B. */
+struct rot_at {
+	struct rig *r;
+	bool done;
+};
+
+static void rot_on_progress(void *userdata, const struct install_progress *p)
+{
+	struct rot_at *ra = userdata;
+
+	if (ra->done || p->phase != INSTALL_PHASE_WRITE || p->done == 0)
+		return;
+	/* the seed was scanned before the first block was classified */
+	for (unsigned k = 1; k < 8; k++)
+		xor_slot_byte(ra->r, 0, (uint64_t)k * ra->r->eb + 5000, 0x10);
+	ra->done = true;
+}
+
+TEST(test_chunks_seed_rot)
+{
+	struct rebuilt t;
+	struct rres res;
+	struct rot_at ra = { 0 };
+
+	rebuilt_new(&t, "ch-rot", false);
+	ra.r = &t.r;
+	install_ok(&t.r, t.b2, &(struct ropts){ .source = true, .progress = rot_on_progress,
+						.userdata = &ra }, &res);
+	rebuilt_row("seed rotted", &t, &res);
+	assert_true(ra.done);
+	assert_true(res.stats.blocks_assembly_failed > 0);
+	assert_true(slot_holds(&t.r, 1, &t.v2, NULL));
+	rebuilt_free(&t);
 }
 
 /* A source that records the plan it is given and the preads it gets,
@@ -2584,11 +2805,12 @@ static void ps_install_done(struct ps_install *x)
 	close(x->fd);
 }
 
-/* Blocks 3, 4 and 13 changed: one plan, adjacent blocks coalesced into
- * one range, at the payload offsets the manifest gives; then exactly the
- * three blocks are pread. */
+/* Blocks 3, 4 and 13 changed: one plan, at the payload offsets the
+ * manifest gives, of the chunks that hold the changed bytes (the rest of
+ * each block is found in B's old content); then exactly those are pread. */
 TEST(test_adaptive_plan)
 {
+	uint64_t fetched;
 	struct adaptive a;
 	const unsigned three[] = { 3, 4, 13 };
 	struct image v2;
@@ -2599,14 +2821,22 @@ TEST(test_adaptive_plan)
 	b2 = adaptive_v2(&a, "ad-plan", three, 3, &v2);
 	if (ps_install(&a, b2, &plan_source_ops, NULL, &x, &err) < 0)
 		fail_msg("install: %s", err.msg);
+	/* format 3: each block is assembled from the chunks B still holds,
+	 * only the chunk with the changed byte is fetched: three ranges */
 	assert_int_equal(x.ps.n_plan_calls, 1);
-	assert_int_equal(x.ps.n_plan, 2);
-	assert_int_equal(x.ps.plan[0].off, a.prefix + 3 * (uint64_t)a.r.eb);
-	assert_int_equal(x.ps.plan[0].len, 2 * (uint64_t)a.r.eb);
-	assert_int_equal(x.ps.plan[1].off, a.prefix + 13 * (uint64_t)a.r.eb);
-	assert_int_equal(x.ps.plan[1].len, a.r.eb);
-	assert_int_equal(x.ps.n_preads, 3);
-	assert_int_equal(install_get_stats(x.in)->bytes_fetched, a.prefix + 3 * (uint64_t)a.r.eb);
+	assert_int_equal(x.ps.n_plan, 3);
+	fetched = a.prefix;
+	for (size_t i = 0; i < 3; i++) {
+		uint64_t byte = a.prefix + three[i] * (uint64_t)a.r.eb + 1000;
+		assert_true(x.ps.plan[i].off <= byte && byte < x.ps.plan[i].off + x.ps.plan[i].len);
+		assert_true(x.ps.plan[i].len <= CHUNK_MAX);
+		fetched += x.ps.plan[i].len;
+	}
+	/* one pread per missing range of a block: a chunk across the 3/4
+	 * boundary is one planned range read by both blocks */
+	assert_true(x.ps.n_preads >= 3 && x.ps.n_preads <= 4);
+	assert_int_equal(install_get_stats(x.in)->blocks_assembled, 3);
+	assert_int_equal(install_get_stats(x.in)->bytes_fetched, fetched);
 	ps_install_done(&x);
 	expect_installed_b(&a.r, "2.0", &v2, NULL);
 	free(b2);
