@@ -55,6 +55,22 @@ static int rl_err(struct error *err, int r, const char *path, const char *what)
 	return error_set(err, e, "%s: %s (libsquashfs error %d)", path, what, r);
 }
 
+/* Room for one more element in *arr (n used, *cap allocated) */
+static int rl_grow(void **arr, size_t n, size_t *cap, size_t size)
+{
+	size_t c = *cap ? 2 * *cap : 256;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	p = reallocarray(*arr, c, size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = c;
+	return 0;
+}
+
 /* One image, opened through libsquashfs */
 struct rl_image {
 	const char *path;
@@ -200,14 +216,8 @@ static int rl_collect(struct rl_image *im, sqfs_tree_node_t *n, uint8_t *seen, s
 	if (!rl_is_file(n->inode) || ino > im->super.inode_count || seen[ino])
 		return 0;
 	seen[ino] = 1;
-	if (im->n_files == *cap) {
-		size_t c = *cap ? 2 * *cap : 256;
-		struct rl_file *f = reallocarray(im->files, c, sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		im->files = f;
-		*cap = c;
-	}
+	if (rl_grow((void **)&im->files, im->n_files, cap, sizeof(*im->files)) < 0)
+		return -ENOMEM;
 	im->files[im->n_files++] = (struct rl_file) { .inode = n->inode };
 	return 0;
 }
@@ -278,22 +288,15 @@ static int rl_space_add(struct rl_space *s, uint64_t start, uint64_t len, size_t
 {
 	if (!len)
 		return 0;
-	if (s->n_live == *cap) {
-		size_t c = *cap ? 2 * *cap : 256;
-		struct rl_extent *e = reallocarray(s->live, c, sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		s->live = e;
-		*cap = c;
-	}
+	if (rl_grow((void **)&s->live, s->n_live, cap, sizeof(*s->live)) < 0)
+		return -ENOMEM;
 	s->live[s->n_live++] = (struct rl_extent) { start, len };
 	return 0;
 }
 
 /* The live extents merged; the holes are what lies between them in the
  * old data region. Returns the live bytes. */
-static int rl_space_holes(struct rl_space *s, uint64_t data_start, uint64_t old_end,
-			  uint64_t *ret_live)
+static int rl_space_holes(struct rl_space *s, uint64_t data_start, uint64_t *ret_live)
 {
 	uint64_t pos = data_start, live = 0;
 	size_t m = 0;
@@ -312,16 +315,15 @@ static int rl_space_holes(struct rl_space *s, uint64_t data_start, uint64_t old_
 	s->holes = calloc(m + 1, sizeof(*s->holes));
 	if (!s->holes)
 		return -ENOMEM;
-	for (size_t i = 0; i <= m; i++) {
-		uint64_t end = i < m ? s->live[i].start : old_end;
-		if (end > pos)
-			s->holes[s->n_holes++] = (struct rl_extent) { pos, end - pos };
-		if (i < m) {
-			pos = MAX(pos, s->live[i].start + s->live[i].len);
-			live += s->live[i].len;
-		}
+	for (size_t i = 0; i < m; i++) {
+		if (s->live[i].start > pos)
+			s->holes[s->n_holes++] = (struct rl_extent) { pos, s->live[i].start - pos };
+		pos = MAX(pos, s->live[i].start + s->live[i].len);
+		live += s->live[i].len;
 	}
-	s->end = MAX(pos, old_end);
+	/* what follows the last kept extent is open: new data goes there
+	 * before it goes further */
+	s->end = pos;
 	s->data_end = pos;
 	*ret_live = live;
 	return 0;
@@ -778,7 +780,7 @@ static int rl_layout_data(struct rl_image *old, struct rl_image *new, struct rl_
 					    f->inode->base.inode_number);
 		st->files_kept += !!f->old;
 	}
-	r = rl_space_holes(s, new->data_start, MAX(old->data_end, new->data_start), &live);
+	r = rl_space_holes(s, new->data_start, &live);
 	if (r < 0)
 		return r;
 	st->bytes_kept = live;
