@@ -42,7 +42,9 @@ cmp -s $T/v2r.sqfs $T/v2.sqfs && vm_fail "the --base image is the plain one: not
 vm_run flashcp $T/v2r.sqfs "$rootfs"
 vm_run mount -t squashfs -o ro "/dev/mtdblock${rootfs#/dev/mtd}" $T/m1
 vm_run mount -t squashfs -o loop,ro $T/v2.sqfs $T/m2
-list() { (cd "$1" && find . -printf '%p %M %U %G %T@ %s %l\n' | sort); }
+# a directory's size is its on-disk listing's, which libsquashfs splits
+# into headers differently from mksquashfs in large directories: left out
+list() { (cd "$1" && find . \( -type d -printf '%p %M %U %G %T@\n' \) -o -printf '%p %M %U %G %T@ %s %l\n' | sort); }
 [ "$(list $T/m1)" = "$(list $T/m2)" ] ||
 	vm_fail "the listings differ: $(diff <(list $T/m1) <(list $T/m2) | head)"
 diff -r --no-dereference $T/m1 $T/m2 || vm_fail "the contents differ (mtdblock vs loop)"
