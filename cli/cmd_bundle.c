@@ -16,7 +16,9 @@
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "cli.h"
+#include "keyring.h"
 #include "layout.h"
+#include "squashfs_relayout.h"
 #include "util.h"
 
 
@@ -35,6 +37,8 @@
 #define OPT_BLOCK_SIZE 0x10c
 #define OPT_NO_INDEX 0x10d
 #define OPT_NO_CHUNKS 0x120
+#define OPT_BASE 0x10e
+#define OPT_BASE_KEYRING 0x10f
 #define OPT_OUTPUT 'o'
 
 static const char *human(uint64_t v, char *buf, size_t len)
@@ -140,6 +144,12 @@ static int open_input(struct cli_ctx *ctx, const char *path)
 }
 
 /* ---- create ---- */
+
+static int bundle_exit(int r)
+{
+	return r == -EIO || r == -ENOMEM || r == -EINTR ? CLI_EXIT_FAIL : CLI_EXIT_INVALID;
+}
+
 
 /* A size as util_parse_size() reads them ("131072", "128K", "128KiB", "1M") */
 static int parse_block_size(struct cli_ctx *ctx, const char *arg, uint32_t *ret)
@@ -251,6 +261,179 @@ static int check_members(struct cli_ctx *ctx, const struct bundle_create_image *
 	return r;
 }
 
+/* ---- create --base: the new squashfs laid out against the previous bundle's ---- */
+
+/* A laid-out image may grow this much over the plain build before the
+ * plain layout is taken instead (compaction, docs/bundle-format.md). */
+#define BASE_MAX_GROWTH_PCT 5
+
+/* The base bundle's image of one member, into a file, trusted only once
+ * the reader matched its sha256 (and its signature, with a keyring). */
+struct base_read {
+	const char *member;
+	int fd;
+	bool active, found, complete, squashfs;
+};
+
+static int base_begin(void *u, const struct bundle_image *img, struct error *err)
+{
+	struct base_read *b = u;
+
+	b->active = !strcmp(img->slot, b->member);
+	if (b->active) {
+		b->found = true;
+		b->squashfs = img->type == BUNDLE_IMAGE_SQUASHFS;
+	}
+	return 0;
+}
+
+static int base_data(void *u, const struct bundle_image *img, const void *buf, size_t len,
+		     struct error *err)
+{
+	struct base_read *b = u;
+
+	if (b->active && util_write_full(b->fd, buf, len) < 0)
+		return error_set(err, -errno, "writing a temporary file: %s", strerror(errno));
+	return 0;
+}
+
+static int base_end(void *u, const struct bundle_image *img, struct error *err)
+{
+	struct base_read *b = u;
+
+	b->complete |= b->active;
+	b->active = false;
+	return 0;
+}
+
+static void base_tmps_free(char **tmp)
+{
+	for (size_t i = 0; i < BUNDLE_MAX_IMAGES; i++)
+		if (tmp[i]) {
+			unlink(tmp[i]);
+			free(tmp[i]);
+		}
+}
+
+static int base_tmp(char **ret)
+{
+	const char *dir = getenv("TMPDIR");
+	char *p;
+	int fd;
+
+	if (asprintf(&p, "%s/flashctl-base-XXXXXX", dir && *dir ? dir : "/tmp") < 0)
+		return -ENOMEM;
+	fd = mkostemp(p, O_CLOEXEC);
+	if (fd < 0) {
+		free(p);
+		return -errno;
+	}
+	*ret = p;
+	return fd;
+}
+
+static int base_extract(struct cli_ctx *ctx, const char *base, const struct keyring *ring,
+			const char *member, char **ret_path)
+{
+	static const struct bundle_reader_ops ops = { .image_begin = base_begin,
+						      .image_data = base_data,
+						      .image_end = base_end };
+	const struct bundle_policy pol = { .keyring = ring, .allow_unsigned = !ring };
+	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
+	_cleanup_close_ int in = open_input(ctx, base);
+	struct base_read b = { .member = member };
+	struct error err = {};
+	char *tmp = NULL;
+	int ret;
+
+	if (in < 0)
+		return CLI_EXIT_FAIL;
+	b.fd = base_tmp(&tmp);
+	if (b.fd < 0) {
+		cli_error(ctx, "--base: a temporary file: %s", strerror(-b.fd));
+		return CLI_EXIT_FAIL;
+	}
+	if (bundle_reader_new(&pol, &ops, &b, &r) < 0)
+		ret = -ENOMEM;
+	else
+		ret = bundle_reader_read_fd(r, in, &err);
+	close(b.fd);
+	if (ret < 0)
+		cli_error(ctx, "--base %s: %s", base, err.msg[0] ? err.msg : strerror(-ret));
+	else if (!b.found || !b.squashfs)
+		cli_error(ctx, "--base %s: %s \"%s\"", base, b.found ?
+			  "not a squashfs image: member" : "no image for member", member);
+	if (ret < 0 || !b.found || !b.squashfs || !b.complete) {
+		unlink(tmp);
+		free(tmp);
+		return ret < 0 ? bundle_exit(ret) : CLI_EXIT_INVALID;
+	}
+	*ret_path = tmp;
+	return 0;
+}
+
+static void base_report(struct cli_ctx *ctx, const char *member,
+			const struct squashfs_relayout_stats *st)
+{
+	if (ctx->quiet || ctx->json)
+		return;
+	fprintf(stderr, "flashctl: --base: %s: %" PRIu64 " files kept in place (%" PRIu64
+		" bytes), %" PRIu64 " placed anew (%" PRIu64 " bytes), %" PRIu64 " bytes dead; "
+		"image %" PRIu64 " bytes, %.3f of the plain build%s\n", member, st->files_kept,
+		st->bytes_kept, st->files_new, st->bytes_new, st->bytes_dead, st->image_size,
+		(double)st->image_size / st->plain_size,
+		st->compacted ? " (compacted: laid out plainly, over the bound)" : "");
+}
+
+/* Each squashfs member's image laid out against the base bundle's image of
+ * that member, into a temporary file that img->path then names (tmp[i]:
+ * the caller unlinks them). */
+static int base_relayout(struct cli_ctx *ctx, const char *base, const char *keyring,
+			 struct bundle_create_image *imgs, size_t n, char **tmp)
+{
+	_cleanup_keyring_ struct keyring *ring = NULL;
+	struct error kerr = {};
+
+	if (keyring && keyring_load_dir(keyring, &ring, &kerr) < 0) {
+		cli_error(ctx, "--base-keyring: %s", kerr.msg);
+		return CLI_EXIT_INVALID;
+	}
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *old = NULL;
+		struct squashfs_relayout_stats st;
+		struct error err = {};
+		int fd, r;
+
+		if (imgs[i].type != BUNDLE_IMAGE_SQUASHFS)
+			continue;
+		r = base_extract(ctx, base, ring, imgs[i].slot, &old);
+		if (r)
+			return r;
+		fd = base_tmp(&tmp[i]);
+		if (fd < 0) {
+			unlink(old);
+			cli_error(ctx, "--base: a temporary file: %s", strerror(-fd));
+			return CLI_EXIT_FAIL;
+		}
+		close(fd);
+		r = squashfs_relayout(old, imgs[i].path, tmp[i], BASE_MAX_GROWTH_PCT, &st, &err);
+		unlink(old);
+		if (r == -EMEDIUMTYPE) {
+			/* still a valid update, only not a small one */
+			fprintf(stderr, "flashctl: warning: --base %s: %s: %s; laid out plainly\n",
+				base, imgs[i].slot, err.msg);
+			continue;
+		}
+		if (r < 0) {
+			cli_error(ctx, "--base %s: %s: %s", base, imgs[i].slot, err.msg);
+			return r == -ENOMEM || r == -EIO ? CLI_EXIT_FAIL : CLI_EXIT_INVALID;
+		}
+		base_report(ctx, imgs[i].slot, &st);
+		imgs[i].path = tmp[i];
+	}
+	return 0;
+}
+
 static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -267,9 +450,14 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "no-index", no_argument, NULL, OPT_NO_INDEX },
 		{ "no-chunks", no_argument, NULL, OPT_NO_CHUNKS },
+		{ "base", required_argument, NULL, OPT_BASE },
+		{ "base-keyring", required_argument, NULL, OPT_BASE_KEYRING },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bundle_create_image imgs[BUNDLE_MAX_IMAGES];
+	char *base_tmps[BUNDLE_MAX_IMAGES] = { NULL };
+	const char *img_paths[BUNDLE_MAX_IMAGES];
+	const char *base = NULL, *base_keyring = NULL;
 	const char *key_paths[BUNDLE_MAX_SIGNATURES];
 	void *keys[BUNDLE_MAX_SIGNATURES] = { NULL };
 	struct bundle_create_params p = { .images = imgs, .keys = keys };
@@ -295,6 +483,8 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		case OPT_NO_SIGN: no_sign = true; break;
 		case OPT_NO_INDEX: p.no_index = true; break;
 		case OPT_NO_CHUNKS: p.no_chunks = true; break;
+		case OPT_BASE: base = optarg; break;
+		case OPT_BASE_KEYRING: base_keyring = optarg; break;
 		case OPT_BLOCK_SIZE:
 			if (parse_block_size(ctx, optarg, &p.block_size) < 0)
 				return CLI_EXIT_USAGE;
@@ -330,7 +520,12 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	    (n_keys == 0) == !no_sign) {
 		cli_error(ctx, "usage: bundle create -o OUT (--compatible STR | --layout FILE) "
 			  "--version V --image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) "
-			  "[--gzip[=LEVEL]] [--description TEXT] [--block-size SIZE | --no-index] [--no-chunks]");
+			  "[--gzip[=LEVEL]] [--description TEXT] [--block-size SIZE | --no-index] [--no-chunks] "
+			  "[--base PREVIOUS.bundle [--base-keyring DIR]]");
+		return CLI_EXIT_USAGE;
+	}
+	if (base_keyring && !base) {
+		cli_error(ctx, "--base-keyring needs --base");
 		return CLI_EXIT_USAGE;
 	}
 	if (p.no_index && p.block_size) {
@@ -353,6 +548,14 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	for (size_t i = 0; i < p.n_images; i++)
 		imgs[i].compression = gzip ? BUNDLE_COMPRESSION_GZIP : BUNDLE_COMPRESSION_NONE;
+	for (size_t i = 0; i < p.n_images; i++)
+		img_paths[i] = imgs[i].path;
+	/* before OUT is opened: a refused base leaves nothing behind */
+	if (base && (ret = base_relayout(ctx, base, base_keyring, imgs, p.n_images, base_tmps))) {
+		base_tmps_free(base_tmps);
+		return ret;
+	}
+	ret = CLI_EXIT_FAIL;
 	for (size_t i = 0; i < n_keys; i++) {
 		r = bundle_create_key_load(key_paths[i], &keys[i], &err);
 		if (r < 0) {
@@ -369,6 +572,8 @@ static int cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	r = bundle_create(&p, fd, res, &err);
+	for (size_t i = 0; i < p.n_images; i++)
+		imgs[i].path = img_paths[i];  /* the report names the user's files */
 	/* the sizes, now known, against the layout's slots */
 	if (r >= 0 && layout)
 		r = bundle_manifest_check(&res->manifest, NULL, lim.l, lim.n, &err);
@@ -402,6 +607,7 @@ out:
 	}
 	for (size_t i = 0; i < n_keys; i++)
 		bundle_create_key_free(keys[i]);
+	base_tmps_free(base_tmps);
 	return ret;
 }
 
@@ -460,11 +666,6 @@ static void print_manifest(const struct bundle_manifest *m, const char *path, bo
 static int stop_cb(void *u, const struct bundle_manifest *m, struct error *err)
 {
 	return BUNDLE_STOP;
-}
-
-static int bundle_exit(int r)
-{
-	return r == -EIO || r == -ENOMEM || r == -EINTR ? CLI_EXIT_FAIL : CLI_EXIT_INVALID;
 }
 
 static int cmd_info(struct cli_ctx *ctx, int argc, char **argv)
@@ -657,7 +858,8 @@ const struct cli_cmd cli_bundle_cmds[] = {
 	CLI_HOST_TOOL("create",
 		"-o OUT (--compatible STR | --layout FILE) --version V "
 		"--image MEMBER[:TYPE]=FILE... (--key KEY.pem... | --no-sign) [--gzip[=LEVEL]] "
-		"[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ] [--block-size SIZE | --no-index] [--no-chunks]",
+		"[--description TEXT] [--build-date YYYY-MM-DDTHH:MM:SSZ] [--block-size SIZE | --no-index] [--no-chunks] "
+		"[--base PREVIOUS.bundle [--base-keyring DIR]]",
 		"build a signed update bundle (host side); OUT may be - for stdout", cmd_create),
 	{ "info", "FILE|-", "show a bundle's manifest (signatures are not checked)", cmd_info, NULL },
 	{ "verify", "FILE|- --keyring DIR [--compatible STR | --layout FILE] "

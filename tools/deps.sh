@@ -5,7 +5,7 @@
 set -e
 build_pkgs="build-essential autoconf automake libtool pkg-config
  libjson-c-dev libsystemd-dev libubootenv-dev zlib1g-dev libssl-dev nettle-dev
- libcmocka-dev linux-libc-dev scdoc libcurl4-openssl-dev"
+ libcmocka-dev linux-libc-dev scdoc libcurl4-openssl-dev libsquashfs-dev"
 run_pkgs="mtd-utils squashfs-tools libubootenv-tool u-boot-tools openssl
  lighttpd lighttpd-mod-openssl python3"
 test_pkgs="qemu-system-x86 busybox-static kmod cpio valgrind python3
