@@ -118,14 +118,6 @@ struct proto_call {
 	struct json_object *params;  /* a reference: input's strings point into it */
 };
 
-static inline uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* proto_frame.c: names, output, input, the envelope */
 bool proto_frame_interface_name_valid(const char *s, size_t len);
 bool proto_frame_member_name_valid(const char *s);

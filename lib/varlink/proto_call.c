@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "proto-internal.h"
+#include "util.h"
 
 /* ---- calls ---- */
 
@@ -40,7 +41,7 @@ static void call_detach(struct proto_call *call)
 	call->conn = NULL;
 	if (c->current == call) {
 		c->current = NULL;
-		c->last_call = now_usec(); /* idle from now, not from its start */
+		c->last_call = util_now_usec(); /* idle from now, not from its start */
 		proto_sched_wake(c); /* calls waiting behind this one */
 		proto_call_unref(call);
 	}

@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "proto-internal.h"
+#include "util.h"
 
 int proto_conn_feed(struct proto_conn *c, const void *data, size_t len, const int *fds,
 		    size_t n_fds)
@@ -278,7 +279,7 @@ int proto_conn_new(struct proto_server *s, int fd, const struct proto_peer *peer
 		return -ENOMEM;
 	c->server = s;
 	c->fd = -1;
-	c->last_call = now_usec();
+	c->last_call = util_now_usec();
 	if (peer)
 		c->peer = *peer;
 	else if ((r = proto_auth_peer_from_socket(fd, s->auth_group, &c->peer)) < 0) {

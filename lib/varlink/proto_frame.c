@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "cleanup_json.h"
 #include "proto-internal.h"
+#include "util.h"
 
 static void tokener_freep(struct json_tokener **t)
 {
@@ -281,7 +282,7 @@ int proto_frame_process_budget(struct proto_conn *c, unsigned budget)
 			return proto_frame_protocol_error(c, -EMSGSIZE, "message longer than 1 MiB");
 		}
 		c->in_start = c->in_scan = start + len + 1;
-		c->last_call = now_usec();
+		c->last_call = util_now_usec();
 		done++;
 		r = conn_handle_message(c, c->in + start, len, c->in_base + start,
 					c->in_base + start + len);

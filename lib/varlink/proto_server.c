@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "proto-internal.h"
+#include "util.h"
 
 _printf_(3, 4)
 void proto_server_log(struct proto_server *s, const struct proto_peer *peer, const char *fmt, ...)
@@ -34,7 +35,7 @@ _printf_(4, 5)
 void proto_server_log_limited(struct proto_server *s, struct log_limit *l,
 			       const struct proto_peer *peer, const char *fmt, ...)
 {
-	uint64_t now = now_usec();
+	uint64_t now = util_now_usec();
 	char msg[512];
 	va_list ap;
 

@@ -12,34 +12,9 @@
 
 #include "cleanup.h"
 #include "proto-internal.h"
+#include "util.h"
 
 /* ---- sockets ---- */
-
-static int mkdir_parents(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(path);
-	char *s;
-
-	if (!p)
-		return -ENOMEM;
-	s = strrchr(p, '/');
-	if (!s || s == p)
-		return 0;
-	*s = 0;
-	for (char *q = p + 1; ; q++) {
-		if (*q == '/' || *q == 0) {
-			char c = *q;
-
-			*q = 0;
-			if (mkdir(p, mode) < 0 && errno != EEXIST)
-				return -errno;
-			*q = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
-}
 
 /* A socket file at path: 0 stale (nobody listens), -EADDRINUSE live. */
 static int socket_probe(const struct sockaddr_un *sa)
@@ -65,7 +40,7 @@ int proto_listen(const char *path, int *ret_fd)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
-	r = mkdir_parents(path, 0755);
+	r = util_mkdir_parents(path, 0755);
 	if (r < 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
