@@ -144,7 +144,8 @@ j "flash markbad" flash markbad "sim:$T/x.sim" 65536
 j "slot status" slot status "${E[@]}"
 j "slot bootscript" slot bootscript --layout "$LAYOUT"
 j "slot boot-select" slot boot-select --layout "$LAYOUT" --target "sim:$T/prov.sim"
-j "slot mark-good" slot mark-good A "${E[@]}"
+echo flashd.slot=A > "$T/cmdline"   # mark-good of the running A (another slot is read first)
+j "slot mark-good" slot mark-good A "${E[@]}" --cmdline "$T/cmdline"
 j "slot reset-counters" slot reset-counters "${E[@]}"
 j "env get" env get BOOT_ORDER "${E[@]}"
 j "env list" env list "${E[@]}"
