@@ -10,8 +10,9 @@
 #              byte changed in its first file
 #   package    the appliance v1 with a package added in the middle of the tree
 #              (/usr/lib/bench-pkg: the host's /usr/share/doc/{systemd,...})
-# Contenders: flashd with a plain bundle (the running slot A holds the old
-# image, B is erased: bytes lighttpd sent, erases in B, time), the same
+# Contenders: flashd with a plain bundle (both slots hold the old image, as
+# after a factory provision of both, A runs: bytes lighttpd sent, erases in
+# B, time), the same
 # with a format 2.0 bundle (--no-chunks: what flashd did before), flashd with
 # `bundle create --base` when this flashctl has it, casync with the old
 # image as seed (an HTTP store: the bytes lighttpd sent for the index and
@@ -92,6 +93,14 @@ row() { # WORKLOAD CONTENDER FETCHED ERASES SECONDS IMAGE BUNDLE [NOTE]
 		"$1" "$2" "$3" "${4/-/null}" "${5/-/null}" "$6" "$7" "${8:-}" >>"$JSONL"
 }
 
+# bundle_image BUNDLE OUT: the (uncompressed) rootfs image the bundle carries
+bundle_image() {
+	local off size
+	"$FLASHCTL" --json bundle info "$1" > "$T/info.json" || fail "bundle info $1"
+	off=$(jq -r '.images[0].offset' "$T/info.json") size=$(jq -r '.images[0].size' "$T/info.json")
+	tail -c +$((off + 1)) "$1" | head -c "$size" > "$2"
+}
+
 # flashd WORKLOAD CONTENDER OLD.sqfs NEW.sqfs [bundle create options for NEW]
 flashd_run() {
 	local wl=$1 who=$2 old=$3 new=$4 t0 t1
@@ -101,19 +110,29 @@ flashd_run() {
 		--key "$T/rel.key" -o "$T/old.bundle" >/dev/null || fail "bundle create old"
 	"$FLASHCTL" -q bundle create --layout "$LAYOUT" --version 2.0 --image "rootfs=$new" \
 		--key "$T/rel.key" "$@" -o "$T/www/$wl-$who.bundle" >/dev/null || fail "bundle create new"
-	# the old image into A (booted from B), then A booted: the update goes to B
+	# the old image in both slots, as a factory provision of both leaves
+	# them (the slot an update goes to holds an earlier image, not erased
+	# flash), then A booted: the update goes to B
 	echo "flashd.slot=B" > "$T/cmdline"
 	start_daemon
 	fctl -q install "$T/old.bundle" >"$T/old.out" 2>&1 || fail "install old: $(cat "$T/old.out")"
 	slot_is A "$old" "$wl: the old image in A"
 	echo "flashd.slot=A" > "$T/cmdline"
 	reset_slots
+	fctl -q install "$T/old.bundle" >"$T/old.out" 2>&1 || fail "install old into B: $(cat "$T/old.out")"
+	slot_is B "$old" "$wl: the old image in B"
+	reset_slots
 	: > "$T/access.log"
 	t0=$(date +%s.%N)
 	fctl -q install "http://127.0.0.1:$HTTP_PORT/$wl-$who.bundle" >"$T/new.out" 2>&1 ||
 		fail "install new: $(cat "$T/new.out")"
 	t1=$(date +%s.%N)
-	slot_is B "$new" "$wl: B after the update"
+	# B holds the bundle's image: the plain build, or with --base its
+	# re-laid-out copy (the same tree), read from the bundle's payload
+	bundle_image "$T/www/$wl-$who.bundle" "$T/want.img"
+	[ "$who" != flashd-base ] || ! cmp -s "$T/want.img" "$new" || fail "$wl: --base laid nothing out"
+	[ "$who" = flashd-base ] || cmp -s "$T/want.img" "$new" || fail "$wl: the bundle's image is not $new"
+	slot_is B "$T/want.img" "$wl: B after the update"
 	fctl --json status > "$T/st.json"
 	sleep 2 # lighttpd writes its access log once a second
 	[ "$(http_bytes "/$wl-$who.bundle")" = "$(jq -r '.last_install.bytes_fetched' "$T/st.json")" ] ||
