@@ -38,7 +38,8 @@ vmhost_provision() {
 
 vmhost_boot() {
 	rc=0
-	timeout -k 10 "${4:-${FLASHD_VM_TIMEOUT:-300}}" qemu-system-x86_64 \
+	# FLASHD_VM_TIMEOUT_SCALE: as nandsim/vm-run
+	timeout -k 10 "$(( ${4:-${FLASHD_VM_TIMEOUT:-300}} * ${FLASHD_VM_TIMEOUT_SCALE:-1} ))" qemu-system-x86_64 \
 		-accel tcg -cpu max -m "${FLASHD_VM_MEM:-768}" -smp "${FLASHD_VM_SMP:-2}" \
 		-nodefaults -display none -monitor none -no-reboot -serial "file:$3/console" \
 		-kernel "$KDIR/vmlinuz" -initrd "$1" -append "console=ttyS0 panic=-1 no_timer_check loglevel=4 $2" \

@@ -69,7 +69,10 @@ mkimg 2.0
 
 # ---- 1. provision v1 into A, first boot ---------------------------------
 vm_log "1. provision v1, boot A"
-vm_run "$FLASHCTL" provision --layout "$L" --bundle $T/1.0.bundle --keyring $T/keyring system
+# the factory's records go to the state dir flashd uses below: a rollback
+# onto A reads A against the signed index its provision recorded
+vm_run "$FLASHCTL" provision --layout "$L" --bundle $T/1.0.bundle --keyring $T/keyring \
+	--state-dir $T/state system
 boot A
 vm_expect_eq "$(boot_json "$st" .version)" 1.0 "version of A"
 vm_expect_eq "$(boot_json "$st" .overlay.generation.name)" gen-A-1.0 "generation"
@@ -124,7 +127,8 @@ boot_teardown
 
 # ---- 4. roll back to A ----------------------------------------------------
 vm_log "4. rollback to A"
-vm_run "$FLASHCTL" slot rollback --layout "$L" --target system --cmdline $T/cmdline
+vm_run "$FLASHCTL" slot rollback --layout "$L" --target system --cmdline $T/cmdline \
+	--config "$FLASHD_DIR/flashd.conf"
 boot A
 vm_expect_eq "$(boot_json "$st" .overlay.generation.name)" gen-A-1.0 "generation after rollback"
 vm_expect_eq "$(boot_json "$st" .overlay.generation.created)" false "gen-A-1.0 reused"
