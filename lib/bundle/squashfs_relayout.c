@@ -711,7 +711,9 @@ static int rl_check_compat(const struct rl_image *old, const struct rl_image *ne
 		return error_set(err, -EMEDIUMTYPE, "%s has blocks of %u bytes, %s of %u",
 				 old->path, old->super.block_size, new->path,
 				 new->super.block_size);
-	if (old->opts_len != new->opts_len || memcmp(old->opts, new->opts, old->opts_len))
+	/* no options (the default ones) on both: no buffer to compare */
+	if (old->opts_len != new->opts_len ||
+	    (old->opts_len && memcmp(old->opts, new->opts, old->opts_len)))
 		return error_set(err, -EMEDIUMTYPE, "%s and %s differ in their compressor options",
 				 old->path, new->path);
 	return 0;
