@@ -93,6 +93,19 @@ row() { # WORKLOAD CONTENDER FETCHED ERASES SECONDS IMAGE BUNDLE [NOTE]
 		"$1" "$2" "$3" "${4/-/null}" "${5/-/null}" "$6" "$7" "${8:-}" >>"$JSONL"
 }
 
+# log_settled: lighttpd writes its access log about once a second, later on
+# a loaded machine: wait until it has lines and did not grow for 2 s (at
+# most 30 s)
+log_settled() {
+	local a b i
+	sleep 2
+	for i in $(seq 15); do
+		a=$(stat -c %s "$T/access.log") && sleep 2 && b=$(stat -c %s "$T/access.log")
+		[ "$a" = "$b" ] && [ "$b" -gt 0 ] && return 0
+	done
+	say "the access log did not settle in 30 s: the bytes below may be short"
+}
+
 # bundle_image BUNDLE OUT: the (uncompressed) rootfs image the bundle carries
 bundle_image() {
 	local off size
@@ -134,7 +147,7 @@ flashd_run() {
 	[ "$who" = flashd-base ] || cmp -s "$T/want.img" "$new" || fail "$wl: the bundle's image is not $new"
 	slot_is B "$T/want.img" "$wl: B after the update"
 	fctl --json status > "$T/st.json"
-	sleep 2 # lighttpd writes its access log once a second
+	log_settled
 	[ "$(http_bytes "/$wl-$who.bundle")" = "$(jq -r '.last_install.bytes_fetched' "$T/st.json")" ] ||
 		say "$wl $who: lighttpd sent $(http_bytes "/$wl-$who.bundle") B, flashd counted $(jq -r '.last_install.bytes_fetched' "$T/st.json")"
 	row "$wl" "$who" "$(http_bytes "/$wl-$who.bundle")" \
@@ -156,7 +169,7 @@ casync_run() {
 		fail "casync extract: $(tail -n 3 "$T/cs.out")"
 	t1=$(date +%s.%N)
 	cmp -s "$T/cs-out.img" "$new" || fail "casync extracted another image"
-	sleep 2 # lighttpd writes its access log once a second
+	log_settled
 	bytes=$(awk -v p="/cs-$wl/" 'index($2, p) == 1 { n += $NF } END { print n + 0 }' "$T/access.log")
 	row "$wl" casync "$bytes" - "$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')" \
 		"$(stat -c %s "$new")" "$(du -sb "$d" | cut -f1)" "seed: the old image; bundle = index + store"
