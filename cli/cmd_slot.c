@@ -338,16 +338,10 @@ static unsigned init_reads(struct cli_ctx *ctx, struct slot_ctx *s, const struct
 static int promote_read(struct cli_ctx *ctx, struct slot_ctx *s, enum slot_op op, int slot,
 			unsigned flags)
 {
-	struct slot_state nst;
-	struct slot_changes ch;
 	struct error err = {};
 
-	if ((op != SLOT_OP_ACTIVATE && op != SLOT_OP_MARK_GOOD && op != SLOT_OP_ROLLBACK) ||
-	    slot_compute_booted(&s->st, s->booted, op, slot, flags, &nst, &ch, NULL) < 0)
-		return CLI_EXIT_OK;
-	if (op == SLOT_OP_ROLLBACK)
-		slot = nst.n_order ? (int)nst.order[0] : -1;
-	if (slot < 0 || slot == s->booted || read_slot(s, (size_t)slot, &err))
+	slot = slot_change_promotes(&s->st, s->booted, op, slot, flags);
+	if (slot < 0 || read_slot(s, (size_t)slot, &err))
 		return CLI_EXIT_OK;
 	return cli_refused(ctx, PROTO_ERROR_SLOT_REFUSED, "%s: refusing slot %s: it was not "
 			   "read back as its signed image: %s", slot_op_to_string(op),

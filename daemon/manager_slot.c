@@ -184,20 +184,15 @@ static int slot_to_read(struct manager *m, enum slot_op op, const char *name)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct slots_view v;
-	struct slot_state nst;
-	struct slot_changes ch;
 	int idx;
 
 	if (manager_open_env(m, &e, NULL) < 0 || manager_status_load_slots(m, e, &v, NULL) < 0)
 		return -1; /* the change reports the env's trouble */
 	manager_status_slots_done(&v);
 	idx = name ? slot_find(&v.st, name) : op == SLOT_OP_ROLLBACK ? -1 : v.status.booted;
-	if ((name && idx < 0) ||
-	    slot_compute_booted(&v.st, v.status.booted, op, idx, 0, &nst, &ch, NULL) < 0)
+	if (name && idx < 0)
 		return -1;
-	if (op == SLOT_OP_ROLLBACK)
-		idx = nst.n_order ? (int)nst.order[0] : -1;
-	return idx == v.status.booted ? -1 : idx;
+	return slot_change_promotes(&v.st, v.status.booted, op, idx, 0);
 }
 
 int manager_slot_read_start(struct manager *m, enum slot_op op, enum log_event ev,

@@ -51,6 +51,13 @@ int slot_change(struct env *e, const struct layout_slot_group *g, const struct s
  * offline 'flashctl overlay reset' both come here. */
 int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, struct error *err);
 
+/* The slot op would put ahead of the booted one on its record alone
+ * (activate or mark-good of a slot that is not running, rollback onto
+ * one): its caller reads that slot against its signed index first. -1:
+ * none, or the state logic refuses op (the change itself says why). */
+int slot_change_promotes(const struct slot_state *st, int booted, enum slot_op op, int slot,
+			 unsigned flags);
+
 /* A raw write of vars (env set --force, SetEnv with force, by root): the
  * slot state as it would be after it must keep BOOT_ORDER to slots
  * recorded verified (slot_order_check). 0, or -EPERM with err saying

@@ -170,3 +170,17 @@ int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, str
 	*ret_changed = true;
 	return 0;
 }
+
+int slot_change_promotes(const struct slot_state *st, int booted, enum slot_op op, int slot,
+			 unsigned flags)
+{
+	struct slot_state nst;
+	struct slot_changes ch;
+
+	if ((op != SLOT_OP_ACTIVATE && op != SLOT_OP_MARK_GOOD && op != SLOT_OP_ROLLBACK) ||
+	    slot_compute_booted(st, booted, op, slot, flags, &nst, &ch, NULL) < 0)
+		return -1;
+	if (op == SLOT_OP_ROLLBACK)
+		slot = nst.n_order ? (int)nst.order[0] : -1;
+	return slot == booted ? -1 : slot;
+}
