@@ -23,6 +23,12 @@ enum board_target {
 #define BOARD_TARGET_SYSTEM_NAME "system"
 #define BOARD_TARGET_SIM_PREFIX "sim:"
 int board_target_parse(const char *target, const char **ret_sim_path);
+/* A file of a simulated board's own, beside its simulator files, for what
+ * a real board keeps machine-wide (its locks): PATH.NAME, or
+ * PATH/flashd.NAME when PATH is a directory; so that boards simulated on
+ * one machine (tests, CI jobs side by side) never wait for each other.
+ * -EINVAL for a target that is not sim:. */
+int board_sim_side_path(const char *target, const char *name, char **ret);
 
 int board_open(const struct layout *l, const char *target, bool writable, struct board **ret);
 void board_close(struct board *b);

@@ -85,7 +85,8 @@ enum env_copy_state {
 	_ENV_COPY_STATE_MAX,
 };
 
-/* Lock file and longest wait for it (tests use a private file). */
+/* The longest wait for an env's lock, and a lock file that replaces every
+ * env's own (path NULL: each env's own; tests use a private file). */
 void env_set_lock(const char *path, unsigned timeout_ms);
 
 /* Copies from l->env. target: NULL or "system" = the kernel's MTD

@@ -34,6 +34,19 @@ int board_target_parse(const char *target, const char **ret_sim_path)
 	return BOARD_TARGET_SIM;
 }
 
+int board_sim_side_path(const char *target, const char *name, char **ret)
+{
+	const char *sim;
+	struct stat st;
+
+	if (board_target_parse(target, &sim) != BOARD_TARGET_SIM)
+		return -EINVAL;
+	if (asprintf(ret, "%s%s%s", sim, stat(sim, &st) == 0 && S_ISDIR(st.st_mode) ?
+		     "/flashd." : ".", name) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 bool board_is_sim(const struct board *b) { return b->sim; }
 const struct layout *board_layout(const struct board *b) { return b->layout; }
 

@@ -22,25 +22,14 @@ struct oplock {
 
 int oplock_path(const char *target, char **ret)
 {
-	const char *sim;
-	struct stat st;
-	char *p;
-	int kind = board_target_parse(target, &sim);
+	int kind = board_target_parse(target, NULL);
 
 	if (kind < 0)
 		return kind;
-	if (kind == BOARD_TARGET_SYSTEM) {
-		p = strdup(OPLOCK_SYSTEM_FILE);
-		if (!p)
-			return -ENOMEM;
-		*ret = p;
-		return 0;
-	}
-	if (asprintf(&p, "%s%s", sim, stat(sim, &st) == 0 && S_ISDIR(st.st_mode) ?
-		     "/flashd.oplock" : ".oplock") < 0)
-		return -ENOMEM;
-	*ret = p;
-	return 0;
+	if (kind == BOARD_TARGET_SIM)
+		return board_sim_side_path(target, "oplock", ret);
+	*ret = strdup(OPLOCK_SYSTEM_FILE);
+	return *ret ? 0 : -ENOMEM;
 }
 
 /* The root-only directory of the system lock: PATHS_RUN_DIR (/run/flashd)

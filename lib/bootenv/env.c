@@ -55,8 +55,9 @@ struct env_txn {
 	size_t n;
 };
 
-static const char *env_lock_path = ENV_LOCK_FILE;
+static const char *env_lock_override; /* env_set_lock(): every env's lock */
 static unsigned env_lock_timeout_ms = ENV_LOCK_TIMEOUT_MS;
+static char *env_lock_held; /* the path env_lock_fd locks */
 /* The lock is this process's while any env of it is open: an env opened
  * while another is (e.g. the install engine recording a failure from
  * inside a failed store) shares the hold instead of waiting for itself
@@ -86,7 +87,7 @@ static void env_devices_free(char **paths, size_t n)
 
 void env_set_lock(const char *path, unsigned timeout_ms)
 {
-	env_lock_path = path ? path : ENV_LOCK_FILE;
+	env_lock_override = path;
 	env_lock_timeout_ms = timeout_ms;
 }
 
@@ -127,32 +128,40 @@ static int env_lock_open_root(const char *path)
  * stalling the caller (the daemon's event loop). Without the rights to
  * open the lock file (a user reading the env) go on unlocked, as
  * libubootenv does: a read is checked by the CRCs anyway. */
-int env_lock_take(int *ret_fd, struct error *err)
+int env_lock_take(const struct env *e, int *ret_fd, struct error *err)
 {
 	_cleanup_close_ int fd = -1;
 	uint64_t deadline = util_now_ms() + env_lock_timeout_ms;
+	const char *path = env_lock_override ? env_lock_override :
+			   e->lock_path ? e->lock_path : ENV_LOCK_FILE;
 
 	if (env_lock_holders) {
+		/* a process works on one board: a second lock is a bug, not a wait */
+		if (strcmp(path, env_lock_held))
+			return error_set(err, -EDEADLK, "U-Boot env lock %s: this process holds %s",
+					 path, env_lock_held);
 		env_lock_holders++;
 		*ret_fd = env_lock_fd;
 		return 0;
 	}
-	fd = geteuid() == 0 ? env_lock_open_root(env_lock_path) :
-			      open(env_lock_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = geteuid() == 0 ? env_lock_open_root(path) :
+			      open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		*ret_fd = -1;
 		return 0;
 	}
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK && errno != EINTR)
-			return error_set(err, -errno, "U-Boot env lock %s: %s", env_lock_path,
-					strerror(errno));
+			return error_set(err, -errno, "U-Boot env lock %s: %s", path, strerror(errno));
 		if (util_now_ms() >= deadline)
 			return error_set(err, -EBUSY, "U-Boot env busy: another process holds the "
 					"lock %s (fw_setenv/fw_printenv?) for more than %u ms; try "
-					"again", env_lock_path, env_lock_timeout_ms);
+					"again", path, env_lock_timeout_ms);
 		nanosleep(&(struct timespec){ .tv_nsec = ENV_LOCK_POLL_MS * 1000000L }, NULL);
 	}
+	env_lock_held = strdup(path);
+	if (!env_lock_held)
+		return -ENOMEM;
 	env_lock_fd = *ret_fd = TAKE_FD(fd);
 	env_lock_holders = 1;
 	return 0;
@@ -167,6 +176,8 @@ void env_lock_release(int *fd)
 		flock(env_lock_fd, LOCK_UN);
 		close(env_lock_fd);
 		env_lock_fd = -1;
+		free(env_lock_held);
+		env_lock_held = NULL;
 	}
 }
 
@@ -180,6 +191,7 @@ void env_close(struct env *e)
 		e->be->close(e);
 	env_lock_release(&e->lock_fd);
 	env_devices_free(e->paths, e->n_devs);
+	free(e->lock_path);
 	free(e);
 }
 
@@ -276,7 +288,7 @@ static int env_open_finish(struct env **ep, unsigned flags, struct env **ret,
 	struct env *e = *ep;
 	int r;
 
-	r = env_lock_take(&e->lock_fd, err);
+	r = env_lock_take(e, &e->lock_fd, err);
 	if (r < 0)
 		return r;
 	r = env_load(e, flags, err);
@@ -400,6 +412,12 @@ static int env_open_flash(const struct layout *l, const char *target, unsigned f
 	r = env_flash_locate(e, l, target, err);
 	if (r < 0)
 		return r;
+	/* the simulated board's own lock: no fw_setenv reads a simulator
+	 * file, and boards simulated side by side must not wait for each
+	 * other on the machine's /var/lock one */
+	r = board_sim_side_path(target, "envlock", &e->lock_path);
+	if (r < 0)
+		return error_set(err, r, "target %s: %s", target, strerror(-r));
 	env_make_desc(e);
 	return env_open_finish(&e, flags, ret, err);
 }

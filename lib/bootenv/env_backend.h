@@ -59,6 +59,7 @@ struct env {
 	size_t n_devs;
 	bool blank;
 	int lock_fd;
+	char *lock_path;      /* NULL: ENV_LOCK_FILE, libubootenv's */
 	char desc[600];
 	/* libubootenv */
 	struct uboot_ctx *ctx;
@@ -74,7 +75,9 @@ struct env {
 /* env.c: bytes before the variables: crc32 [+ flags of a redundant env]. */
 size_t env_header_size(const struct env *e);
 /* env.c: the fw_printenv lock (shared by every env of this process). */
-int env_lock_take(int *ret_fd, struct error *err);
+/* Take the env's lock (e->lock_path, else ENV_LOCK_FILE; env_set_lock()
+ * overrides both) within the bounded wait. */
+int env_lock_take(const struct env *e, int *ret_fd, struct error *err);
 void env_lock_release(int *fd);
 
 /* env_uboot.c */

@@ -49,7 +49,7 @@ static int env_uboot_load(struct env *e)
 	 * holds it, and released it (holding it here would make libubootenv
 	 * wait for us). Only root can take it in between (the lock file is
 	 * root's own, see env_lock_open_root()). */
-	int r = e->lock_fd < 0 ? env_lock_take(&e->lock_fd, NULL) : 0;
+	int r = e->lock_fd < 0 ? env_lock_take(e, &e->lock_fd, NULL) : 0;
 
 	if (r < 0)
 		return r;

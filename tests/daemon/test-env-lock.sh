@@ -8,16 +8,23 @@
 # file root's own (0600) and waits for the lock a bounded time only: status
 # and SetEnv answer at once, nobody cannot lock the new file, SIGTERM stops
 # the daemon.
+# A simulated board has an env lock of its own beside its file (SIM.envlock;
+# a real board's is libubootenv's /var/lock one, the same code): the same
+# holds for it, and the machine's /var/lock lock held by someone else does
+# not stall a simulated board (boards simulated side by side, as CI runs
+# them, used to see "U-Boot env busy" from each other).
 . "$(dirname "$0")/../lib/sim-board.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root to run a lock holder as another uid"
 need setpriv
 need flock
 NOBODY=65534
-LOCK=/var/lock/fw_printenv.lock
+SYSLOCK=/var/lock/fw_printenv.lock
 [ -d /var/lock ] || skip "no /var/lock"
 
 setup_board
+LOCK=$SIM.envlock
+chmod 755 "$T"
 start_daemon
 
 as_nobody() { setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$@"; }
@@ -44,6 +51,16 @@ slots.0.name A
 EOT
 [ "$(env_var bootdelay)" = 5 ] || fail "SetEnv did not store bootdelay: $(env_var bootdelay)"
 awk -v a="$t0" -v b="$t2" 'BEGIN { exit !(b - a < 5) }' || fail "status + SetEnv took $(echo "$t2 - $t0" | bc) s"
+
+# the machine's lock, held by another process, is not this board's: SetEnv
+# stores at once (before: "U-Boot env busy ... /var/lock/fw_printenv.lock")
+flock -x "$SYSLOCK" sleep 3 &
+BG_PIDS="$BG_PIDS $!"
+wait_for 10 sh -c "! flock -n -x $SYSLOCK true" || fail "could not hold $SYSLOCK"
+vcall "$T/set" --timeout 20 io.flashd.SetEnv '{"name":"bootdelay","value":"7"}' ||
+	fail "SetEnv with $SYSLOCK held elsewhere: $(cat "$T/set" "$T/set.err")"
+[ "$(env_var bootdelay)" = 7 ] || fail "SetEnv did not store bootdelay: $(env_var bootdelay)"
+say "$SYSLOCK held by another process: SetEnv stored on the simulated board"
 
 # the lock file is root's now: nobody cannot open it, so cannot lock it
 st=$(stat -c '%U %a' "$LOCK")
