@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-layout: layouts/nandsim-128m.json
 # vm-timeout: 900
+# vm-alone: long (5 min and more under load): a boot of its own keeps the pool balanced
 #
 # flashd boot under faults, on nandsim-128m's JFFS2 overlay (issue 14):
 #  1. a factory reset whose env store fails (the env partitions seen

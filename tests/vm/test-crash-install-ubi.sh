@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-layout: layouts/nand-ubi.json
 # vm-timeout: 900
+# vm-alone: long (5 min and more under load): a boot of its own keeps the pool balanced
 #
 # Power cuts in the middle of a UBI volume update (issue 19), on the
 # kernel's nandsim + UBI (layouts/nand-ubi.json): the board is provisioned

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # vm-module: nandsim id_bytes=0x20,0xf1,0x00,0x15 parts=8,1,1,32,320,32,320,310
 # vm-timeout: 600
+# vm-alone: long (5 min and more under load): a boot of its own keeps the pool balanced
 #
 # NAND faults on the kernel's nandsim (layouts/nandsim-128m.json, named
 # partitions), with flashctl provision and flashd (target=system)
