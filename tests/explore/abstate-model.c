@@ -1,57 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Exhaustive exploration of the A/B state machine (issue 13).
- *
- * A tiny two-slot NOR board (tests/explore/tiny-ab.json: 4 KiB erase
- * blocks, 8 KiB slots, 4 KiB squashfs images) is provisioned by the real
- * provision code on the userspace simulator, then every sequence of events
- * up to a bounded depth is explored breadth first, with the real slot, env
- * and install code doing the work on the simulator file:
- *
- *   boot (U-Boot's choice: slot_boot_select, one saveenv), install start /
- *   each install step (one erase block of payload, the read-back, the
- *   activation store), cancel, daemon killed and restarted (its worker dies
- *   with it), health check pass / fail, mark-good, mark-bad, activate,
- *   rollback (daemon and offline), offline slot init / activate during an
- *   install, install into either slot, an env copy corrupted, and a power
- *   cut at every flash operation of every event (torn and clean).
- *
- * States are deduplicated by an abstract key: both env copies (valid?,
- * variables), what each slot holds, which of those contents were verified,
- * the booted slot and the install in flight. A state is rebuilt from a
- * snapshot of the simulator file (4 KiB chunks, interned) and, for an
- * install in flight, by replaying its steps from the snapshot taken when it
- * started (deterministic, and nothing else writes its target).
- *
- * The shadow truth (what each slot really holds, and whether an install's
- * read-back verified exactly that) is kept here, not read from the env.
- * Invariants checked in every state:
- *   I1 the board never boots a slot whose content is not verified
- *   I2 if a verified bootable slot exists, 2 * max_tries + 2 boots by the
- *      boot-script logic reach one (checked in every state, so it "stays
- *      able to")
- *   I3 the booted slot is never written (content or erase counters of its
- *      partition)
- *   I4 every event does at most one env store
- *   I5 status's "next boot" is what the next boot does
- *   I6 a slot in a set BOOT_ORDER or recorded verified/good is read from
- *      the simulator and equals its signed image (the one its
- *      FLASHD_<x>_VERSION names): records never stand in for a read
- * A violation prints the shortest event trace leading to it (BFS).
- *
- * The board's slots are sealed ("seal": true): a slot's label covers its
- * image area, its seal block is read by the real seal code (slot_seal.c)
- * at each boot, as the script does; the shadow truth, never the env or
- * the seal, decides what is verified.
- *
- * Events that wait for a fix on another branch carry it in events[].until
- * and are left out (listed at the end; FLASHD_EXPLORE_UNTIL=1 explores
- * them anyway).
- *
- * Environment: FLASHD_EXPLORE_DEPTH (default 8: about 2,500 states, 25 s
- * of CPU on an idle machine), FLASHD_EXPLORE_SAMPLES=FILE writes env
- * states, their seals and the C mirror's boot decision for the real-U-Boot
- * agreement test (tests/uboot/test-uboot-agree.sh). Exit 77 without
- * mksquashfs. */
+/* test-abstate's model: the board (tiny-ab.json provisioned on the simulator),
+ * what a slot holds (content labels), snapshots of the simulator file, the
+ * env copies as U-Boot reads them, the live state of a transition and what
+ * each event does, with the real slot, env and install code. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -66,54 +17,25 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "board.h"
-#include "cleanup.h"
+#include "abstate.h"
 #include "bundle.h"
 #include "bundle_create.h"
-#include "env.h"
-#include "install.h"
-#include "layout.h"
-#include "nsim.h"
+#include "cleanup.h"
 #include "provision.h"
-#include "slot.h"
 #include "slot_change.h"
 #include "slot_seal.h"
 #include "util.h"
 
-#define CHUNK 4096u
-#define N_SLOTS 2
-#define ENV_SIZE 0x1000u
-
-/* ---- the invariants and the ones known to fail (expected failures) ---- */
-
-enum inv { I1, I2, I3, I4, I5, I6, _I_MAX };
-
-/* Each invariant, and why it is known to fail when it is (docs/boot-contract.md,
- * "Known gap"): a known failure is reported loudly as XFAIL, and an
- * unexpected pass fails the test so the reason gets removed. */
-static const struct {
-	const char *name;
-	const char *xfail;
-} invariants[_I_MAX] = {
-	[I1] = { "I1 never boots an unverified slot", NULL },
-	[I2] = { "I2 a verified bootable slot is reached within 2*max_tries+2 boots", NULL },
-	[I3] = { "I3 the booted slot is never written", NULL },
-	[I4] = { "I4 every event is at most one env store", NULL },
-	[I5] = { "I5 status's next boot is what the next boot does", NULL },
-	[I6] = { "I6 a slot in BOOT_ORDER or recorded verified reads as its signed image", NULL },
-};
-
 /* ---- content labels: what a slot holds ---- */
 
-enum { LBL_ERASED, LBL_V1, LBL_V2, LBL_DUD, LBL_FIRST_JUNK };
 static const char *const lbl_names[] = { "erased", "v1", "v2", "dud" };
 #define MAX_LABELS 4096
 static uint64_t lbl_hash[MAX_LABELS];
-static unsigned n_labels;
+unsigned n_labels;
 
-static bool lbl_bootable(unsigned l) { return l == LBL_V1 || l == LBL_V2; }
+bool lbl_bootable(unsigned l) { return l == LBL_V1 || l == LBL_V2; }
 
-static void lbl_name(unsigned l, char *buf, size_t len)
+void lbl_name(unsigned l, char *buf, size_t len)
 {
 	if (l < LBL_FIRST_JUNK)
 		snprintf(buf, len, "%s", lbl_names[l]);
@@ -121,7 +43,7 @@ static void lbl_name(unsigned l, char *buf, size_t len)
 		snprintf(buf, len, "junk#%u", l - LBL_FIRST_JUNK);
 }
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
+uint64_t fnv(const void *p, size_t n, uint64_t h)
 {
 	const uint8_t *b = p;
 
@@ -131,9 +53,8 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
 	}
 	return h;
 }
-#define FNV0 0xcbf29ce484222325ULL
 
-static unsigned lbl_of(const uint8_t *data, size_t len)
+unsigned lbl_of(const uint8_t *data, size_t len)
 {
 	uint64_t h = fnv(data, len, FNV0);
 
@@ -150,26 +71,24 @@ static unsigned lbl_of(const uint8_t *data, size_t len)
 
 /* ---- the board ---- */
 
-static struct layout *L;
-static const struct layout_slot_group *G;
-static char dir[64], *sim, *target, *cmdline[N_SLOTS], *cmdline_unknown;
+struct layout *L;
+const struct layout_slot_group *G;
+char dir[64], *sim, *target, *cmdline[N_SLOTS], *cmdline_unknown;
 static const char *cmdline_override; /* install_begin: instead of the booted slot's */
-static struct board *board;
-static struct nsim *ns;
-static size_t fsize, n_chunks;
-static uint8_t *fbuf;
+struct board *board;
+struct nsim *ns;
+size_t fsize, n_chunks;
+uint8_t *fbuf;
 /* img_size: the slot's image area, its partition without the seal block
  * (the last erase block, which the real seal code reads and writes) */
-static uint64_t slot_off[N_SLOTS], slot_size, img_size, env_off[2];
-static unsigned max_tries;
+uint64_t slot_off[N_SLOTS], slot_size, img_size, env_off[2];
+unsigned max_tries;
 
-enum { B_V2, B_DUD, B_CORRUPT, _B_MAX };
 static const char *const bundle_names[_B_MAX] = { "v2", "dud", "corrupt" };
 static uint8_t *bundle_data[_B_MAX];
 static size_t bundle_len[_B_MAX], bundle_hdr[_B_MAX];
 
-static _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static _Noreturn void die(const char *fmt, ...)
+_Noreturn void die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -209,7 +128,7 @@ static void cleanup_dir(void)
 		sh("rm -rf '%s'", dir);
 }
 
-static void file_read(void)
+void file_read(void)
 {
 	int fd = open(sim, O_RDONLY | O_CLOEXEC);
 
@@ -293,7 +212,7 @@ static void register_label(unsigned want, const char *img)
 	free(b);
 }
 
-static void setup(void)
+void setup(void)
 {
 	const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR;
 	struct error lerr = {};
@@ -399,7 +318,7 @@ static void setup(void)
 /* ---- snapshots: the simulator file as interned 4 KiB chunks ---- */
 
 static uint8_t **chunks;
-static size_t n_chunk_data, cap_chunk_data;
+size_t n_chunk_data, cap_chunk_data;
 static uint32_t *chunk_tab;   /* open addressing: chunk id + 1, 0 = free */
 static size_t chunk_tab_cap;
 static uint32_t *snaps;        /* n_chunks ids per snapshot */
@@ -437,7 +356,7 @@ static uint32_t chunk_intern(const uint8_t *p)
 }
 
 /* Snapshot of the file as it is now (fbuf must hold it). */
-static uint32_t snap_take(void)
+uint32_t snap_take(void)
 {
 	if (n_snaps == cap_snaps) {
 		cap_snaps = cap_snaps ? cap_snaps * 2 : 1024;
@@ -448,7 +367,7 @@ static uint32_t snap_take(void)
 	return (uint32_t)n_snaps++;
 }
 
-static void snap_restore(uint32_t id)
+void snap_restore(uint32_t id)
 {
 	int fd = open(sim, O_WRONLY | O_CLOEXEC);
 
@@ -465,13 +384,7 @@ static void snap_restore(uint32_t id)
 
 /* ---- env copies as U-Boot reads them (redundant: crc, flags, data) ---- */
 
-struct envcopy {
-	bool valid;
-	uint8_t flags;
-	uint64_t hash;
-};
-
-static struct envcopy envcopy_of(int k)
+struct envcopy envcopy_of(int k)
 {
 	const uint8_t *p = fbuf + NSIM_HEADER_SIZE + env_off[k];
 	uint32_t crc = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
@@ -484,7 +397,7 @@ static struct envcopy envcopy_of(int k)
 }
 
 /* Index of the copy U-Boot and libubootenv use, -1 = none valid. */
-static int env_active(const struct envcopy *c)
+int env_active(const struct envcopy *c)
 {
 	if (!c[0].valid || !c[1].valid)
 		return c[0].valid ? 0 : c[1].valid ? 1 : -1;
@@ -495,115 +408,9 @@ static int env_active(const struct envcopy *c)
 	return c[1].flags > c[0].flags ? 1 : 0;
 }
 
-/* ---- nodes ---- */
-
-struct shadow {
-	uint16_t lbl[N_SLOTS];
-	bool verified[N_SLOTS];
-	/* the operator marked it bad (and nothing made it a candidate again):
-	 * their verdict, not a slot I2 must reach */
-	bool judged_bad[N_SLOTS];
-	/* a media fault changed it after flashd last wrote it: flashd cannot
-	 * know of rot it has not read, so I1 and I6 leave the slot to the boot
-	 * counting (a rotted image does not boot) until flashd writes it again,
-	 * and its install then reads every block it keeps */
-	bool rotted[N_SLOTS];
-};
-
-struct inflight {
-	int8_t bundle;           /* -1 = none */
-	int8_t slot;             /* requested target: -1 = the inactive one */
-	uint8_t steps;           /* units done */
-	uint32_t base;           /* snapshot when it started */
-};
-
-struct node {
-	uint32_t snap;
-	int8_t booted;           /* -1 = off */
-	struct shadow sh;
-	struct inflight inf;
-	uint32_t parent;
-	uint32_t label;          /* index into the transition labels */
-	uint8_t depth;
-	uint8_t manual;          /* operator events used (daemon/offline ops, env corruption) */
-};
-
-static struct node *nodes;
-static size_t n_nodes, cap_nodes;
-static char **labels;
-static size_t n_labels_tr, cap_labels_tr;
-
-static uint64_t *keys;         /* 2 x 64 bits per slot, 0,0 = free */
-static size_t keys_cap, n_keys;
-
-static bool key_insert(uint64_t a, uint64_t b)
-{
-	size_t i;
-
-	if (!a && !b)
-		a = 1;
-	if (n_keys * 2 >= keys_cap) {
-		size_t ncap = keys_cap ? keys_cap * 2 : 1 << 14;
-		uint64_t *nk = calloc(ncap * 2, sizeof(*nk));
-		for (size_t k = 0; k < keys_cap; k++) {
-			if (!keys[2 * k] && !keys[2 * k + 1])
-				continue;
-			size_t j = keys[2 * k] & (ncap - 1);
-			while (nk[2 * j] || nk[2 * j + 1])
-				j = (j + 1) & (ncap - 1);
-			nk[2 * j] = keys[2 * k];
-			nk[2 * j + 1] = keys[2 * k + 1];
-		}
-		free(keys);
-		keys = nk;
-		keys_cap = ncap;
-	}
-	for (i = a & (keys_cap - 1); keys[2 * i] || keys[2 * i + 1]; i = (i + 1) & (keys_cap - 1))
-		if (keys[2 * i] == a && keys[2 * i + 1] == b)
-			return false;
-	keys[2 * i] = a;
-	keys[2 * i + 1] = b;
-	n_keys++;
-	return true;
-}
-
-static uint32_t label_add(const char *s)
-{
-	if (n_labels_tr == cap_labels_tr) {
-		cap_labels_tr = cap_labels_tr ? cap_labels_tr * 2 : 1024;
-		labels = realloc(labels, cap_labels_tr * sizeof(*labels));
-	}
-	labels[n_labels_tr] = strdup(s);
-	return (uint32_t)n_labels_tr++;
-}
-
-static size_t node_add(const struct node *n)
-{
-	if (n_nodes == cap_nodes) {
-		cap_nodes = cap_nodes ? cap_nodes * 2 : 4096;
-		nodes = realloc(nodes, cap_nodes * sizeof(*nodes));
-	}
-	nodes[n_nodes] = *n;
-	return n_nodes++;
-}
-
 /* ---- the live state during a transition ---- */
 
-struct live {
-	int booted;
-	struct shadow sh;
-	struct inflight inf;
-	struct install *in;
-	size_t fed;
-	bool finished;
-	/* what the event did */
-	int boot_result;         /* boot: slot booted, -1 reset, -2 not a boot */
-	bool verified_now;
-	int verified_slot;
-	char note[160];
-};
-
-static void live_drop_install(struct live *lv)
+void live_drop_install(struct live *lv)
 {
 	install_free(lv->in);
 	lv->in = NULL;
@@ -672,7 +479,7 @@ static int install_unit(struct live *lv)
  * in flight is replayed from the snapshot taken when it started (its steps
  * are deterministic and nothing else writes its target), then the node's
  * own snapshot goes back under it. */
-static void restore(const struct node *n, struct live *lv)
+void restore(const struct node *n, struct live *lv)
 {
 	*lv = (struct live){ .booted = n->booted, .sh = n->sh, .boot_result = -2,
 			     .inf = { .bundle = -1, .slot = -1 } };
@@ -691,7 +498,7 @@ static void restore(const struct node *n, struct live *lv)
 
 /* ---- events ---- */
 
-static int slot_state_now(struct env *e, struct slot_state *st)
+int slot_state_now(struct env *e, struct slot_state *st)
 {
 	struct error serr = {};
 
@@ -847,9 +654,6 @@ static void do_legacy_env(struct live *lv)
 		snprintf(lv->note, sizeof(lv->note), "legacy env: %.140s", eerr.msg);
 }
 
-/* EV_MEDIA faults */
-enum { MEDIA_FLIP, MEDIA_UNCORRECTABLE, MEDIA_ENV_DEAD };
-
 /* Media faults: a bit flipped in the other slot's image, an uncorrectable
  * block there, the older env copy's block failing erase and program. */
 static void media_fault(struct live *lv, int what)
@@ -926,86 +730,15 @@ static void unknown_booted_install(struct live *lv, int bundle)
 	live_drop_install(lv);
 }
 
-enum ev_kind {
-	EV_BOOT,
-	EV_INSTALL_START,
-	EV_INSTALL_STEP,
-	EV_CANCEL,
-	EV_DAEMON_RESTART,
-	EV_HEALTH_PASS,
-	EV_HEALTH_FAIL,
-	EV_DAEMON_OP,            /* mark-good, mark-bad, activate, rollback over the socket */
-	EV_OFFLINE_OP,           /* flashctl slot ... without the daemon */
-	EV_CORRUPT_ENV,
-	EV_LEGACY_ENV,           /* RAUC / a factory image rewrote the env: records gone */
-	EV_MEDIA,                /* a fault in a slot or env block (media_fault) */
-	EV_RAW_ENV,              /* a socket-group member's raw env write */
-	EV_UNKNOWN_BOOTED,       /* booted by hand: the cmdline names no slot; install --slot A */
-};
-
-
-struct event {
-	const char *name;
-	enum ev_kind kind;
-	int arg;                 /* bundle, slot op, env copy */
-	int slot;                /* -1 none / inactive, -2 booted, 0/1 */
-	unsigned flags;
-	/* NULL: explored. Otherwise the fix it waits for on another branch:
-	 * the event is left out (listed at the end) until the lead merges
-	 * that fix and deletes this string. */
-	const char *until;
-};
-
-/* slot: -1 none (install: the inactive one), -2 the booted slot, -3 the other */
-static const struct event events[] = {
-	{ "boot", EV_BOOT, 0, -1, 0, NULL },
-	{ "install v2", EV_INSTALL_START, B_V2, -1, 0, NULL },
-	{ "install dud (verifies, does not boot)", EV_INSTALL_START, B_DUD, -1, 0, NULL },
-	{ "install corrupt (hash fails)", EV_INSTALL_START, B_CORRUPT, -1, 0, NULL },
-	{ "install v2 --slot <booted>", EV_INSTALL_START, B_V2, -2, 0, NULL },
-	{ "install step", EV_INSTALL_STEP, 0, -1, 0, NULL },
-	{ "cancel", EV_CANCEL, 0, -1, 0, NULL },
-	{ "kill -9 flashd, restart (worker dies)", EV_DAEMON_RESTART, 0, -1, 0, NULL },
-	{ "health check passes", EV_HEALTH_PASS, SLOT_OP_MARK_GOOD, -2, SLOT_FORCE, NULL },
-	/* as manager_health.c: the last slot that boots stays, degraded */
-	{ "health check fails", EV_HEALTH_FAIL, SLOT_OP_MARK_BAD, -2, SLOT_FORCE | SLOT_KEEP_LAST, NULL },
-	{ "MarkGood", EV_DAEMON_OP, SLOT_OP_MARK_GOOD, -2, 0, NULL },
-	{ "MarkBad <booted>", EV_DAEMON_OP, SLOT_OP_MARK_BAD, -2, 0, NULL },
-	{ "MarkBad <other>", EV_DAEMON_OP, SLOT_OP_MARK_BAD, -3, 0, NULL },
-	{ "Activate <other>", EV_DAEMON_OP, SLOT_OP_ACTIVATE, -3, 0, NULL },
-	{ "Activate <booted>", EV_DAEMON_OP, SLOT_OP_ACTIVATE, -2, 0, NULL },
-	{ "Rollback", EV_DAEMON_OP, SLOT_OP_ROLLBACK, -1, 0, NULL },
-	{ "flashctl slot rollback (offline)", EV_OFFLINE_OP, SLOT_OP_ROLLBACK, -2, 0, NULL },
-	{ "flashctl slot activate <other> (offline)", EV_OFFLINE_OP, SLOT_OP_ACTIVATE, -3, 0, NULL },
-	{ "flashctl slot init (offline)", EV_OFFLINE_OP, SLOT_OP_INIT, -1, 0, NULL },
-	/* media failures U-Boot's redundant env is meant to survive: the copy
-	 * not in use, and both (U-Boot then runs on its built-in default) */
-	{ "older env copy corrupted", EV_CORRUPT_ENV, 0, -1, 0, NULL },
-	{ "both env copies corrupted", EV_CORRUPT_ENV, 1, -1, 0, NULL },
-	/* the events that found issue 31's defects */
-	{ "legacy env (records dropped, BOOT_ORDER kept, no FLASHD_ENV)", EV_LEGACY_ENV, 0, -1, 0, NULL },
-	{ "bit flip in <other>'s image", EV_MEDIA, MEDIA_FLIP, -3, 0, NULL },
-	/* no "uncorrectable block" event: this board is NOR (no ECC);
-	 * tests/unit/test-install and tests/daemon/test-kept-blocks cover it on NAND */
-	{ "older env copy's block dies", EV_MEDIA, MEDIA_ENV_DEAD, -1, 0, NULL },
-	{ "group member: env set --force BOOT_ORDER=<other> BOOT_<other>_LEFT=<max>", EV_RAW_ENV,
-	  0, -3, 0, NULL },
-	{ "booted by hand (root=PARTUUID=...): install v2 --slot <booted>", EV_UNKNOWN_BOOTED,
-	  B_V2, -2, 0, NULL },
-	/* not expressible here: a stale block record (this exploration installs
-	 * from a stream without a state dir; tests/unit/test-install covers it) */
-};
-#define N_EVENTS (sizeof(events) / sizeof(events[0]))
-
 /* Is the booted system up (a daemon and a shell)? A slot that does not
  * boot (dud, junk, erased) panics: only a reset follows. */
-static bool running(const struct node *n)
+bool running(const struct node *n)
 {
 	return n->booted >= 0 && lbl_bootable(n->sh.lbl[n->booted]);
 }
 
 /* The daemon runs the health check at start when status says so. */
-static bool health_due(const struct node *n)
+bool health_due(const struct node *n)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
@@ -1018,65 +751,14 @@ static bool health_due(const struct node *n)
 	return s.needs_health_check;
 }
 
-/* Operator actions and media failures: at most this many per trace, so the
- * depth goes to where installs, boots, health checks and power cuts
- * interleave (FLASHD_EXPLORE_MANUAL overrides). */
-static unsigned manual_max = 1;
-
-static bool is_manual(const struct event *ev)
+bool is_manual(const struct event *ev)
 {
 	return ev->kind == EV_DAEMON_OP || ev->kind == EV_OFFLINE_OP || ev->kind == EV_CORRUPT_ENV ||
 	       ev->kind == EV_LEGACY_ENV || ev->kind == EV_MEDIA || ev->kind == EV_RAW_ENV ||
 	       ev->kind == EV_UNKNOWN_BOOTED;
 }
 
-static bool n_health_due; /* health_due() of the node being expanded */
-
-/* FLASHD_EXPLORE_UNTIL=1: explore the events left out until a fix is
- * merged too (to see what they find) */
-static bool explore_until;
-
-/* FLASHD_EXPLORE_SKIP=name,name: events left out (to see which defect
- * hides behind the shortest one) */
-static bool skipped[64];
-
-static bool enabled(const struct node *n, const struct event *ev)
-{
-	bool busy = n->inf.bundle >= 0;
-
-	if (skipped[ev - events] || (ev->until && !explore_until))
-		return false;
-
-	if (is_manual(ev) && n->manual >= manual_max)
-		return false;
-
-	switch (ev->kind) {
-	case EV_BOOT:
-	case EV_CORRUPT_ENV:
-	case EV_MEDIA:
-		return true;
-	case EV_LEGACY_ENV:
-	case EV_RAW_ENV:
-	case EV_UNKNOWN_BOOTED:
-		return running(n) && !busy;
-	case EV_INSTALL_START:
-	case EV_DAEMON_OP:
-		return running(n) && !busy;
-	case EV_INSTALL_STEP:
-	case EV_CANCEL:
-		return busy;
-	case EV_DAEMON_RESTART:
-		return running(n) && busy; /* idle: a restart changes nothing */
-	case EV_HEALTH_PASS:
-	case EV_HEALTH_FAIL:
-		return running(n) && !busy && n_health_due;
-	case EV_OFFLINE_OP:
-		return running(n);
-	}
-	return false;
-}
-
-static void run_event(struct live *lv, const struct event *ev)
+void run_event(struct live *lv, const struct event *ev)
 {
 	int r;
 
@@ -1131,501 +813,4 @@ static void run_event(struct live *lv, const struct event *ev)
 		unknown_booted_install(lv, ev->arg);
 		return;
 	}
-}
-
-/* ---- measuring and checking ---- */
-
-struct measure {
-	struct envcopy env[2];
-	int active;
-	uint64_t slot_hash[N_SLOTS];     /* the image area */
-	uint64_t slot_erases[N_SLOTS];
-	uint64_t seal_hash[N_SLOTS];     /* the seal block (none: 0) */
-	uint64_t seal_erases[N_SLOTS];
-	uint64_t mutations;
-};
-
-static uint64_t erases_of(uint64_t off, uint64_t len)
-{
-	uint64_t n = 0;
-
-	for (uint64_t b = 0; b < len / CHUNK; b++) {
-		struct nsim_block blk;
-		if (nsim_get_block(ns, off / CHUNK + b, &blk) < 0)
-			die("nsim_get_block");
-		n += blk.erase_count;
-	}
-	return n;
-}
-
-static void measure(struct measure *m)
-{
-	struct nsim_info info;
-
-	file_read();
-	m->env[0] = envcopy_of(0);
-	m->env[1] = envcopy_of(1);
-	m->active = env_active(m->env);
-	for (int s = 0; s < N_SLOTS; s++) {
-		const uint8_t *p = fbuf + NSIM_HEADER_SIZE + slot_off[s];
-
-		m->slot_hash[s] = fnv(p, img_size, FNV0);
-		m->slot_erases[s] = erases_of(slot_off[s], img_size);
-		m->seal_hash[s] = fnv(p + img_size, slot_size - img_size, FNV0);
-		m->seal_erases[s] = erases_of(slot_off[s] + img_size, slot_size - img_size);
-	}
-	if (nsim_get_info(ns, &info) < 0)
-		die("nsim_get_info");
-	m->mutations = info.cnt.mutations;
-}
-
-/* The first (shortest) violation of each invariant. */
-static bool violated[_I_MAX];
-static char *violation_trace[_I_MAX];
-static size_t violations[_I_MAX];
-
-static char *trace_of(size_t node_idx, const char *last)
-{
-	size_t chain[64], n = 0;
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-
-	for (size_t i = node_idx; i != 0 && n < 64; i = nodes[i].parent)
-		chain[n++] = i;
-	fprintf(f, "    provision (v1 into A, B empty)\n");
-	while (n--)
-		fprintf(f, "    -> %s\n", labels[nodes[chain[n]].label]);
-	if (last)
-		fprintf(f, "    -> %s\n", last);
-	fclose(f);
-	return out;
-}
-
-static void violation(enum inv i, size_t from, const char *label, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void violation(enum inv i, size_t from, const char *label, const char *fmt, ...)
-{
-	char what[512];
-	char *t, *all;
-	va_list ap;
-
-	violations[i]++;
-	if (violated[i])
-		return;
-	violated[i] = true;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	t = trace_of(from, label);
-	if (asprintf(&all, "%s\n%s    => %s\n", invariants[i].name, t, what) < 0)
-		die("oom");
-	free(t);
-	violation_trace[i] = all;
-}
-
-/* The slot the next power-on boots: slot_boot_select, once more after a
- * counter reset; -1 = none. ret_st gets the state after. */
-static int next_boot(const struct slot_state *st, struct slot_state *ret_st, int *ret_resets)
-{
-	struct slot_state cur = *st, n;
-	struct slot_changes ch;
-
-	*ret_resets = 0;
-	for (int k = 0; k < 2; k++) {
-		int i = slot_boot_select(&cur, &n, &ch);
-		cur = n;
-		if (i >= 0) {
-			if (ret_st)
-				*ret_st = cur;
-			return i;
-		}
-		(*ret_resets)++;
-	}
-	if (ret_st)
-		*ret_st = cur;
-	return -1;
-}
-
-static FILE *samples;
-static size_t n_samples;
-
-/* Env state sample for the real-U-Boot agreement test: the slot variables
- * and what slot_boot_select does with them (one power-on). */
-static void sample(const struct slot_state *st, struct env *e)
-{
-	static const char *const names[] = { "BOOT_ORDER", "BOOT_A_LEFT", "BOOT_B_LEFT" };
-	struct slot_state n;
-	struct slot_changes ch;
-	int i;
-
-	struct slot_state sealed = *st;
-
-	if (!samples)
-		return;
-	slot_seal_load(board, G, &sealed);
-	i = slot_boot_select(&sealed, &n, &ch);
-	fprintf(samples, "state %zu", n_samples++);
-	for (size_t k = 0; k < 3; k++) {
-		char *v = env_get_dup(e, names[k]);
-		fprintf(samples, " %s=%s%s%s", names[k], v ? "'" : "", v ? v : "-", v ? "'" : "");
-		free(v);
-	}
-	fprintf(samples, " sealed=%s%s%s", sealed.slots[0].unsealed ? "" : "A",
-		!sealed.slots[0].unsealed && !sealed.slots[1].unsealed ? "," : "",
-		sealed.slots[1].unsealed ? (sealed.slots[0].unsealed ? "-" : "") : "B");
-	fprintf(samples, " => %s A=%u B=%u\n", i >= 0 ? G->slots[i].name : "reset",
-		n.slots[0].left, n.slots[1].left);
-}
-
-/* A slot I2 must reach: verified, bootable, not judged bad by the operator. */
-static bool candidate(const struct node *n, int s)
-{
-	return n->sh.verified[s] && lbl_bootable(n->sh.lbl[s]) && !n->sh.judged_bad[s];
-}
-
-/* The label of the image a FLASHD_<x>_VERSION names; -1 = any signed one. */
-static int version_label(struct env *e, int s)
-{
-	char var[64];
-	_cleanup_free_ char *v = NULL;
-
-	slot_version_var(G->slots[s].name, var, sizeof(var));
-	v = env_get_dup(e, var);
-	if (!v)
-		return -1;
-	return !strcmp(v, "1") ? LBL_V1 : !strcmp(v, "2") ? LBL_V2 : !strcmp(v, "3") ? LBL_DUD : -1;
-}
-
-/* I6: trust only what was read. A slot the boot script may reach (in a set
- * BOOT_ORDER) or the records call verified is READ from the simulator now
- * and compared with its signed image, whatever the shadow or the env say. */
-static void check_read(const struct node *n, struct env *e, const struct slot_state *st,
-		       size_t from, const char *label)
-{
-	for (int s = 0; s < N_SLOTS; s++) {
-		const struct slot_info *si = &st->slots[s];
-		bool listed = st->order_set && si->order_pos >= 0;
-		bool recorded = si->record == SLOT_RECORD_VERIFIED || si->record == SLOT_RECORD_GOOD;
-		unsigned got;
-		int want;
-		char l[32];
-
-		if ((!listed && !recorded) || n->sh.rotted[s])
-			continue;
-		got = lbl_of(fbuf + NSIM_HEADER_SIZE + slot_off[s], img_size);
-		want = version_label(e, s);
-		if (want < 0 ? got == LBL_V1 || got == LBL_V2 || got == LBL_DUD : got == (unsigned)want)
-			continue;
-		lbl_name(got, l, sizeof(l));
-		violation(I6, from, label, "slot %s is %s but reads as %s, not its signed image",
-			  G->slots[s].name, listed ? "in BOOT_ORDER" : "recorded verified", l);
-	}
-}
-
-/* I2, I5 and I6 on the state now in the file. */
-static void check_state(const struct node *n, size_t from, const char *label, bool new_state)
-{
-	_cleanup_env_ struct env *e = NULL;
-	struct error eerr = {};
-	struct slot_state st, cur;
-	bool any_good = false, reached = false;
-	int resets, nb;
-
-	for (int s = 0; s < N_SLOTS; s++)
-		any_good |= candidate(n, s);
-	if (env_open_layout(L, target, NULL, ENV_OPEN_ALLOW_BLANK, &e, &eerr) < 0)
-		return;
-	if (slot_state_now(e, &st) < 0)
-		return;
-	if (new_state && !env_is_blank(e) && n_samples < 400 && (n_keys % 7) == 0)
-		sample(&st, e);
-	if (!env_is_blank(e))
-		check_read(n, e, &st, from, label);
-	/* I2: boots with nothing else happening (every boot that does not reach
-	 * a verified bootable slot is one the board resets from); the script
-	 * reads the seals */
-	cur = st;
-	slot_seal_load(board, G, &cur);
-	for (unsigned b = 0; b < 2 * max_tries + 2 && any_good && !reached; b++) {
-		struct slot_state nx;
-		struct slot_changes ch;
-		int i = slot_boot_select(&cur, &nx, &ch);
-		cur = nx;
-		if (i >= 0 && candidate(n, i))
-			reached = true;
-	}
-	if (any_good && !reached)
-		violation(I2, from, label, "a verified bootable slot exists but %u boots never "
-			  "reach one", 2 * max_tries + 2);
-	/* I5: status on the running board */
-	if (n->booted >= 0 && running(n) && !env_is_blank(e)) {
-		struct slot_status s;
-		struct slot_state sealed = st;
-		slot_status_compute(&st, n->booted, "flashd.slot", &s);
-		slot_seal_load(board, G, &sealed);
-		nb = next_boot(&sealed, NULL, &resets);
-		if (s.next != nb)
-			violation(I5, from, label, "status says next boot %s, the next boot%s %s",
-				  s.next >= 0 ? G->slots[s.next].name : "none",
-				  resets ? " (after a counter reset)" : "",
-				  nb >= 0 ? G->slots[nb].name : "boots nothing");
-	}
-}
-
-static uint64_t key_of(const struct node *n, const struct measure *m, uint64_t seed)
-{
-	uint64_t h = seed;
-
-	/* the older copy matters only as "valid or not": nothing corrupts the
-	 * newer one alone */
-	for (int k = 0; k < 2; k++)
-		h = fnv(&m->env[k].valid, sizeof(bool), h);
-	if (m->active >= 0)
-		h = fnv(&m->env[m->active].hash, sizeof(uint64_t), h);
-	for (int s = 0; s < N_SLOTS; s++) {
-		/* every unknown content is the same to the invariants */
-		uint16_t l = n->sh.lbl[s] < LBL_FIRST_JUNK ? n->sh.lbl[s] : LBL_FIRST_JUNK;
-		h = fnv(&l, sizeof(l), h);
-	}
-	h = fnv(n->sh.verified, sizeof(n->sh.verified), h);
-	h = fnv(n->sh.judged_bad, sizeof(n->sh.judged_bad), h);
-	h = fnv(n->sh.rotted, sizeof(n->sh.rotted), h);
-	h = fnv(m->seal_hash, sizeof(m->seal_hash), h);
-	h = fnv(&n->booted, 1, h);
-	h = fnv(&n->manual, 1, h);
-	h = fnv(&n->inf.bundle, 1, h);
-	h = fnv(&n->inf.slot, 1, h);
-	h = fnv(&n->inf.steps, 1, h);
-	return h;
-}
-
-static size_t n_transitions;
-
-/* The env records slot s bad (an operator's verdict still stands). */
-static bool recorded_bad(int s)
-{
-	_cleanup_env_ struct env *e = NULL;
-	struct error eerr = {};
-	struct slot_state st;
-
-	if (env_open_layout(L, target, NULL, 0, &e, &eerr) < 0 || slot_state_now(e, &st) < 0)
-		return false;
-	return st.slots[s].record == SLOT_RECORD_BAD;
-}
-
-/* How many boot-state changes (env stores) ev may make from -> to. */
-static unsigned allowed_stores(const struct event *ev, const struct node *from,
-			       const struct node *to)
-{
-	/* unit 0 (in the start event) is the manifest: nothing stored yet */
-	bool began = from->inf.bundle >= 0 && from->inf.steps <= 1;
-	bool ended = to->inf.bundle < 0;
-
-	/* a boot: U-Boot's saveenv, then the daemon's start-up store */
-	if (ev->kind == EV_BOOT)
-		return 2;
-	return ev->kind == EV_INSTALL_STEP && began && ended ? 2 : 1;
-}
-
-/* Apply event ev (with a power cut after `cut` flash ops, -1 = none) to
- * node idx; add the resulting state when new. Returns the mutations the
- * event did. */
-static uint64_t transition(size_t idx, const struct event *ev, int cut, bool tear,
-			   size_t *queue_tail)
-{
-	struct node from = nodes[idx], to;
-	struct measure before, after;
-	struct live lv;
-	char label[320], lbl[2][32];
-	unsigned stores;
-
-	restore(&from, &lv);
-	measure(&before);
-	if (cut >= 0 && nsim_set_powercut(ns, cut, tear) < 0)
-		die("nsim_set_powercut");
-	run_event(&lv, ev);
-	if (cut >= 0) {
-		/* the power is gone: every process with it */
-		live_drop_install(&lv);
-		lv.booted = -1;
-		lv.boot_result = -2;
-		if (nsim_power_on(ns) < 0)
-			die("nsim_power_on");
-	}
-	measure(&after);
-	n_transitions++;
-
-	to = (struct node){ .booted = (int8_t)lv.booted, .sh = lv.sh, .inf = lv.inf,
-			    .parent = (uint32_t)idx, .depth = from.depth + 1,
-			    .manual = from.manual + is_manual(ev) };
-	if (cut >= 0)
-		snprintf(label, sizeof(label), "%s [power cut at flash op %d%s]", ev->name, cut + 1,
-			 tear ? ", torn" : "");
-	else
-		snprintf(label, sizeof(label), "%s", ev->name);
-
-	/* shadow truth: a slot whose partition changed holds new, unverified
-	 * content; a read-back that passed verifies what is there */
-	for (int s = 0; s < N_SLOTS; s++) {
-		bool changed = before.slot_hash[s] != after.slot_hash[s] ||
-			       before.slot_erases[s] != after.slot_erases[s];
-		bool seal_changed = before.seal_hash[s] != after.seal_hash[s] ||
-				    before.seal_erases[s] != after.seal_erases[s];
-		if (changed) {
-			to.sh.lbl[s] = (uint16_t)lbl_of(fbuf + NSIM_HEADER_SIZE + slot_off[s],
-							img_size);
-			to.sh.rotted[s] = ev->kind == EV_MEDIA;
-			if (ev->kind != EV_MEDIA)
-				to.sh.verified[s] = false;
-		}
-		if (changed || !recorded_bad(s))
-			to.sh.judged_bad[s] = false;
-		/* I3 (its seal is part of the slot) */
-		if ((changed || seal_changed) && from.booted == s && ev->kind != EV_BOOT)
-			violation(I3, idx, label, "slot %s is booted and was written",
-				  G->slots[s].name);
-	}
-	if (lv.verified_now && cut < 0)
-		to.sh.verified[lv.verified_slot] = true;
-	lbl_name(to.sh.lbl[0], lbl[0], sizeof(lbl[0]));
-	lbl_name(to.sh.lbl[1], lbl[1], sizeof(lbl[1]));
-	{
-		char *l2;
-		if (asprintf(&l2, "%s%s%s  {A:%s%s B:%s%s, booted %s}", label, lv.note[0] ? ": " : "",
-			     lv.note, lbl[0], to.sh.verified[0] ? "(verified)" : "", lbl[1],
-			     to.sh.verified[1] ? "(verified)" : "",
-			     to.booted >= 0 ? G->slots[to.booted].name : "-") < 0)
-			die("oom");
-		snprintf(label, sizeof(label), "%s", l2);
-		free(l2);
-	}
-
-	/* I4: the redundant env's flags count the stores. One state change,
-	 * one store; the one event with two changes is an install's first unit
-	 * that also ends it (a payload of one erase block that fails its hash):
-	 * "installing" before the first write, then "failed" - two stores, and
-	 * the state between them is explored by the power cuts of this event. */
-	stores = before.active >= 0 && after.active >= 0 ?
-		 (uint8_t)(after.env[after.active].flags - before.env[before.active].flags) : 0;
-	/* (a cut store is torn, the flags of what is left say nothing) */
-	if (stores > allowed_stores(ev, &from, &to) && cut < 0 && ev->kind != EV_CORRUPT_ENV)
-		violation(I4, idx, label, "%u env stores in one event", stores);
-	/* I1 */
-	if (lv.boot_result >= 0 && !to.sh.verified[lv.boot_result] &&
-	    !to.sh.rotted[lv.boot_result]) {
-		char l[32];
-		lbl_name(to.sh.lbl[lv.boot_result], l, sizeof(l));
-		violation(I1, idx, label, "booted slot %s, which holds %s, never verified",
-			  G->slots[lv.boot_result].name, l);
-	}
-
-	uint64_t ka = key_of(&to, &after, FNV0), kb = key_of(&to, &after, 0x84222325cbf29ce4ULL);
-	bool fresh = key_insert(ka, kb);
-	to.label = label_add(label);
-	if (fresh) {
-		check_state(&to, idx, label, true);
-		to.snap = snap_take();
-		if (to.inf.bundle >= 0)
-			to.inf.base = lv.inf.bundle >= 0 && ev->kind == EV_INSTALL_START ?
-				      from.snap : from.inf.base;
-		node_add(&to);
-		(*queue_tail)++;
-	}
-	live_drop_install(&lv);
-	return after.mutations - before.mutations;
-}
-
-int main(void)
-{
-	const char *d = getenv("FLASHD_EXPLORE_DEPTH");
-	unsigned depth = d ? (unsigned)atoi(d) : 8;
-	const char *sp = getenv("FLASHD_EXPLORE_SAMPLES");
-	const char *mm = getenv("FLASHD_EXPLORE_MANUAL");
-	struct node root = { .booted = -1, .inf = { .bundle = -1, .slot = -1 } };
-	struct measure m;
-	size_t head = 0, tail;
-	time_t t0 = time(NULL);
-	int failed = 0;
-
-	if (mm)
-		manual_max = (unsigned)atoi(mm);
-	explore_until = getenv("FLASHD_EXPLORE_UNTIL") != NULL;
-	if (getenv("FLASHD_EXPLORE_SKIP")) {
-		char *list = strdup(getenv("FLASHD_EXPLORE_SKIP")), *save = NULL;
-		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-			for (size_t e = 0; e < N_EVENTS; e++)
-				if (strstr(events[e].name, t))
-					skipped[e] = true;
-		free(list);
-	}
-	setup();
-	if (sp && !(samples = fopen(sp, "we")))
-		die("%s: %m", sp);
-	measure(&m);
-	root.sh.lbl[0] = (uint16_t)lbl_of(fbuf + NSIM_HEADER_SIZE + slot_off[0], img_size);
-	root.sh.lbl[1] = (uint16_t)lbl_of(fbuf + NSIM_HEADER_SIZE + slot_off[1], img_size);
-	if (root.sh.lbl[0] != LBL_V1 || root.sh.lbl[1] != LBL_ERASED)
-		die("provisioning did not leave v1 in A and B erased");
-	root.sh.verified[0] = true; /* provisioning read it back */
-	root.snap = snap_take();
-	root.label = label_add("provision");
-	key_insert(key_of(&root, &m, FNV0), key_of(&root, &m, 0x84222325cbf29ce4ULL));
-	node_add(&root);
-	tail = 1;
-
-	while (head < n_nodes) {
-		size_t idx = head++;
-
-		if (nodes[idx].depth >= depth)
-			continue;
-		snap_restore(nodes[idx].snap);
-		n_health_due = running(&nodes[idx]) && health_due(&nodes[idx]);
-		for (size_t e = 0; e < N_EVENTS; e++) {
-			uint64_t muts;
-
-			if (!enabled(&nodes[idx], &events[e]))
-				continue;
-			muts = transition(idx, &events[e], -1, false, &tail);
-			for (uint64_t c = 0; c < muts; c++) {
-				transition(idx, &events[e], (int)c, false, &tail);
-				transition(idx, &events[e], (int)c, true, &tail);
-			}
-		}
-	}
-
-	printf("test-abstate: %zu states, %zu transitions explored to depth %u "
-	       "(%zu distinct slot contents, %zu snapshot chunks) in %lds\n",
-	       n_nodes, n_transitions, depth, (size_t)n_labels, n_chunk_data,
-	       (long)(time(NULL) - t0));
-	if (samples) {
-		fclose(samples);
-		printf("test-abstate: %zu env states written to %s\n", n_samples, sp);
-	}
-	for (int i = 0; i < _I_MAX; i++) {
-		if (!violated[i]) {
-			if (invariants[i].xfail) {
-				printf("XPASS %s: listed as known to fail (%s) but holds: remove "
-				       "its reason from invariants[]\n", invariants[i].name,
-				       invariants[i].xfail);
-				failed = 1;
-			} else {
-				printf("PASS  %s\n", invariants[i].name);
-			}
-			continue;
-		}
-		printf("%s %s: %zu violating transitions; shortest trace:\n%s",
-		       invariants[i].xfail ? "XFAIL" : "FAIL ", invariants[i].name, violations[i],
-		       violation_trace[i]);
-		if (invariants[i].xfail)
-			printf("      !!! known failure, not yet fixed: %s\n", invariants[i].xfail);
-		else
-			failed = 1;
-	}
-	for (size_t e = 0; e < N_EVENTS; e++)
-		if (events[e].until)
-			printf("LEFT OUT event '%s': %s\n", events[e].name, events[e].until);
-	nsim_close(ns);
-	board_close(board);
-	return failed;
 }
