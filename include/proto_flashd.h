@@ -4,7 +4,7 @@
  * lib/varlink/io.flashd.varlink is what clients read; this table is what the
  * dispatcher enforces. The daemon, the fuzzer and the unit tests bind their
  * handlers to this table instead of writing their own, and tests/unit/
- * test-proto checks it against the IDL (methods, parameters, errors). */
+ * test-proto-idl checks it against the IDL (methods, parameters, errors). */
 #pragma once
 #include "proto.h"
 
@@ -31,7 +31,7 @@ enum proto_flashd_method {
  * dispatcher before the handler runs (struct proto_param in proto.h):
  * const struct proto_flashd_install *in = proto_call_input(call);
  * Declared once, here and in the table's field lists of proto_flashd.c,
- * which test-proto holds to io.flashd.varlink's inputs. */
+ * which test-proto-idl holds to io.flashd.varlink's inputs. */
 struct proto_flashd_install {
 	struct proto_int fd;          /* index among the passed descriptors */
 	const char *path, *url, *slot;

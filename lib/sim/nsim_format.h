@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The simulator's file: header (NSIM_HEADER_SIZE), the data area, the OOB
  * area (NAND), per-block metadata, one state byte per page (NAND). All
- * little-endian; nsim.c reads and writes it under an flock. */
+ * little-endian; nsim_op.c reads and writes it under an flock. */
 #pragma once
 #include <stdint.h>
 

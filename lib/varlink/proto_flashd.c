@@ -49,7 +49,7 @@ static const struct proto_param params_flash_info[] = {
 
 /* The replies, field by field as io.flashd.varlink declares them (a
  * nested type is an object or an array here: the check is of the top
- * level). test-proto holds them to the IDL. The typed ones place each
+ * level). test-proto-idl holds them to the IDL. The typed ones place each
  * field in their reply struct (proto_flashd.h). */
 #define OUT(type, field) offsetof(struct proto_flashd_##type##_reply, field)
 static const struct proto_param reply_get_status[] = {

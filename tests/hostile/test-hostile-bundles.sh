@@ -30,7 +30,7 @@ echo "VERSION=2.0" > "$T/root/etc/os-release"
 head -c 65536 /dev/urandom > "$T/root/data"
 mksquashfs "$T/root" "$T/root.sqfs" -noappend -quiet -no-progress >/dev/null || fail "mksquashfs"
 # format 1.0 (--no-index): make-hostile.py frames 1.0 bundles; the 2.0 block
-# index has its own refusals in test-bundle (corrupt, truncated, not matching)
+# index has its own refusals in test-bundle-index (corrupt, truncated, not matching)
 fctl -q bundle create --layout "$LAYOUT" --version 2.0 --no-index --image "rootfs=$T/root.sqfs" \
 	--key "$T/rel.key" -o "$T/good.fbd" >/dev/null || fail "bundle create"
 fctl -q bundle create --layout "$LAYOUT" --version 2.0 --no-index --gzip \

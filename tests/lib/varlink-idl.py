@@ -4,7 +4,7 @@
 
 An independent Varlink IDL parser and type checker for the flashd tests: it
 shares no code with the daemon (whose method table is tested against the
-IDL by test-proto), so it sees the protocol as any client does.
+IDL by test-proto-idl), so it sees the protocol as any client does.
 
 Usage:
   varlink-idl.py check IDL... --log REPLIES

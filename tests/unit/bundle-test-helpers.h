@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Shared by test-bundle, test-keyring, test-squashfs: temp dirs, shell
+/* Shared by test-bundle*, test-keyring, test-squashfs: temp dirs, shell
  * commands (openssl, mksquashfs), file helpers. Header-only, static. */
 #pragma once
 #include <errno.h>

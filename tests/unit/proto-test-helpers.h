@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Shared by test-proto, test-client and the proto fuzzer: the methods a
+/* Shared by test-proto*, test-client and the proto fuzzer: the methods a
  * test serves (the one io.flashd table bound to the test's handlers, plus a
  * streaming method (PROTO_NEEDS_MORE) in a test interface, since no
  * io.flashd method requires "more") and a server without a socket.
