@@ -48,7 +48,7 @@
 /* What the install worker tells the daemon: a record of fixed size on the
  * report pipe (worker.h), progress or, once, the end. Strings are
  * NUL-terminated ("" = none). */
-struct install_report {
+struct install_msg {
 	bool final;
 	enum install_phase phase;
 	unsigned percent;
@@ -66,7 +66,7 @@ struct install_report {
 	char signer[256];
 	struct install_stats stats;
 };
-_Static_assert(sizeof(struct install_report) <= WORKER_MSG_MAX, "one atomic pipe write");
+_Static_assert(sizeof(struct install_msg) <= WORKER_MSG_MAX, "one atomic pipe write");
 
 /* Activate's worker: its read of the slot (slot_verify_read). */
 struct slot_read_report {
@@ -94,8 +94,8 @@ struct operation {
 	enum slot_op slot_op;          /* ... the change waiting for that read */
 	enum log_event slot_event;     /* ... and its journal event */
 	pid_t health_pgid;             /* the health check's process group, 0 = none */
-	struct install_report final;   /* the worker's end report (final: true once it came) */
-	struct install_report last;    /* the last progress report */
+	struct install_msg final;   /* the worker's end report (final: true once it came) */
+	struct install_msg last;    /* the last progress report */
 	bool has_progress;             /* last is set */
 	sd_event_source *timeout;
 	time_t started;
@@ -203,7 +203,7 @@ int manager_status_flash_info(struct proto_call *call, struct json_object *param
 /* ---- manager_install.c ---- */
 bool manager_install_running(const struct manager *m);
 /* The io.flashd Progress object of a report (GetStatus, Install's replies). */
-struct json_object *manager_install_progress_json(const struct install_report *p);
+struct json_object *manager_install_progress_json(const struct install_msg *p);
 int manager_install_method(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_install_cancel(struct proto_call *call, struct json_object *params, void *userdata);
 /* GetHistory: the install records, and the one the state dir could not keep. */

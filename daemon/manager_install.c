@@ -40,7 +40,7 @@ static void copy_str(char *dst, size_t len, const char *src)
 }
 #define COPY(field, src) copy_str(field, sizeof(field), src)
 
-struct json_object *manager_install_progress_json(const struct install_report *p)
+struct json_object *manager_install_progress_json(const struct install_msg *p)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -68,7 +68,7 @@ static void job_progress(void *userdata, const struct install_progress *p)
 {
 	struct job_ctx *ctx = userdata;
 	const struct bundle_manifest *man = install_get_manifest(ctx->in);
-	struct install_report rep = {
+	struct install_msg rep = {
 		.phase = p->phase, .percent = p->percent, .done = p->done, .total = p->total,
 		.downloaded = ctx->src ? source_http_received(ctx->src) : 0, .from_url = ctx->src,
 	};
@@ -99,11 +99,11 @@ static bool bundle_error_class(int r)
 }
 
 static void final_report(struct install *in, const struct source *src, int r,
-			 const struct error *err, struct install_report *rep)
+			 const struct error *err, struct install_msg *rep)
 {
 	const struct bundle_manifest *man = install_get_manifest(in);
 
-	*rep = (struct install_report) {
+	*rep = (struct install_msg) {
 		.final = true,
 		.downloaded = src ? source_http_received(src) : 0,
 		.from_url = src,
@@ -150,7 +150,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	_cleanup_install_ struct install *in = NULL;
 	_cleanup_keyring_ struct keyring *keys = NULL;
 	struct error err = {};
-	struct install_report fin;
+	struct install_msg fin;
 	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
 	_cleanup_source_ struct source *src = NULL;
 	struct source_http_conf net;
@@ -183,7 +183,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		r = keyring_new(&keys);
 	}
 	if (r < 0) {
-		fin = (struct install_report){ .final = true, .phase = INSTALL_PHASE_FAILED, .error = r };
+		fin = (struct install_msg){ .final = true, .phase = INSTALL_PHASE_FAILED, .error = r };
 		error_prefix(&err, r, "keyring");
 		COPY(fin.message, error_message(&err));
 		worker_report(report_fd, &fin, sizeof(fin));
@@ -220,7 +220,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 {
 	struct manager *m = userdata;
-	struct install_report rep;
+	struct install_msg rep;
 	_cleanup_json_ struct json_object *o = NULL;
 
 	memcpy(&rep, msg, sizeof(rep));
@@ -243,7 +243,7 @@ static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 
 /* The io.flashd error an install ended with (NULL: it succeeded), for its
  * client and its record alike. */
-static const char *install_error_name(const struct install_report *f)
+static const char *install_error_name(const struct install_msg *f)
 {
 	if (!f->final)
 		return PROTO_ERROR_INSTALL_FAILED; /* the worker died */
@@ -256,7 +256,7 @@ static const char *install_error_name(const struct install_report *f)
 	return f->invalid_bundle ? PROTO_ERROR_INVALID_BUNDLE : PROTO_ERROR_INSTALL_FAILED;
 }
 
-static const char *downgrade_or_null(const struct install_report *f)
+static const char *downgrade_or_null(const struct install_msg *f)
 {
 	return f->stats.downgrade == INSTALL_DOWNGRADE_NONE ? NULL :
 	       install_downgrade_to_string(f->stats.downgrade);
@@ -267,8 +267,8 @@ static const char *downgrade_or_null(const struct install_report *f)
  * manifest was read; the requested slot before). */
 static void install_record(struct manager *m, const char *result, const char *error)
 {
-	const struct install_report *f = &m->op.final;
-	const struct install_report *known = f->final ? f : &m->op.last;
+	const struct install_msg *f = &m->op.final;
+	const struct install_msg *known = f->final ? f : &m->op.last;
 	struct record r = {
 		.started = m->op.started,
 		.finished = time(NULL),
@@ -323,7 +323,7 @@ static void install_record_died(struct manager *m)
 /* The client's final answer: the last Progress (step "done") or the error. */
 static void install_reply(struct manager *m, struct proto_call *call, const char *error)
 {
-	struct install_report *f = &m->op.final;
+	struct install_msg *f = &m->op.final;
 	_cleanup_json_ struct json_object *o = NULL;
 	const char *name = install_error_name(f);
 
@@ -342,7 +342,7 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 		return;
 	}
 	if (f->final && f->error == 0) {
-		struct install_report done = { .phase = INSTALL_PHASE_DONE, .percent = 100,
+		struct install_msg done = { .phase = INSTALL_PHASE_DONE, .percent = 100,
 					       .done = m->op.last.total, .total = m->op.last.total };
 
 		COPY(done.slot, f->slot);
@@ -360,7 +360,7 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 
 static void install_event_finished(struct manager *m)
 {
-	const struct install_report *f = &m->op.final;
+	const struct install_msg *f = &m->op.final;
 	char bytes[24], erases[24], skipped[24], down[24], dl[48] = "";
 
 	if (f->from_url)
@@ -380,8 +380,8 @@ static void install_event_finished(struct manager *m)
 /* result: "failed" or "cancelled" */
 static void install_event_failed(struct manager *m, const char *result, const char *error)
 {
-	const struct install_report *f = &m->op.final;
-	const struct install_report *known = f->final ? f : &m->op.last;
+	const struct install_msg *f = &m->op.final;
+	const struct install_msg *known = f->final ? f : &m->op.last;
 
 	log_event(LOG_EVENT_INSTALL_FAILED, (const struct log_field[]){
 			{ "SLOT", str_or_null(known->slot) ? known->slot : m->op.slot },
@@ -394,7 +394,7 @@ static void install_event_failed(struct manager *m, const char *result, const ch
 static void install_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
-	const struct install_report *f = &m->op.final;
+	const struct install_msg *f = &m->op.final;
 	const char *result, *error = f->message;
 	char why[160];
 	struct proto_call *call = m->op.call;
@@ -673,7 +673,7 @@ int manager_install_start(struct manager *m, struct oplock **lock,
 		m->op.call = proto_call_ref(call);
 		proto_call_set_disconnect_handler(call, install_on_disconnect, m);
 	}
-	r = worker_start(m->event, sizeof(struct install_report), install_job, install_on_msg,
+	r = worker_start(m->event, sizeof(struct install_msg), install_job, install_on_msg,
 			 install_on_done, m, &m->op.worker);
 	if (r < 0) {
 		manager_op_clear(m);

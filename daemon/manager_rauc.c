@@ -361,7 +361,7 @@ void manager_rauc_install_started(struct manager_rauc *r)
 	set_progress(r, 0, "Installing", 1);
 }
 
-void manager_rauc_install_progress(struct manager_rauc *r, const struct install_report *rep)
+void manager_rauc_install_progress(struct manager_rauc *r, const struct install_msg *rep)
 {
 	char msg[sizeof(r->message)];
 
