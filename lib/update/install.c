@@ -92,11 +92,10 @@ const char *install_slot_name(const struct install *in)
 	return in->slot >= 0 ? in->group->slots[in->slot].name : NULL;
 }
 
-void install_progress(struct install *in, const char *image)
+void install_progress_at(struct install *in, const char *image, uint64_t done)
 {
 	struct install_progress pr = {
 		.phase = in->phase,
-		.done = in->stats.bytes_written + in->stats.bytes_verified,
 		.total = in->total,
 		.image = image,
 		.slot = install_slot_name(in),
@@ -105,10 +104,15 @@ void install_progress(struct install *in, const char *image)
 	if (!in->p.progress)
 		return;
 	/* an adaptive install's ticks count blocks skipped as done too */
-	pr.done = in->done_shown = MAX(pr.done, in->done_shown);
+	pr.done = in->done_shown = MAX(done, in->done_shown);
 	pr.percent = in->phase == INSTALL_PHASE_DONE ? 100 :
 		     pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
 	in->p.progress(in->p.userdata, &pr);
+}
+
+void install_progress(struct install *in, const char *image)
+{
+	install_progress_at(in, image, in->stats.bytes_written + in->stats.bytes_verified);
 }
 
 /* ---- env transactions: exactly one store each ---- */
@@ -524,6 +528,21 @@ int install_finish_input(struct install *in, struct error *err)
 						       "its manifest"), err);
 	in->phase = INSTALL_PHASE_VERIFY;
 	install_progress(in, NULL);
+	return 0;
+}
+
+int install_finish_adaptive(struct install *in)
+{
+	if (in->error)
+		return in->error;
+	if (in->phase != INSTALL_PHASE_WRITE)
+		return install_fail(in, -EINVAL, "adaptive write ended in phase %s",
+				    install_phase_to_string(in->phase));
+	/* every block was read back after its write, or read and hashed
+	 * against the signed index before it was kept: nothing is left to
+	 * read back */
+	in->verify_idx = in->n_targets;
+	in->phase = INSTALL_PHASE_VERIFY;
 	return 0;
 }
 

@@ -275,17 +275,8 @@ static int adaptive_tick(void *userdata, uint64_t done, const struct install_ind
 	(void)st;
 	if (util_cancelled(a->cancel))
 		return -ECANCELED;
-	if (in->p.progress) {
-		struct install_progress pr = {
-			.phase = in->phase, .total = in->total,
-			.image = a->t->img->slot, .slot = install_slot_name(in),
-		};
-		/* written + read back, as a stream counts them */
-		pr.done = in->done_shown = MAX(2 * a->before + MIN(twice, 2 * a->t->img->size),
-					       in->done_shown);
-		pr.percent = pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
-		in->p.progress(in->p.userdata, &pr);
-	}
+	/* written + read back, as a stream counts them */
+	install_progress_at(in, a->t->img->slot, 2 * a->before + MIN(twice, 2 * a->t->img->size));
 	return 0;
 }
 
@@ -327,14 +318,7 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 							       install_slot_name(in)));
 		install_progress(in, t->img->slot);
 	}
-	if (r < 0)
-		return r;
-	/* every block was read back after its write, or read and hashed
-	 * against the signed index before it was kept: nothing is left to
-	 * read back */
-	in->verify_idx = in->n_targets;
-	in->phase = INSTALL_PHASE_VERIFY;
-	return 0;
+	return r < 0 ? r : install_finish_adaptive(in);
 }
 
 int install_run_source(struct install *in, struct source *src, volatile int *cancel,
