@@ -23,6 +23,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "flash.h"
+#include "flashio.h"
 #include "hash.h"
 #include "install.h"
 #include "layout.h"
@@ -54,6 +55,14 @@ struct target_ops {
 	/* true when the storage itself read every written byte back and
 	 * checked it at the end of the write: no second read */
 	bool (*read_back_done)(const struct install_target *t);
+	/* The adaptive path's write (install_index.c, through install_run.c):
+	 * erase, program and read back the one erase block at byte at of
+	 * the target (a block failing any of them, the read-back twice, is
+	 * marked bad); *ret: what it did to the flash. 0 or -errno, no
+	 * message (the caller names block and place). NULL: the storage is
+	 * not written block by block (UBI: one volume update). */
+	int (*program_block)(struct install_target *t, uint64_t at, const void *buf, size_t len,
+			     struct flashio_stats *ret);
 	void (*close)(struct install_target *t);
 };
 

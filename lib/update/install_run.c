@@ -142,7 +142,8 @@ static bool adaptive_fits(const struct install *in)
 		return false;
 	for (size_t i = 0; i < in->n_targets; i++) {
 		const struct install_target *t = &in->targets[i];
-		if (!t->flash || t->img->compression != BUNDLE_COMPRESSION_NONE ||
+		if (!t->flash || !t->ops->program_block ||
+		    t->img->compression != BUNDLE_COMPRESSION_NONE ||
 		    t->flash->info.erasesize != m->block_size)
 			return false;
 	}
@@ -257,7 +258,7 @@ static int check_size(struct install *in, const struct source *src)
 
 struct adaptive_tick {
 	struct install *in;
-	const struct install_target *t;
+	struct install_target *t;
 	uint64_t before;          /* bytes of the images written before this one */
 	volatile int *cancel;
 };
@@ -280,6 +281,17 @@ static int adaptive_tick(void *userdata, uint64_t done, const struct install_ind
 	return 0;
 }
 
+/* Every block the adaptive path writes goes through the target's storage
+ * handler (install_target.c), as the stream path's bytes do. */
+static int adaptive_program(void *userdata, uint64_t at, const void *buf, size_t len,
+			    struct flashio_stats *ret)
+{
+	struct adaptive_tick *a = userdata;
+	struct install_target *t = a->t;
+
+	return t->ops->program_block(t, at, buf, len, ret);
+}
+
 static int write_adaptive(struct install *in, struct source *src, volatile int *cancel)
 {
 	struct adaptive_tick at = { .in = in, .cancel = cancel };
@@ -293,7 +305,8 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 			.flash = t->flash, .img = t->img, .block_size = m->block_size,
 			.index = bundle_reader_index(in->reader), .rec = in->recs[i],
 			.verify = in->verify_flash[i], .other = in->other_flash[i],
-			.other_rec = in->other_recs[i], .tick = adaptive_tick, .userdata = &at,
+			.other_rec = in->other_recs[i], .tick = adaptive_tick,
+			.program = adaptive_program, .userdata = &at,
 			.m = m->format_major >= 3 ? m : NULL,
 		};
 
