@@ -33,6 +33,7 @@
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
+#include "source_http.h"
 #include "worker.h"
 #include "manager_rauc.h"
 
@@ -79,11 +80,13 @@ struct operation {
 	struct worker *worker;
 	struct proto_call *call;
 	int bundle_fd;
-	char *url;                     /* the bundle's http(s) URL, instead of bundle_fd */
+	struct source_http_url url;    /* the bundle's http(s) URL (checked), instead of
+					* bundle_fd; url.url NULL: none */
 	char **headers;                /* the URL's headers: flashd.conf's and the caller's
 					* (RAUC's http-headers), NULL-terminated; NULL: the
 					* configured ones */
 	char *slot;                    /* requested target */
+	struct install_slot decided;   /* the target, decided once before the worker */
 	char *source;                  /* where the bundle comes from, for its record */
 	bool allow_downgrade;          /* the caller overrides downgrade=refuse */
 	struct oplock *lock;           /* the board's lock, until the worker has it */
@@ -211,8 +214,9 @@ int manager_install_history(struct proto_call *call, struct json_object *params,
 /* What an install is started with, from either front end. */
 struct manager_install_req {
 	int fd;                        /* the bundle (taken), or -1 with url */
-	const char *url;
+	struct source_http_url *url;   /* taken: the URL checked where it came in, or NULL */
 	const char *slot;              /* NULL: the slot the A/B policy picks */
+	const struct install_slot *decided; /* manager_install_precheck()'s decision */
 	char *source;                  /* taken: where it comes from, for its record
 					* (NULL with url: the URL without its secrets) */
 	bool activate, allow_downgrade;
@@ -224,9 +228,10 @@ struct manager_install_req {
  * Returns what the call was answered, or -errno without a call. */
 int manager_install_start(struct manager *m, struct oplock **lock,
 			  const struct manager_install_req *req, struct proto_call *call);
-/* The A/B policy's refusal of an install into slot (NULL: the other one)
- * before a worker starts: -EBUSY and err, *ret_target the slot or -1. */
-int manager_install_precheck(struct manager *m, const char *slot, int *ret_target,
+/* The target of an install into slot (NULL: the other one), decided once
+ * (*ret, for manager_install_req.decided), and the A/B policy's refusal
+ * before a worker starts: -EBUSY and err, ret->target the slot or -1. */
+int manager_install_precheck(struct manager *m, const char *slot, struct install_slot *ret,
 			     struct error *err);
 /* A bundle a caller names by its absolute path: a regular file, opened
  * without blocking (fd or -errno). */
