@@ -640,6 +640,7 @@ int run_install(struct rig *r, const char *bundle, const struct ropts *o, struct
 		.state_dir = o->state_dir,
 		.downgrade = o->downgrade,
 		.allow_downgrade = o->allow_downgrade,
+		.decided = o->decided,
 	};
 	assert_int_equal(install_new(&p, &in), 0);
 	fd = open(bundle, O_RDONLY | O_CLOEXEC);

@@ -69,6 +69,7 @@ struct ropts {
 	bool source;               /* install_run_source (adaptive when it can) */
 	enum install_downgrade_policy downgrade;
 	bool allow_downgrade;
+	const struct install_slot *decided; /* the target decided before, or NULL */
 };
 
 struct rres {

@@ -118,6 +118,49 @@ TEST(test_nor_install)
 	rig_free(&r);
 }
 
+/* The target is decided once (install_slot_decide) and a decision handed
+ * down is used as it is: the engine does not look for the booted slot
+ * again. A refusal carried down is the install's error before anything is
+ * written; a target carried down is written even where the engine, left
+ * to itself, could not tell it (the root on no slot). */
+TEST(test_decided_slot)
+{
+	struct rig r;
+	struct rres res;
+	struct install_slot d;
+	struct image rootfs = make_sqfs("decided-rootfs.sqfs", 200 * 1024, 31);
+	char *bundle;
+
+	rig_new(&r, "nor-router-16m", "decided.sim");
+	bundle = trusted_bundle(&r, "decided.fbd", "2.0", &rootfs, NULL, false);
+	assert_int_equal(install_slot_decide(r.l, r.g, cmdline_a, r.target, NULL, &d), 0);
+	assert_int_equal(d.booted, 0);
+	assert_int_equal(d.target, 1);
+	assert_int_equal(install_slot_decide(r.l, r.g, cmdline_a, r.target, "A", &d), -EBUSY);
+	assert_int_equal(d.target, 0);
+	assert_non_null(strstr(d.err.msg, "it is the booted slot"));
+	assert_int_equal(install_slot_decide(r.l, r.g, cmdline_factory, r.target, NULL, &d),
+			 -ENOENT);
+
+	/* a refusal handed down: the install's error, the env unchanged */
+	d = (struct install_slot){ .target = -1, .booted = 0, .error = -EBUSY };
+	error_set(&d.err, -EBUSY, "refused by the daemon's decision");
+	assert_int_equal(run_install(&r, bundle, &(struct ropts){ .decided = &d }, &res), -EBUSY);
+	assert_string_equal(res.err.msg, "refused by the daemon's decision");
+	assert_string_equal(res.slot, "");
+	expect_env(&r, r.base_env, "after a refusal handed down");
+
+	/* a target handed down: used, not decided again from the cmdline */
+	d = (struct install_slot){ .target = 1, .booted = -1 };
+	install_ok(&r, bundle, &(struct ropts){ .cmdline = cmdline_factory, .decided = &d }, &res);
+	assert_string_equal(res.slot, "B");
+	expect_installed_b(&r, "2.0", &rootfs, NULL);
+
+	free(bundle);
+	image_free(&rootfs);
+	rig_free(&r);
+}
+
 /* ---- refusals ---- */
 
 struct refusal {
