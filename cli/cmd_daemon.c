@@ -508,7 +508,9 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_free_ char *url = NULL;
+	_cleanup_(source_http_url_done) struct source_http_url parsed = {};
 	const char *url_file = NULL;
+	bool is_url;
 	_cleanup_(client_freep) struct client *c = NULL;
 	_cleanup_json_ struct json_object *params = json_object_new_object();
 	_cleanup_close_ int fd = -1;
@@ -541,21 +543,22 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (url_file && read_url_file(ctx, url_file, &url) < 0)
 		return CLI_EXIT_USAGE;
-	if (url_file && !source_http_is_url(url)) {
+	file = url ? url : argv[optind];
+	is_url = source_http_is_url(file);
+	if (url_file && !is_url) {
 		cli_error(ctx, "%s does not hold a URL", url_file);
 		return CLI_EXIT_USAGE;
 	}
-	file = url ? url : argv[optind];
-	if (!url && source_http_is_url(file))
+	if (!url && is_url)
 		warn_url_secrets(ctx, file);
-	if (source_http_is_url(file)) {
+	if (is_url) {
 		/* the daemon's worker downloads it, with the daemon's TLS settings */
-		if (source_http_check_url(file, &err) < 0) {
+		if (source_http_url_parse(file, &parsed, &err) < 0) {
 			cli_error(ctx, "%s; nothing was installed, the env is unchanged",
 				  error_message(&err));
 			return CLI_EXIT_USAGE;
 		}
-		json_object_object_add(params, "url", json_object_new_string(file));
+		json_object_object_add(params, "url", json_object_new_string(parsed.url));
 	} else {
 		/* the daemon reads the bundle straight from this fd: no copy is made */
 		fd = open_bundle(ctx, file);

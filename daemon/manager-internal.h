@@ -33,6 +33,7 @@
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
+#include "source_http.h"
 #include "worker.h"
 #include "manager_rauc.h"
 
@@ -48,7 +49,7 @@
 /* What the install worker tells the daemon: a record of fixed size on the
  * report pipe (worker.h), progress or, once, the end. Strings are
  * NUL-terminated ("" = none). */
-struct install_report {
+struct install_msg {
 	bool final;
 	enum install_phase phase;
 	unsigned percent;
@@ -66,7 +67,7 @@ struct install_report {
 	char signer[256];
 	struct install_stats stats;
 };
-_Static_assert(sizeof(struct install_report) <= WORKER_MSG_MAX, "one atomic pipe write");
+_Static_assert(sizeof(struct install_msg) <= WORKER_MSG_MAX, "one atomic pipe write");
 
 /* Activate's worker: its read of the slot (slot_verify_read). */
 struct slot_read_report {
@@ -79,11 +80,13 @@ struct operation {
 	struct worker *worker;
 	struct proto_call *call;
 	int bundle_fd;
-	char *url;                     /* the bundle's http(s) URL, instead of bundle_fd */
+	struct source_http_url url;    /* the bundle's http(s) URL (checked), instead of
+					* bundle_fd; url.url NULL: none */
 	char **headers;                /* the URL's headers: flashd.conf's and the caller's
 					* (RAUC's http-headers), NULL-terminated; NULL: the
 					* configured ones */
 	char *slot;                    /* requested target */
+	struct install_slot decided;   /* the target, decided once before the worker */
 	char *source;                  /* where the bundle comes from, for its record */
 	bool allow_downgrade;          /* the caller overrides downgrade=refuse */
 	struct oplock *lock;           /* the board's lock, until the worker has it */
@@ -94,8 +97,8 @@ struct operation {
 	enum slot_op slot_op;          /* ... the change waiting for that read */
 	enum log_event slot_event;     /* ... and its journal event */
 	pid_t health_pgid;             /* the health check's process group, 0 = none */
-	struct install_report final;   /* the worker's end report (final: true once it came) */
-	struct install_report last;    /* the last progress report */
+	struct install_msg final;   /* the worker's end report (final: true once it came) */
+	struct install_msg last;    /* the last progress report */
 	bool has_progress;             /* last is set */
 	sd_event_source *timeout;
 	time_t started;
@@ -203,7 +206,7 @@ int manager_status_flash_info(struct proto_call *call, struct json_object *param
 /* ---- manager_install.c ---- */
 bool manager_install_running(const struct manager *m);
 /* The io.flashd Progress object of a report (GetStatus, Install's replies). */
-struct json_object *manager_install_progress_json(const struct install_report *p);
+struct json_object *manager_install_progress_json(const struct install_msg *p);
 int manager_install_method(struct proto_call *call, struct json_object *params, void *userdata);
 int manager_install_cancel(struct proto_call *call, struct json_object *params, void *userdata);
 /* GetHistory: the install records, and the one the state dir could not keep. */
@@ -211,8 +214,9 @@ int manager_install_history(struct proto_call *call, struct json_object *params,
 /* What an install is started with, from either front end. */
 struct manager_install_req {
 	int fd;                        /* the bundle (taken), or -1 with url */
-	const char *url;
+	struct source_http_url *url;   /* taken: the URL checked where it came in, or NULL */
 	const char *slot;              /* NULL: the slot the A/B policy picks */
+	const struct install_slot *decided; /* manager_install_precheck()'s decision */
 	char *source;                  /* taken: where it comes from, for its record
 					* (NULL with url: the URL without its secrets) */
 	bool activate, allow_downgrade;
@@ -224,9 +228,10 @@ struct manager_install_req {
  * Returns what the call was answered, or -errno without a call. */
 int manager_install_start(struct manager *m, struct oplock **lock,
 			  const struct manager_install_req *req, struct proto_call *call);
-/* The A/B policy's refusal of an install into slot (NULL: the other one)
- * before a worker starts: -EBUSY and err, *ret_target the slot or -1. */
-int manager_install_precheck(struct manager *m, const char *slot, int *ret_target,
+/* The target of an install into slot (NULL: the other one), decided once
+ * (*ret, for manager_install_req.decided), and the A/B policy's refusal
+ * before a worker starts: -EBUSY and err, ret->target the slot or -1. */
+int manager_install_precheck(struct manager *m, const char *slot, struct install_slot *ret,
 			     struct error *err);
 /* A bundle a caller names by its absolute path: a regular file, opened
  * without blocking (fd or -errno). */

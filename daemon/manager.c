@@ -83,7 +83,7 @@ void manager_op_clear(struct manager *m)
 	if (op->bundle_fd >= 0)
 		close(op->bundle_fd);
 	free(op->slot);
-	free(op->url);
+	source_http_url_done(&op->url);
 	for (char **h = op->headers; h && *h; h++)
 		free(*h);
 	free(op->headers);

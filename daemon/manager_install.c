@@ -40,7 +40,7 @@ static void copy_str(char *dst, size_t len, const char *src)
 }
 #define COPY(field, src) copy_str(field, sizeof(field), src)
 
-struct json_object *manager_install_progress_json(const struct install_report *p)
+struct json_object *manager_install_progress_json(const struct install_msg *p)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -68,7 +68,7 @@ static void job_progress(void *userdata, const struct install_progress *p)
 {
 	struct job_ctx *ctx = userdata;
 	const struct bundle_manifest *man = install_get_manifest(ctx->in);
-	struct install_report rep = {
+	struct install_msg rep = {
 		.phase = p->phase, .percent = p->percent, .done = p->done, .total = p->total,
 		.downloaded = ctx->src ? source_http_received(ctx->src) : 0, .from_url = ctx->src,
 	};
@@ -99,11 +99,11 @@ static bool bundle_error_class(int r)
 }
 
 static void final_report(struct install *in, const struct source *src, int r,
-			 const struct error *err, struct install_report *rep)
+			 const struct error *err, struct install_msg *rep)
 {
 	const struct bundle_manifest *man = install_get_manifest(in);
 
-	*rep = (struct install_report) {
+	*rep = (struct install_msg) {
 		.final = true,
 		.downloaded = src ? source_http_received(src) : 0,
 		.from_url = src,
@@ -150,7 +150,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	_cleanup_install_ struct install *in = NULL;
 	_cleanup_keyring_ struct keyring *keys = NULL;
 	struct error err = {};
-	struct install_report fin;
+	struct install_msg fin;
 	struct job_ctx ctx = { .fd = report_fd, .last_percent = 101 };
 	_cleanup_source_ struct source *src = NULL;
 	struct source_http_conf net;
@@ -159,6 +159,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		.group = m->group,
 		.cmdline = m->conf->cmdline,
 		.slot = m->op.slot,
+		.decided = &m->op.decided,     /* the daemon's, before the worker started */
 		.allow_unsigned = m->conf->allow_unsigned,
 		.activate = m->op.activate,
 		.state_dir = m->conf->state_dir,
@@ -183,7 +184,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 		r = keyring_new(&keys);
 	}
 	if (r < 0) {
-		fin = (struct install_report){ .final = true, .phase = INSTALL_PHASE_FAILED, .error = r };
+		fin = (struct install_msg){ .final = true, .phase = INSTALL_PHASE_FAILED, .error = r };
 		error_prefix(&err, r, "keyring");
 		COPY(fin.message, error_message(&err));
 		worker_report(report_fd, &fin, sizeof(fin));
@@ -198,12 +199,13 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 	if (r < 0)
 		return r;
 	ctx.in = in;
-	if (m->op.url) {
-		/* fetched here, by root's worker, never by the client */
+	if (m->op.url.url) {
+		/* fetched here, by root's worker, never by the client; the URL
+		 * was checked when the call came in */
 		network_conf(m->conf, cancel, &net);
 		if (m->op.headers)
 			net.headers = m->op.headers;
-		r = source_http_new(m->op.url, &net, &src, &err);
+		r = source_http_new(&m->op.url, &net, &src, &err);
 		ctx.src = src;
 	} else {
 		r = source_new_fd(m->op.bundle_fd, &src, &err);
@@ -220,7 +222,7 @@ static int install_job(int report_fd, volatile int *cancel, void *userdata)
 static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 {
 	struct manager *m = userdata;
-	struct install_report rep;
+	struct install_msg rep;
 	_cleanup_json_ struct json_object *o = NULL;
 
 	memcpy(&rep, msg, sizeof(rep));
@@ -243,7 +245,7 @@ static void install_on_msg(struct worker *w, const void *msg, void *userdata)
 
 /* The io.flashd error an install ended with (NULL: it succeeded), for its
  * client and its record alike. */
-static const char *install_error_name(const struct install_report *f)
+static const char *install_error_name(const struct install_msg *f)
 {
 	if (!f->final)
 		return PROTO_ERROR_INSTALL_FAILED; /* the worker died */
@@ -256,7 +258,7 @@ static const char *install_error_name(const struct install_report *f)
 	return f->invalid_bundle ? PROTO_ERROR_INVALID_BUNDLE : PROTO_ERROR_INSTALL_FAILED;
 }
 
-static const char *downgrade_or_null(const struct install_report *f)
+static const char *downgrade_or_null(const struct install_msg *f)
 {
 	return f->stats.downgrade == INSTALL_DOWNGRADE_NONE ? NULL :
 	       install_downgrade_to_string(f->stats.downgrade);
@@ -267,8 +269,8 @@ static const char *downgrade_or_null(const struct install_report *f)
  * manifest was read; the requested slot before). */
 static void install_record(struct manager *m, const char *result, const char *error)
 {
-	const struct install_report *f = &m->op.final;
-	const struct install_report *known = f->final ? f : &m->op.last;
+	const struct install_msg *f = &m->op.final;
+	const struct install_msg *known = f->final ? f : &m->op.last;
 	struct record r = {
 		.started = m->op.started,
 		.finished = time(NULL),
@@ -323,7 +325,7 @@ static void install_record_died(struct manager *m)
 /* The client's final answer: the last Progress (step "done") or the error. */
 static void install_reply(struct manager *m, struct proto_call *call, const char *error)
 {
-	struct install_report *f = &m->op.final;
+	struct install_msg *f = &m->op.final;
 	_cleanup_json_ struct json_object *o = NULL;
 	const char *name = install_error_name(f);
 
@@ -342,7 +344,7 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 		return;
 	}
 	if (f->final && f->error == 0) {
-		struct install_report done = { .phase = INSTALL_PHASE_DONE, .percent = 100,
+		struct install_msg done = { .phase = INSTALL_PHASE_DONE, .percent = 100,
 					       .done = m->op.last.total, .total = m->op.last.total };
 
 		COPY(done.slot, f->slot);
@@ -360,7 +362,7 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 
 static void install_event_finished(struct manager *m)
 {
-	const struct install_report *f = &m->op.final;
+	const struct install_msg *f = &m->op.final;
 	char bytes[24], erases[24], skipped[24], down[24], dl[48] = "";
 
 	if (f->from_url)
@@ -380,8 +382,8 @@ static void install_event_finished(struct manager *m)
 /* result: "failed" or "cancelled" */
 static void install_event_failed(struct manager *m, const char *result, const char *error)
 {
-	const struct install_report *f = &m->op.final;
-	const struct install_report *known = f->final ? f : &m->op.last;
+	const struct install_msg *f = &m->op.final;
+	const struct install_msg *known = f->final ? f : &m->op.last;
 
 	log_event(LOG_EVENT_INSTALL_FAILED, (const struct log_field[]){
 			{ "SLOT", str_or_null(known->slot) ? known->slot : m->op.slot },
@@ -394,7 +396,7 @@ static void install_event_failed(struct manager *m, const char *result, const ch
 static void install_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
-	const struct install_report *f = &m->op.final;
+	const struct install_msg *f = &m->op.final;
 	const char *result, *error = f->message;
 	char why[160];
 	struct proto_call *call = m->op.call;
@@ -493,14 +495,15 @@ int manager_install_open_path(const char *path)
  * secrets, the path the daemon opened, or what the passed descriptor
  * names (a file's path, "pipe:[N]"). A name, not a proof: the bundle's
  * signature says what it is. */
-static char *install_source(const struct proto_flashd_install *in, const char *url, int fd)
+static char *install_source(const struct proto_flashd_install *in,
+			    const struct source_http_url *url, int fd)
 {
 	char buf[PATH_MAX], proc[64];
 	const char *path = in->path;
 	ssize_t n;
 
 	if (url)
-		return strdup(source_http_redact(url, buf, sizeof(buf)));
+		return strdup(url->shown);
 	if (path)
 		return strdup(path);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -519,38 +522,33 @@ static bool group_has_slot(const struct layout_slot_group *g, const char *name)
 	return false;
 }
 
-/* The A/B policy's answer before a worker starts and before the bundle is
- * read, so a refusal is a refusal (SlotRefused, flashctl exit 3) and not a
- * failed install: never the booted slot, never the last slot of BOOT_ORDER
- * while the booted one is out of it. The engine checks the same again
- * under its own env open; env trouble is left to it to report. */
-int manager_install_precheck(struct manager *m, const char *slot, int *ret_target,
+/* The target decided once (install_slot_decide: *ret, handed to the
+ * worker's engine) and the A/B policy's answer before a worker starts and
+ * before the bundle is read, so a refusal is a refusal (SlotRefused,
+ * flashctl exit 3) and not a failed install: never the booted slot (fail
+ * closed when any slot could be the running root), never the last slot of
+ * BOOT_ORDER while the booted one is out of it. The env store of the
+ * engine computes the change again under its own env open; env trouble,
+ * and a target that cannot be told, are left to it to report. */
+int manager_install_precheck(struct manager *m, const char *slot, struct install_slot *ret,
 			     struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct slots_view v;
-	struct slot_state nst;
+	struct slot_state st, nst;
 	struct slot_changes ch;
-	int r, target;
+	int r;
 
-	*ret_target = -1;
-	if (manager_open_env(m, &e, NULL) < 0 || manager_status_load_slots(m, e, &v, NULL) < 0)
+	install_slot_decide(m->layout, m->group, m->conf->cmdline, m->conf->target, slot, ret);
+	if (manager_open_env(m, &e, NULL) < 0 ||
+	    slot_state_load_group(&st, m->group, env_get_dup, e, NULL) < 0)
 		return 0;
-	manager_status_slots_done(&v);
-	if (v.booted_unknown[0])
-		/* fail closed: any slot could be the running root */
-		return error_set(err, -EBUSY, "refusing to write a slot: it could be the running "
-				 "root: %s", v.booted_unknown);
-	target = slot ? slot_find(&v.st, slot) :
-		 v.status.booted >= 0 && v.st.n_slots == 2 ? 1 - v.status.booted : -1;
-	if (target < 0)
+	if (ret->error == -EBUSY) {
+		error_copy(err, &ret->err);
+		return ret->error;
+	}
+	if (ret->error)
 		return 0;
-	*ret_target = target;
-	if (target == v.status.booted)
-		return error_set(err, -EBUSY, "refusing to install into slot %s: it is the booted "
-				 "slot (the running root), never written; the env is unchanged",
-				 v.st.slots[target].name);
-	r = slot_compute_booted(&v.st, v.status.booted, SLOT_OP_INSTALL_BEGIN, target, 0, &nst,
+	r = slot_compute_booted(&st, ret->booted, SLOT_OP_INSTALL_BEGIN, ret->target, 0, &nst,
 				&ch, err);
 	return r < 0 ? r : 0;
 }
@@ -558,7 +556,7 @@ int manager_install_precheck(struct manager *m, const char *slot, int *ret_targe
 /* Where the bundle comes from, for the journal: a URL without its
  * credentials, the path the daemon opened, or the file the client's fd
  * names ("fd" for a pipe): where to look, printable (log.c). */
-static void install_event_started(struct manager *m, uid_t client, const char *url)
+static void install_event_started(struct manager *m, uid_t client, bool url)
 {
 	char uid[16], pid[16];
 
@@ -576,9 +574,11 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	struct manager *m = userdata;
 	const struct proto_flashd_install *in = proto_call_input(call);
 	_cleanup_oplock_ struct oplock *lock = NULL;
+	_cleanup_(source_http_url_done) struct source_http_url parsed = {};
 	const char *slot = in->slot, *url = in->url;
+	struct install_slot decided;
 	struct error err = {};
-	int fd, r, target;
+	int fd, r;
 
 	if (m->op.name)
 		return manager_reply_busy(m, call);
@@ -591,11 +591,12 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	 * before a worker starts (and before the bundle is opened) */
 	if (slot && !group_has_slot(m->group, slot))
 		return proto_error_string(call, PROTO_ERROR_NO_SUCH_SLOT, "slot", slot);
-	r = manager_install_precheck(m, slot, &target, &err);
+	r = manager_install_precheck(m, slot, &decided, &err);
 	if (r < 0) {
 		_cleanup_json_ struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "slot", target >= 0 ?
-				       json_object_new_string(m->group->slots[target].name) : NULL);
+		json_object_object_add(o, "slot", decided.target >= 0 ?
+				       json_object_new_string(m->group->slots[decided.target].name) :
+				       NULL);
 		json_object_object_add(o, "reason", json_object_new_string(error_message(&err)));
 		return proto_error(call, PROTO_ERROR_SLOT_REFUSED, o);
 	}
@@ -609,7 +610,8 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 	/* exactly one source: an fd with a path would leave the path unread */
 	if (in->path && in->fd.given)
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "path");
-	if (url && source_http_check_url(url, &err) < 0) {
+	/* the one check of the URL on this side: carried to the worker */
+	if (url && source_http_url_parse(url, &parsed, &err) < 0) {
 		log_warning("install refused: %s", error_message(&err));
 		return proto_error_string(call, PROTO_ERROR_INVALID_PARAMETER, "parameter", "url");
 	}
@@ -620,7 +622,8 @@ int manager_install_method(struct proto_call *call, struct json_object *params, 
 		return proto_error_errno(call, fd, "cannot open the bundle (pass an fd, an "
 					 "absolute path the daemon can read, or an http(s) URL)");
 	return manager_install_start(m, &lock, &(struct manager_install_req){
-			.fd = fd, .url = url, .slot = slot, .source = install_source(in, url, fd),
+			.fd = fd, .url = url ? &parsed : NULL, .slot = slot, .decided = &decided,
+			.source = install_source(in, url ? &parsed : NULL, fd),
 			.activate = !in->activate.given || in->activate.value,
 			/* root's alone: refused above to anyone else */
 			.allow_downgrade = in->allow_downgrade.value,
@@ -655,25 +658,25 @@ int manager_install_start(struct manager *m, struct oplock **lock,
 
 	m->op = (struct operation){ .name = "install", .bundle_fd = req->fd, .activate = req->activate,
 				    .allow_downgrade = req->allow_downgrade, .started = time(NULL),
-				    .lock = TAKE_PTR(*lock), .source = req->source };
+				    .lock = TAKE_PTR(*lock), .source = req->source,
+				    .decided = *req->decided };
 	if (req->slot)
 		m->op.slot = strdup(req->slot);
-	if (req->url)
-		m->op.url = strdup(req->url);
+	if (req->url) {
+		m->op.url = *req->url;
+		*req->url = (struct source_http_url){ 0 };
+	}
 	if (req->headers && install_headers(m, req->headers) < 0) {
 		manager_op_clear(m);
 		return call ? proto_error_errno(call, -ENOMEM, "out of memory") : -ENOMEM;
 	}
-	if (req->url && !m->op.source) {
-		char buf[PATH_MAX];
-
-		m->op.source = strdup(source_http_redact(req->url, buf, sizeof(buf)));
-	}
+	if (m->op.url.url && !m->op.source)
+		m->op.source = strdup(m->op.url.shown);
 	if (call) {
 		m->op.call = proto_call_ref(call);
 		proto_call_set_disconnect_handler(call, install_on_disconnect, m);
 	}
-	r = worker_start(m->event, sizeof(struct install_report), install_job, install_on_msg,
+	r = worker_start(m->event, sizeof(struct install_msg), install_job, install_on_msg,
 			 install_on_done, m, &m->op.worker);
 	if (r < 0) {
 		manager_op_clear(m);
@@ -682,7 +685,7 @@ int manager_install_start(struct manager *m, struct oplock **lock,
 	/* the worker holds the lock now, until it exits however it exits */
 	oplock_release(m->op.lock);
 	m->op.lock = NULL;
-	install_event_started(m, req->uid, req->url);
+	install_event_started(m, req->uid, m->op.url.url != NULL);
 	sd_notify(0, "STATUS=installing");
 	manager_rauc_install_started(m->rauc);
 	return 0;

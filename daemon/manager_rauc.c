@@ -306,25 +306,27 @@ static int install(struct manager_rauc *r, sd_bus_message *msg, const char *sour
 {
 	struct manager *m = r->m;
 	_cleanup_oplock_ struct oplock *lock = NULL;
+	_cleanup_(source_http_url_done) struct source_http_url parsed = {};
 	struct error err = {};
 	bool url = !strncmp(source, "http://", 7) || !strncmp(source, "https://", 8);
-	int fd = -1, target, e;
+	struct install_slot decided;
+	int fd = -1, e;
 	uid_t uid;
 
 	if ((e = caller_check(r, msg, &uid, error)) < 0)
 		return e;
 	if (m->op.name)
 		return sd_bus_error_set(error, RAUC_ERROR_FAILED, RAUC_BUSY);
-	if (manager_install_precheck(m, NULL, &target, &err) < 0 ||
+	if (manager_install_precheck(m, NULL, &decided, &err) < 0 ||
 	    manager_lock_board(m, "flashd install (D-Bus)", &lock, &err) < 0)
 		return sd_bus_error_set(error, RAUC_ERROR_FAILED, err.msg);
-	if (url && source_http_check_url(source, &err) < 0)
+	if (url && source_http_url_parse(source, &parsed, &err) < 0)
 		return sd_bus_error_set(error, RAUC_ERROR_FAILED, err.msg);
 	if (!url && (fd = open_local_bundle(source, error)) < 0)
 		return fd;
 	snprintf(r->last_error, sizeof(r->last_error), "%s", "");
 	e = manager_install_start(m, &lock, &(struct manager_install_req){
-			.fd = fd, .url = url ? source : NULL, .activate = true,
+			.fd = fd, .url = url ? &parsed : NULL, .decided = &decided, .activate = true,
 			.source = url ? NULL : strdup(source), .uid = uid,
 			.headers = url && a->n_headers ? a->headers : NULL }, NULL);
 	if (e < 0)
@@ -361,7 +363,7 @@ void manager_rauc_install_started(struct manager_rauc *r)
 	set_progress(r, 0, "Installing", 1);
 }
 
-void manager_rauc_install_progress(struct manager_rauc *r, const struct install_report *rep)
+void manager_rauc_install_progress(struct manager_rauc *r, const struct install_msg *rep)
 {
 	char msg[sizeof(r->message)];
 

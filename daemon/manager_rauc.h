@@ -13,7 +13,7 @@
 
 struct manager;
 struct manager_rauc;
-struct install_report;
+struct install_msg;
 
 /* Attaches to the manager's event loop. No system bus is no error: logged
  * once, *ret NULL. */
@@ -22,7 +22,7 @@ void manager_rauc_free(struct manager_rauc *r);
 static inline void manager_rauc_freep(struct manager_rauc **r) { manager_rauc_free(*r); }
 
 void manager_rauc_install_started(struct manager_rauc *r);
-void manager_rauc_install_progress(struct manager_rauc *r, const struct install_report *rep);
+void manager_rauc_install_progress(struct manager_rauc *r, const struct install_msg *rep);
 /* error: what failed (ok false) */
 void manager_rauc_install_done(struct manager_rauc *r, bool ok, const char *error);
 /* A Mark that promotes a slot that is not running (active, good): the read

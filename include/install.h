@@ -123,12 +123,29 @@ struct install_stats {
 	char running_version[BUNDLE_VERSION_MAX + 1];
 };
 
+/* Which slot of the group an install writes, decided once, before the
+ * bundle is read (the daemon, before its worker starts) and handed down
+ * (install_params.decided): the named slot, or in A/B the one that is not
+ * booted; never the running root. */
+struct install_slot {
+	int target;      /* index in the group; -1: none (error says why) */
+	int booted;      /* the running slot; -1: the root is on no slot */
+	int error;       /* 0, or -errno: no target. -EBUSY: it could be or is
+			  * the running root (a refusal before anything starts);
+			  * -ENOENT, -EINVAL: no slot named where none can be told */
+	struct error err;
+};
+
 struct install_params {
 	struct board *board;              /* where the slots are */
 	const char *target;               /* board target for the env: "system" / "sim:PATH" */
 	const struct layout_slot_group *group; /* NULL = the layout's first */
 	const char *cmdline;              /* to find the booted slot; NULL = /proc/cmdline */
 	const char *slot;                 /* force the target slot (provisioning); NULL = inactive */
+	/* The decision install_slot_decide() made for this install (the
+	 * daemon's, before its worker started), used as it is; NULL: the
+	 * engine makes it when the manifest is read (slot above). */
+	const struct install_slot *decided;
 	const struct keyring *keyring;
 	bool allow_unsigned;
 	bool activate;                    /* step 5 (false: leave the slot written, marked bad) */
@@ -149,6 +166,13 @@ struct install_params {
 };
 
 struct install;
+
+/* The one decision of the target slot: slot named (NULL: the slot of an
+ * A/B group that is not booted), the booted one found where w says.
+ * Always fills *ret; returns ret->error. */
+int install_slot_decide(const struct layout *l, const struct layout_slot_group *g,
+			const char *cmdline, const char *target, const char *slot,
+			struct install_slot *ret);
 
 int install_new(const struct install_params *p, struct install **ret);
 void install_free(struct install *in);

@@ -43,6 +43,7 @@
 #include "bundle.h"
 #include "error.h"
 #include "flash.h"
+#include "flashio.h"
 #include "source.h"
 
 struct install_index_stats {
@@ -92,6 +93,12 @@ struct install_index_image {
 	 * bad and the rest is placed again). Progress, and a negative return
 	 * (a cancel) stops the write with it. */
 	int (*tick)(void *userdata, uint64_t done, const struct install_index_stats *st);
+	/* Erase, program and read back the erase block at byte at of flash:
+	 * the install's storage handler (install_target.c), the one way its
+	 * writes reach the flash. 0 or -errno; *ret: its flashio counters
+	 * (a block that failed is marked bad: blocks_marked_bad). */
+	int (*program)(void *userdata, uint64_t at, const void *buf, size_t len,
+		       struct flashio_stats *ret);
 	void *userdata;
 };
 

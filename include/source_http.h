@@ -41,14 +41,24 @@ struct source_http_conf {
 const char *source_http_redact(const char *url, char *buf, size_t len);
 /* Whether s names a URL at all ("scheme://"), to tell a URL from a path. */
 bool source_http_is_url(const char *s);
-/* -EPROTONOSUPPORT unless url is an http:// or https:// URL with a host. */
-int source_http_check_url(const char *url, struct error *err);
+/* A bundle's URL, checked once where it comes in (flashctl, the daemon's
+ * front ends) and carried as this to the source that fetches it: only
+ * source_http_url_parse() makes one. */
+struct source_http_url {
+	char *url;   /* as given, credentials and query included */
+	char *shown; /* for logs, replies and the history: source_http_redact()ed */
+};
+/* -EPROTONOSUPPORT unless s is an http:// or https:// URL, -EINVAL
+ * without a host (err names it, redacted); else *ret holds it. */
+int source_http_url_parse(const char *s, struct source_http_url *ret, struct error *err);
+/* Frees what parse made; accepts a zeroed one. */
+void source_http_url_done(struct source_http_url *u);
 /* Opens url: the first GET's headers have arrived when this returns (so
  * a 404, a refused certificate or a dead host fail here) and size is
  * known when the server sent it. conf (and its strings) must outlive the
- * source. */
-int source_http_new(const char *url, const struct source_http_conf *conf, struct source **ret,
-		    struct error *err);
+ * source; url need not. */
+int source_http_new(const struct source_http_url *url, const struct source_http_conf *conf,
+		    struct source **ret, struct error *err);
 /* fetched (source.h) counts every body byte received, also those of
  * dropped gaps and retries; like every backend, the bytes read() and
  * pread() return are added by source_read()/source_pread().

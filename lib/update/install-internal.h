@@ -23,6 +23,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "flash.h"
+#include "flashio.h"
 #include "hash.h"
 #include "install.h"
 #include "layout.h"
@@ -54,6 +55,14 @@ struct target_ops {
 	/* true when the storage itself read every written byte back and
 	 * checked it at the end of the write: no second read */
 	bool (*read_back_done)(const struct install_target *t);
+	/* The adaptive path's write (install_index.c, through install_run.c):
+	 * erase, program and read back the one erase block at byte at of
+	 * the target (a block failing any of them, the read-back twice, is
+	 * marked bad); *ret: what it did to the flash. 0 or -errno, no
+	 * message (the caller names block and place). NULL: the storage is
+	 * not written block by block (UBI: one volume update). */
+	int (*program_block)(struct install_target *t, uint64_t at, const void *buf, size_t len,
+			     struct flashio_stats *ret);
 	void (*close)(struct install_target *t);
 };
 
@@ -106,13 +115,21 @@ _printf_(3, 4) int install_fail(struct install *in, int r, const char *fmt, ...)
 int install_report(struct install *in, int r, struct error *err);
 /* The target slot's name, NULL before the manifest. */
 const char *install_slot_name(const struct install *in);
-/* Calls the progress callback (if any); done never steps back. */
+/* Calls the progress callback (if any) with done bytes of work (written +
+ * read back, 0..in->total); done never steps back. The one place of the
+ * progress arithmetic, for the stream and the adaptive path alike. */
+void install_progress_at(struct install *in, const char *image, uint64_t done);
+/* The same with the bytes the stream path counted (written + verified). */
 void install_progress(struct install *in, const char *image);
 /* The place of bundle member "rootfs" or "kernel" in slot s, or NULL. */
 const struct layout_image_target *install_member_target(const struct layout_slot *s,
 							const char *member);
 /* Nothing on flash changes before this single store. */
 int install_mark_bad_once(struct install *in, struct error *err);
+/* The adaptive path (install_run.c) wrote every image and read each
+ * block back: the engine's transition to VERIFY with nothing left to read
+ * back (then install_step() activates, as after a stream). */
+int install_finish_adaptive(struct install *in);
 
 /* ---- install_target.c ---- */
 /* Opens t by its storage (lt->storage): t->ops, then the target's open. */

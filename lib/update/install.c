@@ -92,11 +92,10 @@ const char *install_slot_name(const struct install *in)
 	return in->slot >= 0 ? in->group->slots[in->slot].name : NULL;
 }
 
-void install_progress(struct install *in, const char *image)
+void install_progress_at(struct install *in, const char *image, uint64_t done)
 {
 	struct install_progress pr = {
 		.phase = in->phase,
-		.done = in->stats.bytes_written + in->stats.bytes_verified,
 		.total = in->total,
 		.image = image,
 		.slot = install_slot_name(in),
@@ -105,10 +104,15 @@ void install_progress(struct install *in, const char *image)
 	if (!in->p.progress)
 		return;
 	/* an adaptive install's ticks count blocks skipped as done too */
-	pr.done = in->done_shown = MAX(pr.done, in->done_shown);
+	pr.done = in->done_shown = MAX(done, in->done_shown);
 	pr.percent = in->phase == INSTALL_PHASE_DONE ? 100 :
 		     pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
 	in->p.progress(in->p.userdata, &pr);
+}
+
+void install_progress(struct install *in, const char *image)
+{
+	install_progress_at(in, image, in->stats.bytes_written + in->stats.bytes_verified);
 }
 
 /* ---- env transactions: exactly one store each ---- */
@@ -146,51 +150,80 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 
 /* ---- manifest: pick the target, check room, mark it bad ---- */
 
-/* The running slot, -ENOENT when the root is on no slot; any other
- * failure is a refusal: a slot that could be running is never written. */
-static int booted_slot(struct install *in)
+static _printf_(4, 5) int slot_decided(struct install_slot *d, int target, int r,
+					const char *fmt, ...)
 {
-	const struct slot_boot_where w = { .cmdline = in->p.cmdline, .target = in->p.target };
-	int booted = slot_booted(&w, in->layout, in->group, NULL, &in->err);
+	va_list ap;
 
-	if (booted == -ENOENT)
-		error_clear(&in->err);
-	else if (booted < 0)
-		return install_failed(in, error_prefix(&in->err, -EBUSY, "refusing to write a "
-						       "slot: it could be the running root"));
-	return booted;
+	d->target = target;
+	d->error = r;
+	va_start(ap, fmt);
+	error_setv(&d->err, r, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
-static int pick_slot(struct install *in, int *ret_booted)
+int install_slot_decide(const struct layout *l, const struct layout_slot_group *g,
+			const char *cmdline, const char *target, const char *slot,
+			struct install_slot *ret)
 {
-	int booted = booted_slot(in);
+	const struct slot_boot_where w = { .cmdline = cmdline, .target = target };
+	int booted;
 
-	*ret_booted = booted;
+	*ret = (struct install_slot){ .target = -1, .booted = -1 };
+	booted = slot_booted(&w, l, g, NULL, &ret->err);
+	/* any failure but "on no slot" is a refusal: a slot that could be
+	 * running is never written */
 	if (booted < 0 && booted != -ENOENT)
-		return booted;
-	if (in->p.slot) {
-		for (size_t i = 0; i < in->group->n_slots; i++) {
-			if (strcmp(in->group->slots[i].name, in->p.slot))
+		return ret->error = error_prefix(&ret->err, -EBUSY, "refusing to write a slot: "
+						 "it could be the running root");
+	error_clear(&ret->err);
+	ret->booted = booted < 0 ? -1 : booted;
+	if (slot) {
+		for (size_t i = 0; i < g->n_slots; i++) {
+			if (strcmp(g->slots[i].name, slot))
 				continue;
 			/* the running root is never written (a root on no slot
 			 * is a board being provisioned from outside) */
 			if ((int)i == booted)
-				return install_fail(in, -EBUSY, "refusing to install into "
-						    "slot %s: it is the booted slot (the running "
-						    "root); the env is unchanged", in->p.slot);
-			return (int)i;
+				return slot_decided(ret, (int)i, -EBUSY, "refusing to install into slot "
+					       "%s: it is the booted slot (the running root), never "
+					       "written; the env is unchanged", slot);
+			ret->target = (int)i;
+			return 0;
 		}
-		return install_fail(in, -ENOENT, "slot group '%s' has no slot '%s'",
-				    in->group->name, in->p.slot);
+		return slot_decided(ret, -1, -ENOENT, "slot group '%s' has no slot '%s'", g->name, slot);
 	}
-	if (booted == -ENOENT)
-		return install_fail(in, -ENOENT, "cannot tell which slot is booted: the running "
-				    "root is on no slot (and %s has no flashd.slot= or rauc.slot=): "
-				    "refusing to guess the target; name it (--slot)",
-				    in->p.cmdline ? in->p.cmdline : "/proc/cmdline");
+	if (booted < 0)
+		return slot_decided(ret, -1, -ENOENT, "cannot tell which slot is booted: the running "
+			       "root is on no slot (and %s has no flashd.slot= or rauc.slot=): "
+			       "refusing to guess the target; name it (--slot)",
+			       cmdline ? cmdline : "/proc/cmdline");
 	/* A/B: the target is the one that is not running */
-	return in->group->n_slots == 2 ? 1 - booted : install_fail(in, -EINVAL, "slot group '%s' "
-			"has %zu slots; name the target", in->group->name, in->group->n_slots);
+	if (g->n_slots != 2)
+		return slot_decided(ret, -1, -EINVAL, "slot group '%s' has %zu slots; name the target",
+			       g->name, g->n_slots);
+	ret->target = 1 - booted;
+	return 0;
+}
+
+/* The target: the decision handed down, or this install's own. */
+static int pick_slot(struct install *in, int *ret_booted)
+{
+	struct install_slot own;
+	const struct install_slot *d = in->p.decided;
+
+	if (!d) {
+		install_slot_decide(in->layout, in->group, in->p.cmdline, in->p.target, in->p.slot,
+				    &own);
+		d = &own;
+	}
+	*ret_booted = d->booted;
+	if (d->error) {
+		error_copy(&in->err, &d->err);
+		return install_failed(in, d->error);
+	}
+	return d->target;
 }
 
 /* The running slot's version, to compare the bundle's with: the one the
@@ -524,6 +557,21 @@ int install_finish_input(struct install *in, struct error *err)
 						       "its manifest"), err);
 	in->phase = INSTALL_PHASE_VERIFY;
 	install_progress(in, NULL);
+	return 0;
+}
+
+int install_finish_adaptive(struct install *in)
+{
+	if (in->error)
+		return in->error;
+	if (in->phase != INSTALL_PHASE_WRITE)
+		return install_fail(in, -EINVAL, "adaptive write ended in phase %s",
+				    install_phase_to_string(in->phase));
+	/* every block was read back after its write, or read and hashed
+	 * against the signed index before it was kept: nothing is left to
+	 * read back */
+	in->verify_idx = in->n_targets;
+	in->phase = INSTALL_PHASE_VERIFY;
 	return 0;
 }
 

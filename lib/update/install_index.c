@@ -342,35 +342,26 @@ static int fetch(const struct ix *x, uint64_t k, uint8_t *buf, struct error *err
 	return 0;
 }
 
-/* Erase, program and read back block k at its place (flashio: a block
- * failing any of them, the read-back twice, is marked bad). 1: the block
- * went bad (marked), nothing written. A block that cannot be retired is a
+/* Erase, program and read back block k at its place (the install's
+ * storage handler, ii->program: a block failing any of them, the
+ * read-back twice, is marked bad). 1: the block went bad (marked),
+ * nothing written. A block that cannot be retired is a
  * flash fault, -EIO: the bytes matched the signed index when fetched. */
 static int program(struct ix *x, uint64_t k)
 {
-	_cleanup_flash_ struct flash *w = NULL;
-	_cleanup_flashio_writer_ struct flashio_writer *wr = NULL;
 	uint64_t at = (uint64_t)x->map[k] * x->es;
 	size_t len = block_len(x, k);
-	const struct flashio_stats *fs;
+	struct flashio_stats fs;
 	int r;
 
 	if (x->erased)
 		x->erased[x->map[k]] = 1; /* its chunks are gone from here on */
-	r = flash_open_window(x->ii->flash, NULL, at, x->es, &w);
-	if (r >= 0)
-		r = flashio_writer_new(w, FLASHIO_MARK_BAD | FLASHIO_VERIFY, &wr);
-	if (r >= 0)
-		r = flashio_writer_write_all(wr, x->buf, len);
-	if (r >= 0)
-		r = (int)MIN(flashio_writer_finish(wr), 0);
-	if (wr) {
-		fs = flashio_writer_stats(wr);
-		x->st->erases += fs->erases;
-		x->st->blocks_bad += fs->blocks_marked_bad;
-		if (fs->blocks_marked_bad)
-			return 1;
-	}
+	/* through the install's storage handler: the one writer of a slot */
+	r = x->ii->program(x->ii->userdata, at, x->buf, len, &fs);
+	x->st->erases += fs.erases;
+	x->st->blocks_bad += fs.blocks_marked_bad;
+	if (fs.blocks_marked_bad)
+		return 1;
 	if (r == -EBADMSG || r == -EILSEQ)
 		return error_set(x->err, -EIO, "flash I/O error: read-back of block %" PRIu64
 				 " (erase block %" PRIu32 ") failed twice (%s) and the block could "

@@ -142,7 +142,8 @@ static bool adaptive_fits(const struct install *in)
 		return false;
 	for (size_t i = 0; i < in->n_targets; i++) {
 		const struct install_target *t = &in->targets[i];
-		if (!t->flash || t->img->compression != BUNDLE_COMPRESSION_NONE ||
+		if (!t->flash || !t->ops->program_block ||
+		    t->img->compression != BUNDLE_COMPRESSION_NONE ||
 		    t->flash->info.erasesize != m->block_size)
 			return false;
 	}
@@ -257,7 +258,7 @@ static int check_size(struct install *in, const struct source *src)
 
 struct adaptive_tick {
 	struct install *in;
-	const struct install_target *t;
+	struct install_target *t;
 	uint64_t before;          /* bytes of the images written before this one */
 	volatile int *cancel;
 };
@@ -275,18 +276,20 @@ static int adaptive_tick(void *userdata, uint64_t done, const struct install_ind
 	(void)st;
 	if (util_cancelled(a->cancel))
 		return -ECANCELED;
-	if (in->p.progress) {
-		struct install_progress pr = {
-			.phase = in->phase, .total = in->total,
-			.image = a->t->img->slot, .slot = install_slot_name(in),
-		};
-		/* written + read back, as a stream counts them */
-		pr.done = in->done_shown = MAX(2 * a->before + MIN(twice, 2 * a->t->img->size),
-					       in->done_shown);
-		pr.percent = pr.total ? (unsigned)(pr.done * 99 / pr.total) : 0;
-		in->p.progress(in->p.userdata, &pr);
-	}
+	/* written + read back, as a stream counts them */
+	install_progress_at(in, a->t->img->slot, 2 * a->before + MIN(twice, 2 * a->t->img->size));
 	return 0;
+}
+
+/* Every block the adaptive path writes goes through the target's storage
+ * handler (install_target.c), as the stream path's bytes do. */
+static int adaptive_program(void *userdata, uint64_t at, const void *buf, size_t len,
+			    struct flashio_stats *ret)
+{
+	struct adaptive_tick *a = userdata;
+	struct install_target *t = a->t;
+
+	return t->ops->program_block(t, at, buf, len, ret);
 }
 
 static int write_adaptive(struct install *in, struct source *src, volatile int *cancel)
@@ -302,7 +305,8 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 			.flash = t->flash, .img = t->img, .block_size = m->block_size,
 			.index = bundle_reader_index(in->reader), .rec = in->recs[i],
 			.verify = in->verify_flash[i], .other = in->other_flash[i],
-			.other_rec = in->other_recs[i], .tick = adaptive_tick, .userdata = &at,
+			.other_rec = in->other_recs[i], .tick = adaptive_tick,
+			.program = adaptive_program, .userdata = &at,
 			.m = m->format_major >= 3 ? m : NULL,
 		};
 
@@ -327,14 +331,7 @@ static int write_adaptive(struct install *in, struct source *src, volatile int *
 							       install_slot_name(in)));
 		install_progress(in, t->img->slot);
 	}
-	if (r < 0)
-		return r;
-	/* every block was read back after its write, or read and hashed
-	 * against the signed index before it was kept: nothing is left to
-	 * read back */
-	in->verify_idx = in->n_targets;
-	in->phase = INSTALL_PHASE_VERIFY;
-	return 0;
+	return r < 0 ? r : install_finish_adaptive(in);
 }
 
 int install_run_source(struct install *in, struct source *src, volatile int *cancel,

@@ -127,6 +127,29 @@ static int raw_end(struct install *in, struct install_target *t)
 	return 0;
 }
 
+/* One erase block of the adaptive path, through a writer of its own on
+ * a window of the block: FLASHIO_MARK_BAD | FLASHIO_VERIFY, no compare
+ * (the block is known to differ). */
+static int raw_program_block(struct install_target *t, uint64_t at, const void *buf, size_t len,
+			     struct flashio_stats *ret)
+{
+	_cleanup_flash_ struct flash *w = NULL;
+	_cleanup_flashio_writer_ struct flashio_writer *wr = NULL;
+	int r;
+
+	*ret = (struct flashio_stats){ 0 };
+	r = flash_open_window(t->flash, NULL, at, t->flash->info.erasesize, &w);
+	if (r >= 0)
+		r = flashio_writer_new(w, FLASHIO_MARK_BAD | FLASHIO_VERIFY, &wr);
+	if (r >= 0)
+		r = flashio_writer_write_all(wr, buf, len);
+	if (r >= 0)
+		r = (int)MIN(flashio_writer_finish(wr), 0);
+	if (wr)
+		*ret = *flashio_writer_stats(wr);
+	return r;
+}
+
 static void raw_close(struct install_target *t)
 {
 	flashio_writer_free(t->writer);
@@ -256,7 +279,7 @@ static void ubi_close(struct install_target *t)
 
 static const struct target_ops raw_ops = {
 	.open = raw_open, .begin = raw_begin, .data = raw_data, .end = raw_end,
-	.close = raw_close, /* verified while written */
+	.program_block = raw_program_block, .close = raw_close, /* verified while written */
 };
 
 static const struct target_ops ubi_ops = {

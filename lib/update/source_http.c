@@ -35,6 +35,7 @@
  * done by its deadline, fails. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +148,7 @@ const char *source_http_redact(const char *url, char *buf, size_t len)
 	return buf;
 }
 
-int source_http_check_url(const char *url, struct error *err)
+static int check_url(const char *url, struct error *err)
 {
 	static const char *const schemes[] = { "http://", "https://" };
 	const char *host;
@@ -164,6 +165,29 @@ int source_http_check_url(const char *url, struct error *err)
 	}
 	return error_set(err, -EPROTONOSUPPORT, "%s: only http:// and https:// URLs are "
 			 "supported", source_http_redact(url, shown, sizeof(shown)));
+}
+
+int source_http_url_parse(const char *s, struct source_http_url *ret, struct error *err)
+{
+	char shown[PATH_MAX];
+	int r = check_url(s, err);
+
+	if (r < 0)
+		return r;
+	*ret = (struct source_http_url){ .url = strdup(s),
+		.shown = strdup(source_http_redact(s, shown, sizeof(shown))) };
+	if (!ret->url || !ret->shown) {
+		source_http_url_done(ret);
+		return error_set(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+void source_http_url_done(struct source_http_url *u)
+{
+	free(u->url);
+	free(u->shown);
+	*u = (struct source_http_url){ 0 };
 }
 
 static size_t avail(const struct http *h)
@@ -892,27 +916,24 @@ static void setup_easy(struct http *h)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
 }
 
-int source_http_new(const char *url, const struct source_http_conf *conf, struct source **ret,
-		    struct error *err)
+int source_http_new(const struct source_http_url *u, const struct source_http_conf *conf,
+		    struct source **ret, struct error *err)
 {
 	_cleanup_free_ struct http *h = NULL;
-	char shown[512];
 	ssize_t n;
 	int r;
 
-	r = source_http_check_url(url, err);
-	if (r < 0)
-		return r;
+	/* checked where it came in: u is what source_http_url_parse() made */
 	r = curl_dl_load(err);
 	if (r < 0)
-		return error_prefix(err, r, "%s", source_http_redact(url, shown, sizeof(shown)));
+		return error_prefix(err, r, "%.511s", u->shown);
 	h = calloc(1, sizeof(*h));
 	if (!h || !(h->buf = malloc(HTTP_BUF_MAX)))
 		goto oom;
 	h->s.ops = &http_ops;
 	h->conf = conf;
-	source_http_redact(url, h->shown, sizeof(h->shown));
-	r = url_split(url, h->origin, sizeof(h->origin), &h->url, &h->user, &h->password);
+	snprintf(h->shown, sizeof(h->shown), "%s", u->shown);
+	r = url_split(u->url, h->origin, sizeof(h->origin), &h->url, &h->user, &h->password);
 	if (r < 0) {
 		r = r == -ENOMEM ? error_set(err, r, "%s: out of memory", h->shown) :
 		    error_set(err, -EINVAL, "%s: not a valid URL", h->shown);
@@ -938,8 +959,7 @@ int source_http_new(const char *url, const struct source_http_conf *conf, struct
 oom:
 	if (h)
 		http_free(&TAKE_PTR(h)->s);
-	return error_set(err, -ENOMEM, "%s: out of memory",
-			 source_http_redact(url, shown, sizeof(shown)));
+	return error_set(err, -ENOMEM, "%.511s: out of memory", u->shown);
 }
 
 unsigned source_http_requests(const struct source *s)

@@ -160,14 +160,14 @@ static const struct event events[] = {
 	{ "legacy env (records dropped, BOOT_ORDER kept, no FLASHD_ENV)", EV_LEGACY_ENV, 0, -1, 0, NULL },
 	{ "bit flip in <other>'s image", EV_MEDIA, MEDIA_FLIP, -3, 0, NULL },
 	/* no "uncorrectable block" event: this board is NOR (no ECC);
-	 * tests/unit/test-install and tests/daemon/test-kept-blocks cover it on NAND */
+	 * tests/unit/test-install-adaptive and tests/daemon/test-kept-blocks cover it on NAND */
 	{ "older env copy's block dies", EV_MEDIA, MEDIA_ENV_DEAD, -1, 0, NULL },
 	{ "group member: env set --force BOOT_ORDER=<other> BOOT_<other>_LEFT=<max>", EV_RAW_ENV,
 	  0, -3, 0, NULL },
 	{ "booted by hand (root=PARTUUID=...): install v2 --slot <booted>", EV_UNKNOWN_BOOTED,
 	  B_V2, -2, 0, NULL },
 	/* not expressible here: a stale block record (this exploration installs
-	 * from a stream without a state dir; tests/unit/test-install covers it) */
+	 * from a stream without a state dir; tests/unit/test-install-adaptive covers it) */
 };
 
 #define N_EVENTS (sizeof(events) / sizeof(events[0]))

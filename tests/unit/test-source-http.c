@@ -58,6 +58,19 @@ static void url_of(const char *name, char *url, size_t len)
 	snprintf(url, len, "%s/%s", base, name);
 }
 
+/* A URL as the daemon takes one: parsed (and checked) once, then opened */
+static int http_open(const char *url, struct source **ret, struct error *err)
+{
+	struct source_http_url u;
+	int r = source_http_url_parse(url, &u, err);
+
+	if (r < 0)
+		return r;
+	r = source_http_new(&u, &conf, ret, err);
+	source_http_url_done(&u);
+	return r;
+}
+
 static struct source *open_url(const char *name)
 {
 	struct error err = {};
@@ -65,7 +78,7 @@ static struct source *open_url(const char *name)
 	char url[512];
 
 	url_of(name, url, sizeof(url));
-	if (source_http_new(url, &conf, &s, &err) < 0)
+	if (http_open(url, &s, &err) < 0)
 		fail_msg("%s", error_message(&err));
 	return s;
 }
@@ -196,7 +209,7 @@ TEST(test_not_found)
 	char url[512];
 
 	url_of("none.bin", url, sizeof(url));
-	assert_int_equal(source_http_new(url, &conf, &s, &err), -EREMOTEIO);
+	assert_int_equal(http_open(url, &s, &err), -EREMOTEIO);
 	assert_null(s);
 	assert_non_null(strstr(err.msg, url));
 	assert_non_null(strstr(err.msg, "HTTP status 404"));
@@ -206,11 +219,16 @@ TEST(test_schemes)
 {
 	struct error err = {};
 	struct source *s = NULL;
+	struct source_http_url u;
 
-	assert_int_equal(source_http_new("file:///etc/passwd", &conf, &s, &err), -EPROTONOSUPPORT);
-	assert_int_equal(source_http_check_url("ftp://x/y", &err), -EPROTONOSUPPORT);
-	assert_int_equal(source_http_check_url("http:///y", &err), -EINVAL);
-	assert_int_equal(source_http_check_url("HTTPS://host/b", &err), 0);
+	assert_int_equal(http_open("file:///etc/passwd", &s, &err), -EPROTONOSUPPORT);
+	assert_null(s);
+	assert_int_equal(source_http_url_parse("ftp://x/y", &u, &err), -EPROTONOSUPPORT);
+	assert_int_equal(source_http_url_parse("http:///y", &u, &err), -EINVAL);
+	assert_int_equal(source_http_url_parse("HTTPS://u:pw@host/b?t=1", &u, &err), 0);
+	assert_string_equal(u.url, "HTTPS://u:pw@host/b?t=1");
+	assert_string_equal(u.shown, "HTTPS://***@host/b?***");
+	source_http_url_done(&u);
 	assert_true(source_http_is_url("gopher://x"));
 	assert_false(source_http_is_url("/srv/a://b"));
 	assert_false(source_http_is_url("bundle.img"));
