@@ -29,7 +29,7 @@ struct slot_ctx {
 	struct env *env;
 	struct layout *layout;
 	const struct layout_slot_group *group;
-	struct slot_state st;
+	struct slot_env st;
 	int booted;
 	const char *booted_by;
 	const char *lock_as;  /* a write: take the board's lock (as this) first */
@@ -81,7 +81,7 @@ static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 		return CLI_EXIT_INVALID;
 	}
 	s->group = &s->layout->groups[0];
-	r = slot_state_load_group(&s->st, s->group, env_get_dup, s->env, &err);
+	r = slot_env_load_group(&s->st, s->group, env_get_dup, s->env, &err);
 	if (r < 0) {
 		cli_error(ctx, "U-Boot env %s: %s", env_describe(s->env), err.msg);
 		return CLI_EXIT_INVALID;
@@ -133,11 +133,11 @@ static void print_slot_lines(struct json_object *j)
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
 		struct json_object *o = json_object_array_get_idx(slots, i);
 		const char *state = jstr(o, "state");
-		int view = slot_view_from_string(state);
+		int view = slot_state_from_string(state);
 
 		printf("  %c %-8s %d/%d tries left, %s\n", jbool(o, "booted") ? '*' : ' ', jstr(o, "name"),
 		       json_object_object_get_ex(o, "tries_left", &v) ? json_object_get_int(v) : 0,
-		       max, view >= 0 ? slot_view_describe(view) : state ? state : "?");
+		       max, view >= 0 ? slot_state_describe(view) : state ? state : "?");
 	}
 }
 
@@ -477,7 +477,7 @@ static int boot_select_seals(struct cli_ctx *ctx, struct slot_ctx *s, const char
 		if (i >= 0)
 			sealed[i] = true;
 	}
-	slot_state_seal(&s->st, sealed);
+	slot_env_seal(&s->st, sealed);
 	return CLI_EXIT_OK;
 }
 
@@ -487,7 +487,7 @@ static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = "flashctl slot boot-select" };
 	const char *sealed = NULL;
-	struct slot_state n;
+	struct slot_env n;
 	struct slot_changes c;
 	struct error eerr = {};
 	int i, r;

@@ -528,8 +528,8 @@ int manager_install_precheck(struct manager *m, const char *slot, int *ret_targe
 			     struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct slots_view v;
-	struct slot_state nst;
+	struct manager_slots v;
+	struct slot_env nst;
 	struct slot_changes ch;
 	int r, target;
 
@@ -542,15 +542,15 @@ int manager_install_precheck(struct manager *m, const char *slot, int *ret_targe
 		return error_set(err, -EBUSY, "refusing to write a slot: it could be the running "
 				 "root: %s", v.booted_unknown);
 	target = slot ? slot_find(&v.st, slot) :
-		 v.status.booted >= 0 && v.st.n_slots == 2 ? 1 - v.status.booted : -1;
+		 v.decision.booted >= 0 && v.st.n_slots == 2 ? 1 - v.decision.booted : -1;
 	if (target < 0)
 		return 0;
 	*ret_target = target;
-	if (target == v.status.booted)
+	if (target == v.decision.booted)
 		return error_set(err, -EBUSY, "refusing to install into slot %s: it is the booted "
 				 "slot (the running root), never written; the env is unchanged",
 				 v.st.slots[target].name);
-	r = slot_compute_booted(&v.st, v.status.booted, SLOT_OP_INSTALL_BEGIN, target, 0, &nst,
+	r = slot_compute_booted(&v.st, v.decision.booted, SLOT_OP_INSTALL_BEGIN, target, 0, &nst,
 				&ch, err);
 	return r < 0 ? r : 0;
 }

@@ -30,7 +30,7 @@ enum slot_change_fail {
 };
 
 struct slot_change_result {
-	struct slot_state before, after;
+	struct slot_env before, after;
 	int slot;               /* the slot acted on (rollback: the new primary), -1 none */
 	size_t n_written;       /* variables in the store */
 	enum slot_change_fail fail;
@@ -55,7 +55,7 @@ int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, str
  * (activate or mark-good of a slot that is not running, rollback onto
  * one): its caller reads that slot against its signed index first. -1:
  * none, or the state logic refuses op (the change itself says why). */
-int slot_change_promotes(const struct slot_state *st, int booted, enum slot_op op, int slot,
+int slot_change_promotes(const struct slot_env *st, int booted, enum slot_op op, int slot,
 			 unsigned flags);
 
 /* A raw write of vars (env set --force, SetEnv with force, by root): the

@@ -691,11 +691,11 @@ static void restore(const struct node *n, struct live *lv)
 
 /* ---- events ---- */
 
-static int slot_state_now(struct env *e, struct slot_state *st)
+static int slot_state_now(struct env *e, struct slot_env *st)
 {
 	struct error serr = {};
 
-	return slot_state_load_group(st, G, env_get_dup, e, &serr);
+	return slot_env_load_group(st, G, env_get_dup, e, &serr);
 }
 
 /* One slot operation as the daemon / flashctl do it: load, compute, one
@@ -705,7 +705,7 @@ static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
 	struct error serr = {};
-	struct slot_state st, nst;
+	struct slot_env st, nst;
 	struct slot_changes ch;
 	int r;
 
@@ -718,7 +718,7 @@ static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags
 		snprintf(lv->note, sizeof(lv->note), "env: %.140s", eerr.msg);
 		return r;
 	}
-	r = slot_state_load_group(&st, G, env_get_dup, e, &serr);
+	r = slot_env_load_group(&st, G, env_get_dup, e, &serr);
 	if (r >= 0)
 		r = slot_compute_booted(&st, lv->booted, op, slot, flags, &nst, &ch, &serr);
 	if (r < 0) {
@@ -735,12 +735,12 @@ static void daemon_start(struct live *lv)
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
 	struct error serr = {};
-	struct slot_state st;
+	struct slot_env st;
 
 	if (lv->booted < 0 || !lbl_bootable(lv->sh.lbl[lv->booted]))
 		return;
 	if (env_open_layout(L, target, NULL, 0, &e, &eerr) < 0 ||
-	    slot_state_load_group(&st, G, env_get_dup, e, &serr) < 0)
+	    slot_env_load_group(&st, G, env_get_dup, e, &serr) < 0)
 		return;
 	if (slot_needs_fallback(&st, lv->booted))
 		do_slot_op(lv, SLOT_OP_FALLBACK, -2, 0);
@@ -753,7 +753,7 @@ static int do_boot(struct live *lv)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st, nst;
+	struct slot_env st, nst;
 	struct slot_changes ch;
 	int i, r;
 
@@ -1009,12 +1009,12 @@ static bool health_due(const struct node *n)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st;
-	struct slot_status s;
+	struct slot_env st;
+	struct slot_decision s;
 
 	if (env_open_layout(L, target, NULL, 0, &e, &eerr) < 0 || slot_state_now(e, &st) < 0)
 		return false;
-	slot_status_compute(&st, n->booted, "flashd.slot", &s);
+	slot_decide(&st, n->booted, "flashd.slot", &s);
 	return s.needs_health_check;
 }
 
@@ -1226,9 +1226,9 @@ static void violation(enum inv i, size_t from, const char *label, const char *fm
 
 /* The slot the next power-on boots: slot_boot_select, once more after a
  * counter reset; -1 = none. ret_st gets the state after. */
-static int next_boot(const struct slot_state *st, struct slot_state *ret_st, int *ret_resets)
+static int next_boot(const struct slot_env *st, struct slot_env *ret_st, int *ret_resets)
 {
-	struct slot_state cur = *st, n;
+	struct slot_env cur = *st, n;
 	struct slot_changes ch;
 
 	*ret_resets = 0;
@@ -1252,14 +1252,14 @@ static size_t n_samples;
 
 /* Env state sample for the real-U-Boot agreement test: the slot variables
  * and what slot_boot_select does with them (one power-on). */
-static void sample(const struct slot_state *st, struct env *e)
+static void sample(const struct slot_env *st, struct env *e)
 {
 	static const char *const names[] = { "BOOT_ORDER", "BOOT_A_LEFT", "BOOT_B_LEFT" };
-	struct slot_state n;
+	struct slot_env n;
 	struct slot_changes ch;
 	int i;
 
-	struct slot_state sealed = *st;
+	struct slot_env sealed = *st;
 
 	if (!samples)
 		return;
@@ -1300,11 +1300,11 @@ static int version_label(struct env *e, int s)
 /* I6: trust only what was read. A slot the boot script may reach (in a set
  * BOOT_ORDER) or the records call verified is READ from the simulator now
  * and compared with its signed image, whatever the shadow or the env say. */
-static void check_read(const struct node *n, struct env *e, const struct slot_state *st,
+static void check_read(const struct node *n, struct env *e, const struct slot_env *st,
 		       size_t from, const char *label)
 {
 	for (int s = 0; s < N_SLOTS; s++) {
-		const struct slot_info *si = &st->slots[s];
+		const struct slot_vars *si = &st->slots[s];
 		bool listed = st->order_set && si->order_pos >= 0;
 		bool recorded = si->record == SLOT_RECORD_VERIFIED || si->record == SLOT_RECORD_GOOD;
 		unsigned got;
@@ -1328,7 +1328,7 @@ static void check_state(const struct node *n, size_t from, const char *label, bo
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st, cur;
+	struct slot_env st, cur;
 	bool any_good = false, reached = false;
 	int resets, nb;
 
@@ -1348,7 +1348,7 @@ static void check_state(const struct node *n, size_t from, const char *label, bo
 	cur = st;
 	slot_seal_load(board, G, &cur);
 	for (unsigned b = 0; b < 2 * max_tries + 2 && any_good && !reached; b++) {
-		struct slot_state nx;
+		struct slot_env nx;
 		struct slot_changes ch;
 		int i = slot_boot_select(&cur, &nx, &ch);
 		cur = nx;
@@ -1360,9 +1360,9 @@ static void check_state(const struct node *n, size_t from, const char *label, bo
 			  "reach one", 2 * max_tries + 2);
 	/* I5: status on the running board */
 	if (n->booted >= 0 && running(n) && !env_is_blank(e)) {
-		struct slot_status s;
-		struct slot_state sealed = st;
-		slot_status_compute(&st, n->booted, "flashd.slot", &s);
+		struct slot_decision s;
+		struct slot_env sealed = st;
+		slot_decide(&st, n->booted, "flashd.slot", &s);
 		slot_seal_load(board, G, &sealed);
 		nb = next_boot(&sealed, NULL, &resets);
 		if (s.next != nb)
@@ -1407,7 +1407,7 @@ static bool recorded_bad(int s)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st;
+	struct slot_env st;
 
 	if (env_open_layout(L, target, NULL, 0, &e, &eerr) < 0 || slot_state_now(e, &st) < 0)
 		return false;

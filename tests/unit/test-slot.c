@@ -61,26 +61,26 @@ static char *map_get(void *ud, const char *name)
 
 static const char *const AB[] = { "A", "B" };
 
-static void load(struct slot_state *st, const char *order, const char *a, const char *b)
+static void load(struct slot_env *st, const char *order, const char *a, const char *b)
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b } } };
 	struct error err = {};
 
-	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
+	assert_int_equal(slot_env_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
 
 /* load with install records: "NAME=VALUE" pairs after the three slot vars */
-static void loadr(struct slot_state *st, const char *order, const char *a, const char *b,
+static void loadr(struct slot_env *st, const char *order, const char *a, const char *b,
 		  const char *ra, const char *rb)
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b },
 			    { "FLASHD_A_STATE", ra }, { "FLASHD_B_STATE", rb } } };
 	struct error err = {};
 
-	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
+	assert_int_equal(slot_env_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
 
-static void expect_state(const struct slot_state *st, const char *order, unsigned a, unsigned b)
+static void expect_state(const struct slot_env *st, const char *order, unsigned a, unsigned b)
 {
 	char o[64];
 
@@ -102,8 +102,8 @@ static void expect_changes(const struct slot_changes *c, const char *want)
 	assert_string_equal(buf, want);
 }
 
-static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
-		struct slot_state *n, struct slot_changes *c)
+static void run(const struct slot_env *st, enum slot_op op, int slot, unsigned flags,
+		struct slot_env *n, struct slot_changes *c)
 {
 	struct error err = {};
 	int r = slot_compute(st, op, slot, flags, n, c, &err);
@@ -113,10 +113,10 @@ static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned
 }
 
 /* op on slot with flags is refused from st with code, the message holding msg */
-static void refused(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
+static void refused(const struct slot_env *st, enum slot_op op, int slot, unsigned flags,
 		    int code, const char *msg)
 {
-	struct slot_state n;
+	struct slot_env n;
 	struct slot_changes c;
 	struct error err = {};
 	int r = slot_compute(st, op, slot, flags, &n, &c, &err);
@@ -129,8 +129,8 @@ static void refused(const struct slot_state *st, enum slot_op op, int slot, unsi
 /* st = the state FROM: "ORDER|A_LEFT|B_LEFT[|A_STATE|B_STATE]" ("-": unset);
  * n, c = op on slot with flags, checked against TO "ORDER|A_LEFT|B_LEFT"
  * and the changes CHANGES (either NULL: not checked). */
-static void step(struct slot_state *st, const char *from, enum slot_op op, int slot,
-		 unsigned flags, struct slot_state *n, struct slot_changes *c, const char *to,
+static void step(struct slot_env *st, const char *from, enum slot_op op, int slot,
+		 unsigned flags, struct slot_env *n, struct slot_changes *c, const char *to,
 		 const char *changes)
 {
 	char buf[128], *p = buf, *f[5] = { NULL };
@@ -156,14 +156,14 @@ static void step(struct slot_state *st, const char *from, enum slot_op op, int s
 
 TEST(test_parse)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	struct vars none = { { { NULL, NULL } } };
 	struct vars garbage = { { { "BOOT_A_LEFT", "x3" } } };
 	struct error err = {};
 
 	/* unset variables read as the boot script defaults them */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &none, &err), 0);
 	expect_state(&st, "A B", 3, 3);
 	assert_false(st.order_set);
 	assert_false(st.slots[0].left_set);
@@ -171,19 +171,19 @@ TEST(test_parse)
 	load(&st, "B A", "0", "2");
 	expect_state(&st, "B A", 0, 2);
 	assert_int_equal(st.slots[1].order_pos, 0);
-	assert_int_equal(slot_health_of(&st, 0), SLOT_HEALTH_EXHAUSTED);
-	assert_int_equal(slot_health_of(&st, 1), SLOT_HEALTH_TRIAL);
+	assert_int_equal(slot_tries_of(&st, 0), SLOT_TRIES_EXHAUSTED);
+	assert_int_equal(slot_tries_of(&st, 1), SLOT_TRIES_USED);
 
 	/* duplicates and foreign names are skipped, as the script does */
 	load(&st, "C B B", "3", "3");
 	expect_state(&st, "B", 3, 3);
 	assert_true(st.order_foreign);
-	assert_int_equal(slot_health_of(&st, 0), SLOT_HEALTH_BAD);
-	assert_int_equal(slot_health_of(&st, 1), SLOT_HEALTH_GOOD);
+	assert_int_equal(slot_tries_of(&st, 0), SLOT_TRIES_OUT);
+	assert_int_equal(slot_tries_of(&st, 1), SLOT_TRIES_FULL);
 
 	/* a malformed counter: loaded as the script reads it, and named
 	 * (issue 31 item 11); "x3" reads as 0, "10" boots once more */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &garbage, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &garbage, &err), 0);
 	assert_int_equal(st.n_malformed, 1);
 	assert_string_equal(st.malformed[0].name, "BOOT_A_LEFT");
 	assert_string_equal(st.malformed[0].value, "x3");
@@ -197,17 +197,17 @@ TEST(test_parse)
 	/* the next operation writes it back as a digit */
 	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
 	expect_changes(&c, "BOOT_ORDER=B A;BOOT_A_LEFT=1;");
-	assert_int_equal(slot_state_load(&st, AB, 2, 10, map_get, &none, &err), -EINVAL);
+	assert_int_equal(slot_env_load(&st, AB, 2, 10, map_get, &none, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "setexpr"));
 	const char *bad[] = { "A", "B C" };
-	assert_int_equal(slot_state_load(&st, bad, 2, 3, map_get, &none, &err), -EINVAL);
+	assert_int_equal(slot_env_load(&st, bad, 2, 3, map_get, &none, &err), -EINVAL);
 	const char *dup[] = { "A", "A" };
-	assert_int_equal(slot_state_load(&st, dup, 2, 3, map_get, &none, &err), -EINVAL);
+	assert_int_equal(slot_env_load(&st, dup, 2, 3, map_get, &none, &err), -EINVAL);
 }
 
 TEST(test_activate)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	step(&st, "A B|3|0", SLOT_OP_ACTIVATE, 1, 0, &n, &c,
@@ -225,7 +225,7 @@ TEST(test_activate)
 
 TEST(test_mark_good)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	step(&st, "B A|3|2", SLOT_OP_MARK_GOOD, 1, 0, &n, &c,
@@ -237,12 +237,12 @@ TEST(test_mark_good)
 
 TEST(test_mark_bad)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	step(&st, "B A|3|2", SLOT_OP_MARK_BAD, 1, 0, &n, &c,
 	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=bad;");
-	assert_int_equal(slot_health_of(&n, 1), SLOT_HEALTH_BAD);
+	assert_int_equal(slot_tries_of(&n, 1), SLOT_TRIES_OUT);
 	/* the last slot in BOOT_ORDER stays, even forced (issue 13 items 2, 15):
 	 * an empty BOOT_ORDER makes the script boot every slot */
 	refused(&n, SLOT_OP_MARK_BAD, 0, 0, -EBUSY, "last slot");
@@ -252,7 +252,7 @@ TEST(test_mark_bad)
 
 TEST(test_rollback)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	/* booted B (the new one) rolls back to A with full tries */
@@ -280,7 +280,7 @@ TEST(test_rollback)
 
 TEST(test_reset_and_init)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	struct vars none = { { { NULL, NULL } } };
 	struct error err = {};
@@ -290,7 +290,7 @@ TEST(test_reset_and_init)
 	expect_state(&n, "A", 3, 0); /* a bad slot stays bad */
 	expect_changes(&c, "BOOT_A_LEFT=3;");
 
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &none, &err), 0);
 	run(&st, SLOT_OP_INIT, -1, 0, &n, &c);
 	expect_state(&n, "A B", 3, 3);
 	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;FLASHD_A_STATE=good;FLASHD_B_STATE=good;");
@@ -300,12 +300,12 @@ TEST(test_reset_and_init)
 
 TEST(test_status)
 {
-	struct slot_state st;
-	struct slot_status s;
+	struct slot_env st;
+	struct slot_decision s;
 
 	/* booted B on its first try after activation */
 	load(&st, "B A", "3", "2");
-	slot_status_compute(&st, 1, "flashd.slot", &s);
+	slot_decide(&st, 1, "flashd.slot", &s);
 	assert_int_equal(s.booted, 1);
 	assert_true(s.on_trial);
 	assert_false(s.fell_back);
@@ -315,7 +315,7 @@ TEST(test_status)
 
 	/* B ran out of tries, U-Boot fell back to A */
 	load(&st, "B A", "2", "0");
-	slot_status_compute(&st, 0, "root", &s);
+	slot_decide(&st, 0, "root", &s);
 	assert_true(s.fell_back);
 	assert_true(s.on_trial);
 	assert_true(s.needs_health_check);
@@ -324,14 +324,14 @@ TEST(test_status)
 
 	/* B was just activated while A runs: a pending switch, not a fallback */
 	load(&st, "B A", "2", "3");
-	slot_status_compute(&st, 0, "flashd.slot", &s);
+	slot_decide(&st, 0, "flashd.slot", &s);
 	assert_false(s.fell_back);
 	assert_true(s.switch_pending);
 	assert_int_equal(s.next, 1);
 
 	/* none left: the script resets the counters, then boots A (item 22) */
 	load(&st, "A B", "0", "0");
-	slot_status_compute(&st, -1, NULL, &s);
+	slot_decide(&st, -1, NULL, &s);
 	assert_int_equal(s.booted, -1);
 	assert_int_equal(s.next, 0);
 	assert_true(s.next_after_reset);
@@ -339,23 +339,23 @@ TEST(test_status)
 
 	/* a booted slot marked bad is not on trial: no health check (item 17) */
 	loadr(&st, "A", "3", "0", NULL, "bad");
-	slot_status_compute(&st, 1, "flashd.slot", &s);
+	slot_decide(&st, 1, "flashd.slot", &s);
 	assert_false(s.on_trial);
 	assert_false(s.needs_health_check);
 	/* on its last try (0 left) in BOOT_ORDER: it is checked */
 	load(&st, "B A", "3", "0");
-	slot_status_compute(&st, 1, "flashd.slot", &s);
+	slot_decide(&st, 1, "flashd.slot", &s);
 	assert_true(s.needs_health_check);
 	/* BOOT_ORDER names no slot: the script resets forever */
 	load(&st, "C", "3", "3");
-	slot_status_compute(&st, -1, NULL, &s);
+	slot_decide(&st, -1, NULL, &s);
 	assert_int_equal(s.next, -1);
 }
 
 /* What the boot script does at power-on (slot_boot_select). */
 TEST(test_boot_select)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	/* first in order with tries: decremented, one variable saved */
@@ -384,15 +384,15 @@ TEST(test_boot_select)
 
 TEST(test_state_vars)
 {
-	assert_true(slot_is_state_var("BOOT_ORDER"));
-	assert_true(slot_is_state_var("FLASHD_A_STATE"));
-	assert_true(slot_is_state_var("FLASHD_LAST_GOOD"));
-	assert_false(slot_is_state_var("FLASHD_A_VERSION"));
-	assert_true(slot_is_state_var("BOOT_A_LEFT"));
-	assert_true(slot_is_state_var("BOOT_rootfs_1_LEFT"));
-	assert_false(slot_is_state_var("BOOT__LEFT"));
-	assert_false(slot_is_state_var("bootcmd"));
-	assert_false(slot_is_state_var("BOOT_ORDERX"));
+	assert_true(slot_is_env_var("BOOT_ORDER"));
+	assert_true(slot_is_env_var("FLASHD_A_STATE"));
+	assert_true(slot_is_env_var("FLASHD_LAST_GOOD"));
+	assert_false(slot_is_env_var("FLASHD_A_VERSION"));
+	assert_true(slot_is_env_var("BOOT_A_LEFT"));
+	assert_true(slot_is_env_var("BOOT_rootfs_1_LEFT"));
+	assert_false(slot_is_env_var("BOOT__LEFT"));
+	assert_false(slot_is_env_var("bootcmd"));
+	assert_false(slot_is_env_var("BOOT_ORDERX"));
 }
 
 /* NOR device: u-boot, rootfs_a, rootfs_b; NAND device: ubi (rootfs_a/b volumes) */
@@ -718,46 +718,46 @@ TEST(test_bootscript)
 
 /* ---- issue 13: the install record and the invariants ---- */
 
-static enum slot_view view(const char *order, const char *a, const char *ra, bool running)
+static enum slot_state view(const char *order, const char *a, const char *ra, bool running)
 {
-	struct slot_state st;
+	struct slot_env st;
 
 	loadr(&st, order, a, "3", ra, NULL);
-	return slot_view_of(&st, 0, running);
+	return slot_state_of(&st, 0, running);
 }
 
 /* Items 3, 22: status names what a slot holds. */
 TEST(test_records_and_views)
 {
-	struct slot_state st;
+	struct slot_env st;
 	struct vars bad = { { { "FLASHD_A_STATE", "ok" } } };
 	struct vars ver = { { { "FLASHD_B_VERSION", "1.0" } } };
 	struct error err = {};
 
-	assert_int_equal(view("B", "0", NULL, false), SLOT_VIEW_EMPTY);
-	assert_int_equal(view("B", "0", "installing", true), SLOT_VIEW_INSTALLING);
-	assert_int_equal(view("B", "0", "installing", false), SLOT_VIEW_INTERRUPTED);
-	assert_int_equal(view("B", "0", "failed", false), SLOT_VIEW_FAILED);
-	assert_int_equal(view("B", "0", "cancelled", false), SLOT_VIEW_CANCELLED);
-	assert_int_equal(view("B", "0", "verified", false), SLOT_VIEW_INSTALLED);
-	assert_int_equal(view("A B", "3", "verified", false), SLOT_VIEW_PENDING);
-	assert_int_equal(view("A B", "2", "verified", false), SLOT_VIEW_TRIAL);
-	assert_int_equal(view("A B", "3", "good", false), SLOT_VIEW_GOOD);
-	assert_int_equal(view("A B", "2", "good", false), SLOT_VIEW_TRIAL);
-	assert_int_equal(view("B", "0", "bad", false), SLOT_VIEW_BAD);
+	assert_int_equal(view("B", "0", NULL, false), SLOT_STATE_EMPTY);
+	assert_int_equal(view("B", "0", "installing", true), SLOT_STATE_INSTALLING);
+	assert_int_equal(view("B", "0", "installing", false), SLOT_STATE_INTERRUPTED);
+	assert_int_equal(view("B", "0", "failed", false), SLOT_STATE_FAILED);
+	assert_int_equal(view("B", "0", "cancelled", false), SLOT_STATE_CANCELLED);
+	assert_int_equal(view("B", "0", "verified", false), SLOT_STATE_INSTALLED);
+	assert_int_equal(view("A B", "3", "verified", false), SLOT_STATE_PENDING);
+	assert_int_equal(view("A B", "2", "verified", false), SLOT_STATE_TRIAL);
+	assert_int_equal(view("A B", "3", "good", false), SLOT_STATE_GOOD);
+	assert_int_equal(view("A B", "2", "good", false), SLOT_STATE_TRIAL);
+	assert_int_equal(view("B", "0", "bad", false), SLOT_STATE_BAD);
 	/* legacy (no record): in BOOT_ORDER = what the board boots */
-	assert_int_equal(view("A B", "3", NULL, false), SLOT_VIEW_GOOD);
-	assert_string_equal(slot_view_to_string(SLOT_VIEW_PENDING), "pending");
-	assert_non_null(strstr(slot_view_describe(SLOT_VIEW_FAILED), "failed"));
-	for (int v = 0; v < _SLOT_VIEW_MAX; v++)
-		assert_non_null(slot_view_to_string(v));
+	assert_int_equal(view("A B", "3", NULL, false), SLOT_STATE_GOOD);
+	assert_string_equal(slot_state_to_string(SLOT_STATE_PENDING), "pending");
+	assert_non_null(strstr(slot_state_describe(SLOT_STATE_FAILED), "failed"));
+	for (int v = 0; v < _SLOT_STATE_MAX; v++)
+		assert_non_null(slot_state_to_string(v));
 
 	/* an old flashd emptied BOOT_ORDER while writing A: A is not trusted */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
 	assert_false(slot_verified(&st, 0));
 	assert_true(slot_verified(&st, 1));
 	/* an unknown record is no proof: unknown, named (item 11) */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &bad, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &bad, &err), 0);
 	assert_int_equal(st.slots[0].record, SLOT_RECORD_UNKNOWN);
 	assert_false(slot_verified(&st, 0));
 	assert_int_equal(st.n_malformed, 1);
@@ -768,7 +768,7 @@ TEST(test_records_and_views)
 /* Item 3: only a slot whose last install verified enters BOOT_ORDER. */
 TEST(test_verified_only)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	static const char *const unverified[] = { "failed", "cancelled", "installing" };
 
@@ -787,7 +787,7 @@ TEST(test_verified_only)
 /* Items 1, 13, 18: the install's stores. */
 TEST(test_install_ops)
 {
-	struct slot_state st, n, n2;
+	struct slot_env st, n, n2;
 	struct slot_changes c;
 
 	step(&st, "A B|2|3", SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c,
@@ -795,11 +795,11 @@ TEST(test_install_ops)
 	run(&n, SLOT_OP_INSTALL_ACTIVATE, 1, 0, &n2, &c);
 	expect_state(&n2, "B A", 2, 3);
 	expect_changes(&c, "BOOT_ORDER=B A;BOOT_B_LEFT=3;FLASHD_B_STATE=verified;");
-	assert_int_equal(slot_view_of(&n2, 1, false), SLOT_VIEW_PENDING);
+	assert_int_equal(slot_state_of(&n2, 1, false), SLOT_STATE_PENDING);
 	/* --no-activate (item 4): verified, stays out, activatable later */
 	run(&n, SLOT_OP_INSTALL_VERIFIED, 1, 0, &n2, &c);
 	expect_changes(&c, "FLASHD_B_STATE=verified;");
-	assert_int_equal(slot_view_of(&n2, 1, false), SLOT_VIEW_INSTALLED);
+	assert_int_equal(slot_state_of(&n2, 1, false), SLOT_STATE_INSTALLED);
 	run(&n2, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
 	expect_state(&n, "B A", 2, 3);
 
@@ -808,12 +808,12 @@ TEST(test_install_ops)
 	step(&st, "B A|3|3|-|installing", SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c,
 	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=failed;");
 	run(&st, SLOT_OP_INSTALL_CANCELLED, 1, 0, &n, &c);
-	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_CANCELLED);
+	assert_int_equal(slot_state_of(&n, 1, false), SLOT_STATE_CANCELLED);
 	/* provisioning wrote only A: B leaves BOOT_ORDER and reads "empty" */
 	load(&st, "A B", "3", "3");
 	run(&st, SLOT_OP_RETIRE, 1, 0, &n, &c);
 	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;");
-	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_EMPTY);
+	assert_int_equal(slot_state_of(&n, 1, false), SLOT_STATE_EMPTY);
 	/* the daemon recording a dead worker's install: only if still installing */
 	loadr(&st, "B A", "3", "3", NULL, "verified");
 	refused(&st, SLOT_OP_INSTALL_FAILED, 1, 0, -ESTALE, NULL);
@@ -828,9 +828,9 @@ TEST(test_install_ops)
  * the exhausted primary out. */
 TEST(test_degraded_and_fallback)
 {
-	struct slot_state st, n, n2;
+	struct slot_env st, n, n2;
 	struct slot_changes c;
-	struct slot_status s;
+	struct slot_decision s;
 	struct error err = {};
 
 	/* item 15: freshly provisioned, only A; its check fails */
@@ -839,13 +839,13 @@ TEST(test_degraded_and_fallback)
 				      &n, &c, &err), 1);
 	expect_state(&n, "A", 2, 0);
 	expect_changes(&c, "FLASHD_A_STATE=bad;");
-	slot_status_compute(&n, 0, "flashd.slot", &s);
+	slot_decide(&n, 0, "flashd.slot", &s);
 	assert_true(s.degraded);
 	assert_int_equal(s.next, 0);
 	assert_false(s.needs_health_check); /* it failed already (item 17) */
 	/* a later pass clears it */
 	run(&n, SLOT_OP_MARK_GOOD, 0, 0, &n2, &c);
-	slot_status_compute(&n2, 0, "flashd.slot", &s);
+	slot_decide(&n2, 0, "flashd.slot", &s);
 	assert_false(s.degraded);
 	assert_int_equal(n2.last_good, 0);
 
@@ -876,9 +876,9 @@ TEST(test_degraded_and_fallback)
  * by the script, and a failing health check keeps the booted slot. */
 TEST(test_records_lost)
 {
-	struct slot_state st, n, n2;
+	struct slot_env st, n, n2;
 	struct slot_changes c;
-	struct slot_status s;
+	struct slot_decision s;
 	struct error err = {};
 
 	/* the script's first saveenv on the default env, booted A: without
@@ -896,9 +896,9 @@ TEST(test_records_lost)
 	expect_changes(&c, "BOOT_ORDER=A;FLASHD_A_STATE=verified;FLASHD_B_STATE=unknown;");
 	assert_false(slot_records_lost(&n));
 	assert_false(slot_needs_fallback(&n, 0));
-	assert_int_equal(slot_view_of(&n, 0, false), SLOT_VIEW_TRIAL);
-	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_UNKNOWN);
-	slot_status_compute(&n, 0, "flashd.slot", &s);
+	assert_int_equal(slot_state_of(&n, 0, false), SLOT_STATE_TRIAL);
+	assert_int_equal(slot_state_of(&n, 1, false), SLOT_STATE_UNKNOWN);
+	slot_decide(&n, 0, "flashd.slot", &s);
 	assert_int_equal(s.next, 0);
 	assert_true(s.needs_health_check);
 	/* B's content is unknown: not activatable, forced or not */
@@ -920,7 +920,7 @@ TEST(test_records_lost)
 	/* a version alone (an older flashd) is a record too */
 	{
 		struct vars ver = { { { "BOOT_ORDER", "A B" }, { "FLASHD_B_VERSION", "1.0" } } };
-		assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
+		assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
 		assert_false(slot_records_lost(&st));
 	}
 }
@@ -928,7 +928,7 @@ TEST(test_records_lost)
 /* Item 5: boot-select does what the script does on every odd env. */
 TEST(test_boot_select_odd)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	/* empty = unset: every slot, and the default is saved */
@@ -1025,11 +1025,11 @@ TEST(test_apply_one_store)
 	env_close(e);
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
-		struct slot_state st, n;
+		struct slot_env st, n;
 		struct slot_changes c;
 
 		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
-		assert_int_equal(slot_state_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
+		assert_int_equal(slot_env_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
 		assert_int_equal(slot_compute(&st, steps[i].op, steps[i].slot, 0, &n, &c, &serr), 0);
 		n_fsync = 0;
 		assert_int_equal(slot_apply(e, &c, &eerr), 0);
@@ -1039,7 +1039,7 @@ TEST(test_apply_one_store)
 		env_close(e);
 
 		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
-		assert_int_equal(slot_state_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
+		assert_int_equal(slot_env_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
 		expect_state(&st, steps[i].order, steps[i].a, steps[i].b);
 		assert_true(st.order_set && st.slots[0].left_set && st.slots[1].left_set);
 		char *v = NULL;
@@ -1112,7 +1112,7 @@ TEST(test_slot_change)
  * 10: a new install deletes the old image's health verdict. */
 TEST(test_order_check_and_health)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	struct error err = {};
 	struct vars m = { { { "BOOT_ORDER", "A" }, { "FLASHD_A_STATE", "good" },
@@ -1128,7 +1128,7 @@ TEST(test_order_check_and_health)
 	load(&st, "A B", "3", "3");
 	assert_int_equal(slot_order_check(&st, &err), 0);
 
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &m, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &m, &err), 0);
 	assert_true(st.slots[1].has_health);
 	run(&st, SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c);
 	expect_changes(&c, "BOOT_A_LEFT=3;BOOT_B_LEFT=0;FLASHD_B_STATE=installing;FLASHD_B_HEALTH=;");
