@@ -657,7 +657,7 @@ static int method_get_primary(sd_bus_message *msg, void *userdata, sd_bus_error 
 
 	if ((e = status_load(r->m, error)) < 0)
 		return e;
-	next = r->m->status.v.decision.next;
+	next = r->m->status.v.decision.next_boot;
 	if (next < 0)
 		return sd_bus_error_set(error, RAUC_ERROR_FAILED, "no slot boots next: BOOT_ORDER "
 					"names none");

@@ -523,10 +523,10 @@ static struct json_object *status_render(struct manager *m)
 	json_object_object_add(o, "booted", slot_name_json(m, ss->booted));
 	json_object_object_add(o, "booted_unknown", st->v.booted_unknown[0] ?
 			       json_object_new_string(st->v.booted_unknown) : NULL);
-	json_object_object_add(o, "trial", json_object_new_boolean(ss->on_trial));
-	json_object_object_add(o, "fallback", json_object_new_boolean(ss->fell_back));
+	json_object_object_add(o, "on_trial", json_object_new_boolean(ss->on_trial));
+	json_object_object_add(o, "fell_back", json_object_new_boolean(ss->fell_back));
 	json_object_object_add(o, "switch_pending", json_object_new_boolean(ss->switch_pending));
-	json_object_object_add(o, "next", slot_name_json(m, ss->next));
+	json_object_object_add(o, "next_boot", slot_name_json(m, ss->next_boot));
 	json_object_object_add(o, "next_after_reset", json_object_new_boolean(ss->next_after_reset));
 	json_object_object_add(o, "degraded", json_object_new_boolean(ss->degraded));
 	json_object_object_add(o, "last_good", slot_name_json(m, ss->last_good));

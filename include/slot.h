@@ -218,7 +218,7 @@ struct slot_decision {
 	int booted;             /* slot index, -1 = unknown */
 	const char *booted_by;  /* "flashd.slot", "rauc.slot", "root" or NULL */
 	int primary;            /* first in BOOT_ORDER, -1 = empty order */
-	int next;               /* what the boot script boots next (after its counter reset
+	int next_boot;               /* what the boot script boots next (after its counter reset
 				 * when none has tries left); -1 = none: BOOT_ORDER names no slot */
 	bool next_after_reset;  /* no slot has tries left: the script resets the counters
 				 * and the board once before booting next */

@@ -925,7 +925,7 @@ void slot_decide(const struct slot_env *st, int booted, const char *booted_by,
 		s.next_after_reset = true;
 		next = slot_boot_select(&n, &n2, &ch);
 	}
-	s.next = next >= 0 ? next : -1;
+	s.next_boot = next >= 0 ? next : -1;
 	for (size_t k = 0; k < st->n_order; k++)
 		if (st->slots[st->order[k]].record == SLOT_RECORD_BAD)
 			s.degraded = true;

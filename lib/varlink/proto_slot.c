@@ -44,7 +44,7 @@ struct json_object *proto_slot_status(const struct slot_env *st, const char *gro
 	json_object_object_add(j, "booted", slot_name_json(st, ss.booted));
 	json_object_object_add(j, "booted_by", json_string_or_null(ss.booted_by));
 	json_object_object_add(j, "primary", slot_name_json(st, ss.primary));
-	json_object_object_add(j, "next_boot", slot_name_json(st, ss.next));
+	json_object_object_add(j, "next_boot", slot_name_json(st, ss.next_boot));
 	json_object_object_add(j, "on_trial", json_object_new_boolean(ss.on_trial));
 	json_object_object_add(j, "fell_back", json_object_new_boolean(ss.fell_back));
 	json_object_object_add(j, "needs_health_check",

@@ -1365,9 +1365,9 @@ static void check_state(const struct node *n, size_t from, const char *label, bo
 		slot_decide(&st, n->booted, "flashd.slot", &s);
 		slot_seal_load(board, G, &sealed);
 		nb = next_boot(&sealed, NULL, &resets);
-		if (s.next != nb)
+		if (s.next_boot != nb)
 			violation(I5, from, label, "status says next boot %s, the next boot%s %s",
-				  s.next >= 0 ? G->slots[s.next].name : "none",
+				  s.next_boot >= 0 ? G->slots[s.next_boot].name : "none",
 				  resets ? " (after a counter reset)" : "",
 				  nb >= 0 ? G->slots[nb].name : "boots nothing");
 	}

@@ -311,7 +311,7 @@ TEST(test_status)
 	assert_false(s.fell_back);
 	assert_true(s.needs_health_check);
 	assert_int_equal(s.primary, 1);
-	assert_int_equal(s.next, 1);
+	assert_int_equal(s.next_boot, 1);
 
 	/* B ran out of tries, U-Boot fell back to A */
 	load(&st, "B A", "2", "0");
@@ -319,7 +319,7 @@ TEST(test_status)
 	assert_true(s.fell_back);
 	assert_true(s.on_trial);
 	assert_true(s.needs_health_check);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(s.next_boot, 0);
 	assert_false(s.switch_pending);
 
 	/* B was just activated while A runs: a pending switch, not a fallback */
@@ -327,13 +327,13 @@ TEST(test_status)
 	slot_decide(&st, 0, "flashd.slot", &s);
 	assert_false(s.fell_back);
 	assert_true(s.switch_pending);
-	assert_int_equal(s.next, 1);
+	assert_int_equal(s.next_boot, 1);
 
 	/* none left: the script resets the counters, then boots A (item 22) */
 	load(&st, "A B", "0", "0");
 	slot_decide(&st, -1, NULL, &s);
 	assert_int_equal(s.booted, -1);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(s.next_boot, 0);
 	assert_true(s.next_after_reset);
 	assert_false(s.fell_back);
 
@@ -349,7 +349,7 @@ TEST(test_status)
 	/* BOOT_ORDER names no slot: the script resets forever */
 	load(&st, "C", "3", "3");
 	slot_decide(&st, -1, NULL, &s);
-	assert_int_equal(s.next, -1);
+	assert_int_equal(s.next_boot, -1);
 }
 
 /* What the boot script does at power-on (slot_boot_select). */
@@ -841,7 +841,7 @@ TEST(test_degraded_and_fallback)
 	expect_changes(&c, "FLASHD_A_STATE=bad;");
 	slot_decide(&n, 0, "flashd.slot", &s);
 	assert_true(s.degraded);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(s.next_boot, 0);
 	assert_false(s.needs_health_check); /* it failed already (item 17) */
 	/* a later pass clears it */
 	run(&n, SLOT_OP_MARK_GOOD, 0, 0, &n2, &c);
@@ -899,7 +899,7 @@ TEST(test_records_lost)
 	assert_int_equal(slot_state_of(&n, 0, false), SLOT_STATE_TRIAL);
 	assert_int_equal(slot_state_of(&n, 1, false), SLOT_STATE_UNKNOWN);
 	slot_decide(&n, 0, "flashd.slot", &s);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(s.next_boot, 0);
 	assert_true(s.needs_health_check);
 	/* B's content is unknown: not activatable, forced or not */
 	assert_true(slot_compute(&n, SLOT_OP_ACTIVATE, 1, SLOT_FORCE, &n2, &c, &err) < 0);

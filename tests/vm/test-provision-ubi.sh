@@ -139,7 +139,7 @@ cat $T/install.out
 grep -q "Installed version 2.0 into slot B" $T/install.out || vm_fail "install output: $(cat $T/install.out)"
 st=$("$FLASHCTL" --json status) || vm_fail "status"
 vm_expect_eq "$(jq -r '.slots[] | select(.name=="B") | .version' <<<"$st")" 2.0 "status: B version"
-vm_expect_eq "$(jq -r '.next' <<<"$st")" B "status: next boot"
+vm_expect_eq "$(jq -r '.next_boot' <<<"$st")" B "status: next boot"
 vm_log "the same v2 again: a volume update rewrites the whole image, nothing is skipped"
 t0=$(date +%s%N)
 "$FLASHCTL" install $T/2.0.bundle >$T/install2.out 2>&1 ||
