@@ -22,6 +22,7 @@
 #include "slot_seal.h"
 #include "slot_change.h"
 #include "slot_verify.h"
+#include "ubi_image.h"
 
 
 struct slot_ctx {
@@ -86,6 +87,8 @@ static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 		cli_error(ctx, "U-Boot env %s: %s", env_describe(s->env), err.msg);
 		return CLI_EXIT_INVALID;
 	}
+	/* as flashd's status: a volume UBI says is not whole is interrupted */
+	ubi_image_mark_unfinished(&s->st, s->group, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS);
 	/* the kernel command line flashd reads (flashd.conf cmdline=), as
 	 * its SlotStatus does */
 	r = slot_booted(&(const struct slot_boot_where){ .cmdline = s->a.cmdline ? s->a.cmdline :

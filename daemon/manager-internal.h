@@ -107,7 +107,6 @@ struct manager_slots {
 	struct slot_decision decision;
 	char *versions[SLOT_MAX];
 	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
-	bool ubi_broken[SLOT_MAX]; /* a UBI volume of the slot has an unfinished update */
 	bool reset_pending;
 	char booted_unknown[256]; /* why the running slot cannot be told ("": it can, or
 				   * the root is on no slot): no slot is written then */

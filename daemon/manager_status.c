@@ -45,19 +45,6 @@ void manager_status_slots_done(struct manager_slots *v)
 	}
 }
 
-/* A UBI volume whose update never ended holds part of an image, whatever
- * the env says (flashd boot refuses to mount it). */
-static bool slot_ubi_broken(const struct layout_slot *s)
-{
-	return ubi_image_target_broken(&s->rootfs, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS) ||
-	       (s->has_kernel && ubi_image_target_broken(&s->kernel, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS));
-}
-
-static enum slot_state slot_view_ubi(enum slot_state view, bool broken)
-{
-	return view != SLOT_STATE_INSTALLING && broken ? SLOT_STATE_INTERRUPTED : view;
-}
-
 /* Slot state and status from the env and the kernel command line. */
 int manager_status_load_slots(struct manager *m, struct env *e, struct manager_slots *v,
 			      struct error *err)
@@ -74,6 +61,7 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct manager_s
 	booted = manager_booted(m, &by, &berr);
 	if (booted < 0 && booted != -ENOENT)
 		util_snprintf(v->booted_unknown, sizeof(v->booted_unknown), "%s", berr.msg);
+	ubi_image_mark_unfinished(&v->st, m->group, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS);
 	slot_decide(&v->st, booted < 0 ? -1 : booted, booted < 0 ? NULL : by, &v->decision);
 	for (size_t i = 0; i < m->group->n_slots && i < SLOT_MAX; i++) {
 		char var[64];
@@ -81,7 +69,6 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct manager_s
 		v->versions[i] = env_get_dup(e, var);
 		slot_health_var(m->group->slots[i].name, var, sizeof(var));
 		v->health[i] = env_get_dup(e, var);
-		v->ubi_broken[i] = slot_ubi_broken(&m->group->slots[i]);
 	}
 	reset = env_get_dup(e, MANAGER_OVERLAY_RESET_VAR);
 	v->reset_pending = reset && !strcmp(reset, "1");
@@ -102,9 +89,8 @@ static struct json_object *slots_json(struct manager *m, const struct manager_sl
 		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
 							       s->rootfs.ubi_volume));
 		json_object_object_add(o, "state", json_object_new_string(slot_state_to_string(
-			slot_view_ubi(slot_state_of(&v->st, i, manager_install_running(m) ||
-						   m->status.installer[0]),
-				      v->ubi_broken[i]))));
+			slot_state_of(&v->st, i, manager_install_running(m) ||
+					  m->status.installer[0]))));
 		json_object_object_add(o, "version", jstr(v->versions[i]));
 		json_object_object_add(o, "health", jstr(v->health[i]));
 		json_object_object_add(o, "tries_left", json_object_new_int(si->left));

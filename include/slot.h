@@ -171,6 +171,8 @@ struct slot_vars {
 	bool has_health;        /* FLASHD_<x>_HEALTH is set (a new install deletes it) */
 	bool unsealed;          /* the group seals its slots and this one's seal is missing
 				 * (slot_env_seal) */
+	bool unfinished;        /* UBI's update marker: a volume of the slot holds an update
+				 * that never ended (ubi_image_mark_unfinished) */
 };
 
 /* A variable of the slot state that does not read as this module and the
@@ -272,8 +274,10 @@ bool slot_verified(const struct slot_env *st, size_t i);
  * legacy board, slot_verified): there is no signed index to read it
  * against, and activating it only reorders what boots already. */
 bool slot_legacy(const struct slot_env *st, size_t i);
-/* The status word of slot i; install_running: an install is writing now
- * (false turns "installing" into "interrupted"). */
+/* The state of slot i; install_running: an install is writing now (false
+ * turns "installing" into "interrupted"). A slot whose UBI volume holds an
+ * unfinished update (slot_vars.unfinished) is "interrupted" whatever its
+ * record, unless it is the one being written. */
 enum slot_state slot_state_of(const struct slot_env *st, size_t i, bool install_running);
 const char *slot_state_to_string(enum slot_state v);  /* "trial" (JSON) */
 const char *slot_state_describe(enum slot_state v);   /* "on trial (booted, not marked good)" */

@@ -289,6 +289,10 @@ int slot_env_load(struct slot_env *ret, const char *const *names, size_t n_names
 	_cleanup_free_ char *order = NULL, *last = NULL, *mark = NULL;
 
 	if (n_names < 1 || n_names > SLOT_MAX)
+	/* UBI's update marker outranks the record: the volume holds part of
+	 * an image whatever the env says (flashd boot refuses to mount it) */
+	if (s->unfinished && (s->record != SLOT_RECORD_INSTALLING || !install_running))
+		return SLOT_STATE_INTERRUPTED;
 		return error_set(err, -EINVAL, "%zu slots: 1 to %d supported", n_names, SLOT_MAX);
 	if (max_tries < 1 || max_tries > SLOT_MAX_TRIES_LIMIT)
 		return error_set(err, -EINVAL, "max tries %u: must be 1..%d (the boot script counts "
