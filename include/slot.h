@@ -308,11 +308,11 @@ void slot_record_var(const char *name, char *buf, size_t len);
 #define SLOT_OVERLAY_RESET_VAR "FLASHD_OVERLAY_RESET"
 /* Variables this module owns (BOOT_ORDER, BOOT_<x>_LEFT, FLASHD_<x>_STATE,
  * FLASHD_LAST_GOOD): env set refuses them without --force. */
-bool slot_is_env_var(const char *name);
+bool slot_env_is_var(const char *name);
 /* Variables only flashd's own operations write: the slot state above and
  * every other FLASHD_* record (versions, health verdicts). A raw write
  * needs root and force (docs/security.md, "Who writes the env"). */
-bool slot_is_flashd_var(const char *name);
+bool slot_env_is_flashd_var(const char *name);
 /* The invariant every store keeps: BOOT_ORDER names only slots recorded
  * verified (slot_verified()). -EPERM naming the first slot that is not. */
 int slot_order_check(const struct slot_env *st, struct error *err);
@@ -323,7 +323,7 @@ int slot_order_check(const struct slot_env *st, struct error *err);
  * word, FLASHD_LAST_GOOD = a slot. g NULL: slot names and max tries are
  * not known, only the form is checked. value NULL = delete. -EINVAL with
  * err saying why; 0 for variables that are not slot state. */
-int slot_var_check(const struct layout_slot_group *g, const char *name, const char *value,
+int slot_env_var_check(const struct layout_slot_group *g, const char *name, const char *value,
 		   struct error *err);
 
 /* Compute op on slot (index; -1 where the op takes none, for rollback =
