@@ -425,7 +425,7 @@ static int check_flashd_var(struct cli_ctx *ctx, const struct cli_env_args *a, c
 		return CLI_EXIT_OK;
 	if (!a->force)
 		return cli_refused(ctx, PROTO_ERROR_FORCE_REQUIRED, "env set: %s is managed by "
-				   "flashd (slot state, install record); use 'flashctl slot "
+				   "flashd (slot env, install record); use 'flashctl slot "
 				   "activate|mark-good|mark-bad|rollback' (root: --force)", name);
 	if (geteuid() != 0)
 		return cli_refused(ctx, PROTO_ERROR_DENIED, "env set: %s: flashd's records and the "

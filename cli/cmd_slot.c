@@ -64,7 +64,7 @@ static int slot_parse(int argc, char **argv, struct slot_ctx *s)
 	return CLI_EXIT_OK;
 }
 
-/* The env and the slot state, after slot_parse() filled s->a. */
+/* The env and the slot env, after slot_parse() filled s->a. */
 static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 {
 	struct error err = {};

@@ -150,7 +150,7 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 			SLOT_FORCE | SLOT_KEEP_LAST, (const char *const[2]){ var, note }, &idx,
 			&kind, NULL, &err);
 	if (r < 0) {
-		log_error("health check %s, but the slot state could not be changed: %s", what,
+		log_error("health check %s, but the slot env could not be changed: %s", what,
 			  error_message(&err));
 		return;
 	}

@@ -626,7 +626,7 @@ static int status_load(struct manager *m, sd_bus_error *error)
 	struct error err = {};
 	int e = manager_status_refresh(m, MANAGER_STATUS_ENV, &err);
 
-	return e < 0 ? sd_bus_error_setf(error, RAUC_ERROR_FAILED, "cannot read the slot state: "
+	return e < 0 ? sd_bus_error_setf(error, RAUC_ERROR_FAILED, "cannot read the slot env: "
 					 "%s", error_message(&err)) : 0;
 }
 

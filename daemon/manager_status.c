@@ -45,7 +45,7 @@ void manager_status_slots_done(struct manager_slots *v)
 	}
 }
 
-/* Slot state and status from the env and the kernel command line. */
+/* The slot env and the boot decision from the env and the kernel command line. */
 int manager_status_load_slots(struct manager *m, struct env *e, struct manager_slots *v,
 			      struct error *err)
 {
@@ -329,7 +329,7 @@ void manager_status_invalidate(struct manager *m, unsigned what)
 		m->status.board_valid = false;
 }
 
-/* Variables of the slot state written by hand that do not read as flashd
+/* Variables of the slot env written by hand that do not read as flashd
  * and the boot script read them: named, with what becomes of them. */
 static struct json_object *malformed_json(const struct slot_env *st)
 {
@@ -411,7 +411,7 @@ static void env_degraded_event(struct manager *m, struct env *e, const struct sl
 		  "the U-Boot env is degraded: %s", text + 2);
 }
 
-/* The env part: slot state and the env copies. Both copies corrupt: the
+/* The env part: the slot env and the env copies. Both copies corrupt: the
  * state still loads (blank), status still answers (issue 13, item 6). */
 static int status_load_env(struct manager *m, uint64_t now, struct error *err)
 {

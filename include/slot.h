@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A/B slot state in the U-Boot env, RAUC-compatible: BOOT_ORDER ("A B",
+/* The A/B slots in the U-Boot env (the slot env), RAUC-compatible: BOOT_ORDER ("A B",
  * first = primary) and BOOT_<x>_LEFT (tries left; the boot script
  * decrements before booting, mark-good restores the maximum), plus what
  * flashd knows of each slot's content: FLASHD_<x>_STATE (the install
@@ -175,7 +175,7 @@ struct slot_vars {
 				 * that never ended (ubi_image_mark_unfinished) */
 };
 
-/* A variable of the slot state that does not read as this module and the
+/* A variable of the slot env that does not read as this module and the
  * boot script read it (written by hand, fw_setenv): the state is loaded
  * anyway, as the boot script will act on it, and status names it. */
 struct slot_malformed {
@@ -309,7 +309,7 @@ void slot_record_var(const char *name, char *buf, size_t len);
 /* Variables this module owns (BOOT_ORDER, BOOT_<x>_LEFT, FLASHD_<x>_STATE,
  * FLASHD_LAST_GOOD): env set refuses them without --force. */
 bool slot_env_is_var(const char *name);
-/* Variables only flashd's own operations write: the slot state above and
+/* Variables only flashd's own operations write: the slot env above and
  * every other FLASHD_* record (versions, health verdicts). A raw write
  * needs root and force (docs/security.md, "Who writes the env"). */
 bool slot_env_is_flashd_var(const char *name);
@@ -322,7 +322,7 @@ int slot_order_check(const struct slot_env *st, struct error *err);
  * one decimal digit 0..max tries (or unset), FLASHD_<x>_STATE = a record
  * word, FLASHD_LAST_GOOD = a slot. g NULL: slot names and max tries are
  * not known, only the form is checked. value NULL = delete. -EINVAL with
- * err saying why; 0 for variables that are not slot state. */
+ * err saying why; 0 for variables that are not the slot env's. */
 int slot_env_var_check(const struct layout_slot_group *g, const char *name, const char *value,
 		   struct error *err);
 

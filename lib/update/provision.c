@@ -613,7 +613,7 @@ static int retire_empty_slots(struct prov *pv)
 		if (r >= 0)
 			r = slot_compute(&st, SLOT_OP_RETIRE, i, 0, &nst, &ch, pv->err);
 		if (r < 0)
-			return error_prefix(pv->err, r, "slot state");
+			return error_prefix(pv->err, r, "slot env");
 		r = slot_apply(e, &ch, pv->err);
 		if (r < 0)
 			return error_prefix(pv->err, r, "U-Boot env");

@@ -764,7 +764,7 @@ static int do_boot(struct live *lv)
 		die("boot: env: %s", eerr.msg);
 	r = slot_state_now(e, &st);
 	if (r < 0) {
-		snprintf(lv->note, sizeof(lv->note), "boot: slot state unreadable");
+		snprintf(lv->note, sizeof(lv->note), "boot: slot env unreadable");
 		lv->boot_result = -1;
 		return r;
 	}

@@ -581,7 +581,7 @@ static int boot_pick(struct rig *r)
 	k = slot_env_load_group(&st, r->g, env_get_dup, e, &serr);
 	env_close(e);
 	if (k < 0)
-		fail_msg("slot state: %s", serr.msg);
+		fail_msg("slot env: %s", serr.msg);
 	return slot_boot_select(&st, &next, &ch);
 }
 
