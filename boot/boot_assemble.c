@@ -45,7 +45,7 @@ void boot_assemble_read_env(struct boot *b)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st;
+	struct slot_env st;
 	struct error serr = {};
 	char var[64];
 	char *v;
@@ -65,7 +65,7 @@ void boot_assemble_read_env(struct boot *b)
 	v = env_get_dup(e, SLOT_OVERLAY_RESET_VAR);
 	b->reset_pending = v && !strcmp(v, "1");
 	free(v);
-	if (slot_state_load_group(&st, b->g, env_get_dup, e, &serr) >= 0) {
+	if (slot_env_load_group(&st, b->g, env_get_dup, e, &serr) >= 0) {
 		b->left = st.slots[b->slot].left;
 		b->max_tries = st.max_tries;
 	}

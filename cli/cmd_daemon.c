@@ -210,9 +210,9 @@ static void print_status(struct json_object *st)
 	printf("Board:        %s (compatible %s)\n", jp(st, "board"), jp(st, "compatible"));
 	printf("Layout:       %s\n", jp(st, "layout"));
 	printf("Booted slot:  %s%s%s\n", js(st, "booted") ? jp(st, "booted") : "unknown",
-	       jb(st, "trial") ? ", on trial (not yet marked good)" : "",
-	       jb(st, "fallback") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
-	printf("Next boot:    %s%s%s\n", js(st, "next") ? jp(st, "next") :
+	       jb(st, "on_trial") ? ", on trial (not yet marked good)" : "",
+	       jb(st, "fell_back") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
+	printf("Next boot:    %s%s%s\n", js(st, "next_boot") ? jp(st, "next_boot") :
 	       "none (BOOT_ORDER names no slot: the bootloader resets forever)",
 	       jb(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
 	       jb(st, "switch_pending") ? " (not the booted slot: a reboot switches to it)" : "");

@@ -421,11 +421,11 @@ static int env_set_daemon(struct cli_ctx *ctx, struct client *c, const struct cl
  * said loudly (docs/security.md, "Who writes the env"). */
 static int check_flashd_var(struct cli_ctx *ctx, const struct cli_env_args *a, const char *name)
 {
-	if (!slot_is_flashd_var(name))
+	if (!slot_env_is_flashd_var(name))
 		return CLI_EXIT_OK;
 	if (!a->force)
 		return cli_refused(ctx, PROTO_ERROR_FORCE_REQUIRED, "env set: %s is managed by "
-				   "flashd (slot state, install record); use 'flashctl slot "
+				   "flashd (slot env, install record); use 'flashctl slot "
 				   "activate|mark-good|mark-bad|rollback' (root: --force)", name);
 	if (geteuid() != 0)
 		return cli_refused(ctx, PROTO_ERROR_DENIED, "env set: %s: flashd's records and the "
@@ -468,7 +468,7 @@ static int parse_assignments(struct cli_ctx *ctx, const struct cli_env_args *a,
 		if (r)
 			return r;
 		/* forced or not, never a value the boot script reads otherwise */
-		if (slot_var_check(group, argv[i], value, &serr) < 0)
+		if (slot_env_var_check(group, argv[i], value, &serr) < 0)
 			return cli_refused(ctx, PROTO_ERROR_ENV_REFUSED, "env set: %s", serr.msg);
 		vars[n++] = (struct env_var){ argv[i], value };
 	}
@@ -484,7 +484,7 @@ static int check_order(struct cli_ctx *ctx, struct env *e, const struct layout_s
 	bool flashd = false;
 
 	for (size_t i = 0; i < n; i++)
-		flashd |= slot_is_flashd_var(vars[i].name);
+		flashd |= slot_env_is_flashd_var(vars[i].name);
 	if (!group || !flashd || slot_change_check_raw(e, group, vars, n, &err) >= 0)
 		return CLI_EXIT_OK;
 	return cli_refused(ctx, PROTO_ERROR_ENV_REFUSED, "env set: %s; nothing was written",

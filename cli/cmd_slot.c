@@ -22,6 +22,7 @@
 #include "slot_seal.h"
 #include "slot_change.h"
 #include "slot_verify.h"
+#include "ubi_image.h"
 
 
 struct slot_ctx {
@@ -29,7 +30,7 @@ struct slot_ctx {
 	struct env *env;
 	struct layout *layout;
 	const struct layout_slot_group *group;
-	struct slot_state st;
+	struct slot_env st;
 	int booted;
 	const char *booted_by;
 	const char *lock_as;  /* a write: take the board's lock (as this) first */
@@ -63,7 +64,7 @@ static int slot_parse(int argc, char **argv, struct slot_ctx *s)
 	return CLI_EXIT_OK;
 }
 
-/* The env and the slot state, after slot_parse() filled s->a. */
+/* The env and the slot env, after slot_parse() filled s->a. */
 static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 {
 	struct error err = {};
@@ -81,11 +82,13 @@ static int slot_load(struct cli_ctx *ctx, struct slot_ctx *s)
 		return CLI_EXIT_INVALID;
 	}
 	s->group = &s->layout->groups[0];
-	r = slot_state_load_group(&s->st, s->group, env_get_dup, s->env, &err);
+	r = slot_env_load_group(&s->st, s->group, env_get_dup, s->env, &err);
 	if (r < 0) {
 		cli_error(ctx, "U-Boot env %s: %s", env_describe(s->env), err.msg);
 		return CLI_EXIT_INVALID;
 	}
+	/* as flashd's status: a volume UBI says is not whole is interrupted */
+	ubi_image_mark_unfinished(&s->st, s->group, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS);
 	/* the kernel command line flashd reads (flashd.conf cmdline=), as
 	 * its SlotStatus does */
 	r = slot_booted(&(const struct slot_boot_where){ .cmdline = s->a.cmdline ? s->a.cmdline :
@@ -133,11 +136,11 @@ static void print_slot_lines(struct json_object *j)
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
 		struct json_object *o = json_object_array_get_idx(slots, i);
 		const char *state = jstr(o, "state");
-		int view = slot_view_from_string(state);
+		int view = slot_state_from_string(state);
 
 		printf("  %c %-8s %d/%d tries left, %s\n", jbool(o, "booted") ? '*' : ' ', jstr(o, "name"),
 		       json_object_object_get_ex(o, "tries_left", &v) ? json_object_get_int(v) : 0,
-		       max, view >= 0 ? slot_view_describe(view) : state ? state : "?");
+		       max, view >= 0 ? slot_state_describe(view) : state ? state : "?");
 	}
 }
 
@@ -477,7 +480,7 @@ static int boot_select_seals(struct cli_ctx *ctx, struct slot_ctx *s, const char
 		if (i >= 0)
 			sealed[i] = true;
 	}
-	slot_state_seal(&s->st, sealed);
+	slot_env_seal(&s->st, sealed);
 	return CLI_EXIT_OK;
 }
 
@@ -487,7 +490,7 @@ static int slot_boot_select_cmd(struct cli_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_(slot_ctx_done) struct slot_ctx s = { .lock_as = "flashctl slot boot-select" };
 	const char *sealed = NULL;
-	struct slot_state n;
+	struct slot_env n;
 	struct slot_changes c;
 	struct error eerr = {};
 	int i, r;

@@ -35,7 +35,7 @@ static const struct cli_cmd top_cmds[] = {
 		cli_provision),
 	{ "layout", NULL, "validate and convert board layouts", NULL, cli_layout_cmds },
 	{ "flash", NULL, "inspect and write flash devices (MTD or simulator)", NULL, cli_flash_cmds },
-	{ "slot", NULL, "A/B slot state: status, mark-good, mark-bad, activate, rollback", NULL, cli_slot_cmds },
+	{ "slot", NULL, "A/B slots: status, mark-good, mark-bad, activate, rollback", NULL, cli_slot_cmds },
 	{ "env", NULL, "read and change the U-Boot environment", NULL, cli_env_cmds },
 	{ "bundle", NULL, "create, inspect and verify update bundles", NULL, cli_bundle_cmds },
 	{ NULL },

@@ -104,13 +104,12 @@ struct operation {
 	time_t started;
 };
 
-/* The slot state as the env records it and the booted slot. */
-struct slots_view {
-	struct slot_state st;
-	struct slot_status status;
+/* The slot env and the boot decision, with what status adds per slot. */
+struct manager_slots {
+	struct slot_env st;
+	struct slot_decision decision;
 	char *versions[SLOT_MAX];
 	char *health[SLOT_MAX];  /* FLASHD_<x>_HEALTH */
-	bool ubi_broken[SLOT_MAX]; /* a UBI volume of the slot has an unfinished update */
 	bool reset_pending;
 	char booted_unknown[256]; /* why the running slot cannot be told ("": it can, or
 				   * the root is on no slot): no slot is written then */
@@ -126,7 +125,7 @@ struct slots_view {
 struct manager_status {
 	bool env_valid, board_valid;
 	uint64_t env_loaded, board_loaded;   /* CLOCK_MONOTONIC usec of the last load */
-	struct slots_view v;
+	struct manager_slots v;
 	bool blank;                          /* no valid env copy */
 	struct json_object *env;             /* GetStatus "env" */
 	struct json_object *flash;           /* the partitions and their counters */
@@ -187,9 +186,9 @@ void manager_status_done(struct manager *m);
 void manager_status_check_env(struct manager *m);
 /* What changed through the daemon: loaded again before the next answer. */
 void manager_status_invalidate(struct manager *m, unsigned what);
-int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
+int manager_status_load_slots(struct manager *m, struct env *e, struct manager_slots *v,
 			      struct error *err);
-void manager_status_slots_done(struct slots_view *v);
+void manager_status_slots_done(struct manager_slots *v);
 /* m->status made current for need (MANAGER_STATUS_*): loaded again when old
  * or invalid (the io.flashd status methods and manager_rauc.c read it). */
 int manager_status_refresh(struct manager *m, unsigned need, struct error *err);

@@ -52,7 +52,7 @@ static int store_var(struct manager *m, const char *name, const char *value, str
 
 	manager_status_invalidate(m, MANAGER_STATUS_ENV);
 	r = manager_open_env(m, &e, err);
-	if (r >= 0 && slot_is_flashd_var(name))
+	if (r >= 0 && slot_env_is_flashd_var(name))
 		r = slot_change_check_raw(e, m->group, &(struct env_var){ name, value }, 1, err);
 	return r < 0 ? r : env_store_var(e, name, value, err);
 }
@@ -87,17 +87,17 @@ int manager_env_set(struct proto_call *call, struct json_object *params, void *u
 	if (!env_name_valid(name))
 		return env_refused(call, name, "not a valid U-Boot variable name (empty, too long, "
 				   "or contains '=' or a control character)");
-	if (slot_is_flashd_var(name) && !force) {
+	if (slot_env_is_flashd_var(name) && !force) {
 		char reason[256];
 
 		snprintf(reason, sizeof(reason), "%s is managed by flashd (boot selection / install "
 			 "state): use mark-good, activate, rollback, or force", name);
 		return proto_error_string(call, PROTO_ERROR_FORCE_REQUIRED, "reason", reason);
 	}
-	if (slot_is_flashd_var(name) && proto_call_peer(call)->uid != 0)
+	if (slot_env_is_flashd_var(name) && proto_call_peer(call)->uid != 0)
 		return env_denied(call, name);
 	/* even forced, a slot variable must read as the boot script reads it */
-	if (slot_var_check(m->group, name, nv, &serr) < 0)
+	if (slot_env_var_check(m->group, name, nv, &serr) < 0)
 		return env_refused(call, name, serr.msg);
 	r = manager_lock_board(m, "flashd SetEnv", &lock, &eerr);
 	if (r < 0)

@@ -80,7 +80,7 @@ static void health_on_msg(struct worker *w, const void *msg, void *userdata)
 static int health_still_on_trial(struct manager *m, struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct slots_view v;
+	struct manager_slots v;
 	int r;
 
 	r = manager_open_env(m, &e, err);
@@ -90,7 +90,7 @@ static int health_still_on_trial(struct manager *m, struct error *err)
 	if (r < 0)
 		return r;
 	manager_status_slots_done(&v);
-	if (v.status.booted != m->op.health_slot || !v.status.needs_health_check)
+	if (v.decision.booted != m->op.health_slot || !v.decision.needs_health_check)
 		return error_set(err, -ESTALE, "slot %s is no longer on trial (changed while the "
 				 "check ran)", m->group->slots[m->op.health_slot].name);
 	return 0;
@@ -150,7 +150,7 @@ static void health_verdict(struct manager *m, bool good, const char *what)
 			SLOT_FORCE | SLOT_KEEP_LAST, (const char *const[2]){ var, note }, &idx,
 			&kind, NULL, &err);
 	if (r < 0) {
-		log_error("health check %s, but the slot state could not be changed: %s", what,
+		log_error("health check %s, but the slot env could not be changed: %s", what,
 			  error_message(&err));
 		return;
 	}
@@ -202,16 +202,16 @@ static int health_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
  * health check nor mark-bad of the booted slot can lock the board onto
  * them. With the records lost (default env), the booted slot alone stays
  * (slot_needs_fallback). v is reloaded. */
-static int record_fallback(struct manager *m, struct env *e, struct slots_view *v,
+static int record_fallback(struct manager *m, struct env *e, struct manager_slots *v,
 			   struct error *err)
 {
-	struct slot_state nst;
+	struct slot_env nst;
 	struct slot_changes ch;
 	char order[128];
 	int r;
 
 	manager_status_invalidate(m, MANAGER_STATUS_ENV);
-	r = slot_compute(&v->st, SLOT_OP_FALLBACK, v->status.booted, 0, &nst, &ch, err);
+	r = slot_compute(&v->st, SLOT_OP_FALLBACK, v->decision.booted, 0, &nst, &ch, err);
 	if (r >= 0)
 		r = slot_apply(e, &ch, err);
 	if (r < 0)
@@ -221,14 +221,14 @@ static int record_fallback(struct manager *m, struct env *e, struct slots_view *
 		log_warning("the U-Boot env holds no slot records (both copies were lost, U-Boot "
 			    "booted its default env): only the booted slot %s is known to boot, the "
 			    "others are recorded unknown (BOOT_ORDER=%s)",
-			    m->group->slots[v->status.booted].name, order);
+			    m->group->slots[v->decision.booted].name, order);
 	else
 		log_event(LOG_EVENT_BOOT_FALLBACK, (const struct log_field[]){
-				{ "SLOT", m->group->slots[v->status.booted].name },
+				{ "SLOT", m->group->slots[v->decision.booted].name },
 				{ "BOOT_ORDER", order }, { NULL } },
 			  "booted slot %s after the slots before it in BOOT_ORDER ran out of "
 			  "tries: they failed to boot and are marked bad (BOOT_ORDER=%s)",
-			  m->group->slots[v->status.booted].name, order);
+			  m->group->slots[v->decision.booted].name, order);
 	manager_status_slots_done(v);
 	return manager_status_load_slots(m, e, v, err);
 }
@@ -237,7 +237,7 @@ int manager_health_start(struct manager *m)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error err = {};
-	struct slots_view v;
+	struct manager_slots v;
 	int r;
 
 	r = manager_open_env(m, &e, &err);
@@ -246,7 +246,7 @@ int manager_health_start(struct manager *m)
 		return 0;
 	}
 	r = manager_status_load_slots(m, e, &v, &err);
-	if (r >= 0 && slot_needs_fallback(&v.st, v.status.booted))
+	if (r >= 0 && slot_needs_fallback(&v.st, v.decision.booted))
 		r = record_fallback(m, e, &v, &err);
 	env_close(TAKE_PTR(e));
 	if (r < 0) {
@@ -254,17 +254,17 @@ int manager_health_start(struct manager *m)
 		return 0;
 	}
 	manager_status_slots_done(&v);
-	if (!v.status.needs_health_check)
+	if (!v.decision.needs_health_check)
 		return 0;
 	if (!m->conf->health_command) {
 		log_notice("slot %s is on trial; no health check configured: mark it good with "
-			   "'flashctl slot mark-good'", m->group->slots[v.status.booted].name);
+			   "'flashctl slot mark-good'", m->group->slots[v.decision.booted].name);
 		return 0;
 	}
 	log_info("slot %s is on trial: running the health check '%s'",
-		 m->group->slots[v.status.booted].name, m->conf->health_command);
+		 m->group->slots[v.decision.booted].name, m->conf->health_command);
 	m->op = (struct operation){ .name = "health-check", .bundle_fd = -1, .started = time(NULL),
-				    .health_slot = v.status.booted };
+				    .health_slot = v.decision.booted };
 	r = worker_start(m->event, sizeof(pid_t), health_job, health_on_msg, health_on_done, m,
 			 &m->op.worker);
 	if (r >= 0)

@@ -534,13 +534,13 @@ int manager_install_precheck(struct manager *m, const char *slot, struct install
 			     struct error *err)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct slot_state st, nst;
+	struct slot_env st, nst;
 	struct slot_changes ch;
 	int r;
 
 	install_slot_decide(m->layout, m->group, m->conf->cmdline, m->conf->target, slot, ret);
 	if (manager_open_env(m, &e, NULL) < 0 ||
-	    slot_state_load_group(&st, m->group, env_get_dup, e, NULL) < 0)
+	    slot_env_load_group(&st, m->group, env_get_dup, e, NULL) < 0)
 		return 0;
 	if (ret->error == -EBUSY) {
 		error_copy(err, &ret->err);

@@ -584,9 +584,9 @@ static int append_entry(sd_bus_message *reply, const char *key, const char *type
 /* RAUC's dictionary of slot i, from flashd's view of it */
 static int append_slot(struct manager *m, sd_bus_message *reply, size_t i)
 {
-	const struct slots_view *v = &m->status.v;
+	const struct manager_slots *v = &m->status.v;
 	const struct layout_slot *s = &m->group->slots[i];
-	enum slot_health h = slot_health_of(&v->st, i);
+	enum slot_tries h = slot_tries_of(&v->st, i);
 	enum slot_record rec = v->st.slots[i].record;
 	char name[128];
 	int e;
@@ -608,12 +608,12 @@ static int append_slot(struct manager *m, sd_bus_message *reply, size_t i)
 		e = append_entry(reply, "bootname", "s", s->name);
 	/* RAUC: booted, or inactive (no other slot of this class runs) */
 	if (e >= 0)
-		e = append_entry(reply, "state", "s", (int)i == v->status.booted ? "booted" :
+		e = append_entry(reply, "state", "s", (int)i == v->decision.booted ? "booted" :
 				 "inactive");
 	/* RAUC's U-Boot backend: good while in BOOT_ORDER with tries left */
 	if (e >= 0)
-		e = append_entry(reply, "boot-status", "s", h == SLOT_HEALTH_GOOD ||
-				 h == SLOT_HEALTH_TRIAL ? "good" : "bad");
+		e = append_entry(reply, "boot-status", "s", h == SLOT_TRIES_FULL ||
+				 h == SLOT_TRIES_USED ? "good" : "bad");
 	if (e >= 0 && v->versions[i])
 		e = append_entry(reply, "bundle.version", "s", v->versions[i]);
 	if (e >= 0 && rec != SLOT_RECORD_NONE)
@@ -628,7 +628,7 @@ static int status_load(struct manager *m, sd_bus_error *error)
 	struct error err = {};
 	int e = manager_status_refresh(m, MANAGER_STATUS_ENV, &err);
 
-	return e < 0 ? sd_bus_error_setf(error, RAUC_ERROR_FAILED, "cannot read the slot state: "
+	return e < 0 ? sd_bus_error_setf(error, RAUC_ERROR_FAILED, "cannot read the slot env: "
 					 "%s", error_message(&err)) : 0;
 }
 
@@ -659,7 +659,7 @@ static int method_get_primary(sd_bus_message *msg, void *userdata, sd_bus_error 
 
 	if ((e = status_load(r->m, error)) < 0)
 		return e;
-	next = r->m->status.v.status.next;
+	next = r->m->status.v.decision.next_boot;
 	if (next < 0)
 		return sd_bus_error_set(error, RAUC_ERROR_FAILED, "no slot boots next: BOOT_ORDER "
 					"names none");

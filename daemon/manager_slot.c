@@ -183,16 +183,16 @@ static void read_on_done(struct worker *w, int code, int status, void *userdata)
 static int slot_to_read(struct manager *m, enum slot_op op, const char *name)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct slots_view v;
+	struct manager_slots v;
 	int idx;
 
 	if (manager_open_env(m, &e, NULL) < 0 || manager_status_load_slots(m, e, &v, NULL) < 0)
 		return -1; /* the change reports the env's trouble */
 	manager_status_slots_done(&v);
-	idx = name ? slot_find(&v.st, name) : op == SLOT_OP_ROLLBACK ? -1 : v.status.booted;
+	idx = name ? slot_find(&v.st, name) : op == SLOT_OP_ROLLBACK ? -1 : v.decision.booted;
 	if (name && idx < 0)
 		return -1;
-	return slot_change_promotes(&v.st, v.status.booted, op, idx, 0);
+	return slot_change_promotes(&v.st, v.decision.booted, op, idx, 0);
 }
 
 int manager_slot_read_start(struct manager *m, enum slot_op op, enum log_event ev,

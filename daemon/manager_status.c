@@ -37,7 +37,7 @@
 #define jstr json_string_or_null
 #define STATUS_MAX_AGE_USEC (2ULL * 1000000ULL)
 
-void manager_status_slots_done(struct slots_view *v)
+void manager_status_slots_done(struct manager_slots *v)
 {
 	for (size_t i = 0; i < SLOT_MAX; i++) {
 		free(v->versions[i]);
@@ -45,21 +45,8 @@ void manager_status_slots_done(struct slots_view *v)
 	}
 }
 
-/* A UBI volume whose update never ended holds part of an image, whatever
- * the env says (flashd boot refuses to mount it). */
-static bool slot_ubi_broken(const struct layout_slot *s)
-{
-	return ubi_image_target_broken(&s->rootfs, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS) ||
-	       (s->has_kernel && ubi_image_target_broken(&s->kernel, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS));
-}
-
-static enum slot_view slot_view_ubi(enum slot_view view, bool broken)
-{
-	return view != SLOT_VIEW_INSTALLING && broken ? SLOT_VIEW_INTERRUPTED : view;
-}
-
-/* Slot state and status from the env and the kernel command line. */
-int manager_status_load_slots(struct manager *m, struct env *e, struct slots_view *v,
+/* The slot env and the boot decision from the env and the kernel command line. */
+int manager_status_load_slots(struct manager *m, struct env *e, struct manager_slots *v,
 			      struct error *err)
 {
 	struct error berr = {};
@@ -67,21 +54,21 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct slots_vie
 	char *reset;
 	int booted, r;
 
-	*v = (struct slots_view){ 0 };
-	r = slot_state_load_group(&v->st, m->group, env_get_dup, e, err);
+	*v = (struct manager_slots){ 0 };
+	r = slot_env_load_group(&v->st, m->group, env_get_dup, e, err);
 	if (r < 0)
 		return r;
 	booted = manager_booted(m, &by, &berr);
 	if (booted < 0 && booted != -ENOENT)
 		util_snprintf(v->booted_unknown, sizeof(v->booted_unknown), "%s", berr.msg);
-	slot_status_compute(&v->st, booted < 0 ? -1 : booted, booted < 0 ? NULL : by, &v->status);
+	ubi_image_mark_unfinished(&v->st, m->group, FLASH_MTD_SYSFS, FLASH_UBI_SYSFS);
+	slot_decide(&v->st, booted < 0 ? -1 : booted, booted < 0 ? NULL : by, &v->decision);
 	for (size_t i = 0; i < m->group->n_slots && i < SLOT_MAX; i++) {
 		char var[64];
 		slot_version_var(m->group->slots[i].name, var, sizeof(var));
 		v->versions[i] = env_get_dup(e, var);
 		slot_health_var(m->group->slots[i].name, var, sizeof(var));
 		v->health[i] = env_get_dup(e, var);
-		v->ubi_broken[i] = slot_ubi_broken(&m->group->slots[i]);
 	}
 	reset = env_get_dup(e, MANAGER_OVERLAY_RESET_VAR);
 	v->reset_pending = reset && !strcmp(reset, "1");
@@ -89,28 +76,27 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct slots_vie
 	return 0;
 }
 
-static struct json_object *slots_json(struct manager *m, const struct slots_view *v)
+static struct json_object *slots_json(struct manager *m, const struct manager_slots *v)
 {
 	struct json_object *arr = json_object_new_array();
 
 	for (size_t i = 0; i < m->group->n_slots; i++) {
 		const struct layout_slot *s = &m->group->slots[i];
 		struct json_object *o = json_object_new_object();
-		const struct slot_info *si = &v->st.slots[i];
+		const struct slot_vars *si = &v->st.slots[i];
 
 		json_object_object_add(o, "name", json_object_new_string(s->name));
 		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
 							       s->rootfs.ubi_volume));
-		json_object_object_add(o, "state", json_object_new_string(slot_view_to_string(
-			slot_view_ubi(slot_view_of(&v->st, i, manager_install_running(m) ||
-						   m->status.installer[0]),
-				      v->ubi_broken[i]))));
+		json_object_object_add(o, "state", json_object_new_string(slot_state_to_string(
+			slot_state_of(&v->st, i, manager_install_running(m) ||
+					  m->status.installer[0]))));
 		json_object_object_add(o, "version", jstr(v->versions[i]));
 		json_object_object_add(o, "health", jstr(v->health[i]));
 		json_object_object_add(o, "tries_left", json_object_new_int(si->left));
 		json_object_object_add(o, "priority", si->order_pos >= 0 ?
 				       json_object_new_int(si->order_pos) : NULL);
-		json_object_object_add(o, "booted", json_object_new_boolean(v->status.booted == (int)i));
+		json_object_object_add(o, "booted", json_object_new_boolean(v->decision.booted == (int)i));
 		json_object_array_add(arr, o);
 	}
 	return arr;
@@ -343,9 +329,9 @@ void manager_status_invalidate(struct manager *m, unsigned what)
 		m->status.board_valid = false;
 }
 
-/* Variables of the slot state written by hand that do not read as flashd
+/* Variables of the slot env written by hand that do not read as flashd
  * and the boot script read them: named, with what becomes of them. */
-static struct json_object *malformed_json(const struct slot_state *st)
+static struct json_object *malformed_json(const struct slot_env *st)
 {
 	struct json_object *arr = json_object_new_array();
 
@@ -374,8 +360,8 @@ static void status_probe_installer(struct manager *m)
 }
 
 /* "A,B" of the slots a predicate holds for; "" when none. */
-static void slot_names(const struct manager *m, const struct slot_state *st,
-		       bool (*pred)(const struct slot_state *, size_t), char *buf, size_t len)
+static void slot_names(const struct manager *m, const struct slot_env *st,
+		       bool (*pred)(const struct slot_env *, size_t), char *buf, size_t len)
 {
 	buf[0] = '\0';
 	for (size_t i = 0; i < m->group->n_slots; i++)
@@ -384,7 +370,7 @@ static void slot_names(const struct manager *m, const struct slot_state *st,
 				 m->group->slots[i].name);
 }
 
-static void malformed_names(const struct slot_state *st, char *buf, size_t len)
+static void malformed_names(const struct slot_env *st, char *buf, size_t len)
 {
 	buf[0] = '\0';
 	for (size_t i = 0; i < st->n_malformed && i < SLOT_MAX; i++)
@@ -394,7 +380,7 @@ static void malformed_names(const struct slot_state *st, char *buf, size_t len)
 
 /* A dead env copy, no valid copy, lost records, malformed variables or a
  * legacy env: the journal hears of it once, and again when it changes. */
-static void env_degraded_event(struct manager *m, struct env *e, const struct slot_state *st)
+static void env_degraded_event(struct manager *m, struct env *e, const struct slot_env *st)
 {
 	char dead[24] = "", malformed[192], legacy[64], text[sizeof(m->status.env_degraded)];
 	bool blank = env_is_blank(e), lost = !blank && slot_records_lost(st);
@@ -425,13 +411,13 @@ static void env_degraded_event(struct manager *m, struct env *e, const struct sl
 		  "the U-Boot env is degraded: %s", text + 2);
 }
 
-/* The env part: slot state and the env copies. Both copies corrupt: the
+/* The env part: the slot env and the env copies. Both copies corrupt: the
  * state still loads (blank), status still answers (issue 13, item 6). */
 static int status_load_env(struct manager *m, uint64_t now, struct error *err)
 {
 	struct manager_status *st = &m->status;
 	_cleanup_env_ struct env *e = NULL;
-	struct slots_view v;
+	struct manager_slots v;
 	int r;
 
 	r = env_open_layout(m->layout, m->conf->target, NULL, ENV_OPEN_ALLOW_BLANK, &e, err);
@@ -509,7 +495,7 @@ static struct json_object *slot_name_json(struct manager *m, int idx)
 static struct json_object *status_render(struct manager *m)
 {
 	const struct manager_status *st = &m->status;
-	const struct slot_status *ss = &st->v.status;
+	const struct slot_decision *ss = &st->v.decision;
 	struct json_object *o = json_object_new_object(), *slots = slots_json(m, &st->v);
 
 	json_object_object_add(o, "env", json_object_get(st->env));
@@ -523,10 +509,10 @@ static struct json_object *status_render(struct manager *m)
 	json_object_object_add(o, "booted", slot_name_json(m, ss->booted));
 	json_object_object_add(o, "booted_unknown", st->v.booted_unknown[0] ?
 			       json_object_new_string(st->v.booted_unknown) : NULL);
-	json_object_object_add(o, "trial", json_object_new_boolean(ss->on_trial));
-	json_object_object_add(o, "fallback", json_object_new_boolean(ss->fell_back));
+	json_object_object_add(o, "on_trial", json_object_new_boolean(ss->on_trial));
+	json_object_object_add(o, "fell_back", json_object_new_boolean(ss->fell_back));
 	json_object_object_add(o, "switch_pending", json_object_new_boolean(ss->switch_pending));
-	json_object_object_add(o, "next", slot_name_json(m, ss->next));
+	json_object_object_add(o, "next_boot", slot_name_json(m, ss->next_boot));
 	json_object_object_add(o, "next_after_reset", json_object_new_boolean(ss->next_after_reset));
 	json_object_object_add(o, "degraded", json_object_new_boolean(ss->degraded));
 	json_object_object_add(o, "last_good", slot_name_json(m, ss->last_good));
@@ -577,8 +563,8 @@ int manager_status_slots(struct proto_call *call, struct json_object *params, vo
 		return manager_reply_env_error(call, r, &err);
 	o = proto_slot_status(&st->v.st, m->group->name,
 				     json_object_object_get_ex(st->env, "device", &dev) ?
-				     json_object_get_string(dev) : "", st->v.status.booted,
-				     st->v.status.booted_by,
+				     json_object_get_string(dev) : "", st->v.decision.booted,
+				     st->v.decision.booted_by,
 				     manager_install_running(m) || st->installer[0]);
 	return proto_reply(call, o);
 }

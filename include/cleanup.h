@@ -55,10 +55,10 @@ static inline int string_table_lookup(const char *const *table, size_t n, const 
 }
 
 /* An enum and its names come from one list, so neither can lack the other:
- *   #define SLOT_HEALTH_LIST(X) X(SLOT_HEALTH_GOOD, "good") X(SLOT_HEALTH_BAD, "bad")
- *   enum slot_health { SLOT_HEALTH_LIST(STRING_TABLE_ENUM) _SLOT_HEALTH_MAX };
+ *   #define SLOT_TRIES_LIST(X) X(SLOT_TRIES_FULL, "good") X(SLOT_TRIES_OUT, "bad")
+ *   enum slot_tries { SLOT_TRIES_LIST(STRING_TABLE_ENUM) _SLOT_TRIES_MAX };
  * and in the module
- *   static const char *const slot_health_table[] = { SLOT_HEALTH_LIST(STRING_TABLE_NAME) };
+ *   static const char *const slot_tries_table[] = { SLOT_TRIES_LIST(STRING_TABLE_NAME) };
  * A list may carry more columns (X(value, name, ...)): the macros take the
  * first two. */
 #define STRING_TABLE_ENUM(v, s, ...) v,

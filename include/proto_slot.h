@@ -13,8 +13,8 @@
  * errno: io.flashd.InternalError). */
 const char *proto_slot_error(enum slot_change_fail kind, bool forcible);
 
-/* SlotStatus's reply for the slot state st of group in the env env_desc:
+/* SlotStatus's reply for the slot env st of group in the env env_desc:
  * made once for the daemon and for flashctl's offline 'slot status'. */
-struct json_object *proto_slot_status(const struct slot_state *st, const char *group,
+struct json_object *proto_slot_status(const struct slot_env *st, const char *group,
 				      const char *env_desc, int booted, const char *booted_by,
 				      bool install_running);

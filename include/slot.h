@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A/B slot state in the U-Boot env, RAUC-compatible: BOOT_ORDER ("A B",
+/* The A/B slots in the U-Boot env (the slot env), RAUC-compatible: BOOT_ORDER ("A B",
  * first = primary) and BOOT_<x>_LEFT (tries left; the boot script
  * decrements before booting, mark-good restores the maximum), plus what
  * flashd knows of each slot's content: FLASHD_<x>_STATE (the install
@@ -13,8 +13,8 @@
  *     one as "every slot", unverified ones included);
  *   - slot_boot_select() does exactly what the shipped boot script does.
  *
- * The state logic is pure: slot_state_load() parses the variables through
- * a getter, slot_compute() gives the new state and the variable changes
+ * The logic is pure: slot_env_load() parses the variables through
+ * a getter, slot_compute() gives the new slot env and the variable changes
  * of one operation, slot_apply() writes them in ONE env transaction (one
  * libuboot_env_store), so a power cut never leaves a half-done change.
  * docs/boot-contract.md describes the contract with the boot script. */
@@ -123,39 +123,45 @@ enum slot_record {
 	_SLOT_RECORD_MAX,
 };
 
-/* What status calls a slot: the one place these words are made, used by
- * the daemon's GetStatus and by offline flashctl alike. */
-enum slot_view {
-	SLOT_VIEW_EMPTY,        /* nothing installed */
-	SLOT_VIEW_INSTALLING,   /* an install is writing it */
-	SLOT_VIEW_INTERRUPTED,  /* an install began and never ended (power cut, killed) */
-	SLOT_VIEW_FAILED,       /* install failed */
-	SLOT_VIEW_CANCELLED,    /* install cancelled */
-	SLOT_VIEW_INSTALLED,    /* verified, not activated (out of BOOT_ORDER) */
-	SLOT_VIEW_PENDING,      /* activated, full tries, never booted since: trial pending */
-	SLOT_VIEW_TRIAL,        /* in BOOT_ORDER, tries used, not marked good since */
-	SLOT_VIEW_GOOD,         /* in BOOT_ORDER, marked good, full tries */
-	SLOT_VIEW_BAD,          /* marked bad (out of BOOT_ORDER, or kept as the last one) */
-	SLOT_VIEW_UNKNOWN,      /* the env was lost: content unknown, not bootable until installed */
-	_SLOT_VIEW_MAX,
+/* A slot's state: the word status gives it (JSON "state"), made in one
+ * place (slot_state_of) for the daemon's GetStatus and SlotStatus and for
+ * offline flashctl alike. Not the record (FLASHD_<x>_STATE keeps that
+ * name on the flash): the state is decided from the record, the tries,
+ * BOOT_ORDER, a running install and UBI's update marker. */
+enum slot_state {
+	SLOT_STATE_EMPTY,        /* nothing installed */
+	SLOT_STATE_INSTALLING,   /* an install is writing it */
+	SLOT_STATE_INTERRUPTED,  /* an install began and never ended (power cut, killed) */
+	SLOT_STATE_FAILED,       /* install failed */
+	SLOT_STATE_CANCELLED,    /* install cancelled */
+	SLOT_STATE_INSTALLED,    /* verified, not activated (out of BOOT_ORDER) */
+	SLOT_STATE_PENDING,      /* activated, full tries, never booted since: trial pending */
+	SLOT_STATE_TRIAL,        /* in BOOT_ORDER, tries used, not marked good since */
+	SLOT_STATE_GOOD,         /* in BOOT_ORDER, marked good, full tries */
+	SLOT_STATE_BAD,          /* marked bad (out of BOOT_ORDER, or kept as the last one) */
+	SLOT_STATE_UNKNOWN,      /* the env was lost: content unknown, not bootable until installed */
+	_SLOT_STATE_MAX,
 };
 
-#define SLOT_HEALTH_LIST(X)                                       \
+/* A slot's tries: what the boot script's counters alone say of it
+ * (BOOT_ORDER and BOOT_<x>_LEFT; RAUC's boot-status). */
+#define SLOT_TRIES_LIST(X)                                        \
 	/* in BOOT_ORDER, full tries */                           \
-	X(SLOT_HEALTH_GOOD, "good")                               \
+	X(SLOT_TRIES_FULL, "full")                                \
 	/* in BOOT_ORDER, some tries used: not yet marked good */ \
-	X(SLOT_HEALTH_TRIAL, "trial")                             \
+	X(SLOT_TRIES_USED, "used")                                \
 	/* in BOOT_ORDER, no tries left: U-Boot skips it */       \
-	X(SLOT_HEALTH_EXHAUSTED, "exhausted")                     \
+	X(SLOT_TRIES_EXHAUSTED, "exhausted")                      \
 	/* not in BOOT_ORDER */                                   \
-	X(SLOT_HEALTH_BAD, "bad")
+	X(SLOT_TRIES_OUT, "out")
 
-enum slot_health {
-	SLOT_HEALTH_LIST(STRING_TABLE_ENUM)
-	_SLOT_HEALTH_MAX,
+enum slot_tries {
+	SLOT_TRIES_LIST(STRING_TABLE_ENUM)
+	_SLOT_TRIES_MAX,
 };
 
-struct slot_info {
+/* One slot's variables in the slot env. */
+struct slot_vars {
 	char name[SLOT_NAME_MAX];
 	unsigned left;          /* BOOT_<x>_LEFT (max_tries when unset, as the boot script does) */
 	bool left_set;          /* the variable exists */
@@ -164,10 +170,12 @@ struct slot_info {
 	bool has_version;       /* FLASHD_<x>_VERSION is set */
 	bool has_health;        /* FLASHD_<x>_HEALTH is set (a new install deletes it) */
 	bool unsealed;          /* the group seals its slots and this one's seal is missing
-				 * (slot_state_seal) */
+				 * (slot_env_seal) */
+	bool unfinished;        /* UBI's update marker: a volume of the slot holds an update
+				 * that never ended (ubi_image_mark_unfinished) */
 };
 
-/* A variable of the slot state that does not read as this module and the
+/* A variable of the slot env that does not read as this module and the
  * boot script read it (written by hand, fw_setenv): the state is loaded
  * anyway, as the boot script will act on it, and status names it. */
 struct slot_malformed {
@@ -177,10 +185,12 @@ struct slot_malformed {
 	char effect[160];
 };
 
-struct slot_state {
+/* The slot env: the A/B variables as loaded from the U-Boot env
+ * (slot_env_load), what every decision starts from. */
+struct slot_env {
 	unsigned max_tries;
 	size_t n_slots;
-	struct slot_info slots[SLOT_MAX];
+	struct slot_vars slots[SLOT_MAX];
 	size_t n_order;
 	size_t order[SLOT_MAX]; /* slot indices, BOOT_ORDER order */
 	bool order_set;         /* BOOT_ORDER is set and not empty (unset or empty = all
@@ -203,11 +213,14 @@ struct slot_changes {
 	} vars[SLOT_CHANGES_MAX];
 };
 
-struct slot_status {
+/* The boot decision: what the boot script did at the last boot and will
+ * do at the next, derived from the slot env and the booted slot
+ * (slot_decide). */
+struct slot_decision {
 	int booted;             /* slot index, -1 = unknown */
 	const char *booted_by;  /* "flashd.slot", "rauc.slot", "root" or NULL */
 	int primary;            /* first in BOOT_ORDER, -1 = empty order */
-	int next;               /* what the boot script boots next (after its counter reset
+	int next_boot;               /* what the boot script boots next (after its counter reset
 				 * when none has tries left); -1 = none: BOOT_ORDER names no slot */
 	bool next_after_reset;  /* no slot has tries left: the script resets the counters
 				 * and the board once before booting next */
@@ -235,20 +248,20 @@ typedef char *(*slot_getenv_fn)(void *userdata, const char *name);
  * when it does not start with a positive number); the next operation
  * writes it back as a digit. An unknown FLASHD_<x>_STATE (the script never
  * reads it) is read as "unknown": the content is unverified. */
-int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
+int slot_env_load(struct slot_env *ret, const char *const *names, size_t n_names,
 		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct error *err);
-int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
+int slot_env_load_group(struct slot_env *ret, const struct layout_slot_group *g,
 			  slot_getenv_fn get, void *userdata, struct error *err);
 
 /* The seals the boot script reads (a group with "seal": slot_seal.h):
  * sealed[i] false = slot i's seal is missing. An unset BOOT_ORDER (the
  * env was lost) then defaults to the sealed slots only, in layout order,
  * as the script builds it. */
-void slot_state_seal(struct slot_state *st, const bool *sealed);
-int slot_find(const struct slot_state *st, const char *name); /* index or -ENOENT */
-int slot_next_boot(const struct slot_state *st);              /* index or -ENOENT */
-enum slot_health slot_health_of(const struct slot_state *st, size_t i);
-const char *slot_health_to_string(enum slot_health h);
+void slot_env_seal(struct slot_env *st, const bool *sealed);
+int slot_find(const struct slot_env *st, const char *name); /* index or -ENOENT */
+int slot_next_boot(const struct slot_env *st);              /* index or -ENOENT */
+enum slot_tries slot_tries_of(const struct slot_env *st, size_t i);
+const char *slot_tries_to_string(enum slot_tries h);
 const char *slot_record_to_string(enum slot_record r); /* "" for NONE */
 int slot_record_from_string(const char *s);            /* -EINVAL if unknown */
 /* The slot's content passed read-back verification: record verified, good
@@ -256,21 +269,23 @@ int slot_record_from_string(const char *s);            /* -EINVAL if unknown */
  * a factory image, 'slot init') counts when it is in BOOT_ORDER, unless
  * BOOT_ORDER is unset and another slot has a version this one lacks (an
  * old flashd emptied BOOT_ORDER while writing it). */
-bool slot_verified(const struct slot_state *st, size_t i);
+bool slot_verified(const struct slot_env *st, size_t i);
 /* Slot i has no flashd record and the bootloader already boots it (a
  * legacy board, slot_verified): there is no signed index to read it
  * against, and activating it only reorders what boots already. */
-bool slot_legacy(const struct slot_state *st, size_t i);
-/* The status word of slot i; install_running: an install is writing now
- * (false turns "installing" into "interrupted"). */
-enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_running);
-const char *slot_view_to_string(enum slot_view v);  /* "trial" (JSON) */
-const char *slot_view_describe(enum slot_view v);   /* "on trial (booted, not marked good)" */
-int slot_view_from_string(const char *s);           /* the view, or -EINVAL */
+bool slot_legacy(const struct slot_env *st, size_t i);
+/* The state of slot i; install_running: an install is writing now (false
+ * turns "installing" into "interrupted"). A slot whose UBI volume holds an
+ * unfinished update (slot_vars.unfinished) is "interrupted" whatever its
+ * record, unless it is the one being written. */
+enum slot_state slot_state_of(const struct slot_env *st, size_t i, bool install_running);
+const char *slot_state_to_string(enum slot_state v);  /* "trial" (JSON) */
+const char *slot_state_describe(enum slot_state v);   /* "on trial (booted, not marked good)" */
+int slot_state_from_string(const char *s);           /* the view, or -EINVAL */
 const char *slot_op_to_string(enum slot_op op);
 int slot_op_from_string(const char *s); /* -EINVAL if unknown */
 /* "A B" */
-void slot_order_string(const struct slot_state *st, char *buf, size_t len);
+void slot_order_string(const struct slot_env *st, char *buf, size_t len);
 /* "BOOT_A_LEFT" */
 void slot_left_var(const char *name, char *buf, size_t len);
 /* "FLASHD_A_VERSION": the version an install verified into the slot */
@@ -293,50 +308,50 @@ void slot_record_var(const char *name, char *buf, size_t len);
 #define SLOT_OVERLAY_RESET_VAR "FLASHD_OVERLAY_RESET"
 /* Variables this module owns (BOOT_ORDER, BOOT_<x>_LEFT, FLASHD_<x>_STATE,
  * FLASHD_LAST_GOOD): env set refuses them without --force. */
-bool slot_is_state_var(const char *name);
-/* Variables only flashd's own operations write: the slot state above and
+bool slot_env_is_var(const char *name);
+/* Variables only flashd's own operations write: the slot env above and
  * every other FLASHD_* record (versions, health verdicts). A raw write
  * needs root and force (docs/security.md, "Who writes the env"). */
-bool slot_is_flashd_var(const char *name);
+bool slot_env_is_flashd_var(const char *name);
 /* The invariant every store keeps: BOOT_ORDER names only slots recorded
  * verified (slot_verified()). -EPERM naming the first slot that is not. */
-int slot_order_check(const struct slot_state *st, struct error *err);
+int slot_order_check(const struct slot_env *st, struct error *err);
 /* Even with --force a state variable must read as the boot script and
  * this module read it: BOOT_ORDER = known slot names separated by single
  * spaces (never empty or unset: that means "every slot"), BOOT_<x>_LEFT =
  * one decimal digit 0..max tries (or unset), FLASHD_<x>_STATE = a record
  * word, FLASHD_LAST_GOOD = a slot. g NULL: slot names and max tries are
  * not known, only the form is checked. value NULL = delete. -EINVAL with
- * err saying why; 0 for variables that are not slot state. */
-int slot_var_check(const struct layout_slot_group *g, const char *name, const char *value,
+ * err saying why; 0 for variables that are not the slot env's. */
+int slot_env_var_check(const struct layout_slot_group *g, const char *name, const char *value,
 		   struct error *err);
 
 /* Compute op on slot (index; -1 where the op takes none, for rollback =
  * "from the primary"). Fills the new state and the changes; st untouched.
  * 0 done, 1 = mark-bad with SLOT_KEEP_LAST kept the slot (degraded). */
-int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
-		 struct slot_state *ret_state, struct slot_changes *ret_changes,
+int slot_compute(const struct slot_env *st, enum slot_op op, int slot, unsigned flags,
+		 struct slot_env *ret_state, struct slot_changes *ret_changes,
 		 struct error *err);
-/* The booted slot fell back (slot_status.fell_back): the primaries the
+/* The booted slot fell back (slot_decision.fell_back): the primaries the
  * boot script skipped are out of tries. */
-bool slot_fell_back(const struct slot_state *st, int booted);
+bool slot_fell_back(const struct slot_env *st, int booted);
 /* No slot record, version or FLASHD_LAST_GOOD in a default env
  * (FLASHD_ENV=default, or BOOT_ORDER unset): both copies were lost. An env
  * with a BOOT_ORDER, no records and no marker is a legacy board's (RAUC,
  * a factory image): its BOOT_ORDER is kept, its slots count as verified
  * by the updater before flashd (slot_verified). */
-bool slot_records_lost(const struct slot_state *st);
+bool slot_records_lost(const struct slot_env *st);
 /* What the daemon records at start for the booted slot (SLOT_OP_FALLBACK):
  * a fallback, or records lost (only the running slot is trusted then). */
-bool slot_needs_fallback(const struct slot_state *st, int booted);
+bool slot_needs_fallback(const struct slot_env *st, int booted);
 /* slot_compute() after SLOT_OP_FALLBACK for booted (when it fell back),
  * both in the one store: an operation never leaves an exhausted primary
  * in BOOT_ORDER to lock the board onto. booted -1 = unknown. */
-int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op, int slot,
-			unsigned flags, struct slot_state *ret_state,
+int slot_compute_booted(const struct slot_env *st, int booted, enum slot_op op, int slot,
+			unsigned flags, struct slot_env *ret_state,
 			struct slot_changes *ret_changes, struct error *err);
-void slot_status_compute(const struct slot_state *st, int booted, const char *booted_by,
-			 struct slot_status *ret);
+void slot_decide(const struct slot_env *st, int booted, const char *booted_by,
+			 struct slot_decision *ret);
 
 /* The boot script's choice at power-on, exactly (the script is the
  * reference): unset or empty BOOT_ORDER / BOOT_<x>_LEFT take the defaults
@@ -346,7 +361,7 @@ void slot_status_compute(const struct slot_state *st, int booted, const char *bo
  * slots of BOOT_ORDER with full tries and -EAGAIN says the board resets;
  * when BOOT_ORDER names no slot at all that repeats forever (-ELOOP, no
  * changes). Used to simulate reboots on the simulator and in tests. */
-int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
+int slot_boot_select(const struct slot_env *st, struct slot_env *ret_state,
 		     struct slot_changes *ret_changes);
 
 /* A slot member name: [A-Za-z0-9_]{1,SLOT_NAME_MAX-1}. */

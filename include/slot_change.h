@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* One change of the A/B state: load the slot state from the env, compute
+/* One change of the A/B state: load the slot env, compute
  * the operation (slot.h), write the result in ONE env store, together
  * with at most one more variable of the same change (the install's
  * FLASHD_<x>_VERSION). The daemon's slot operations, the install engine's
@@ -23,14 +23,14 @@ struct slot_change {
 
 enum slot_change_fail {
 	SLOT_CHANGE_OK,
-	SLOT_CHANGE_ENV,        /* the env: unreadable slot state, the store failed */
+	SLOT_CHANGE_ENV,        /* the env: unreadable slot env, the store failed */
 	SLOT_CHANGE_NO_SLOT,    /* no such slot */
 	SLOT_CHANGE_NO_ROLLBACK, /* rollback: no other verified slot to go back to */
 	SLOT_CHANGE_REFUSED,    /* the state logic refuses */
 };
 
 struct slot_change_result {
-	struct slot_state before, after;
+	struct slot_env before, after;
 	int slot;               /* the slot acted on (rollback: the new primary), -1 none */
 	size_t n_written;       /* variables in the store */
 	enum slot_change_fail fail;
@@ -47,7 +47,7 @@ int slot_change(struct env *e, const struct layout_slot_group *g, const struct s
 /* The factory reset flag (SLOT_OVERLAY_RESET_VAR, flashd boot erases the
  * overlay and clears it): set, or deleted when cancel, in one store unless
  * the env already says so; *ret_changed false then. The flag touches no
- * slot state: no BOOT_ORDER check. The daemon's OverlayReset and the
+ * slot env: no BOOT_ORDER check. The daemon's OverlayReset and the
  * offline 'flashctl overlay reset' both come here. */
 int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, struct error *err);
 
@@ -55,11 +55,11 @@ int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, str
  * (activate or mark-good of a slot that is not running, rollback onto
  * one): its caller reads that slot against its signed index first. -1:
  * none, or the state logic refuses op (the change itself says why). */
-int slot_change_promotes(const struct slot_state *st, int booted, enum slot_op op, int slot,
+int slot_change_promotes(const struct slot_env *st, int booted, enum slot_op op, int slot,
 			 unsigned flags);
 
 /* A raw write of vars (env set --force, SetEnv with force, by root): the
- * slot state as it would be after it must keep BOOT_ORDER to slots
+ * slot env as it would be after it must keep BOOT_ORDER to slots
  * recorded verified (slot_order_check). 0, or -EPERM with err saying
  * which slot and why; -errno when the state cannot be loaded. */
 int slot_change_check_raw(struct env *e, const struct layout_slot_group *g,

@@ -33,6 +33,6 @@ int slot_seal_get(struct board *b, const struct layout_slot *s, struct error *er
 /* Erase the seal block, then (sealed) program the magic. */
 int slot_seal_set(struct board *b, const struct layout_slot *s, bool sealed,
 		  struct error *err);
-/* The group's seals into st (slot_state_seal); no-op for a group without
+/* The group's seals into st (slot_env_seal); no-op for a group without
  * seals. A seal that cannot be read counts as missing, as for the script. */
-int slot_seal_load(struct board *b, const struct layout_slot_group *g, struct slot_state *st);
+int slot_seal_load(struct board *b, const struct layout_slot_group *g, struct slot_env *st);

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "flash_ubi.h"
 #include "layout.h"
+#include "slot.h"
 
 struct ubi_image;
 
@@ -38,3 +39,9 @@ ssize_t ubi_image_read(struct ubi_image *u, uint64_t off, void *buf, size_t len)
  * not attached (nothing to tell without touching the flash). */
 const char *ubi_image_target_broken(const struct layout_image_target *t, const char *mtd_sysfs,
 				    const char *ubi_sysfs);
+/* Set st's slot_vars.unfinished for the slots of g whose rootfs or kernel
+ * volume UBI says is not whole: every status (the daemon's GetStatus and
+ * SlotStatus, offline flashctl) then calls them "interrupted" through
+ * slot_state_of(). */
+void ubi_image_mark_unfinished(struct slot_env *st, const struct layout_slot_group *g,
+			       const char *mtd_sysfs, const char *ubi_sysfs);

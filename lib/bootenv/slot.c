@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A/B slot state logic over BOOT_ORDER / BOOT_<x>_LEFT (see slot.h). */
+/* A/B slot logic over BOOT_ORDER / BOOT_<x>_LEFT (see slot.h): the words,
+ * the states, the operations and the boot decision; loading the slot env
+ * is slot_env.c. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -18,22 +20,22 @@ static const char *const record_names[] = { SLOT_RECORD_LIST(STRING_TABLE_NAME) 
 
 static const struct {
 	const char *word, *text;
-} view_names[_SLOT_VIEW_MAX] = {
-	[SLOT_VIEW_EMPTY] = { "empty", "empty" },
-	[SLOT_VIEW_INSTALLING] = { "installing", "install in progress" },
-	[SLOT_VIEW_INTERRUPTED] = { "interrupted", "install interrupted (content unverified)" },
-	[SLOT_VIEW_FAILED] = { "failed", "install failed (content unverified)" },
-	[SLOT_VIEW_CANCELLED] = { "cancelled", "install cancelled (content unverified)" },
-	[SLOT_VIEW_INSTALLED] = { "installed", "installed, verified, not activated" },
-	[SLOT_VIEW_PENDING] = { "pending", "trial pending (activated, not booted yet)" },
-	[SLOT_VIEW_TRIAL] = { "trial", "on trial (tries used, not marked good)" },
-	[SLOT_VIEW_GOOD] = { "good", "good" },
-	[SLOT_VIEW_BAD] = { "bad", "bad" },
-	[SLOT_VIEW_UNKNOWN] = { "unknown", "content unknown (the env was lost): install to use it" },
+} state_names[_SLOT_STATE_MAX] = {
+	[SLOT_STATE_EMPTY] = { "empty", "empty" },
+	[SLOT_STATE_INSTALLING] = { "installing", "install in progress" },
+	[SLOT_STATE_INTERRUPTED] = { "interrupted", "install interrupted (content unverified)" },
+	[SLOT_STATE_FAILED] = { "failed", "install failed (content unverified)" },
+	[SLOT_STATE_CANCELLED] = { "cancelled", "install cancelled (content unverified)" },
+	[SLOT_STATE_INSTALLED] = { "installed", "installed, verified, not activated" },
+	[SLOT_STATE_PENDING] = { "pending", "trial pending (activated, not booted yet)" },
+	[SLOT_STATE_TRIAL] = { "trial", "on trial (tries used, not marked good)" },
+	[SLOT_STATE_GOOD] = { "good", "good" },
+	[SLOT_STATE_BAD] = { "bad", "bad" },
+	[SLOT_STATE_UNKNOWN] = { "unknown", "content unknown (the env was lost): install to use it" },
 };
 
-static const char *const slot_health_table[] = { SLOT_HEALTH_LIST(STRING_TABLE_NAME) };
-DEFINE_STRING_TABLE_TO(slot_health, enum slot_health)
+static const char *const slot_tries_table[] = { SLOT_TRIES_LIST(STRING_TABLE_NAME) };
+DEFINE_STRING_TABLE_TO(slot_tries, enum slot_tries)
 
 const char *slot_record_to_string(enum slot_record r)
 {
@@ -48,20 +50,20 @@ int slot_record_from_string(const char *s)
 	return -EINVAL;
 }
 
-const char *slot_view_to_string(enum slot_view v)
+const char *slot_state_to_string(enum slot_state v)
 {
-	return v < _SLOT_VIEW_MAX ? view_names[v].word : NULL;
+	return v < _SLOT_STATE_MAX ? state_names[v].word : NULL;
 }
 
-const char *slot_view_describe(enum slot_view v)
+const char *slot_state_describe(enum slot_state v)
 {
-	return v < _SLOT_VIEW_MAX ? view_names[v].text : NULL;
+	return v < _SLOT_STATE_MAX ? state_names[v].text : NULL;
 }
 
-int slot_view_from_string(const char *s)
+int slot_state_from_string(const char *s)
 {
-	for (size_t i = 0; s && i < _SLOT_VIEW_MAX; i++)
-		if (!strcmp(view_names[i].word, s))
+	for (size_t i = 0; s && i < _SLOT_STATE_MAX; i++)
+		if (!strcmp(state_names[i].word, s))
 			return (int)i;
 	return -EINVAL;
 }
@@ -96,105 +98,7 @@ bool slot_name_valid(const char *s)
 	return true;
 }
 
-static bool has_affix(const char *name, const char *pre, const char *suf)
-{
-	size_t len = strlen(name), lp = strlen(pre), ls = strlen(suf);
-
-	return len > lp + ls && !strncmp(name, pre, lp) && !strcmp(name + len - ls, suf);
-}
-
-bool slot_is_flashd_var(const char *name)
-{
-	return slot_is_state_var(name) || !strncmp(name, "FLASHD_", 7);
-}
-
-bool slot_is_state_var(const char *name)
-{
-	return !strcmp(name, SLOT_ORDER_VAR) || !strcmp(name, SLOT_LAST_GOOD_VAR) ||
-	       has_affix(name, "BOOT_", "_LEFT") || has_affix(name, "FLASHD_", "_STATE");
-}
-
-/* One decimal digit: U-Boot's "test -gt" reads decimal, the script's
- * setexpr writes hex; they agree on 0..9 only. */
-static int parse_left(const char *s, unsigned *ret)
-{
-	if (!s || !isdigit((unsigned char)s[0]) || s[1])
-		return -EINVAL;
-	*ret = (unsigned)(s[0] - '0');
-	return 0;
-}
-
-static bool group_has(const struct layout_slot_group *g, const char *name, size_t len)
-{
-	if (!g)
-		return true;
-	for (size_t i = 0; i < g->n_slots; i++)
-		if (strlen(g->slots[i].name) == len && !strncmp(g->slots[i].name, name, len))
-			return true;
-	return false;
-}
-
-static int check_order(const struct layout_slot_group *g, const char *v, struct error *err)
-{
-	char name[SLOT_NAME_MAX];
-
-	if (!v || !*v)
-		return error_set(err, -EINVAL, "BOOT_ORDER must name at least one slot: unset or "
-				 "empty, the boot script boots every slot, unverified ones too");
-	for (const char *p = v;;) {
-		size_t len = strcspn(p, " ");
-
-		snprintf(name, sizeof(name), "%.*s", (int)MIN(len, sizeof(name) - 1), p);
-		if (!len || len >= SLOT_NAME_MAX || !slot_name_valid(name) ||
-		    !group_has(g, p, len))
-			return error_set(err, -EINVAL, "BOOT_ORDER='%s': '%.*s' is not a slot%s%s "
-					 "(slot names separated by single spaces)", v, (int)len, p,
-					 g ? " of group " : "", g ? g->name : "");
-		for (const char *q = v; q < p; q += strcspn(q, " ") + 1)
-			if (strcspn(q, " ") == len && !strncmp(q, p, len))
-				return error_set(err, -EINVAL, "BOOT_ORDER='%s': slot %s given "
-						 "twice", v, name);
-		if (!p[len])
-			return 0;
-		p += len + 1;
-	}
-}
-
-int slot_var_check(const struct layout_slot_group *g, const char *name, const char *value,
-		   struct error *err)
-{
-	unsigned max = g && g->max_tries ? g->max_tries : g ? SLOT_DEFAULT_MAX_TRIES :
-		       SLOT_MAX_TRIES_LIMIT, left;
-	size_t len = strlen(name);
-
-	if (!strcmp(name, SLOT_ORDER_VAR))
-		return check_order(g, value, err);
-	if (has_affix(name, "BOOT_", "_LEFT")) {
-		if (!group_has(g, name + 5, len - 10))
-			return error_set(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
-					 (int)(len - 10), name + 5, g->name);
-		if (value && (parse_left(value, &left) < 0 || left > max))
-			return error_set(err, -EINVAL, "%s='%s': tries left must be one decimal "
-					 "number 0..%u (the boot script counts with setexpr, "
-					 "which writes hex)", name, value, max);
-		return 0;
-	}
-	if (has_affix(name, "FLASHD_", "_STATE")) {
-		if (!group_has(g, name + 7, len - 13))
-			return error_set(err, -EINVAL, "%s: no slot '%.*s' in group %s", name,
-					 (int)(len - 13), name + 7, g->name);
-		if (value && slot_record_from_string(value) < 0)
-			return error_set(err, -EINVAL, "%s='%s': not an install record (installing, "
-					 "verified, good, bad, failed, cancelled)", name, value);
-		return 0;
-	}
-	if (!strcmp(name, SLOT_LAST_GOOD_VAR) && value &&
-	    (!slot_name_valid(value) || !group_has(g, value, strlen(value))))
-		return error_set(err, -EINVAL, "%s='%s' is not a slot", name, value);
-	return 0;
-}
-
-int slot_find(const struct slot_state *st, const char *name)
+int slot_find(const struct slot_env *st, const char *name)
 {
 	for (size_t i = 0; i < st->n_slots; i++)
 		if (!strcmp(st->slots[i].name, name))
@@ -202,166 +106,8 @@ int slot_find(const struct slot_state *st, const char *name)
 	return -ENOENT;
 }
 
-static void order_push(struct slot_state *st, size_t idx)
-{
-	st->slots[idx].order_pos = (int)st->n_order;
-	st->order[st->n_order++] = idx;
-}
 
-/* Note a malformed variable (the first SLOT_MAX are kept). */
-static void add_malformed(struct slot_state *st, const char *name, const char *value,
-			  const char *fmt, ...)
-{
-	struct slot_malformed *m = &st->malformed[st->n_malformed];
-	va_list ap;
-
-	if (st->n_malformed++ >= SLOT_MAX)
-		return;
-	snprintf(m->name, sizeof(m->name), "%s", name);
-	snprintf(m->value, sizeof(m->value), "%s", value);
-	va_start(ap, fmt);
-	vsnprintf(m->effect, sizeof(m->effect), fmt, ap);
-	va_end(ap);
-}
-
-/* FLASHD_<x>_STATE and whether FLASHD_<x>_VERSION / _HEALTH exist. */
-static void load_record(struct slot_state *st, struct slot_info *s, slot_getenv_fn get,
-			void *userdata)
-{
-	char var[SLOT_NAME_MAX + 16];
-	_cleanup_free_ char *rec = NULL, *ver = NULL, *health = NULL;
-	int r;
-
-	slot_record_var(s->name, var, sizeof(var));
-	rec = get(userdata, var);
-	if (rec && *rec) {
-		r = slot_record_from_string(rec);
-		if (r < 0) {
-			/* the boot script never reads it; not proof of anything */
-			add_malformed(st, var, rec, "not an install record: read as unknown "
-				      "(content unverified); the boot script does not read it");
-			r = SLOT_RECORD_UNKNOWN;
-		}
-		s->record = (enum slot_record)r;
-	}
-	slot_version_var(s->name, var, sizeof(var));
-	ver = get(userdata, var);
-	s->has_version = ver && *ver;
-	slot_health_var(s->name, var, sizeof(var));
-	health = get(userdata, var);
-	s->has_health = health && *health;
-}
-
-/* BOOT_<x>_LEFT as the script reads it (slot.h, slot_state_load). */
-static void load_left(struct slot_state *st, struct slot_info *s, slot_getenv_fn get,
-		      void *userdata)
-{
-	char var[SLOT_NAME_MAX + 16];
-	_cleanup_free_ char *v = NULL;
-	long n;
-
-	slot_left_var(s->name, var, sizeof(var));
-	v = get(userdata, var);
-	if (!v) {
-		s->left = st->max_tries; /* as the boot script defaults it */
-		return;
-	}
-	if (parse_left(v, &s->left) >= 0) {
-		s->left_set = true;
-		return;
-	}
-	n = strtol(v, NULL, 10);
-	s->left = n > 0 ? 1 : 0;
-	/* left_set false: the next operation writes it back as a digit */
-	if (n > 0)
-		add_malformed(st, var, v, "not one decimal digit: the boot script boots slot %s "
-			      "once more (%ld > 0), then its hex countdown (setexpr) reads as 0: "
-			      "counted as 1 try left", s->name, n);
-	else
-		add_malformed(st, var, v, "not a number of tries: the boot script skips slot %s "
-			      "(reads as 0 tries left)", s->name);
-}
-
-int slot_state_load(struct slot_state *ret, const char *const *names, size_t n_names,
-		    unsigned max_tries, slot_getenv_fn get, void *userdata, struct error *err)
-{
-	struct slot_state st = { .max_tries = max_tries, .n_slots = n_names };
-	_cleanup_free_ char *order = NULL, *last = NULL, *mark = NULL;
-
-	if (n_names < 1 || n_names > SLOT_MAX)
-		return error_set(err, -EINVAL, "%zu slots: 1 to %d supported", n_names, SLOT_MAX);
-	if (max_tries < 1 || max_tries > SLOT_MAX_TRIES_LIMIT)
-		return error_set(err, -EINVAL, "max tries %u: must be 1..%d (the boot script counts "
-				 "with setexpr, which prints hex)", max_tries, SLOT_MAX_TRIES_LIMIT);
-	for (size_t i = 0; i < n_names; i++) {
-		if (!slot_name_valid(names[i]))
-			return error_set(err, -EINVAL, "slot name '%s': 1-%d characters of "
-					 "[A-Za-z0-9_]", names[i], SLOT_NAME_MAX - 1);
-		if (slot_find(&st, names[i]) >= 0 && (size_t)slot_find(&st, names[i]) < i)
-			return error_set(err, -EINVAL, "slot name '%s' given twice", names[i]);
-		snprintf(st.slots[i].name, sizeof(st.slots[i].name), "%s", names[i]);
-		st.slots[i].order_pos = -1;
-		load_record(&st, &st.slots[i], get, userdata);
-		load_left(&st, &st.slots[i], get, userdata);
-	}
-	mark = get(userdata, SLOT_ENV_MARK_VAR);
-	st.env_default = mark && !strcmp(mark, SLOT_ENV_MARK_DEFAULT);
-	last = get(userdata, SLOT_LAST_GOOD_VAR);
-	st.last_good = last ? slot_find(&st, last) : -1;
-	if (st.last_good < 0)
-		st.last_good = -1;
-
-	order = get(userdata, SLOT_ORDER_VAR);
-	/* the script's "test -n" cannot tell empty from unset */
-	st.order_set = order && *order;
-	if (!st.order_set) {
-		for (size_t i = 0; i < st.n_slots; i++)
-			order_push(&st, i);
-	} else {
-		char *save = NULL;
-
-		for (char *t = strtok_r(order, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
-			int i = slot_find(&st, t);
-			if (i < 0)
-				st.order_foreign = true; /* the boot script skips it as well */
-			else if (st.slots[i].order_pos < 0)
-				order_push(&st, (size_t)i);
-		}
-	}
-	*ret = st;
-	return 0;
-}
-
-void slot_state_seal(struct slot_state *st, const bool *sealed)
-{
-	for (size_t i = 0; i < st->n_slots; i++)
-		st->slots[i].unsealed = !sealed[i];
-	if (st->order_set)
-		return;
-	st->n_order = 0;
-	for (size_t i = 0; i < st->n_slots; i++) {
-		st->slots[i].order_pos = -1;
-		if (sealed[i])
-			order_push(st, i);
-	}
-}
-
-int slot_state_load_group(struct slot_state *ret, const struct layout_slot_group *g,
-			  slot_getenv_fn get, void *userdata, struct error *err)
-{
-	const char *names[SLOT_MAX];
-
-	if (g->n_slots > SLOT_MAX)
-		return error_set(err, -EINVAL, "slot group %s: %zu slots, at most %d", g->name,
-				 g->n_slots, SLOT_MAX);
-	for (size_t i = 0; i < g->n_slots; i++)
-		names[i] = g->slots[i].name;
-	return slot_state_load(ret, names, g->n_slots,
-			       g->max_tries ? g->max_tries : SLOT_DEFAULT_MAX_TRIES, get, userdata,
-			       err);
-}
-
-int slot_next_boot(const struct slot_state *st)
+int slot_next_boot(const struct slot_env *st)
 {
 	for (size_t k = 0; k < st->n_order; k++)
 		if (st->slots[st->order[k]].left > 0)
@@ -369,18 +115,18 @@ int slot_next_boot(const struct slot_state *st)
 	return -ENOENT;
 }
 
-enum slot_health slot_health_of(const struct slot_state *st, size_t i)
+enum slot_tries slot_tries_of(const struct slot_env *st, size_t i)
 {
-	const struct slot_info *s = &st->slots[i];
+	const struct slot_vars *s = &st->slots[i];
 
 	if (s->order_pos < 0)
-		return SLOT_HEALTH_BAD;
+		return SLOT_TRIES_OUT;
 	if (s->left == 0)
-		return SLOT_HEALTH_EXHAUSTED;
-	return s->left >= st->max_tries ? SLOT_HEALTH_GOOD : SLOT_HEALTH_TRIAL;
+		return SLOT_TRIES_EXHAUSTED;
+	return s->left >= st->max_tries ? SLOT_TRIES_FULL : SLOT_TRIES_USED;
 }
 
-void slot_order_string(const struct slot_state *st, char *buf, size_t len)
+void slot_order_string(const struct slot_env *st, char *buf, size_t len)
 {
 	size_t off = 0;
 
@@ -392,19 +138,21 @@ void slot_order_string(const struct slot_state *st, char *buf, size_t len)
 }
 
 /* Rebuild BOOT_ORDER from a list of slot indices. */
-static void set_order(struct slot_state *st, const size_t *idx, size_t n)
+static void set_order(struct slot_env *st, const size_t *idx, size_t n)
 {
 	for (size_t i = 0; i < st->n_slots; i++)
 		st->slots[i].order_pos = -1;
-	st->n_order = 0;
-	for (size_t k = 0; k < n; k++)
-		order_push(st, idx[k]);
+	for (size_t k = 0; k < n; k++) {
+		st->slots[idx[k]].order_pos = (int)k;
+		st->order[k] = idx[k];
+	}
+	st->n_order = n;
 	st->order_set = true;
 	st->order_foreign = false;
 }
 
 /* BOOT_ORDER without slot into idx (room for SLOT_MAX); returns the count. */
-static size_t order_without(const struct slot_state *st, size_t slot, size_t *idx)
+static size_t order_without(const struct slot_env *st, size_t slot, size_t *idx)
 {
 	size_t n = 0;
 
@@ -414,7 +162,7 @@ static size_t order_without(const struct slot_state *st, size_t slot, size_t *id
 	return n;
 }
 
-static void move_first(struct slot_state *st, size_t slot)
+static void move_first(struct slot_env *st, size_t slot)
 {
 	size_t idx[SLOT_MAX + 1];
 
@@ -422,14 +170,14 @@ static void move_first(struct slot_state *st, size_t slot)
 	set_order(st, idx, 1 + order_without(st, slot, idx + 1));
 }
 
-static void remove_from_order(struct slot_state *st, size_t slot)
+static void remove_from_order(struct slot_env *st, size_t slot)
 {
 	size_t idx[SLOT_MAX];
 
 	set_order(st, idx, order_without(st, slot, idx));
 }
 
-static void append_to_order(struct slot_state *st, size_t slot)
+static void append_to_order(struct slot_env *st, size_t slot)
 {
 	size_t idx[SLOT_MAX], n = 0;
 
@@ -440,7 +188,7 @@ static void append_to_order(struct slot_state *st, size_t slot)
 	set_order(st, idx, n);
 }
 
-static void set_left(struct slot_state *st, size_t slot, unsigned left)
+static void set_left(struct slot_env *st, size_t slot, unsigned left)
 {
 	st->slots[slot].left = left;
 	st->slots[slot].left_set = true;
@@ -454,7 +202,7 @@ static void add_change(struct slot_changes *c, const char *name, const char *val
 }
 
 /* Every variable that differs between old and new (or is unset in old). */
-static void diff_changes(const struct slot_state *old, const struct slot_state *new,
+static void diff_changes(const struct slot_env *old, const struct slot_env *new,
 			 struct slot_changes *c)
 {
 	char o[sizeof(c->vars[0].value)], n[sizeof(c->vars[0].value)];
@@ -489,7 +237,7 @@ static void diff_changes(const struct slot_state *old, const struct slot_state *
 	}
 }
 
-int slot_order_check(const struct slot_state *st, struct error *err)
+int slot_order_check(const struct slot_env *st, struct error *err)
 {
 	for (size_t k = 0; k < st->n_order; k++) {
 		size_t i = st->order[k];
@@ -498,14 +246,14 @@ int slot_order_check(const struct slot_state *st, struct error *err)
 			return error_set(err, -EPERM, "BOOT_ORDER would name slot %s, which holds no "
 					 "verified image (%s): the boot script would boot it",
 					 st->slots[i].name,
-					 view_names[slot_view_of(st, i, false)].text);
+					 state_names[slot_state_of(st, i, false)].text);
 	}
 	return 0;
 }
 
-bool slot_verified(const struct slot_state *st, size_t i)
+bool slot_verified(const struct slot_env *st, size_t i)
 {
-	const struct slot_info *s = &st->slots[i];
+	const struct slot_vars *s = &st->slots[i];
 
 	switch (s->record) {
 	case SLOT_RECORD_VERIFIED:
@@ -532,45 +280,49 @@ bool slot_verified(const struct slot_state *st, size_t i)
 	return true;
 }
 
-bool slot_legacy(const struct slot_state *st, size_t i)
+bool slot_legacy(const struct slot_env *st, size_t i)
 {
 	return st->slots[i].record == SLOT_RECORD_NONE && !st->env_default && slot_verified(st, i);
 }
 
-enum slot_view slot_view_of(const struct slot_state *st, size_t i, bool install_running)
+enum slot_state slot_state_of(const struct slot_env *st, size_t i, bool install_running)
 {
-	const struct slot_info *s = &st->slots[i];
+	const struct slot_vars *s = &st->slots[i];
 
+	/* UBI's update marker outranks the record: the volume holds part of
+	 * an image whatever the env says (flashd boot refuses to mount it) */
+	if (s->unfinished && (s->record != SLOT_RECORD_INSTALLING || !install_running))
+		return SLOT_STATE_INTERRUPTED;
 	switch (s->record) {
 	case SLOT_RECORD_INSTALLING:
-		return install_running ? SLOT_VIEW_INSTALLING : SLOT_VIEW_INTERRUPTED;
+		return install_running ? SLOT_STATE_INSTALLING : SLOT_STATE_INTERRUPTED;
 	case SLOT_RECORD_FAILED:
-		return SLOT_VIEW_FAILED;
+		return SLOT_STATE_FAILED;
 	case SLOT_RECORD_CANCELLED:
-		return SLOT_VIEW_CANCELLED;
+		return SLOT_STATE_CANCELLED;
 	case SLOT_RECORD_UNKNOWN:
-		return SLOT_VIEW_UNKNOWN;
+		return SLOT_STATE_UNKNOWN;
 	case SLOT_RECORD_BAD:
-		return SLOT_VIEW_BAD;
+		return SLOT_STATE_BAD;
 	case SLOT_RECORD_VERIFIED:
 		if (s->order_pos < 0)
-			return SLOT_VIEW_INSTALLED;
-		return s->left >= st->max_tries ? SLOT_VIEW_PENDING : SLOT_VIEW_TRIAL;
+			return SLOT_STATE_INSTALLED;
+		return s->left >= st->max_tries ? SLOT_STATE_PENDING : SLOT_STATE_TRIAL;
 	case SLOT_RECORD_GOOD:
 		if (s->order_pos < 0)
-			return SLOT_VIEW_BAD;
-		return s->left >= st->max_tries ? SLOT_VIEW_GOOD : SLOT_VIEW_TRIAL;
+			return SLOT_STATE_BAD;
+		return s->left >= st->max_tries ? SLOT_STATE_GOOD : SLOT_STATE_TRIAL;
 	case SLOT_RECORD_NONE:
 	case _SLOT_RECORD_MAX:
 		break;
 	}
 	if (!slot_verified(st, i))
-		return s->has_version ? SLOT_VIEW_BAD : SLOT_VIEW_EMPTY;
-	return s->left >= st->max_tries ? SLOT_VIEW_GOOD : SLOT_VIEW_TRIAL;
+		return s->has_version ? SLOT_STATE_BAD : SLOT_STATE_EMPTY;
+	return s->left >= st->max_tries ? SLOT_STATE_GOOD : SLOT_STATE_TRIAL;
 }
 
 /* Slots of BOOT_ORDER other than skip that are verified and not recorded bad. */
-static size_t order_good_others(const struct slot_state *st, size_t skip)
+static size_t order_good_others(const struct slot_env *st, size_t skip)
 {
 	size_t n = 0;
 
@@ -586,12 +338,12 @@ static size_t order_good_others(const struct slot_state *st, size_t skip)
  * not boot at all: a failed health check keeps its slot behind it as
  * the fallback (found by test-abstate: dud pending in B, A's check
  * fails, B never boots, A was out for good). */
-static size_t order_proven_others(const struct slot_state *st, size_t skip)
+static size_t order_proven_others(const struct slot_env *st, size_t skip)
 {
 	size_t n = 0;
 
 	for (size_t k = 0; k < st->n_order; k++) {
-		const struct slot_info *o = &st->slots[st->order[k]];
+		const struct slot_vars *o = &st->slots[st->order[k]];
 
 		if (st->order[k] != skip && slot_verified(st, st->order[k]) &&
 		    (o->record == SLOT_RECORD_GOOD || o->record == SLOT_RECORD_NONE))
@@ -600,21 +352,21 @@ static size_t order_proven_others(const struct slot_state *st, size_t skip)
 	return n;
 }
 
-static int need_verified(const struct slot_state *st, enum slot_op op, size_t slot,
+static int need_verified(const struct slot_env *st, enum slot_op op, size_t slot,
 			 struct error *err)
 {
-	const struct slot_info *s = &st->slots[slot];
+	const struct slot_vars *s = &st->slots[slot];
 
 	if (slot_verified(st, slot))
 		return 0;
 	return error_set(err, -EPERM, "%s: slot %s holds no verified image (%s): only a slot "
 			 "whose last install verified can boot; install it first",
-			 slot_op_table[op], s->name, view_names[slot_view_of(st, slot, false)].text);
+			 slot_op_table[op], s->name, state_names[slot_state_of(st, slot, false)].text);
 }
 
 /* A slot that leaves BOOT_ORDER as a failed install: never leaves the
  * order empty (the script would boot every slot, this one included). */
-static int drop_install(struct slot_state *n, size_t slot, enum slot_record rec,
+static int drop_install(struct slot_env *n, size_t slot, enum slot_record rec,
 			struct error *err)
 {
 	if (n->slots[slot].order_pos >= 0 && n->n_order == 1)
@@ -627,9 +379,9 @@ static int drop_install(struct slot_state *n, size_t slot, enum slot_record rec,
 	return 0;
 }
 
-static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct error *err)
+static int mark_bad(struct slot_env *n, size_t slot, unsigned flags, struct error *err)
 {
-	struct slot_info *s = &n->slots[slot];
+	struct slot_vars *s = &n->slots[slot];
 	bool in_order = s->order_pos >= 0;
 
 	if (slot_verified(n, slot) || s->record == SLOT_RECORD_NONE)
@@ -662,7 +414,7 @@ static int mark_bad(struct slot_state *n, size_t slot, unsigned flags, struct er
 	return 0;
 }
 
-static int rollback(struct slot_state *n, int slot, unsigned flags, struct error *err)
+static int rollback(struct slot_env *n, int slot, unsigned flags, struct error *err)
 {
 	int target = -1;
 
@@ -689,7 +441,7 @@ static int rollback(struct slot_state *n, int slot, unsigned flags, struct error
 	return 0;
 }
 
-static int activate(struct slot_state *n, size_t slot, struct error *err)
+static int activate(struct slot_env *n, size_t slot, struct error *err)
 {
 	int r = need_verified(n, SLOT_OP_ACTIVATE, slot, err);
 
@@ -704,10 +456,10 @@ static int activate(struct slot_state *n, size_t slot, struct error *err)
 }
 
 /* SLOT_INIT_READ: the records say nothing; what was read or runs does. */
-static void init_from_reads(struct slot_state *n, unsigned flags)
+static void init_from_reads(struct slot_env *n, unsigned flags)
 {
 	for (size_t i = 0; i < n->n_slots; i++) {
-		struct slot_info *s = &n->slots[i];
+		struct slot_vars *s = &n->slots[i];
 
 		if (flags & SLOT_READ_OK(i))
 			s->record = s->record == SLOT_RECORD_BAD ? SLOT_RECORD_BAD : SLOT_RECORD_GOOD;
@@ -721,7 +473,7 @@ static void init_from_reads(struct slot_state *n, unsigned flags)
 	}
 }
 
-static int init_order(struct slot_state *n, unsigned flags, struct error *err)
+static int init_order(struct slot_env *n, unsigned flags, struct error *err)
 {
 	size_t idx[SLOT_MAX], k = 0;
 
@@ -743,7 +495,7 @@ static int init_order(struct slot_state *n, unsigned flags, struct error *err)
 	return 0;
 }
 
-bool slot_fell_back(const struct slot_state *st, int booted)
+bool slot_fell_back(const struct slot_env *st, int booted)
 {
 	if (booted < 0 || booted >= (int)st->n_slots || st->slots[booted].order_pos <= 0)
 		return false;
@@ -753,7 +505,7 @@ bool slot_fell_back(const struct slot_state *st, int booted)
 	return true;
 }
 
-bool slot_records_lost(const struct slot_state *st)
+bool slot_records_lost(const struct slot_env *st)
 {
 	if (st->last_good >= 0 || (st->order_set && !st->env_default))
 		return false;
@@ -763,7 +515,7 @@ bool slot_records_lost(const struct slot_state *st)
 	return true;
 }
 
-bool slot_needs_fallback(const struct slot_state *st, int booted)
+bool slot_needs_fallback(const struct slot_env *st, int booted)
 {
 	if (booted < 0 || booted >= (int)st->n_slots)
 		return false;
@@ -774,7 +526,7 @@ bool slot_needs_fallback(const struct slot_state *st, int booted)
  * (a never written or half-written one) once the booted slot's tries run
  * out. The running slot is the only one known to boot: it alone stays in
  * BOOT_ORDER, on trial (the health check decides), the others unknown. */
-static void adopt_booted(struct slot_state *n, size_t booted)
+static void adopt_booted(struct slot_env *n, size_t booted)
 {
 	for (size_t i = 0; i < n->n_slots; i++)
 		n->slots[i].record = i == booted ? SLOT_RECORD_VERIFIED : SLOT_RECORD_UNKNOWN;
@@ -783,7 +535,7 @@ static void adopt_booted(struct slot_state *n, size_t booted)
 		set_left(n, booted, n->slots[booted].left);
 }
 
-static void fallback(struct slot_state *n, int booted)
+static void fallback(struct slot_env *n, int booted)
 {
 	if (booted >= 0 && booted < (int)n->n_slots && slot_records_lost(n)) {
 		adopt_booted(n, (size_t)booted);
@@ -801,7 +553,7 @@ static void fallback(struct slot_state *n, int booted)
 }
 
 /* op on n in place; 1 = kept (degraded), see SLOT_KEEP_LAST. */
-static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned flags,
+static int apply_op(struct slot_env *n, enum slot_op op, int slot, unsigned flags,
 		    struct error *err)
 {
 	int r;
@@ -853,7 +605,7 @@ static int apply_op(struct slot_state *n, enum slot_op op, int slot, unsigned fl
 		if (!(flags & SLOT_FORCE) && n->slots[slot].record != SLOT_RECORD_INSTALLING)
 			return error_set(err, -ESTALE, "%s: slot %s is not being installed (%s)",
 					 slot_op_table[op], n->slots[slot].name,
-					 view_names[slot_view_of(n, slot, false)].text);
+					 state_names[slot_state_of(n, slot, false)].text);
 		return drop_install(n, (size_t)slot, op == SLOT_OP_INSTALL_FAILED ?
 				    SLOT_RECORD_FAILED : SLOT_RECORD_CANCELLED, err);
 	case SLOT_OP_RETIRE:
@@ -875,11 +627,11 @@ static bool op_needs_slot(enum slot_op op)
 	return op != SLOT_OP_ROLLBACK && op != SLOT_OP_RESET_COUNTERS && op != SLOT_OP_INIT;
 }
 
-int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op, int slot,
-			unsigned flags, struct slot_state *ret_state,
+int slot_compute_booted(const struct slot_env *st, int booted, enum slot_op op, int slot,
+			unsigned flags, struct slot_env *ret_state,
 			struct slot_changes *ret_changes, struct error *err)
 {
-	struct slot_state n = *st;
+	struct slot_env n = *st;
 	int r;
 
 	if (op >= _SLOT_OP_MAX)
@@ -901,19 +653,19 @@ int slot_compute_booted(const struct slot_state *st, int booted, enum slot_op op
 	return r;
 }
 
-int slot_compute(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
-		 struct slot_state *ret_state, struct slot_changes *ret_changes,
+int slot_compute(const struct slot_env *st, enum slot_op op, int slot, unsigned flags,
+		 struct slot_env *ret_state, struct slot_changes *ret_changes,
 		 struct error *err)
 {
 	return slot_compute_booted(st, -1, op, slot, flags, ret_state, ret_changes, err);
 }
 
-void slot_status_compute(const struct slot_state *st, int booted, const char *booted_by,
-			 struct slot_status *ret)
+void slot_decide(const struct slot_env *st, int booted, const char *booted_by,
+			 struct slot_decision *ret)
 {
-	struct slot_state n, n2;
+	struct slot_env n, n2;
 	struct slot_changes ch;
-	struct slot_status s = {
+	struct slot_decision s = {
 		.booted = booted >= 0 && booted < (int)st->n_slots ? booted : -1,
 		.primary = st->n_order ? (int)st->order[0] : -1,
 		.last_good = st->last_good,
@@ -925,12 +677,12 @@ void slot_status_compute(const struct slot_state *st, int booted, const char *bo
 		s.next_after_reset = true;
 		next = slot_boot_select(&n, &n2, &ch);
 	}
-	s.next = next >= 0 ? next : -1;
+	s.next_boot = next >= 0 ? next : -1;
 	for (size_t k = 0; k < st->n_order; k++)
 		if (st->slots[st->order[k]].record == SLOT_RECORD_BAD)
 			s.degraded = true;
 	if (s.booted >= 0) {
-		const struct slot_info *b = &st->slots[s.booted];
+		const struct slot_vars *b = &st->slots[s.booted];
 
 		s.booted_by = booted_by;
 		s.on_trial = b->order_pos >= 0 && b->left < st->max_tries;
@@ -964,7 +716,7 @@ int slot_apply(struct env *e, const struct slot_changes *c, struct error *err)
 
 /* The script never rewrites a BOOT_ORDER that is set (names it does not
  * know stay in it); it saves only the default of an unset one. */
-static void keep_order_as_is(const struct slot_state *st, struct slot_changes *c)
+static void keep_order_as_is(const struct slot_env *st, struct slot_changes *c)
 {
 	if (!st->order_set || !c->n || strcmp(c->vars[0].name, SLOT_ORDER_VAR))
 		return;
@@ -972,10 +724,10 @@ static void keep_order_as_is(const struct slot_state *st, struct slot_changes *c
 	c->n--;
 }
 
-int slot_boot_select(const struct slot_state *st, struct slot_state *ret_state,
+int slot_boot_select(const struct slot_env *st, struct slot_env *ret_state,
 		     struct slot_changes *ret_changes)
 {
-	struct slot_state n = *st;
+	struct slot_env n = *st;
 	int i = slot_next_boot(st);
 
 	/* the script's defaults (unset or empty variables) are saved too */

@@ -434,7 +434,7 @@ static void bootscript_unsaved(const struct layout *l, const struct layout_slot_
 }
 
 /* A lost env (BOOT_ORDER unset): the default order is the slots whose
- * seal 'mtd read' finds intact (slot_state_seal), never "every slot". The
+ * seal 'mtd read' finds intact (slot_env_seal), never "every slot". The
  * read address is cleared first: a failed read leaves nothing to match. */
 static void seal_default_order(const struct layout_slot_group *g, FILE *out)
 {

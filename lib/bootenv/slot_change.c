@@ -25,7 +25,7 @@ static int compute(const struct slot_change *c, int idx, struct slot_change_resu
 		return r;
 	if (!(c->flags & SLOT_FORCE)) {
 		struct slot_changes fch;
-		struct slot_state fst;
+		struct slot_env fst;
 
 		ret->forcible = slot_compute_booted(&ret->before, c->booted, c->op, idx,
 						    c->flags | SLOT_FORCE, &fst, &fch, NULL) >= 0;
@@ -63,7 +63,7 @@ int slot_change(struct env *e, const struct layout_slot_group *g, const struct s
 	int idx, kept, r;
 
 	*ret = (struct slot_change_result){ .slot = -1 };
-	r = slot_state_load_group(&ret->before, g, env_get_dup, e, err);
+	r = slot_env_load_group(&ret->before, g, env_get_dup, e, err);
 	if (r < 0) {
 		ret->before.n_slots = 0; /* not loaded */
 		return change_fail(ret, SLOT_CHANGE_ENV, r);
@@ -102,7 +102,7 @@ static char *raw_get(void *userdata, const char *name)
 
 /* A slot the old BOOT_ORDER listed and trusted (recorded verified or
  * good, or legacy). */
-static bool trusted_before(const struct slot_state *before, size_t i)
+static bool trusted_before(const struct slot_env *before, size_t i)
 {
 	enum slot_record rec = before->slots[i].record;
 
@@ -114,7 +114,7 @@ static bool trusted_before(const struct slot_state *before, size_t i)
  * same write records a verdict on it: the fallback the board has is never
  * written away by a BOOT_ORDER alone (taking a slot out is mark-bad's, with
  * its own policy, SLOT_KEEP_LAST). */
-static int keeps_fallback(const struct slot_state *before, const struct slot_state *st,
+static int keeps_fallback(const struct slot_env *before, const struct slot_env *st,
 			  struct error *err)
 {
 	for (size_t i = 0; i < before->n_slots; i++)
@@ -131,12 +131,12 @@ int slot_change_check_raw(struct env *e, const struct layout_slot_group *g,
 {
 	struct raw_view v = { e, vars, n };
 	struct raw_view now = { e, NULL, 0 };
-	struct slot_state st, before;
+	struct slot_env st, before;
 	int r;
 
-	r = slot_state_load_group(&st, g, raw_get, &v, err);
+	r = slot_env_load_group(&st, g, raw_get, &v, err);
 	if (r >= 0)
-		r = slot_state_load_group(&before, g, raw_get, &now, err);
+		r = slot_env_load_group(&before, g, raw_get, &now, err);
 	if (r < 0)
 		return r;
 	/* a legacy slot (no record) is trusted because the bootloader already
@@ -171,10 +171,10 @@ int slot_change_overlay_reset(struct env *e, bool cancel, bool *ret_changed, str
 	return 0;
 }
 
-int slot_change_promotes(const struct slot_state *st, int booted, enum slot_op op, int slot,
+int slot_change_promotes(const struct slot_env *st, int booted, enum slot_op op, int slot,
 			 unsigned flags)
 {
-	struct slot_state nst;
+	struct slot_env nst;
 	struct slot_changes ch;
 
 	if ((op != SLOT_OP_ACTIVATE && op != SLOT_OP_MARK_GOOD && op != SLOT_OP_ROLLBACK) ||

@@ -82,7 +82,7 @@ int slot_seal_set(struct board *b, const struct layout_slot *s, bool sealed, str
 	return 0;
 }
 
-int slot_seal_load(struct board *b, const struct layout_slot_group *g, struct slot_state *st)
+int slot_seal_load(struct board *b, const struct layout_slot_group *g, struct slot_env *st)
 {
 	bool sealed[SLOT_MAX] = { false };
 
@@ -90,6 +90,6 @@ int slot_seal_load(struct board *b, const struct layout_slot_group *g, struct sl
 		return 0;
 	for (size_t i = 0; i < g->n_slots && i < SLOT_MAX; i++)
 		sealed[i] = slot_seal_get(b, &g->slots[i], NULL) > 0;
-	slot_state_seal(st, sealed);
+	slot_env_seal(st, sealed);
 	return 0;
 }

@@ -144,7 +144,7 @@ static int env_change(struct install *in, enum slot_op op, const char *version)
 		return install_failed(in, error_prefix(&in->err, r, "writing the U-Boot env (%s)",
 						       env_describe(e)));
 	if (r < 0)
-		return install_failed(in, error_prefix(&in->err, r, "slot state"));
+		return install_failed(in, error_prefix(&in->err, r, "slot env"));
 	return 0;
 }
 

@@ -600,7 +600,7 @@ static int retire_empty_slots(struct prov *pv)
 {
 	for (size_t i = 0; i < pv->g->n_slots; i++) {
 		_cleanup_env_ struct env *e = NULL;
-		struct slot_state st, nst;
+		struct slot_env st, nst;
 		struct slot_changes ch;
 		int r;
 
@@ -609,11 +609,11 @@ static int retire_empty_slots(struct prov *pv)
 		r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, pv->err);
 		if (r < 0)
 			return error_prefix(pv->err, r, "U-Boot env");
-		r = slot_state_load_group(&st, pv->g, env_get_dup, e, pv->err);
+		r = slot_env_load_group(&st, pv->g, env_get_dup, e, pv->err);
 		if (r >= 0)
 			r = slot_compute(&st, SLOT_OP_RETIRE, i, 0, &nst, &ch, pv->err);
 		if (r < 0)
-			return error_prefix(pv->err, r, "slot state");
+			return error_prefix(pv->err, r, "slot env");
 		r = slot_apply(e, &ch, pv->err);
 		if (r < 0)
 			return error_prefix(pv->err, r, "U-Boot env");
@@ -638,13 +638,13 @@ static int overlay_block_clean(struct flash *f, uint64_t off)
 static int check_board(struct prov *pv, struct board *b)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct slot_state st;
+	struct slot_env st;
 	int r;
 
 	r = env_open_layout(pv->l, pv->target, pv->p->sysfs, 0, &e, pv->err);
 	if (r < 0)
 		return error_prefix(pv->err, r, "reading back the U-Boot env");
-	r = slot_state_load_group(&st, pv->g, env_get_dup, e, pv->err);
+	r = slot_env_load_group(&st, pv->g, env_get_dup, e, pv->err);
 	if (r < 0 || slot_next_boot(&st) != 0)
 		return error_set(pv->err, -EIO, "reading back the U-Boot env: slot %s would not boot first",
 			    pv->g->slots[0].name);

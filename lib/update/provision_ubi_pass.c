@@ -200,7 +200,7 @@ static int ubi_export(struct ubi_pass *up)
 
 /* Every UBI image written from one pass over the bundle and read back
  * through its headers against the manifest, while the env partitions are
- * still erased: an interrupted run leaves no slot state at all, never a
+ * still erased: an interrupted run leaves no slot env at all, never a
  * slot recorded good before its image verified (the env comes after). */
 int provision_ubi_pass_write(struct prov *pv, struct board *b)
 {

@@ -63,10 +63,10 @@ static bool legacy(const struct layout *l, const char *target, const struct layo
 		   size_t slot)
 {
 	_cleanup_env_ struct env *e = NULL;
-	struct slot_state st;
+	struct slot_env st;
 
 	return env_open_layout(l, target, NULL, 0, &e, NULL) >= 0 &&
-	       slot_state_load_group(&st, g, env_get_dup, e, NULL) >= 0 && slot_legacy(&st, slot);
+	       slot_env_load_group(&st, g, env_get_dup, e, NULL) >= 0 && slot_legacy(&st, slot);
 }
 
 int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,

@@ -164,3 +164,14 @@ const char *ubi_image_target_broken(const struct layout_image_target *t, const c
 		return NULL;
 	return flash_ubi_volume_broken(&v);
 }
+
+void ubi_image_mark_unfinished(struct slot_env *st, const struct layout_slot_group *g,
+			       const char *mtd_sysfs, const char *ubi_sysfs)
+{
+	for (size_t i = 0; i < g->n_slots && i < st->n_slots; i++) {
+		const struct layout_slot *s = &g->slots[i];
+
+		st->slots[i].unfinished = ubi_image_target_broken(&s->rootfs, mtd_sysfs, ubi_sysfs) ||
+			(s->has_kernel && ubi_image_target_broken(&s->kernel, mtd_sysfs, ubi_sysfs));
+	}
+}

@@ -21,20 +21,20 @@ const char *proto_slot_error(enum slot_change_fail kind, bool forcible)
 	return NULL;
 }
 
-static struct json_object *slot_name_json(const struct slot_state *st, int i)
+static struct json_object *slot_name_json(const struct slot_env *st, int i)
 {
 	return i >= 0 ? json_object_new_string(st->slots[i].name) : NULL;
 }
 
-struct json_object *proto_slot_status(const struct slot_state *st, const char *group,
+struct json_object *proto_slot_status(const struct slot_env *st, const char *group,
 				      const char *env_desc, int booted, const char *booted_by,
 				      bool install_running)
 {
 	struct json_object *j = json_object_new_object(), *slots = json_object_new_array();
-	struct slot_status ss;
+	struct slot_decision ss;
 	char order[128];
 
-	slot_status_compute(st, booted, booted_by, &ss);
+	slot_decide(st, booted, booted_by, &ss);
 	slot_order_string(st, order, sizeof(order));
 	json_object_object_add(j, "group", json_object_new_string(group));
 	json_object_object_add(j, "env", json_object_new_string(env_desc));
@@ -44,7 +44,7 @@ struct json_object *proto_slot_status(const struct slot_state *st, const char *g
 	json_object_object_add(j, "booted", slot_name_json(st, ss.booted));
 	json_object_object_add(j, "booted_by", json_string_or_null(ss.booted_by));
 	json_object_object_add(j, "primary", slot_name_json(st, ss.primary));
-	json_object_object_add(j, "next_boot", slot_name_json(st, ss.next));
+	json_object_object_add(j, "next_boot", slot_name_json(st, ss.next_boot));
 	json_object_object_add(j, "on_trial", json_object_new_boolean(ss.on_trial));
 	json_object_object_add(j, "fell_back", json_object_new_boolean(ss.fell_back));
 	json_object_object_add(j, "needs_health_check",
@@ -58,7 +58,7 @@ struct json_object *proto_slot_status(const struct slot_state *st, const char *g
 		json_object_object_add(o, "name", json_object_new_string(st->slots[i].name));
 		json_object_object_add(o, "tries_left", json_object_new_int(st->slots[i].left));
 		json_object_object_add(o, "state", json_object_new_string(
-			slot_view_to_string(slot_view_of(st, i, install_running))));
+			slot_state_to_string(slot_state_of(st, i, install_running))));
 		json_object_object_add(o, "booted", json_object_new_boolean((int)i == ss.booted));
 		json_object_array_add(slots, o);
 	}

@@ -75,7 +75,7 @@ slots.1.state failed
 slots.1.version null
 slots.1.priority null
 slots.0.state good
-next A
+next_boot A
 EOF
 [ "$(env_var FLASHD_B_STATE)" = failed ] || fail "FLASHD_B_STATE '$(env_var FLASHD_B_STATE)'"
 vcall_error "$T/act1" io.flashd.SlotRefused io.flashd.Activate '{"slot":"B"}'
@@ -93,7 +93,7 @@ expect_fields "$T/st2.json" "after install --no-activate" <<EOF
 slots.1.state installed
 slots.1.version 1.0
 slots.1.priority null
-next A
+next_boot A
 EOF
 vcall "$T/act3" io.flashd.Activate '{"slot":"B"}' || fail "Activate B: $(cat "$T/act3")"
 status st3
@@ -101,7 +101,7 @@ expect_fields "$T/st3.json" "activated, not booted" <<EOF
 slots.1.state pending
 slots.1.version 1.0
 slots.1.tries_left 3
-next B
+next_boot B
 switch_pending true
 EOF
 
@@ -121,10 +121,10 @@ grep -q "not rebooting: the board is simulated" "$T/flashd.log" ||
 status st4
 expect_fields "$T/st4.json" "B failed its check" <<EOF
 booted B
-trial false
+on_trial false
 slots.1.state bad
 slots.0.state good
-next A
+next_boot A
 degraded false
 EOF
 env_dump > "$T/env4"
@@ -191,7 +191,7 @@ status st6
 expect_fields "$T/st6.json" "fell back to A, A failed its check" <<EOF
 booted A
 degraded true
-next A
+next_boot A
 slots.0.state bad
 slots.0.priority 0
 slots.1.state bad
@@ -246,7 +246,7 @@ daemon_alive || fail "item 15: flashd is gone after the check"
 status st8
 expect_fields "$T/st8.json" "provisioned A failed its first check" <<EOF
 degraded true
-next A
+next_boot A
 slots.0.state bad
 slots.1.state empty
 EOF

@@ -89,7 +89,7 @@ slots.0.priority 0
 slots.1.tries_left 0
 slots.1.priority null
 slots.1.version null
-next A
+next_boot A
 last_install.result failed
 last_install.slot B
 EOF

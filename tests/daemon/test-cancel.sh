@@ -41,7 +41,7 @@ slots.1.tries_left 0
 slots.1.priority null
 slots.1.version null
 slots.1.state cancelled
-next A
+next_boot A
 last_install.result cancelled
 last_install.slot B
 last_install.version 1.0

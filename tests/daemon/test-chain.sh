@@ -20,7 +20,7 @@
 #   I3 when some slot holds a verified image, the next boot goes to one
 #      (never a bad, failed, interrupted, cancelled or empty slot)
 # and at every reboot:
-#   I4 the boot script boots the slot status called "next"
+#   I4 the boot script boots the slot status called "next_boot"
 #   I5 the slot booted holds exactly the image of the version status
 #      gives it (the board never runs unverified bytes)
 . "$(dirname "$0")/../lib/sim-board.sh"
@@ -78,7 +78,7 @@ status_json() {
 	fctl --json status > "$T/st.json" || fail "step $n ($trace): status: exit $?"
 }
 
-# "next" and each slot's state and version from the last status
+# "next_boot" and each slot's state and version from the last status
 sj() { "$PY" -c "import json,sys; d=json.load(open('$T/st.json')); print($1)"; }
 
 n=0
@@ -93,21 +93,21 @@ check_invariants() {
 	slot_hash "$BOOTED"
 	[ "$HASH" = "$boot_hash" ] || fail "$why: the booted slot $BOOTED was written"
 	# I3
-	sj "' '.join(s['state'] for s in d['slots']) + ' next=' + str(d['next'])" > "$T/states"
+	sj "' '.join(s['state'] for s in d['slots']) + ' next_boot=' + str(d['next_boot'])" > "$T/states"
 	"$PY" - "$T/st.json" <<'EOF' || fail "$why: the next boot goes to an unverified slot: $(cat "$T/states")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 verified = {"installed", "pending", "trial", "good"}
 by = {s["name"]: s for s in d["slots"]}
 if any(s["state"] in verified for s in d["slots"]):
-    assert d["next"] is not None and by[d["next"]]["state"] in verified, d
+    assert d["next_boot"] is not None and by[d["next_boot"]]["state"] in verified, d
 EOF
 }
 
 reboot_checked() {
 	local next want
 	status_json
-	next=$(sj "d['next'] or ''")
+	next=$(sj "d['next_boot'] or ''")
 	stop_daemon
 	# no slot with tries left: the boot script gives them back and resets
 	# the board (status said so: next_after_reset), the next power-on picks
@@ -211,7 +211,7 @@ restart_in_install() { # SIGTERM to the daemon while it installs, start again
 bad_bundle() {
 	local before
 	status_json
-	before=$(sj "d['next']")
+	before=$(sj "d['next_boot']")
 	run_op fctl install "$T/bad.bundle"
 	case $trace in *:0)
 		slot_hash "$(other)"
@@ -220,8 +220,8 @@ bad_bundle() {
 		return ;;
 	esac
 	status_json
-	[ "$(sj "d['next']")" = "$before" ] || [ "$(sj "d['next']")" = "$BOOTED" ] ||
-		fail "step $n: after a failed install the next boot moved from $before to $(sj "d['next']")"
+	[ "$(sj "d['next_boot']")" = "$before" ] || [ "$(sj "d['next_boot']")" = "$BOOTED" ] ||
+		fail "step $n: after a failed install the next boot moved from $before to $(sj "d['next_boot']")"
 }
 
 nobody_steps() { # every change refused, the env the same byte for byte
@@ -270,14 +270,14 @@ reset_cancel() {
 	[ $((RANDOM % 2)) = 0 ] && who=as_member
 	trace="reset+cancel${who:+ (member)}"
 	status_json
-	before=$(sj "str(d['next']) + ' ' + ' '.join(s['state'] for s in d['slots'])")
+	before=$(sj "str(d['next_boot']) + ' ' + ' '.join(s['state'] for s in d['slots'])")
 	run_op $who "$FLASHCTL" overlay reset --yes
 	run_op $who "$FLASHCTL" overlay reset --cancel
 	fctl --json overlay status > "$T/ov.json" || fail "step $n: overlay status: exit $?"
 	"$PY" -c "import json,sys; d=json.load(open('$T/ov.json')); sys.exit(d.get('state') == 'reset_pending')" ||
 		fail "step $n: a reset is still pending after --cancel: $(cat "$T/ov.json")"
 	status_json
-	[ "$(sj "str(d['next']) + ' ' + ' '.join(s['state'] for s in d['slots'])")" = "$before" ] ||
+	[ "$(sj "str(d['next_boot']) + ' ' + ' '.join(s['state'] for s in d['slots'])")" = "$before" ] ||
 		fail "step $n: an overlay reset and its cancel moved the boot state from '$before'"
 }
 

@@ -134,7 +134,7 @@ operation null
 last_install.result success
 last_install.version 1.0
 slots.1.version 1.0
-next B
+next_boot B
 EOF
 # the refused second install left no record of its own
 expect_fields "$T/state/installs.json" "install records" <<EOF

@@ -24,7 +24,7 @@ parameters.env.copies.0.state bad-crc
 parameters.env.copies.1.state bad-crc
 parameters.slots.0.state unknown
 parameters.slots.1.state unknown
-parameters.next A
+parameters.next_boot A
 EOT
 jget "$T/st.last" parameters.env.next_boot | grep -q "built-in default env" ||
 	fail "next_boot does not say what U-Boot does: $(jget "$T/st.last" parameters.env.next_boot)"

@@ -38,7 +38,7 @@ grep -q "holds no slot records" "$T/flashd.log" || fail "the adoption is not log
 fctl --json status > "$T/st.json" || fail "status"
 expect_fields "$T/st.json" "status after the adoption" <<EOT
 booted A
-next A
+next_boot A
 degraded true
 slots.1.state unknown
 EOT

@@ -31,7 +31,7 @@ expect_fields "$T/st.last" "status with BOOT_B_LEFT=10" <<EOF
 parameters.env.malformed.0.name BOOT_B_LEFT
 parameters.env.malformed.0.value 10
 parameters.slots.1.tries_left 1
-parameters.next B
+parameters.next_boot B
 EOF
 jget "$T/st.last" parameters.env.malformed.0.effect | grep -q "boots slot B once more" ||
 	fail "the effect of BOOT_B_LEFT=10 is not said: $(jget "$T/st.last" parameters.env.malformed.0.effect)"

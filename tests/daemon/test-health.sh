@@ -28,13 +28,13 @@ wait_for 20 daemon_idle || fail "the health check did not finish"
 fctl --json status > "$T/st1.json"
 expect_fields "$T/st1.json" "after a passing health check" <<EOF
 booted B
-trial false
-fallback false
+on_trial false
+fell_back false
 slots.1.state good
 slots.1.tries_left 3
 slots.1.version 1.0
 slots.0.tries_left 3
-next B
+next_boot B
 EOF
 grep -q "health check passed: slot B marked good" "$T/flashd.log" || fail "pass not logged"
 jget "$T/st1.json" slots.1.health | grep -Eq '^passed [0-9-]+T[0-9:]+Z$' ||
@@ -61,7 +61,7 @@ slots.0.tries_left 0
 slots.0.priority null
 slots.1.state good
 slots.1.tries_left 3
-next B
+next_boot B
 EOF
 grep -q "health check failed (exit status 1): slot A marked bad" "$T/flashd.log" ||
 	fail "the failure is not logged with its exit status"
@@ -80,11 +80,11 @@ wait_for 20 daemon_idle || fail "flashd busy after the fallback boot"
 fctl --json status > "$T/st3.json"
 expect_fields "$T/st3.json" "after falling back" <<EOF
 booted B
-trial false
-fallback false
+on_trial false
+fell_back false
 slots.1.tries_left 3
 slots.0.state bad
-next B
+next_boot B
 EOF
 # why A is bad, after the board rolled back (env: FLASHD_A_HEALTH)
 jget "$T/st3.json" slots.0.health | grep -Eq '^failed [0-9-]+T[0-9:]+Z: failed \(exit status 1\)$' ||

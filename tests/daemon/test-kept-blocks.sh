@@ -79,7 +79,7 @@ if [ $rc != 0 ]; then
 	grep -qi "flash I/O error" "$T/inst.out" ||
 		fail "the refusal does not say flash I/O error: $(cat "$T/inst.out")"
 	fctl --json status > "$T/st.json" || fail "status"
-	[ "$(jget "$T/st.json" next)" = B ] && fail "B is next after a refused install"
+	[ "$(jget "$T/st.json" next_boot)" = B ] && fail "B is next after a refused install"
 else
 	"$top_builddir/nsimctl" info "$SIM" --json --blocks > "$T/info.json" || fail "nsimctl info"
 	"$PY" -c "import json,sys; d=json.load(open('$T/info.json'))

@@ -34,7 +34,7 @@ wait_for 20 daemon_idle || fail "the daemon did not settle"
 fctl --json status > "$T/st.json" || fail "status"
 expect_fields "$T/st.json" "status of the legacy board after A failed" <<EOT
 booted A
-next B
+next_boot B
 degraded false
 EOT
 fctl -q slot activate B > "$T/act.out" 2>&1 || fail "activate of the legacy slot B refused: $(cat "$T/act.out")"

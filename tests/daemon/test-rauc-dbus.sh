@@ -136,7 +136,7 @@ for s in r["slots"]:
     slots[d["bootname"]] = (name, d)
 assert r["compatible"] == f["compatible"], (r["compatible"], f["compatible"])
 assert r["booted"] == f["booted"], ("booted", r["booted"], f["booted"])
-assert slots[f["next"]][0] == r["boot_primary"], ("primary", r["boot_primary"], f["next"])
+assert slots[f["next_boot"]][0] == r["boot_primary"], ("primary", r["boot_primary"], f["next_boot"])
 for i, fs in enumerate(f["slots"]):
     name, d = slots[fs["name"]]
     assert name == "rootfs.%d" % i, (name, i)
@@ -217,16 +217,16 @@ mark() {
 }
 mark mark-bad other
 grep -q "marked slot rootfs.1 as bad" "$T/mark.out" || fail "mark-bad other: $(cat "$T/mark.out")"
-[ "$(jget "$T/fst.json" next)" = A ] || fail "mark-bad other: the next boot is not A"
+[ "$(jget "$T/fst.json" next_boot)" = A ] || fail "mark-bad other: the next boot is not A"
 [ "$(jget "$T/fst.json" slots.1.state)" = bad ] || fail "mark-bad other: slot B is not bad"
 mark mark-active other
 grep -q "activated slot rootfs.1" "$T/mark.out" || fail "mark-active other: $(cat "$T/mark.out")"
-[ "$(jget "$T/fst.json" next)" = B ] || fail "mark-active other: the next boot is not B"
+[ "$(jget "$T/fst.json" next_boot)" = B ] || fail "mark-active other: the next boot is not B"
 # RAUC's slot names and the bootnames
 mark mark-bad rootfs.1
-[ "$(jget "$T/fst.json" next)" = A ] || fail "mark-bad rootfs.1: the next boot is not A"
+[ "$(jget "$T/fst.json" next_boot)" = A ] || fail "mark-bad rootfs.1: the next boot is not A"
 mark mark-active B
-[ "$(jget "$T/fst.json" next)" = B ] || fail "mark-active B: the next boot is not B"
+[ "$(jget "$T/fst.json" next_boot)" = B ] || fail "mark-active B: the next boot is not B"
 reboot_board
 wait_for 10 bus_owned || fail "flashd did not take de.pengutronix.rauc after the reboot"
 [ "$(jget "$T/fst.json" slots.1.version)" = 3.0 ] || fail "after the reboot: B is not 3.0"

@@ -17,7 +17,7 @@ start_daemon
 # ---- status before anything was installed ----
 fctl --json status > "$T/st0.json" || fail "flashctl --json status: exit $?"
 expect_fields "$T/st0.json" <<EOF
-. {KEYS} layout board compatible slots booted booted_unknown trial fallback switch_pending next next_after_reset degraded last_good last_install overlay flash allow_unsigned operation installing_elsewhere env
+. {KEYS} layout board compatible slots booted booted_unknown on_trial fell_back switch_pending next_boot next_after_reset degraded last_good last_install overlay flash allow_unsigned operation installing_elsewhere env
 layout $LAYOUT
 board nandsim 128 MiB NAND (demo and test board)
 compatible flashd,nandsim-128m
@@ -35,10 +35,10 @@ slots.1.partition rootfs-b
 slots.1.priority 1
 slots.1.booted false
 booted A
-trial false
-fallback false
+on_trial false
+fell_back false
 switch_pending false
-next A
+next_boot A
 last_install null
 overlay.state unknown
 overlay.partition rootfs_data
@@ -115,7 +115,7 @@ slots.1.priority 0
 slots.0.priority 1
 slots.0.tries_left 3
 booted A
-next B
+next_boot B
 switch_pending true
 operation null
 last_install {KEYS} slot version bundle_sha256 result reason started finished bytes erases blocks_skipped signer record_error source bytes_fetched duration error_name running_version downgrade history_reset
@@ -233,7 +233,7 @@ reboot_board
 fctl --json status > "$T/st2.json"
 expect_fields "$T/st2.json" <<EOF
 booted B
-trial true
+on_trial true
 slots.1.booted true
 slots.1.state trial
 slots.1.tries_left 2
@@ -246,7 +246,7 @@ parameters.slot B
 EOF
 fctl --json status > "$T/st3.json"
 expect_fields "$T/st3.json" <<EOF
-trial false
+on_trial false
 slots.1.state good
 slots.1.tries_left 3
 EOF
@@ -259,7 +259,7 @@ parameters.slot A
 EOF
 fctl --json status > "$T/st4.json"
 expect_fields "$T/st4.json" <<EOF
-next A
+next_boot A
 switch_pending true
 slots.0.priority 0
 EOF
@@ -275,7 +275,7 @@ expect_fields "$T/st5.json" <<EOF
 slots.0.state bad
 slots.0.tries_left 0
 slots.0.priority null
-next B
+next_boot B
 EOF
 # nothing to roll back to: a clear error, not "no such slot" (issue 31 item 12)
 vcall_error "$T/rb2" io.flashd.NoRollbackTarget io.flashd.Rollback

@@ -25,13 +25,13 @@ expect_status() {
 	expect_json "$T/st.last" "parameters.$1" "$2" "$3"
 }
 
-expect_status next A "a fresh board"
+expect_status next_boot A "a fresh board"
 expect_status switch_pending false "a fresh board"
 
 # ---- direct writes while the daemon runs ----
 fctl -q env set --offline --force --layout "$LAYOUT" --target "$TARGET" "BOOT_ORDER=B A" ||
 	fail "flashctl --offline env set"
-expect_status next B "after an offline BOOT_ORDER=B A behind the daemon's back"
+expect_status next_boot B "after an offline BOOT_ORDER=B A behind the daemon's back"
 expect_status switch_pending true "after an offline BOOT_ORDER=B A"
 
 if command -v fw_setenv >/dev/null 2>&1; then
@@ -48,14 +48,14 @@ for c in l["env"]["copies"]:
           f"{c['size']} {c['size']}")
 EOF
 	fw_setenv -c "$T/fw_env.config" BOOT_ORDER "A B" || fail "fw_setenv on the simulator file"
-	expect_status next A "after fw_setenv BOOT_ORDER='A B' behind the daemon's back"
+	expect_status next_boot A "after fw_setenv BOOT_ORDER='A B' behind the daemon's back"
 	fw_setenv -c "$T/fw_env.config" FLASHD_B_HEALTH "failed by hand" || fail "fw_setenv"
 	expect_status slots.1.health "failed by hand" "after fw_setenv FLASHD_B_HEALTH"
 else
 	say "fw_setenv not installed: direct libubootenv write not checked"
 	fctl -q env set --offline --force --layout "$LAYOUT" --target "$TARGET" "BOOT_ORDER=A B" ||
 		fail "flashctl --offline env set"
-	expect_status next A "after an offline BOOT_ORDER=A B"
+	expect_status next_boot A "after an offline BOOT_ORDER=A B"
 fi
 
 # ---- the daemon's own stores ----
@@ -71,7 +71,7 @@ stop_daemon
 fctl -q slot activate B --offline --config "$T/flashd.conf" --cmdline "$T/cmdline" ||
 	fail "flashctl --offline slot activate B"
 start_daemon -v
-expect_status next B "after an offline activate of B while flashd was stopped"
+expect_status next_boot B "after an offline activate of B while flashd was stopped"
 expect_status switch_pending true "after an offline activate of B"
 
 # ---- a user without rights cannot make it read the flash per call ----
@@ -109,7 +109,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
 	[ "$calls" -ge 2100 ] || fail "nobody's clients made only $calls calls"
 	[ "$read" -le "$bound" ] ||
 		fail "$calls unprivileged GetStatus calls made the daemon read $read bytes (> $bound)"
-	expect_status next B "after the unprivileged calls"
+	expect_status next_boot B "after the unprivileged calls"
 else
 	say "not root or no setpriv: the unprivileged part is not run"
 fi

@@ -68,7 +68,7 @@ wait_for 60 daemon_idle || fail "health check did not finish"
 fctl --json status > "$T/st2.json"
 expect_fields "$T/st2.json" "after reboot" <<EOF
 booted B
-trial false
+on_trial false
 EOF
 stop_daemon
 errors=$(grep -l "ERROR SUMMARY: [1-9]\|definitely lost\|indirectly lost\|Invalid \(read\|write\|free\)\|uninitialised" "$VG_LOGS"/vg.*.log 2>/dev/null)

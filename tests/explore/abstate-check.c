@@ -115,9 +115,9 @@ void violation(enum inv i, size_t from, const char *label, const char *fmt, ...)
 
 /* The slot the next power-on boots: slot_boot_select, once more after a
  * counter reset; -1 = none. ret_st gets the state after. */
-static int next_boot(const struct slot_state *st, struct slot_state *ret_st, int *ret_resets)
+static int next_boot(const struct slot_env *st, struct slot_env *ret_st, int *ret_resets)
 {
-	struct slot_state cur = *st, n;
+	struct slot_env cur = *st, n;
 	struct slot_changes ch;
 
 	*ret_resets = 0;
@@ -141,14 +141,14 @@ size_t n_samples;
 
 /* Env state sample for the real-U-Boot agreement test: the slot variables
  * and what slot_boot_select does with them (one power-on). */
-static void sample(const struct slot_state *st, struct env *e)
+static void sample(const struct slot_env *st, struct env *e)
 {
 	static const char *const names[] = { "BOOT_ORDER", "BOOT_A_LEFT", "BOOT_B_LEFT" };
-	struct slot_state n;
+	struct slot_env n;
 	struct slot_changes ch;
 	int i;
 
-	struct slot_state sealed = *st;
+	struct slot_env sealed = *st;
 
 	if (!samples)
 		return;
@@ -189,11 +189,11 @@ static int version_label(struct env *e, int s)
 /* I6: trust only what was read. A slot the boot script may reach (in a set
  * BOOT_ORDER) or the records call verified is READ from the simulator now
  * and compared with its signed image, whatever the shadow or the env say. */
-static void check_read(const struct node *n, struct env *e, const struct slot_state *st,
+static void check_read(const struct node *n, struct env *e, const struct slot_env *st,
 		       size_t from, const char *label)
 {
 	for (int s = 0; s < N_SLOTS; s++) {
-		const struct slot_info *si = &st->slots[s];
+		const struct slot_vars *si = &st->slots[s];
 		bool listed = st->order_set && si->order_pos >= 0;
 		bool recorded = si->record == SLOT_RECORD_VERIFIED || si->record == SLOT_RECORD_GOOD;
 		unsigned got;
@@ -217,7 +217,7 @@ void check_state(const struct node *n, size_t from, const char *label, bool new_
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st, cur;
+	struct slot_env st, cur;
 	bool any_good = false, reached = false;
 	int resets, nb;
 
@@ -237,7 +237,7 @@ void check_state(const struct node *n, size_t from, const char *label, bool new_
 	cur = st;
 	slot_seal_load(board, G, &cur);
 	for (unsigned b = 0; b < 2 * max_tries + 2 && any_good && !reached; b++) {
-		struct slot_state nx;
+		struct slot_env nx;
 		struct slot_changes ch;
 		int i = slot_boot_select(&cur, &nx, &ch);
 		cur = nx;
@@ -249,14 +249,14 @@ void check_state(const struct node *n, size_t from, const char *label, bool new_
 			  "reach one", 2 * max_tries + 2);
 	/* I5: status on the running board */
 	if (n->booted >= 0 && running(n) && !env_is_blank(e)) {
-		struct slot_status s;
-		struct slot_state sealed = st;
-		slot_status_compute(&st, n->booted, "flashd.slot", &s);
+		struct slot_decision s;
+		struct slot_env sealed = st;
+		slot_decide(&st, n->booted, "flashd.slot", &s);
 		slot_seal_load(board, G, &sealed);
 		nb = next_boot(&sealed, NULL, &resets);
-		if (s.next != nb)
+		if (s.next_boot != nb)
 			violation(I5, from, label, "status says next boot %s, the next boot%s %s",
-				  s.next >= 0 ? G->slots[s.next].name : "none",
+				  s.next_boot >= 0 ? G->slots[s.next_boot].name : "none",
 				  resets ? " (after a counter reset)" : "",
 				  nb >= 0 ? G->slots[nb].name : "boots nothing");
 	}
@@ -267,7 +267,7 @@ bool recorded_bad(int s)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st;
+	struct slot_env st;
 
 	if (env_open_layout(L, target, NULL, 0, &e, &eerr) < 0 || slot_state_now(e, &st) < 0)
 		return false;

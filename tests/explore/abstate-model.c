@@ -498,11 +498,11 @@ void restore(const struct node *n, struct live *lv)
 
 /* ---- events ---- */
 
-int slot_state_now(struct env *e, struct slot_state *st)
+int slot_state_now(struct env *e, struct slot_env *st)
 {
 	struct error serr = {};
 
-	return slot_state_load_group(st, G, env_get_dup, e, &serr);
+	return slot_env_load_group(st, G, env_get_dup, e, &serr);
 }
 
 /* One slot operation as the daemon / flashctl do it: load, compute, one
@@ -512,7 +512,7 @@ static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
 	struct error serr = {};
-	struct slot_state st, nst;
+	struct slot_env st, nst;
 	struct slot_changes ch;
 	int r;
 
@@ -525,7 +525,7 @@ static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags
 		snprintf(lv->note, sizeof(lv->note), "env: %.140s", eerr.msg);
 		return r;
 	}
-	r = slot_state_load_group(&st, G, env_get_dup, e, &serr);
+	r = slot_env_load_group(&st, G, env_get_dup, e, &serr);
 	if (r >= 0)
 		r = slot_compute_booted(&st, lv->booted, op, slot, flags, &nst, &ch, &serr);
 	if (r < 0) {
@@ -542,12 +542,12 @@ static void daemon_start(struct live *lv)
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
 	struct error serr = {};
-	struct slot_state st;
+	struct slot_env st;
 
 	if (lv->booted < 0 || !lbl_bootable(lv->sh.lbl[lv->booted]))
 		return;
 	if (env_open_layout(L, target, NULL, 0, &e, &eerr) < 0 ||
-	    slot_state_load_group(&st, G, env_get_dup, e, &serr) < 0)
+	    slot_env_load_group(&st, G, env_get_dup, e, &serr) < 0)
 		return;
 	if (slot_needs_fallback(&st, lv->booted))
 		do_slot_op(lv, SLOT_OP_FALLBACK, -2, 0);
@@ -560,7 +560,7 @@ static int do_boot(struct live *lv)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st, nst;
+	struct slot_env st, nst;
 	struct slot_changes ch;
 	int i, r;
 
@@ -571,7 +571,7 @@ static int do_boot(struct live *lv)
 		die("boot: env: %s", eerr.msg);
 	r = slot_state_now(e, &st);
 	if (r < 0) {
-		snprintf(lv->note, sizeof(lv->note), "boot: slot state unreadable");
+		snprintf(lv->note, sizeof(lv->note), "boot: slot env unreadable");
 		lv->boot_result = -1;
 		return r;
 	}
@@ -742,12 +742,12 @@ bool health_due(const struct node *n)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct slot_state st;
-	struct slot_status s;
+	struct slot_env st;
+	struct slot_decision s;
 
 	if (env_open_layout(L, target, NULL, 0, &e, &eerr) < 0 || slot_state_now(e, &st) < 0)
 		return false;
-	slot_status_compute(&st, n->booted, "flashd.slot", &s);
+	slot_decide(&st, n->booted, "flashd.slot", &s);
 	return s.needs_health_check;
 }
 

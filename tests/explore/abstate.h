@@ -160,7 +160,7 @@ int env_active(const struct envcopy *c);
 /* the live state and the events */
 void live_drop_install(struct live *lv);
 void restore(const struct node *n, struct live *lv);
-int slot_state_now(struct env *e, struct slot_state *st);
+int slot_state_now(struct env *e, struct slot_env *st);
 bool running(const struct node *n);
 bool health_due(const struct node *n);
 bool is_manual(const struct event *ev);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target: the env state decoder (slot_state_load over the
+/* libFuzzer target: the env state decoder (slot_env_load over the
  * U-Boot variables BOOT_ORDER / BOOT_<x>_LEFT) and everything computed
  * from a decoded state: every slot operation, the boot script's choice,
  * the status, the order string.
@@ -77,7 +77,7 @@ static void map_parse(struct map *m, char *text, size_t len)
 
 static const char *const names[SLOT_MAX] = { "A", "B", "C", "D" };
 
-static void same_state(const struct slot_state *want, const struct slot_state *got)
+static void same_state(const struct slot_env *want, const struct slot_env *got)
 {
 	if (want->n_order != got->n_order)
 		abort();
@@ -91,12 +91,12 @@ static void same_state(const struct slot_state *want, const struct slot_state *g
 }
 
 /* Everything that only reads a state. */
-static void exercise(const struct slot_state *st)
+static void exercise(const struct slot_env *st)
 {
 	char order[SLOT_MAX * (SLOT_NAME_MAX + 1) + 1];
-	struct slot_state ns;
+	struct slot_env ns;
 	struct slot_changes ch;
-	struct slot_status status;
+	struct slot_decision status;
 	int next, r;
 
 	slot_order_string(st, order, sizeof(order));
@@ -104,10 +104,10 @@ static void exercise(const struct slot_state *st)
 	if (next >= (int)st->n_slots || (next < 0 && next != -ENOENT))
 		abort();
 	for (size_t i = 0; i < st->n_slots; i++)
-		if (!slot_health_to_string(slot_health_of(st, i)))
+		if (!slot_tries_to_string(slot_tries_of(st, i)))
 			abort();
 	for (int b = -1; b < (int)st->n_slots; b++)
-		slot_status_compute(st, b, b < 0 ? NULL : "flashd.slot", &status);
+		slot_decide(st, b, b < 0 ? NULL : "flashd.slot", &status);
 	r = slot_boot_select(st, &ns, &ch);
 	if (r >= 0 && (r >= (int)st->n_slots || r != next))
 		abort(); /* the boot script boots what slot_next_boot says */
@@ -127,10 +127,10 @@ static void exercise(const struct slot_state *st)
 }
 
 /* Apply the changes to the map and decode again. */
-static void map_roundtrip(struct map *m, const struct slot_state *st, size_t n_slots,
+static void map_roundtrip(struct map *m, const struct slot_env *st, size_t n_slots,
 			  unsigned max_tries, const struct slot_changes *ch)
 {
-	struct slot_state again;
+	struct slot_env again;
 	struct error err;
 
 	for (size_t i = 0; i < ch->n && m->n < MAX_VARS + SLOT_CHANGES_MAX; i++) {
@@ -138,7 +138,7 @@ static void map_roundtrip(struct map *m, const struct slot_state *st, size_t n_s
 		m->value[m->n] = (char *)ch->vars[i].value;
 		m->n++;
 	}
-	if (slot_state_load(&again, names, n_slots, max_tries, map_get, m, &err) < 0)
+	if (slot_env_load(&again, names, n_slots, max_tries, map_get, m, &err) < 0)
 		abort(); /* our own changes must decode */
 	same_state(st, &again);
 }
@@ -177,7 +177,7 @@ static void blob_mode(const uint8_t *text, size_t len, size_t n_slots, unsigned 
 	struct env_device dev = { .size = ENV_SIZE };
 	struct error eerr;
 	struct error err;
-	struct slot_state st, ns, again;
+	struct slot_env st, ns, again;
 	struct slot_changes ch;
 	struct env *e = NULL;
 	void *it = NULL;
@@ -195,7 +195,7 @@ static void blob_mode(const uint8_t *text, size_t len, size_t n_slots, unsigned 
 	while (env_next(e, &it, &name, &value) > 0)
 		if (!name || !value)
 			abort();
-	if (slot_state_load(&st, names, n_slots, max_tries, env_get_dup, e, &err) < 0)
+	if (slot_env_load(&st, names, n_slots, max_tries, env_get_dup, e, &err) < 0)
 		goto out;
 	exercise(&st);
 	if (slot_compute(&st, op, slot, flags, &ns, &ch, &err) < 0)
@@ -206,7 +206,7 @@ static void blob_mode(const uint8_t *text, size_t len, size_t n_slots, unsigned 
 	e = NULL;
 	if (env_open_devices(&dev, 1, 0, &e, &eerr) < 0)
 		abort(); /* our own store must be readable */
-	if (slot_state_load(&again, names, n_slots, max_tries, env_get_dup, e, &err) < 0)
+	if (slot_env_load(&again, names, n_slots, max_tries, env_get_dup, e, &err) < 0)
 		abort();
 	same_state(&ns, &again);
 out:
@@ -215,7 +215,7 @@ out:
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct slot_state st, ns;
+	struct slot_env st, ns;
 	struct slot_changes ch;
 	struct error err;
 	struct map m;
@@ -245,7 +245,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size - 2] = 0;
 	map_parse(&m, text, size - 2);
 	err.msg[0] = 0;
-	if (slot_state_load(&st, names, n_slots, max_tries, map_get, &m, &err) < 0) {
+	if (slot_env_load(&st, names, n_slots, max_tries, map_get, &m, &err) < 0) {
 		if (!err.msg[0])
 			abort();
 		goto out;

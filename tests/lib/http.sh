@@ -133,7 +133,7 @@ expect_installed() {
 	expect_fields "$T/st.json" "$1" <<-END
 	slots.1.version $2
 	slots.1.state pending
-	next B
+	next_boot B
 	last_install.result success
 	operation null
 	END

@@ -38,7 +38,7 @@ expect_marked_bad() {
 	fctl --json status > "$T/st.json" || fail "$1: status"
 	expect_fields "$T/st.json" "$1" <<-END
 	booted A
-	next A
+	next_boot A
 	slots.0.state good
 	slots.1.tries_left 0
 	slots.1.priority null
@@ -154,7 +154,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 wait "$CLIENT" && fail "the cancelled install succeeded"
 fctl --json status > "$T/st.json"
 expect_fields "$T/st.json" "cancelled download" <<-END
-next A
+next_boot A
 slots.1.tries_left 0
 slots.1.priority null
 last_install.result cancelled

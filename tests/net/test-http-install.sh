@@ -40,7 +40,7 @@ expect_not_activated() {
 	fctl --json status > "$T/st.json" || fail "$1: status"
 	expect_fields "$T/st.json" "$1" <<-END
 	booted A
-	next A
+	next_boot A
 	slots.0.state good
 	last_install.result failed
 	operation null

@@ -515,15 +515,15 @@ int boot_pick(struct rig *r)
 	struct env *e = NULL;
 	struct error eerr = {};
 	struct error serr = {};
-	struct slot_state st, next;
+	struct slot_env st, next;
 	struct slot_changes ch;
 	int k;
 
 	assert_int_equal(env_open_layout(r->l, r->target, NULL, 0, &e, &eerr), 0);
-	k = slot_state_load_group(&st, r->g, env_get_dup, e, &serr);
+	k = slot_env_load_group(&st, r->g, env_get_dup, e, &serr);
 	env_close(e);
 	if (k < 0)
-		fail_msg("slot state: %s", serr.msg);
+		fail_msg("slot env: %s", serr.msg);
 	return slot_boot_select(&st, &next, &ch);
 }
 
@@ -535,11 +535,11 @@ void boot_never_b(struct rig *r, const char *ctx)
 	struct env *e = NULL;
 	struct error eerr = {};
 	struct error serr = {};
-	struct slot_state st, next;
+	struct slot_env st, next;
 	struct slot_changes ch;
 
 	assert_int_equal(env_open_layout(r->l, r->target, NULL, 0, &e, &eerr), 0);
-	assert_int_equal(slot_state_load_group(&st, r->g, env_get_dup, e, &serr), 0);
+	assert_int_equal(slot_env_load_group(&st, r->g, env_get_dup, e, &serr), 0);
 	env_close(e);
 	for (unsigned i = 0; i <= st.max_tries; i++) {
 		int k = slot_boot_select(&st, &next, &ch);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* UBI through sysfs: devices by MTD number, volumes by name, what UBI
  * says about a volume's content (update marker, corrupted), the status
- * view of a slot's volume; on a fake /sys/class/{mtd,ubi} tree. */
+ * state of a slot whose volume holds an unfinished update; on a fake /sys/class/{mtd,ubi} tree. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +14,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "cleanup_json.h"
 #include "flash_ubi.h"
 #include "layout.h"
+#include "proto_slot.h"
+#include "slot.h"
 #include "ubi_image.h"
 #include "util.h"
 #include "testlib.h"
@@ -164,4 +167,61 @@ TEST_FIXTURE(test_target_broken, setup, teardown)
 	t.storage = LAYOUT_STORAGE_NAND;
 	t.ubi_volume = (char *)"rootfs_a";
 	assert_null(ubi_image_target_broken(&t, f->mtd, f->ubi));
+}
+
+static char *map_get(void *userdata, const char *name)
+{
+	const char *const *kv = userdata;
+
+	for (; kv[0]; kv += 2)
+		if (!strcmp(kv[0], name))
+			return strdup(kv[1]);
+	return NULL;
+}
+
+static const char *reply_state(struct json_object *reply, size_t i)
+{
+	struct json_object *slots, *v;
+
+	assert_true(json_object_object_get_ex(reply, "slots", &slots));
+	assert_true(json_object_object_get_ex(json_object_array_get_idx(slots, i), "state", &v));
+	return json_object_get_string(v);
+}
+
+/* A slot whose UBI volume holds an unfinished update is "interrupted" in
+ * every status, whatever the env records: the daemon's GetStatus
+ * (slot_state_of) and the SlotStatus reply that flashd and offline flashctl
+ * both give (proto_slot_status). Issue 36: only GetStatus said so, SlotStatus
+ * and offline 'flashctl slot status' called slot A "good". */
+TEST_FIXTURE(test_unfinished_state, setup, teardown)
+{
+	struct fx *f = *state;
+	struct layout_partition part = { .name = "ubi" };
+	struct layout_slot slots[2] = {
+		{ .name = (char *)"A", .rootfs = { .storage = LAYOUT_STORAGE_UBI, .part = &part,
+						   .ubi_volume = (char *)"rootfs_a" } },
+		{ .name = (char *)"B", .rootfs = { .storage = LAYOUT_STORAGE_UBI, .part = &part,
+						   .ubi_volume = (char *)"rootfs_b" } },
+	};
+	struct layout_slot_group g = { .name = (char *)"rootfs", .slots = slots, .n_slots = 2 };
+	const char *env[] = { "BOOT_ORDER", "A B", "FLASHD_A_STATE", "good",
+			      "FLASHD_B_STATE", "verified", NULL };
+	_cleanup_json_ struct json_object *reply = NULL;
+	struct error err = {};
+	struct slot_env st;
+
+	volume(f, 0, "rootfs_a", "static", "1", "0");
+	volume(f, 1, "rootfs_b", "static", "0", "0");
+	assert_int_equal(slot_env_load_group(&st, &g, map_get, env, &err), 0);
+	assert_int_equal(slot_state_of(&st, 0, false), SLOT_STATE_GOOD);
+	ubi_image_mark_unfinished(&st, &g, f->mtd, f->ubi);
+	assert_true(st.slots[0].unfinished);
+	assert_false(st.slots[1].unfinished);
+	assert_int_equal(slot_state_of(&st, 0, false), SLOT_STATE_INTERRUPTED);
+	/* an install running into another slot does not make it "installing" */
+	assert_int_equal(slot_state_of(&st, 0, true), SLOT_STATE_INTERRUPTED);
+	assert_int_equal(slot_state_of(&st, 1, false), SLOT_STATE_PENDING);
+	reply = proto_slot_status(&st, g.name, "env", 1, "root", false);
+	assert_string_equal(reply_state(reply, 0), "interrupted");
+	assert_string_equal(reply_state(reply, 1), "pending");
 }

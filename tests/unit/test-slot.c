@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* slot: every state transition over a variable map, booted-slot detection
- * from a fake /proc/cmdline, the boot script, and exactly one env store
- * per transition on a real (file-backed, redundant) env. */
+/* slot and slot_env: loading the slot env, every transition over a
+ * variable map, the states and the boot decision, and exactly one env
+ * store per transition on a real (file-backed, redundant) env. The booted
+ * slot and the boot script (slot_boot.c): test-slot-boot.c. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +20,7 @@
 #include "slot.h"
 #include "slot_boot.h"
 #include "slot_change.h"
+#include "slot-fake.h"
 #include "testlib.h"
 #include "util.h"
 
@@ -59,28 +61,27 @@ static char *map_get(void *ud, const char *name)
 	return NULL;
 }
 
-static const char *const AB[] = { "A", "B" };
 
-static void load(struct slot_state *st, const char *order, const char *a, const char *b)
+static void load(struct slot_env *st, const char *order, const char *a, const char *b)
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b } } };
 	struct error err = {};
 
-	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
+	assert_int_equal(slot_env_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
 
 /* load with install records: "NAME=VALUE" pairs after the three slot vars */
-static void loadr(struct slot_state *st, const char *order, const char *a, const char *b,
+static void loadr(struct slot_env *st, const char *order, const char *a, const char *b,
 		  const char *ra, const char *rb)
 {
 	struct vars m = { { { "BOOT_ORDER", order }, { "BOOT_A_LEFT", a }, { "BOOT_B_LEFT", b },
 			    { "FLASHD_A_STATE", ra }, { "FLASHD_B_STATE", rb } } };
 	struct error err = {};
 
-	assert_int_equal(slot_state_load(st, AB, 2, 3, map_get, &m, &err), 0);
+	assert_int_equal(slot_env_load(st, AB, 2, 3, map_get, &m, &err), 0);
 }
 
-static void expect_state(const struct slot_state *st, const char *order, unsigned a, unsigned b)
+static void expect_state(const struct slot_env *st, const char *order, unsigned a, unsigned b)
 {
 	char o[64];
 
@@ -102,8 +103,8 @@ static void expect_changes(const struct slot_changes *c, const char *want)
 	assert_string_equal(buf, want);
 }
 
-static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
-		struct slot_state *n, struct slot_changes *c)
+static void run(const struct slot_env *st, enum slot_op op, int slot, unsigned flags,
+		struct slot_env *n, struct slot_changes *c)
 {
 	struct error err = {};
 	int r = slot_compute(st, op, slot, flags, n, c, &err);
@@ -113,10 +114,10 @@ static void run(const struct slot_state *st, enum slot_op op, int slot, unsigned
 }
 
 /* op on slot with flags is refused from st with code, the message holding msg */
-static void refused(const struct slot_state *st, enum slot_op op, int slot, unsigned flags,
+static void refused(const struct slot_env *st, enum slot_op op, int slot, unsigned flags,
 		    int code, const char *msg)
 {
-	struct slot_state n;
+	struct slot_env n;
 	struct slot_changes c;
 	struct error err = {};
 	int r = slot_compute(st, op, slot, flags, &n, &c, &err);
@@ -129,8 +130,8 @@ static void refused(const struct slot_state *st, enum slot_op op, int slot, unsi
 /* st = the state FROM: "ORDER|A_LEFT|B_LEFT[|A_STATE|B_STATE]" ("-": unset);
  * n, c = op on slot with flags, checked against TO "ORDER|A_LEFT|B_LEFT"
  * and the changes CHANGES (either NULL: not checked). */
-static void step(struct slot_state *st, const char *from, enum slot_op op, int slot,
-		 unsigned flags, struct slot_state *n, struct slot_changes *c, const char *to,
+static void step(struct slot_env *st, const char *from, enum slot_op op, int slot,
+		 unsigned flags, struct slot_env *n, struct slot_changes *c, const char *to,
 		 const char *changes)
 {
 	char buf[128], *p = buf, *f[5] = { NULL };
@@ -156,14 +157,14 @@ static void step(struct slot_state *st, const char *from, enum slot_op op, int s
 
 TEST(test_parse)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	struct vars none = { { { NULL, NULL } } };
 	struct vars garbage = { { { "BOOT_A_LEFT", "x3" } } };
 	struct error err = {};
 
 	/* unset variables read as the boot script defaults them */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &none, &err), 0);
 	expect_state(&st, "A B", 3, 3);
 	assert_false(st.order_set);
 	assert_false(st.slots[0].left_set);
@@ -171,19 +172,19 @@ TEST(test_parse)
 	load(&st, "B A", "0", "2");
 	expect_state(&st, "B A", 0, 2);
 	assert_int_equal(st.slots[1].order_pos, 0);
-	assert_int_equal(slot_health_of(&st, 0), SLOT_HEALTH_EXHAUSTED);
-	assert_int_equal(slot_health_of(&st, 1), SLOT_HEALTH_TRIAL);
+	assert_int_equal(slot_tries_of(&st, 0), SLOT_TRIES_EXHAUSTED);
+	assert_int_equal(slot_tries_of(&st, 1), SLOT_TRIES_USED);
 
 	/* duplicates and foreign names are skipped, as the script does */
 	load(&st, "C B B", "3", "3");
 	expect_state(&st, "B", 3, 3);
 	assert_true(st.order_foreign);
-	assert_int_equal(slot_health_of(&st, 0), SLOT_HEALTH_BAD);
-	assert_int_equal(slot_health_of(&st, 1), SLOT_HEALTH_GOOD);
+	assert_int_equal(slot_tries_of(&st, 0), SLOT_TRIES_OUT);
+	assert_int_equal(slot_tries_of(&st, 1), SLOT_TRIES_FULL);
 
 	/* a malformed counter: loaded as the script reads it, and named
 	 * (issue 31 item 11); "x3" reads as 0, "10" boots once more */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &garbage, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &garbage, &err), 0);
 	assert_int_equal(st.n_malformed, 1);
 	assert_string_equal(st.malformed[0].name, "BOOT_A_LEFT");
 	assert_string_equal(st.malformed[0].value, "x3");
@@ -197,17 +198,17 @@ TEST(test_parse)
 	/* the next operation writes it back as a digit */
 	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
 	expect_changes(&c, "BOOT_ORDER=B A;BOOT_A_LEFT=1;");
-	assert_int_equal(slot_state_load(&st, AB, 2, 10, map_get, &none, &err), -EINVAL);
+	assert_int_equal(slot_env_load(&st, AB, 2, 10, map_get, &none, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "setexpr"));
 	const char *bad[] = { "A", "B C" };
-	assert_int_equal(slot_state_load(&st, bad, 2, 3, map_get, &none, &err), -EINVAL);
+	assert_int_equal(slot_env_load(&st, bad, 2, 3, map_get, &none, &err), -EINVAL);
 	const char *dup[] = { "A", "A" };
-	assert_int_equal(slot_state_load(&st, dup, 2, 3, map_get, &none, &err), -EINVAL);
+	assert_int_equal(slot_env_load(&st, dup, 2, 3, map_get, &none, &err), -EINVAL);
 }
 
 TEST(test_activate)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	step(&st, "A B|3|0", SLOT_OP_ACTIVATE, 1, 0, &n, &c,
@@ -225,7 +226,7 @@ TEST(test_activate)
 
 TEST(test_mark_good)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	step(&st, "B A|3|2", SLOT_OP_MARK_GOOD, 1, 0, &n, &c,
@@ -237,12 +238,12 @@ TEST(test_mark_good)
 
 TEST(test_mark_bad)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	step(&st, "B A|3|2", SLOT_OP_MARK_BAD, 1, 0, &n, &c,
 	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=bad;");
-	assert_int_equal(slot_health_of(&n, 1), SLOT_HEALTH_BAD);
+	assert_int_equal(slot_tries_of(&n, 1), SLOT_TRIES_OUT);
 	/* the last slot in BOOT_ORDER stays, even forced (issue 13 items 2, 15):
 	 * an empty BOOT_ORDER makes the script boot every slot */
 	refused(&n, SLOT_OP_MARK_BAD, 0, 0, -EBUSY, "last slot");
@@ -252,7 +253,7 @@ TEST(test_mark_bad)
 
 TEST(test_rollback)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	/* booted B (the new one) rolls back to A with full tries */
@@ -280,7 +281,7 @@ TEST(test_rollback)
 
 TEST(test_reset_and_init)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	struct vars none = { { { NULL, NULL } } };
 	struct error err = {};
@@ -290,7 +291,7 @@ TEST(test_reset_and_init)
 	expect_state(&n, "A", 3, 0); /* a bad slot stays bad */
 	expect_changes(&c, "BOOT_A_LEFT=3;");
 
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &none, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &none, &err), 0);
 	run(&st, SLOT_OP_INIT, -1, 0, &n, &c);
 	expect_state(&n, "A B", 3, 3);
 	expect_changes(&c, "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3;FLASHD_A_STATE=good;FLASHD_B_STATE=good;");
@@ -300,62 +301,62 @@ TEST(test_reset_and_init)
 
 TEST(test_status)
 {
-	struct slot_state st;
-	struct slot_status s;
+	struct slot_env st;
+	struct slot_decision s;
 
 	/* booted B on its first try after activation */
 	load(&st, "B A", "3", "2");
-	slot_status_compute(&st, 1, "flashd.slot", &s);
+	slot_decide(&st, 1, "flashd.slot", &s);
 	assert_int_equal(s.booted, 1);
 	assert_true(s.on_trial);
 	assert_false(s.fell_back);
 	assert_true(s.needs_health_check);
 	assert_int_equal(s.primary, 1);
-	assert_int_equal(s.next, 1);
+	assert_int_equal(s.next_boot, 1);
 
 	/* B ran out of tries, U-Boot fell back to A */
 	load(&st, "B A", "2", "0");
-	slot_status_compute(&st, 0, "root", &s);
+	slot_decide(&st, 0, "root", &s);
 	assert_true(s.fell_back);
 	assert_true(s.on_trial);
 	assert_true(s.needs_health_check);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(s.next_boot, 0);
 	assert_false(s.switch_pending);
 
 	/* B was just activated while A runs: a pending switch, not a fallback */
 	load(&st, "B A", "2", "3");
-	slot_status_compute(&st, 0, "flashd.slot", &s);
+	slot_decide(&st, 0, "flashd.slot", &s);
 	assert_false(s.fell_back);
 	assert_true(s.switch_pending);
-	assert_int_equal(s.next, 1);
+	assert_int_equal(s.next_boot, 1);
 
 	/* none left: the script resets the counters, then boots A (item 22) */
 	load(&st, "A B", "0", "0");
-	slot_status_compute(&st, -1, NULL, &s);
+	slot_decide(&st, -1, NULL, &s);
 	assert_int_equal(s.booted, -1);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(s.next_boot, 0);
 	assert_true(s.next_after_reset);
 	assert_false(s.fell_back);
 
 	/* a booted slot marked bad is not on trial: no health check (item 17) */
 	loadr(&st, "A", "3", "0", NULL, "bad");
-	slot_status_compute(&st, 1, "flashd.slot", &s);
+	slot_decide(&st, 1, "flashd.slot", &s);
 	assert_false(s.on_trial);
 	assert_false(s.needs_health_check);
 	/* on its last try (0 left) in BOOT_ORDER: it is checked */
 	load(&st, "B A", "3", "0");
-	slot_status_compute(&st, 1, "flashd.slot", &s);
+	slot_decide(&st, 1, "flashd.slot", &s);
 	assert_true(s.needs_health_check);
 	/* BOOT_ORDER names no slot: the script resets forever */
 	load(&st, "C", "3", "3");
-	slot_status_compute(&st, -1, NULL, &s);
-	assert_int_equal(s.next, -1);
+	slot_decide(&st, -1, NULL, &s);
+	assert_int_equal(s.next_boot, -1);
 }
 
 /* What the boot script does at power-on (slot_boot_select). */
 TEST(test_boot_select)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	/* first in order with tries: decremented, one variable saved */
@@ -384,380 +385,58 @@ TEST(test_boot_select)
 
 TEST(test_state_vars)
 {
-	assert_true(slot_is_state_var("BOOT_ORDER"));
-	assert_true(slot_is_state_var("FLASHD_A_STATE"));
-	assert_true(slot_is_state_var("FLASHD_LAST_GOOD"));
-	assert_false(slot_is_state_var("FLASHD_A_VERSION"));
-	assert_true(slot_is_state_var("BOOT_A_LEFT"));
-	assert_true(slot_is_state_var("BOOT_rootfs_1_LEFT"));
-	assert_false(slot_is_state_var("BOOT__LEFT"));
-	assert_false(slot_is_state_var("bootcmd"));
-	assert_false(slot_is_state_var("BOOT_ORDERX"));
+	assert_true(slot_env_is_var("BOOT_ORDER"));
+	assert_true(slot_env_is_var("FLASHD_A_STATE"));
+	assert_true(slot_env_is_var("FLASHD_LAST_GOOD"));
+	assert_false(slot_env_is_var("FLASHD_A_VERSION"));
+	assert_true(slot_env_is_var("BOOT_A_LEFT"));
+	assert_true(slot_env_is_var("BOOT_rootfs_1_LEFT"));
+	assert_false(slot_env_is_var("BOOT__LEFT"));
+	assert_false(slot_env_is_var("bootcmd"));
+	assert_false(slot_env_is_var("BOOT_ORDERX"));
 }
 
 /* NOR device: u-boot, rootfs_a, rootfs_b; NAND device: ubi (rootfs_a/b volumes) */
-struct fake_layout {
-	struct layout l;
-	struct layout_device d[2];
-	struct layout_partition p[4];
-	struct layout_ubi ubi;
-	struct layout_ubi_volume vols[3];
-	struct layout_slot slots[2];
-	struct layout_slot_group g;
-};
-
-static void fake_layout(struct fake_layout *f, bool ubi)
+static enum slot_state view(const char *order, const char *a, const char *ra, bool running)
 {
-	memset(f, 0, sizeof(*f));
-	f->d[0] = (struct layout_device){ .name = "nor0", .type = FLASH_NOR, .size = 0x1000000,
-					  .erasesize = 0x10000, .writesize = 1 };
-	f->d[1] = (struct layout_device){ .name = "nand0", .type = FLASH_NAND, .size = 0x8000000,
-					  .erasesize = 0x20000, .writesize = 2048 };
-	/* deliberately not in offset order in the file */
-	f->p[0] = (struct layout_partition){ .name = "rootfs_b", .dev = &f->d[0], .offset = 0x800000 };
-	f->p[1] = (struct layout_partition){ .name = "u-boot", .dev = &f->d[0], .offset = 0 };
-	f->p[2] = (struct layout_partition){ .name = "rootfs_a", .dev = &f->d[0], .offset = 0x100000 };
-	f->p[3] = (struct layout_partition){ .name = "ubi", .dev = &f->d[1], .offset = 0 };
-	f->vols[0] = (struct layout_ubi_volume){ .name = "data" };
-	f->vols[1] = (struct layout_ubi_volume){ .name = "rootfs_a" };
-	f->vols[2] = (struct layout_ubi_volume){ .name = "rootfs_b" };
-	f->ubi = (struct layout_ubi){ .part = &f->p[3], .volumes = f->vols, .n_volumes = 3 };
-	for (int i = 0; i < 2; i++) {
-		f->slots[i].name = (char *)AB[i];
-		if (ubi)
-			f->slots[i].rootfs = (struct layout_image_target){
-				.storage = LAYOUT_STORAGE_UBI, .part = &f->p[3],
-				.ubi_volume = f->vols[1 + i].name };
-		else
-			f->slots[i].rootfs = (struct layout_image_target){
-				.storage = LAYOUT_STORAGE_NOR, .part = &f->p[i ? 0 : 2] };
-	}
-	f->slots[1].has_kernel = true;
-	f->slots[1].kernel = (struct layout_image_target){ .storage = LAYOUT_STORAGE_NOR,
-							   .part = &f->p[1] };
-	f->g = (struct layout_slot_group){ .name = "rootfs", .max_tries = 3, .slots = f->slots,
-					   .n_slots = 2 };
-	f->l = (struct layout){ .path = "fake.json", .board = "fake board", .devices = f->d,
-				.n_devices = 2, .partitions = f->p, .n_partitions = 4,
-				.ubis = &f->ubi, .n_ubis = 1, .groups = &f->g, .n_groups = 1 };
-}
-
-static int booted(const struct fake_layout *f, const char *cmdline, const char **by)
-{
-	struct error err = {};
-
-	*by = NULL;
-	return slot_booted_from_cmdline(cmdline, &f->l, &f->g, by, &err);
-}
-
-TEST(test_booted_cmdline)
-{
-	struct fake_layout f;
-	struct error err = {};
-	const char *by;
-
-	fake_layout(&f, false);
-	assert_int_equal(booted(&f, "console=ttyS0 flashd.slot=B quiet\n", &by), 1);
-	assert_string_equal(by, "flashd.slot");
-	assert_int_equal(booted(&f, "rauc.slot=A root=/dev/mtdblock3", &by), 0);
-	assert_string_equal(by, "rauc.slot");
-	/* flashd.slot wins over rauc.slot and root; the last occurrence counts */
-	assert_int_equal(booted(&f, "flashd.slot=A rauc.slot=B flashd.slot=B", &by), 1);
-	/* partitions count by offset: u-boot=0, rootfs_a=1, rootfs_b=2 */
-	assert_int_equal(booted(&f, "root=/dev/mtdblock2 rootfstype=squashfs", &by), 1);
-	assert_string_equal(by, "root");
-	assert_int_equal(booted(&f, "root=/dev/mtdblock1", &by), 0);
-	assert_int_equal(booted(&f, "x=\"a b\" root=mtd:rootfs_b", &by), 1);
-	/* a root the layout does not know could be a slot: unknown, not none */
-	assert_int_equal(slot_booted_from_cmdline("root=/dev/mtdblock0", &f.l, &f.g, &by, &err),
-			 SLOT_BOOTED_UNKNOWN);
-	assert_non_null(strstr(err.msg, "names no slot"));
-	assert_int_equal(booted(&f, "root=31:4", &by), SLOT_BOOTED_UNKNOWN);
-	assert_int_equal(booted(&f, "root=PARTUUID=0a1b2c3d-02", &by), SLOT_BOOTED_UNKNOWN);
-	assert_int_equal(booted(&f, "ubi.mtd=4 ubi.block=0,1", &by), SLOT_BOOTED_UNKNOWN);
-	assert_int_equal(booted(&f, "console=ttyS0 quiet", &by), -ENOENT);
-	assert_int_equal(slot_booted_from_cmdline("flashd.slot=C", &f.l, &f.g, &by, &err),
-			 -EBADMSG);
-	assert_non_null(strstr(err.msg, "flashd.slot=C"));
-	/* a quoted value with a space is one word */
-	assert_int_equal(booted(&f, "foo=\"flashd.slot=A x\" flashd.slot=B", &by), 1);
-	/* words after "--" are init's: the daemon must see the slot flashd
-	 * boot mounted, or it would install into the running root */
-	assert_int_equal(booted(&f, "flashd.slot=A -- flashd.slot=B", &by), 0);
-	assert_int_equal(booted(&f, "root=/dev/mtdblock1 -- rauc.slot=B", &by), 0);
-	assert_string_equal(by, "root");
-	/* an empty flashd.slot= names no slot: rauc.slot= decides */
-	assert_int_equal(booted(&f, "flashd.slot= rauc.slot=B", &by), 1);
-	assert_string_equal(by, "rauc.slot");
-	assert_int_equal(booted(&f, "flashd.slot=A flashd.slot=\"\"", &by), 0);
-
-	fake_layout(&f, true);
-	assert_int_equal(booted(&f, "ubi.mtd=ubi ubi.block=0,rootfs_b root=/dev/ubiblock0_2", &by), 1);
-	assert_int_equal(booted(&f, "root=ubi0:rootfs_a", &by), 0);
-	assert_int_equal(booted(&f, "root=/dev/ubiblock0_0", &by), SLOT_BOOTED_UNKNOWN);
-}
-
-TEST(test_booted_file)
-{
-	struct fake_layout f;
-	struct error err = {};
-	char path[] = "/tmp/flashd-test-cmdline-XXXXXX";
-	int fd = mkstemp(path);
-	const char *by = NULL;
-	static const char text[] = "BOOT_IMAGE=/vmlinuz root=/dev/mtdblock2 flashd.slot=A ro\n";
-
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	fake_layout(&f, false);
-	assert_int_equal(slot_booted(&(struct slot_boot_where){ .cmdline = path,
-								 .target = "sim:/x.sim" },
-				     &f.l, &f.g, &by, &err), 0);
-	assert_string_equal(by, "flashd.slot");
-	unlink(path);
-	assert_int_equal(slot_booted(&(struct slot_boot_where){ .cmdline = path,
-								 .target = "sim:/x.sim" },
-				     &f.l, &f.g, &by, &err), -ENOENT);
-	assert_non_null(strstr(err.msg, path));
-}
-
-/* ---- the mounted root, in a fake /proc and /sys ---- */
-
-/* root/rel with text in it, its directories made */
-static void put(const char *root, const char *rel, const char *text)
-{
-	_cleanup_free_ char *path = testlib_asprintf("%s/%s", root, rel);
-	FILE *f;
-
-	*strrchr(path, '/') = '\0';
-	assert_int_equal(util_mkdir_p(path, 0755), 0);
-	path[strlen(path)] = '/';
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-/* /sys/dev/block/MAJ:MIN -> ../../devices/test/NAME, as the kernel links it */
-static void blockdev(const char *root, const char *majmin, const char *name)
-{
-	_cleanup_free_ char *dev = testlib_asprintf("sys/devices/test/%s/dev", name);
-	_cleanup_free_ char *link = testlib_asprintf("%s/sys/dev/block/%s", root, majmin);
-	_cleanup_free_ char *to = testlib_asprintf("../../devices/test/%s", name);
-
-	put(root, dev, majmin);
-	put(root, "sys/dev/block/.keep", "");
-	assert_int_equal(symlink(to, link), 0);
-}
-
-/* the fake system: MTD partitions 1 u-boot, 2 rootfs_a, 3 rootfs_b, 4 ubi
- * (attached as ubi0: volumes 1 rootfs_a, 2 rootfs_b), their block devices,
- * a dm-verity map over mtdblock3, a loop device and a disk */
-static char *fake_system(void)
-{
-	static const char *const mtd[] = { NULL, "u-boot", "rootfs_a", "rootfs_b", "ubi" };
-	char *root = testlib_tmp_dir("booted-sys");
-
-	for (int i = 1; i <= 4; i++) {
-		_cleanup_free_ char *rel = testlib_asprintf("sys/class/mtd/mtd%d/name", i);
-		_cleanup_free_ char *majmin = testlib_asprintf("31:%d", i);
-		_cleanup_free_ char *name = testlib_asprintf("mtdblock%d", i);
-		put(root, rel, mtd[i]);
-		blockdev(root, majmin, name);
-	}
-	put(root, "sys/class/ubi/ubi0/mtd_num", "4\n");
-	for (int v = 1; v <= 2; v++) {
-		static const char *const attr[][2] = { { "type", "static" },
-			{ "usable_eb_size", "126976" }, { "reserved_ebs", "10" },
-			{ "data_bytes", "1000" }, { "upd_marker", "0" }, { "corrupted", "0" } };
-		_cleanup_free_ char *rel = testlib_asprintf("sys/class/ubi/ubi0/ubi0_%d/name", v);
-		_cleanup_free_ char *majmin = testlib_asprintf("254:%d", v);
-		_cleanup_free_ char *name = testlib_asprintf("ubiblock0_%d", v);
-		put(root, rel, v == 1 ? "rootfs_a\n" : "rootfs_b\n");
-		for (size_t a = 0; a < ELEMENTSOF(attr); a++) {
-			_cleanup_free_ char *r2 = testlib_asprintf("sys/class/ubi/ubi0/ubi0_%d/%s", v,
-								   attr[a][0]);
-			put(root, r2, attr[a][1]);
-		}
-		blockdev(root, majmin, name);
-	}
-	blockdev(root, "253:0", "dm-0");
-	put(root, "sys/devices/test/dm-0/slaves/mtdblock3/dev", "31:3\n");
-	blockdev(root, "7:0", "loop0");
-	blockdev(root, "8:1", "sda1");
-	return root;
-}
-
-/* slot_booted() of the fake system with mountinfo lines and a command line */
-static int booted_sys(const struct fake_layout *f, const char *root, const char *mounts,
-		      const char *cmdline, const char **by, struct error *err)
-{
-	_cleanup_free_ char *proc = testlib_asprintf("%s/proc", root);
-	_cleanup_free_ char *sys = testlib_asprintf("%s/sys", root);
-	_cleanup_free_ char *cl = testlib_asprintf("%s/cmdline", root);
-
-	put(root, "proc/self/mountinfo", mounts);
-	put(root, "cmdline", cmdline);
-	*by = NULL;
-	*err = (struct error){ 0 };
-	return slot_booted(&(struct slot_boot_where){ .cmdline = cl, .target = "system",
-						     .proc = proc, .sys = sys },
-			   &f->l, &f->g, by, err);
-}
-
-#define MI_PROC "22 1 0:5 / /proc rw - proc proc rw\n"
-
-TEST(test_booted_mount)
-{
-	struct fake_layout f;
-	struct error err;
-	const char *by;
-	char *root = fake_system();
-
-	fake_layout(&f, false);
-	/* the root's device, not the command line: root=31:4 or a stale
-	 * flashd.slot= do not name what runs */
-	assert_int_equal(booted_sys(&f, root, "1 0 31:2 / / ro - squashfs /dev/root ro\n" MI_PROC,
-				    "root=31:2 flashd.slot=B", &by, &err), 0);
-	assert_string_equal(by, "mounted root");
-	/* flashd boot's union: the image at /rom, here under dm-verity */
-	assert_int_equal(booted_sys(&f, root, "1 0 0:30 / / rw - overlay overlay rw,lowerdir=/st/rom\n"
-				    "40 1 253:0 / /rom ro - squashfs /dev/dm-0 ro\n", "root=PARTUUID=x",
-				    &by, &err), 1);
-	/* a union without the image at /rom: unknown, unless the command line names it */
-	assert_int_equal(booted_sys(&f, root, "1 0 0:30 / / rw - overlay overlay rw\n", "root=31:4",
-				    &by, &err), SLOT_BOOTED_UNKNOWN);
-	assert_non_null(strstr(err.msg, "/rom"));
-	assert_non_null(strstr(err.msg, "flashd.slot=NAME"));
-	assert_int_equal(booted_sys(&f, root, "1 0 0:30 / / rw - overlay overlay rw\n",
-				    "flashd.slot=A", &by, &err), 0);
-	assert_string_equal(by, "flashd.slot");
-	/* a loop device or a number sysfs does not know: unknown */
-	assert_int_equal(booted_sys(&f, root, "1 0 7:0 / / ro - squashfs /dev/loop0 ro\n", "",
-				    &by, &err), SLOT_BOOTED_UNKNOWN);
-	assert_non_null(strstr(err.msg, "loop0"));
-	assert_int_equal(booted_sys(&f, root, "1 0 179:2 / / ro - squashfs /dev/root ro\n", "",
-				    &by, &err), SLOT_BOOTED_UNKNOWN);
-	assert_non_null(strstr(err.msg, "179:2"));
-	/* on no slot: a disk, the network, another partition of the flash */
-	assert_int_equal(booted_sys(&f, root, "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n", "root=31:2",
-				    &by, &err), -ENOENT);
-	assert_int_equal(booted_sys(&f, root, "1 0 0:31 / / rw - 9p host rw\n", "", &by, &err),
-			 -ENOENT);
-	assert_int_equal(booted_sys(&f, root, "1 0 31:1 / / ro - jffs2 mtd:u-boot ro\n", "", &by,
-				    &err), -ENOENT);
-	/* ... where a slot that the command line names counts as running */
-	assert_int_equal(booted_sys(&f, root, "1 0 0:31 / / rw - 9p host rw\n", "flashd.slot=B",
-				    &by, &err), 1);
-	/* no mountinfo: unknown */
-	assert_int_equal(booted_sys(&f, root, "", "", &by, &err), SLOT_BOOTED_UNKNOWN);
-
-	fake_layout(&f, true);
-	assert_int_equal(booted_sys(&f, root, "1 0 254:2 / / ro - squashfs /dev/ubiblock0_2 ro\n",
-				    "flashd.slot=A", &by, &err), 1);
-	assert_int_equal(booted_sys(&f, root, "1 0 0:20 / / rw - ubifs ubi0:rootfs_a rw\n", "",
-				    &by, &err), 0);
-	assert_int_equal(booted_sys(&f, root, "1 0 0:20 / / rw - ubifs ubi0_2 rw\n", "", &by, &err),
-			 1);
-	/* a squashfs on the UBI partition's mtdblock is no slot's volume */
-	assert_int_equal(booted_sys(&f, root, "1 0 31:4 / / ro - squashfs /dev/mtdblock4 ro\n", "",
-				    &by, &err), -ENOENT);
-	testlib_rm_rf(root);
-	free(root);
-}
-
-TEST(test_bootscript)
-{
-	struct fake_layout f;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
-
-	fake_layout(&f, false);
-	out = open_memstream(&buf, &len);
-	assert_int_equal(slot_bootscript(&f.l, out), 0);
-	fclose(out);
-	static const char *const want[] = {
-		"test -n \"${BOOT_ORDER}\" || setenv BOOT_ORDER \"A B\"\n",
-		"test -n \"${BOOT_B_LEFT}\" || setenv BOOT_B_LEFT 3\n",
-		"for s in ${BOOT_ORDER}; do\n",
-		"test \"${s}\" = \"B\" && test ${BOOT_B_LEFT} -gt 0; then\n",
-		"setexpr BOOT_B_LEFT ${BOOT_B_LEFT} - 1\n",
-		"setenv flashd_root \"root=/dev/mtdblock2 rootfstype=squashfs ro\"\n",
-		"setenv flashd_kernel_load 'mtd read u-boot ${kernel_addr_r}'\n",
-		/* none left: only the slots in BOOT_ORDER get their tries back */
-		"  for s in ${BOOT_ORDER}; do\n"
-		"    if test \"${s}\" = \"A\"; then setenv BOOT_A_LEFT 3; fi\n"
-		"    if test \"${s}\" = \"B\"; then setenv BOOT_B_LEFT 3; fi\n"
-		"  done\n  saveenv\n  reset\n",
-		"flashd.slot=${flashd_slot}\"\n",
-		"run flashd_boot_cmd\n",
-	};
-	for (size_t i = 0; i < ELEMENTSOF(want); i++)
-		if (!strstr(buf, want[i]))
-			fail_msg("boot script lacks '%s':\n%s", want[i], buf);
-	free(buf);
-
-	/* UBI: squashfs needs the volume's block device (root=ubiN:vol is
-	 * UBIFS only), named by the volume id the layout's index gives it */
-	fake_layout(&f, true);
-	out = open_memstream(&buf, &len);
-	assert_int_equal(slot_bootscript(&f.l, out), 0);
-	fclose(out);
-	if (!strstr(buf, "ubi.block=0,rootfs_b root=/dev/ubiblock0_2 rootfstype=squashfs ro"))
-		fail_msg("boot script lacks slot B's ubiblock root:\n%s", buf);
-	assert_null(strstr(buf, "root=ubi0:"));
-	free(buf);
-
-	f.g.max_tries = 12;
-	out = open_memstream(&buf, &len);
-	assert_int_equal(slot_bootscript(&f.l, out), -EINVAL);
-	fclose(out);
-	free(buf);
-}
-
-/* ---- issue 13: the install record and the invariants ---- */
-
-static enum slot_view view(const char *order, const char *a, const char *ra, bool running)
-{
-	struct slot_state st;
+	struct slot_env st;
 
 	loadr(&st, order, a, "3", ra, NULL);
-	return slot_view_of(&st, 0, running);
+	return slot_state_of(&st, 0, running);
 }
 
 /* Items 3, 22: status names what a slot holds. */
 TEST(test_records_and_views)
 {
-	struct slot_state st;
+	struct slot_env st;
 	struct vars bad = { { { "FLASHD_A_STATE", "ok" } } };
 	struct vars ver = { { { "FLASHD_B_VERSION", "1.0" } } };
 	struct error err = {};
 
-	assert_int_equal(view("B", "0", NULL, false), SLOT_VIEW_EMPTY);
-	assert_int_equal(view("B", "0", "installing", true), SLOT_VIEW_INSTALLING);
-	assert_int_equal(view("B", "0", "installing", false), SLOT_VIEW_INTERRUPTED);
-	assert_int_equal(view("B", "0", "failed", false), SLOT_VIEW_FAILED);
-	assert_int_equal(view("B", "0", "cancelled", false), SLOT_VIEW_CANCELLED);
-	assert_int_equal(view("B", "0", "verified", false), SLOT_VIEW_INSTALLED);
-	assert_int_equal(view("A B", "3", "verified", false), SLOT_VIEW_PENDING);
-	assert_int_equal(view("A B", "2", "verified", false), SLOT_VIEW_TRIAL);
-	assert_int_equal(view("A B", "3", "good", false), SLOT_VIEW_GOOD);
-	assert_int_equal(view("A B", "2", "good", false), SLOT_VIEW_TRIAL);
-	assert_int_equal(view("B", "0", "bad", false), SLOT_VIEW_BAD);
+	assert_int_equal(view("B", "0", NULL, false), SLOT_STATE_EMPTY);
+	assert_int_equal(view("B", "0", "installing", true), SLOT_STATE_INSTALLING);
+	assert_int_equal(view("B", "0", "installing", false), SLOT_STATE_INTERRUPTED);
+	assert_int_equal(view("B", "0", "failed", false), SLOT_STATE_FAILED);
+	assert_int_equal(view("B", "0", "cancelled", false), SLOT_STATE_CANCELLED);
+	assert_int_equal(view("B", "0", "verified", false), SLOT_STATE_INSTALLED);
+	assert_int_equal(view("A B", "3", "verified", false), SLOT_STATE_PENDING);
+	assert_int_equal(view("A B", "2", "verified", false), SLOT_STATE_TRIAL);
+	assert_int_equal(view("A B", "3", "good", false), SLOT_STATE_GOOD);
+	assert_int_equal(view("A B", "2", "good", false), SLOT_STATE_TRIAL);
+	assert_int_equal(view("B", "0", "bad", false), SLOT_STATE_BAD);
 	/* legacy (no record): in BOOT_ORDER = what the board boots */
-	assert_int_equal(view("A B", "3", NULL, false), SLOT_VIEW_GOOD);
-	assert_string_equal(slot_view_to_string(SLOT_VIEW_PENDING), "pending");
-	assert_non_null(strstr(slot_view_describe(SLOT_VIEW_FAILED), "failed"));
-	for (int v = 0; v < _SLOT_VIEW_MAX; v++)
-		assert_non_null(slot_view_to_string(v));
+	assert_int_equal(view("A B", "3", NULL, false), SLOT_STATE_GOOD);
+	assert_string_equal(slot_state_to_string(SLOT_STATE_PENDING), "pending");
+	assert_non_null(strstr(slot_state_describe(SLOT_STATE_FAILED), "failed"));
+	for (int v = 0; v < _SLOT_STATE_MAX; v++)
+		assert_non_null(slot_state_to_string(v));
 
 	/* an old flashd emptied BOOT_ORDER while writing A: A is not trusted */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
 	assert_false(slot_verified(&st, 0));
 	assert_true(slot_verified(&st, 1));
 	/* an unknown record is no proof: unknown, named (item 11) */
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &bad, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &bad, &err), 0);
 	assert_int_equal(st.slots[0].record, SLOT_RECORD_UNKNOWN);
 	assert_false(slot_verified(&st, 0));
 	assert_int_equal(st.n_malformed, 1);
@@ -768,7 +447,7 @@ TEST(test_records_and_views)
 /* Item 3: only a slot whose last install verified enters BOOT_ORDER. */
 TEST(test_verified_only)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	static const char *const unverified[] = { "failed", "cancelled", "installing" };
 
@@ -787,7 +466,7 @@ TEST(test_verified_only)
 /* Items 1, 13, 18: the install's stores. */
 TEST(test_install_ops)
 {
-	struct slot_state st, n, n2;
+	struct slot_env st, n, n2;
 	struct slot_changes c;
 
 	step(&st, "A B|2|3", SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c,
@@ -795,11 +474,11 @@ TEST(test_install_ops)
 	run(&n, SLOT_OP_INSTALL_ACTIVATE, 1, 0, &n2, &c);
 	expect_state(&n2, "B A", 2, 3);
 	expect_changes(&c, "BOOT_ORDER=B A;BOOT_B_LEFT=3;FLASHD_B_STATE=verified;");
-	assert_int_equal(slot_view_of(&n2, 1, false), SLOT_VIEW_PENDING);
+	assert_int_equal(slot_state_of(&n2, 1, false), SLOT_STATE_PENDING);
 	/* --no-activate (item 4): verified, stays out, activatable later */
 	run(&n, SLOT_OP_INSTALL_VERIFIED, 1, 0, &n2, &c);
 	expect_changes(&c, "FLASHD_B_STATE=verified;");
-	assert_int_equal(slot_view_of(&n2, 1, false), SLOT_VIEW_INSTALLED);
+	assert_int_equal(slot_state_of(&n2, 1, false), SLOT_STATE_INSTALLED);
 	run(&n2, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
 	expect_state(&n, "B A", 2, 3);
 
@@ -808,12 +487,12 @@ TEST(test_install_ops)
 	step(&st, "B A|3|3|-|installing", SLOT_OP_INSTALL_FAILED, 1, 0, &n, &c,
 	     "A|3|0", "BOOT_ORDER=A;BOOT_B_LEFT=0;FLASHD_B_STATE=failed;");
 	run(&st, SLOT_OP_INSTALL_CANCELLED, 1, 0, &n, &c);
-	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_CANCELLED);
+	assert_int_equal(slot_state_of(&n, 1, false), SLOT_STATE_CANCELLED);
 	/* provisioning wrote only A: B leaves BOOT_ORDER and reads "empty" */
 	load(&st, "A B", "3", "3");
 	run(&st, SLOT_OP_RETIRE, 1, 0, &n, &c);
 	expect_changes(&c, "BOOT_ORDER=A;BOOT_B_LEFT=0;");
-	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_EMPTY);
+	assert_int_equal(slot_state_of(&n, 1, false), SLOT_STATE_EMPTY);
 	/* the daemon recording a dead worker's install: only if still installing */
 	loadr(&st, "B A", "3", "3", NULL, "verified");
 	refused(&st, SLOT_OP_INSTALL_FAILED, 1, 0, -ESTALE, NULL);
@@ -828,9 +507,9 @@ TEST(test_install_ops)
  * the exhausted primary out. */
 TEST(test_degraded_and_fallback)
 {
-	struct slot_state st, n, n2;
+	struct slot_env st, n, n2;
 	struct slot_changes c;
-	struct slot_status s;
+	struct slot_decision s;
 	struct error err = {};
 
 	/* item 15: freshly provisioned, only A; its check fails */
@@ -839,13 +518,13 @@ TEST(test_degraded_and_fallback)
 				      &n, &c, &err), 1);
 	expect_state(&n, "A", 2, 0);
 	expect_changes(&c, "FLASHD_A_STATE=bad;");
-	slot_status_compute(&n, 0, "flashd.slot", &s);
+	slot_decide(&n, 0, "flashd.slot", &s);
 	assert_true(s.degraded);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(s.next_boot, 0);
 	assert_false(s.needs_health_check); /* it failed already (item 17) */
 	/* a later pass clears it */
 	run(&n, SLOT_OP_MARK_GOOD, 0, 0, &n2, &c);
-	slot_status_compute(&n2, 0, "flashd.slot", &s);
+	slot_decide(&n2, 0, "flashd.slot", &s);
 	assert_false(s.degraded);
 	assert_int_equal(n2.last_good, 0);
 
@@ -876,9 +555,9 @@ TEST(test_degraded_and_fallback)
  * by the script, and a failing health check keeps the booted slot. */
 TEST(test_records_lost)
 {
-	struct slot_state st, n, n2;
+	struct slot_env st, n, n2;
 	struct slot_changes c;
-	struct slot_status s;
+	struct slot_decision s;
 	struct error err = {};
 
 	/* the script's first saveenv on the default env, booted A: without
@@ -896,10 +575,10 @@ TEST(test_records_lost)
 	expect_changes(&c, "BOOT_ORDER=A;FLASHD_A_STATE=verified;FLASHD_B_STATE=unknown;");
 	assert_false(slot_records_lost(&n));
 	assert_false(slot_needs_fallback(&n, 0));
-	assert_int_equal(slot_view_of(&n, 0, false), SLOT_VIEW_TRIAL);
-	assert_int_equal(slot_view_of(&n, 1, false), SLOT_VIEW_UNKNOWN);
-	slot_status_compute(&n, 0, "flashd.slot", &s);
-	assert_int_equal(s.next, 0);
+	assert_int_equal(slot_state_of(&n, 0, false), SLOT_STATE_TRIAL);
+	assert_int_equal(slot_state_of(&n, 1, false), SLOT_STATE_UNKNOWN);
+	slot_decide(&n, 0, "flashd.slot", &s);
+	assert_int_equal(s.next_boot, 0);
 	assert_true(s.needs_health_check);
 	/* B's content is unknown: not activatable, forced or not */
 	assert_true(slot_compute(&n, SLOT_OP_ACTIVATE, 1, SLOT_FORCE, &n2, &c, &err) < 0);
@@ -920,7 +599,7 @@ TEST(test_records_lost)
 	/* a version alone (an older flashd) is a record too */
 	{
 		struct vars ver = { { { "BOOT_ORDER", "A B" }, { "FLASHD_B_VERSION", "1.0" } } };
-		assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
+		assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &ver, &err), 0);
 		assert_false(slot_records_lost(&st));
 	}
 }
@@ -928,7 +607,7 @@ TEST(test_records_lost)
 /* Item 5: boot-select does what the script does on every odd env. */
 TEST(test_boot_select_odd)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 
 	/* empty = unset: every slot, and the default is saved */
@@ -971,13 +650,13 @@ TEST(test_var_check)
 
 	fake_layout(&f, false);
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-		if (slot_var_check(&f.g, bad[i][0], bad[i][1], &err) != -EINVAL)
+		if (slot_env_var_check(&f.g, bad[i][0], bad[i][1], &err) != -EINVAL)
 			fail_msg("%s='%s' accepted", bad[i][0], bad[i][1] ? bad[i][1] : "(unset)");
 	for (size_t i = 0; i < ELEMENTSOF(good); i++)
-		if (slot_var_check(&f.g, good[i][0], good[i][1], &err) != 0)
+		if (slot_env_var_check(&f.g, good[i][0], good[i][1], &err) != 0)
 			fail_msg("%s='%s' refused: %s", good[i][0], good[i][1], err.msg);
-	assert_int_equal(slot_var_check(NULL, "BOOT_X_LEFT", "9", &err), 0);
-	assert_int_equal(slot_var_check(NULL, "BOOT_ORDER", "x,y", &err), -EINVAL);
+	assert_int_equal(slot_env_var_check(NULL, "BOOT_X_LEFT", "9", &err), 0);
+	assert_int_equal(slot_env_var_check(NULL, "BOOT_ORDER", "x,y", &err), -EINVAL);
 }
 
 /* A redundant env in a file under dir (created), written once with a
@@ -1025,11 +704,11 @@ TEST(test_apply_one_store)
 	env_close(e);
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
-		struct slot_state st, n;
+		struct slot_env st, n;
 		struct slot_changes c;
 
 		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
-		assert_int_equal(slot_state_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
+		assert_int_equal(slot_env_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
 		assert_int_equal(slot_compute(&st, steps[i].op, steps[i].slot, 0, &n, &c, &serr), 0);
 		n_fsync = 0;
 		assert_int_equal(slot_apply(e, &c, &eerr), 0);
@@ -1039,7 +718,7 @@ TEST(test_apply_one_store)
 		env_close(e);
 
 		assert_int_equal(env_open_devices(devs, 2, 0, &e, &eerr), 0);
-		assert_int_equal(slot_state_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
+		assert_int_equal(slot_env_load(&st, AB, 2, 3, env_get_dup, e, &serr), 0);
 		expect_state(&st, steps[i].order, steps[i].a, steps[i].b);
 		assert_true(st.order_set && st.slots[0].left_set && st.slots[1].left_set);
 		char *v = NULL;
@@ -1112,7 +791,7 @@ TEST(test_slot_change)
  * 10: a new install deletes the old image's health verdict. */
 TEST(test_order_check_and_health)
 {
-	struct slot_state st, n;
+	struct slot_env st, n;
 	struct slot_changes c;
 	struct error err = {};
 	struct vars m = { { { "BOOT_ORDER", "A" }, { "FLASHD_A_STATE", "good" },
@@ -1128,17 +807,17 @@ TEST(test_order_check_and_health)
 	load(&st, "A B", "3", "3");
 	assert_int_equal(slot_order_check(&st, &err), 0);
 
-	assert_int_equal(slot_state_load(&st, AB, 2, 3, map_get, &m, &err), 0);
+	assert_int_equal(slot_env_load(&st, AB, 2, 3, map_get, &m, &err), 0);
 	assert_true(st.slots[1].has_health);
 	run(&st, SLOT_OP_INSTALL_BEGIN, 1, 0, &n, &c);
 	expect_changes(&c, "BOOT_A_LEFT=3;BOOT_B_LEFT=0;FLASHD_B_STATE=installing;FLASHD_B_HEALTH=;");
 	/* other operations leave it */
 	run(&st, SLOT_OP_ACTIVATE, 1, 0, &n, &c);
 	expect_changes(&c, "BOOT_ORDER=B A;BOOT_A_LEFT=3;BOOT_B_LEFT=3;");
-	assert_true(slot_is_flashd_var("FLASHD_B_HEALTH"));
-	assert_true(slot_is_flashd_var("FLASHD_A_VERSION"));
-	assert_true(slot_is_flashd_var("BOOT_ORDER"));
-	assert_false(slot_is_flashd_var("bootdelay"));
+	assert_true(slot_env_is_flashd_var("FLASHD_B_HEALTH"));
+	assert_true(slot_env_is_flashd_var("FLASHD_A_VERSION"));
+	assert_true(slot_env_is_flashd_var("BOOT_ORDER"));
+	assert_false(slot_env_is_flashd_var("bootdelay"));
 }
 
 /* The factory reset flag: set once (a second request stores nothing),

@@ -75,7 +75,7 @@ cat $T/2.0-nandsim-128m.bundle | "$FLASHCTL" install - >$T/install.out 2>&1 ||
 grep -q "Installed version 2.0 into slot B" $T/install.out || vm_fail "install output: $(cat $T/install.out)"
 st=$("$FLASHCTL" --json status) || vm_fail "status"
 vm_expect_eq "$(jq -r '.slots[] | select(.name=="B") | .version' <<<"$st")" 2.0 "status: B version"
-vm_expect_eq "$(jq -r '.next' <<<"$st")" B "status: next boot"
+vm_expect_eq "$(jq -r '.next_boot' <<<"$st")" B "status: next boot"
 vm_expect_eq "$(jq -r '.flash[] | select(.name=="rootfs-b") | .bad_blocks' <<<"$st")" 1 \
 	"status: the kernel's bad block in rootfs-b"
 stop_daemon

@@ -139,7 +139,7 @@ cat $T/install.out
 grep -q "Installed version 2.0 into slot B" $T/install.out || vm_fail "install output: $(cat $T/install.out)"
 st=$("$FLASHCTL" --json status) || vm_fail "status"
 vm_expect_eq "$(jq -r '.slots[] | select(.name=="B") | .version' <<<"$st")" 2.0 "status: B version"
-vm_expect_eq "$(jq -r '.next' <<<"$st")" B "status: next boot"
+vm_expect_eq "$(jq -r '.next_boot' <<<"$st")" B "status: next boot"
 vm_log "the same v2 again: a volume update rewrites the whole image, nothing is skipped"
 t0=$(date +%s%N)
 "$FLASHCTL" install $T/2.0.bundle >$T/install2.out 2>&1 ||
@@ -185,8 +185,15 @@ exec 3>&-
 vm_expect_eq "$(ubi_vattr rootfs_a upd_marker)" 1 "rootfs_a update marker after the kill"
 ubi_start_daemon $T
 st=$("$FLASHCTL" --json status) || vm_fail "status"
+ss=$("$FLASHCTL" --json slot status) || vm_fail "slot status through flashd"
 ubi_stop_daemon
+off=$("$FLASHCTL" --json slot status --layout "$L" --target system) || vm_fail "slot status offline"
+# every status says it, through flashd or offline (slot_state_of, issue 36)
 vm_expect_eq "$(jq -r '.slots[] | select(.name=="A") | .state' <<<"$st")" interrupted "status: slot A"
+vm_expect_eq "$(jq -r '.slots[] | select(.name=="A") | .state' <<<"$ss")" interrupted \
+	"slot status (flashd's SlotStatus): slot A"
+vm_expect_eq "$(jq -r '.slots[] | select(.name=="A") | .state' <<<"$off")" interrupted \
+	"slot status offline: slot A"
 out=$("$FLASHD" boot --slot A --mode initramfs --layout "$L" --stage /tmp/st --state $T/boot.json \
 	--no-exec 2>&1) && vm_fail "flashd boot mounted the interrupted rootfs_a: $out"
 grep -q "volume update interrupted" <<<"$out" || vm_fail "flashd boot --slot A: $out"
