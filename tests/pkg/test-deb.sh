@@ -105,6 +105,10 @@ for d in $(sed -n 's/^Documentation=//p' /lib/systemd/system/flashd.service /lib
 	page=${d#man:} name=${page%(*} sec=${page#*(}; sec=${sec%)}
 	[ -e "/usr/share/man/man$sec/$name.$sec.gz" ] && ok "the units' $d is installed" || bad "the units name $d: not installed"
 done
+getent group flashd >/dev/null && ok "the group flashd exists (the D-Bus policy's)" ||
+	bad "no group flashd: flashd-rauc.conf names a group the package did not create"
+grep -q 'policy group="flashd"' /usr/share/dbus-1/system.d/flashd-rauc.conf &&
+	ok "flashd-rauc.conf names the group flashd" || bad "flashd-rauc.conf names another group"
 kver=$(ls /lib/modules | head -1)
 update-initramfs -d -k "$kver" >/dev/null 2>&1
 start=$(date +%s)
