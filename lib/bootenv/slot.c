@@ -441,6 +441,22 @@ static int rollback(struct slot_env *n, int slot, unsigned flags, struct error *
 	return 0;
 }
 
+/* A slot kept in BOOT_ORDER recorded bad (degraded, see mark_bad) stays
+ * behind every slot that is not: it is the fallback, never the next boot
+ * while a good one is there. */
+static void bad_behind(struct slot_env *n)
+{
+	size_t bad[SLOT_MAX], k = 0;
+
+	for (size_t i = 0; i < n->n_order; i++)
+		if (n->slots[n->order[i]].record == SLOT_RECORD_BAD)
+			bad[k++] = n->order[i];
+	for (size_t i = 0; i < k; i++) {
+		remove_from_order(n, bad[i]);
+		append_to_order(n, bad[i]);
+	}
+}
+
 static int activate(struct slot_env *n, size_t slot, struct error *err)
 {
 	int r = need_verified(n, SLOT_OP_ACTIVATE, slot, err);
@@ -569,6 +585,7 @@ static int apply_op(struct slot_env *n, enum slot_op op, int slot, unsigned flag
 		set_left(n, (size_t)slot, n->max_tries);
 		n->slots[slot].record = SLOT_RECORD_GOOD;
 		n->last_good = slot;
+		bad_behind(n);
 		return 0;
 	case SLOT_OP_MARK_BAD:
 		return mark_bad(n, (size_t)slot, flags, err);

@@ -234,6 +234,14 @@ TEST(test_mark_good)
 	/* a verified slot out of BOOT_ORDER goes back in, last: the primary stays */
 	step(&st, "A|3|0|-|verified", SLOT_OP_MARK_GOOD, 1, 0, &n, &c,
 	     "A B|3|3", "BOOT_ORDER=A B;BOOT_B_LEFT=3;FLASHD_B_STATE=good;FLASHD_LAST_GOOD=B;");
+	/* the booted slot kept in BOOT_ORDER recorded bad (degraded: nothing
+	 * else could boot) stays behind a slot marked good, which boots next;
+	 * appended behind it, the board stayed locked on the failed slot
+	 * (test-chain, CHAIN_SEED=5404: B bad kept last, A marked good after
+	 * its read) */
+	step(&st, "B|0|2|bad|bad", SLOT_OP_MARK_GOOD, 0, 0, &n, &c, "A B|3|2",
+	     "BOOT_ORDER=A B;BOOT_A_LEFT=3;FLASHD_A_STATE=good;FLASHD_LAST_GOOD=A;");
+	assert_int_equal(slot_next_boot(&n), 0);
 }
 
 TEST(test_mark_bad)
