@@ -788,13 +788,13 @@ void set_env_var(struct rig *r, const char *name, const char *value)
 	env_close(e);
 }
 
-/* XOR mask into byte in_block of logical block k of slot B's rootfs,
- * behind flashd's back (the board has no bad blocks in rootfs-b). */
-void xor_b_byte(struct rig *r, unsigned k, uint32_t in_block, uint8_t mask)
+/* XOR mask into byte off of slot's rootfs, behind flashd's back (no bad
+ * blocks there). */
+void xor_slot_byte(struct rig *r, int slot, uint64_t off, uint8_t mask)
 {
-	const struct layout_partition *p = member_part(r, 1, "rootfs");
+	const struct layout_partition *p = member_part(r, slot, "rootfs");
 	int fd = open(r->sim, O_RDWR | O_CLOEXEC);
-	uint64_t at = nsim_data_offset() + p->offset + (uint64_t)k * r->eb + in_block;
+	uint64_t at = nsim_data_offset() + p->offset + off;
 	uint8_t c;
 
 	assert_true(fd >= 0);
@@ -802,6 +802,12 @@ void xor_b_byte(struct rig *r, unsigned k, uint32_t in_block, uint8_t mask)
 	c ^= mask;
 	assert_int_equal(util_pwrite_full(fd, &c, 1, at), 1);
 	close(fd);
+}
+
+/* XOR mask into byte in_block of logical block k of slot B's rootfs. */
+void xor_b_byte(struct rig *r, unsigned k, uint32_t in_block, uint8_t mask)
+{
+	xor_slot_byte(r, 1, (uint64_t)k * r->eb + in_block, mask);
 }
 
 /* A byte of block k changed (a write outside flashd) */

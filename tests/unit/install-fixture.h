@@ -157,6 +157,7 @@ unsigned blocks_differing(const struct image *a, const struct image *b, uint32_t
 struct image image_variant(struct rig *r, const struct image *base, const char *name,
 			   const unsigned *blocks, size_t n);
 void set_env_var(struct rig *r, const char *name, const char *value);
+void xor_slot_byte(struct rig *r, int slot, uint64_t off, uint8_t mask);
 void xor_b_byte(struct rig *r, unsigned k, uint32_t in_block, uint8_t mask);
 void corrupt_b_block(struct rig *r, unsigned k);
 char *adaptive_bundle(struct adaptive *a, const char *name, const char *version,

@@ -66,21 +66,6 @@ static struct image make_tree(const char *name, const char *version, const unsig
 	return im;
 }
 
-/* XOR mask into byte off of slot's rootfs (no bad blocks there). */
-static void xor_slot_byte(struct rig *r, int slot, uint64_t off, uint8_t mask)
-{
-	const struct layout_partition *p = member_part(r, slot, "rootfs");
-	int fd = open(r->sim, O_RDWR | O_CLOEXEC);
-	uint64_t at = nsim_data_offset() + p->offset + off;
-	uint8_t c;
-
-	assert_true(fd >= 0);
-	assert_int_equal(util_pread_full(fd, &c, 1, at), 1);
-	c ^= mask;
-	assert_int_equal(util_pwrite_full(fd, &c, 1, at), 1);
-	close(fd);
-}
-
 struct rebuilt {
 	struct rig r;
 	struct image v1, v2;
