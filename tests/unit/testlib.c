@@ -99,9 +99,10 @@ struct layout *testlib_layout_load(const char *name)
 {
 	size_t n = strlen(name);
 	bool ext = n > 5 && !strcmp(name + n - 5, ".json"); /* "nand-ubi" or "nand-ubi.json" */
-	char *path = testlib_asprintf("%s/layouts/%s%s",
-				      getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR, name,
-				      ext ? "" : ".json");
+	/* a name in layouts/, or a path from the top of the source tree */
+	char *path = testlib_asprintf("%s/%s%s%s",
+				      getenv("top_srcdir") ? getenv("top_srcdir") : TOP_SRCDIR,
+				      strchr(name, '/') ? "" : "layouts/", name, ext ? "" : ".json");
 	struct error err = {};
 	struct layout *l = NULL;
 

@@ -26,7 +26,8 @@ char *testlib_sim_new(const char *name, const struct nsim_geometry *g, const uns
 /* The simulator geometry of layout device d */
 struct nsim_geometry testlib_sim_geometry(const struct layout_device *d);
 /* layouts/NAME.json (NAME with or without .json) of the source tree, or
- * the layout JSON text */
+ * the file at that path from the top of the source tree when NAME holds a
+ * "/"; or the layout JSON text */
 struct layout *testlib_layout_load(const char *name);
 struct layout *testlib_layout_parse(const char *json);
 
