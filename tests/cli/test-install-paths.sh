@@ -10,17 +10,25 @@
 # and no file lands outside DESTDIR's prefix (and sysconfdir). And `make
 # dist` (make distcheck's tarball) leaves no tracked file out. The build is
 # a copy of the tracked files (tools/device-build.sh): the tree's own stays.
+# In make check it is the one test-device-build made and passed (am/cli.am
+# runs that first), newer than this tree's flashd; else one of its own.
 . "$(dirname "$0")/../lib/common.sh"
 
 need git tar
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-B=$top_builddir/build/paths
-"$top_srcdir/tools/device-build.sh" "$B" >/dev/null 2>"$T/build.err"
-rc=$?
-# exit 3: not the top of a git checkout (run-tests' ASan copy, make distcheck)
-[ $rc = 3 ] && skip "$(cat "$T/build.err")"
-[ $rc = 0 ] || { cat "$T/build.err" >&2; fail "the build failed (above)"; }
+B=$top_builddir/build/device
+if [ -x "$B/flashd" ] && [ "$B/flashd" -nt "$top_builddir/flashd" ] &&
+	grep -qx ':test-result: PASS' "$top_builddir/tests/cli/test-device-build.sh.trs" 2>/dev/null; then
+	say "installing test-device-build's build ($B)"
+else
+	B=$top_builddir/build/paths
+	"$top_srcdir/tools/device-build.sh" "$B" >/dev/null 2>"$T/build.err"
+	rc=$?
+	# exit 3: not the top of a git checkout (run-tests' ASan copy, make distcheck)
+	[ $rc = 3 ] && skip "$(cat "$T/build.err")"
+	[ $rc = 0 ] || { cat "$T/build.err" >&2; fail "the build failed (above)"; }
+fi
 
 # has FILE TEXT: FILE names TEXT (a fixed string)
 has() {
