@@ -76,30 +76,31 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct manager_s
 	return 0;
 }
 
-static struct json_object *slots_json(struct manager *m, const struct manager_slots *v)
+/* GetStatus's slots[], Slot each; with no env record left (blank) every
+ * state is unknown. */
+static struct json_object *slots_json(struct manager *m, const struct manager_slots *v, bool blank)
 {
-	struct json_object *arr = json_object_new_array();
+	struct proto_flashd_slot_info items[SLOT_MAX];
+	size_t n = m->group->n_slots < SLOT_MAX ? m->group->n_slots : SLOT_MAX;
+	bool installing = manager_install_running(m) || m->status.installer[0];
 
-	for (size_t i = 0; i < m->group->n_slots; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct layout_slot *s = &m->group->slots[i];
-		struct json_object *o = json_object_new_object();
 		const struct slot_vars *si = &v->st.slots[i];
 
-		json_object_object_add(o, "name", json_object_new_string(s->name));
-		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
-							       s->rootfs.ubi_volume));
-		json_object_object_add(o, "state", json_object_new_string(slot_state_to_string(
-			slot_state_of(&v->st, i, manager_install_running(m) ||
-					  m->status.installer[0]))));
-		json_object_object_add(o, "version", jstr(v->versions[i]));
-		json_object_object_add(o, "health", jstr(v->health[i]));
-		json_object_object_add(o, "tries_left", json_object_new_int(si->left));
-		json_object_object_add(o, "priority", si->order_pos >= 0 ?
-				       json_object_new_int(si->order_pos) : NULL);
-		json_object_object_add(o, "booted", json_object_new_boolean(v->decision.booted == (int)i));
-		json_object_array_add(arr, o);
+		items[i] = (struct proto_flashd_slot_info){
+			.name = s->name,
+			.partition = s->rootfs.part ? s->rootfs.part->name : s->rootfs.ubi_volume,
+			.state = blank ? "unknown" :
+				 slot_state_to_string(slot_state_of(&v->st, i, installing)),
+			.version = v->versions[i],
+			.health = v->health[i],
+			.tries_left.value = si->left,
+			.priority = { si->order_pos, si->order_pos >= 0 },
+			.booted.value = v->decision.booted == (int)i,
+		};
 	}
-	return arr;
+	return proto_typed_array(proto_flashd_slot_fields, items, n, sizeof(items[0]));
 }
 
 static struct json_object *partition_json(struct board *b, const struct layout_partition *p)
@@ -243,38 +244,64 @@ void manager_status_unsaved_install(struct manager *m, const struct record *r, i
 	manager_status_invalidate(m, MANAGER_STATUS_BOARD);
 }
 
+/* EnvStatus's copies[], EnvCopy each; dead: the dead copy (0-based), or -1. */
+static struct json_object *env_copies_json(struct env *e, int *dead)
+{
+	_cleanup_json_ struct json_object *arr = json_object_new_array();
+
+	*dead = -1;
+	for (size_t i = 0; arr && i < env_n_devices(e); i++) {
+		int err = 0;
+		enum env_copy_state st = env_copy_state(e, i, &err);
+		struct json_object *c = proto_typed_build(proto_flashd_env_copy_fields,
+			&(struct proto_flashd_env_copy){ env_copy_state_to_string(st),
+				st == ENV_COPY_UNREADABLE || st == ENV_COPY_DEAD ? strerror(-err) : NULL });
+
+		if (!c || json_object_array_add(arr, c) < 0) {
+			json_object_put(c);
+			return NULL;
+		}
+		if (st == ENV_COPY_DEAD)
+			*dead = (int)i;
+	}
+	return TAKE_PTR(arr);
+}
+
+/* Variables of the slot env written by hand that do not read as flashd
+ * and the boot script read them: named, with what becomes of them. */
+static struct json_object *malformed_json(const struct slot_env *st)
+{
+	struct proto_flashd_malformed_var items[SLOT_MAX];
+	size_t n = st->n_malformed < SLOT_MAX ? st->n_malformed : SLOT_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		items[i] = (struct proto_flashd_malformed_var){ st->malformed[i].name,
+			st->malformed[i].value, st->malformed[i].effect };
+	return proto_typed_array(proto_flashd_malformed_var_fields, items, n, sizeof(items[0]));
+}
+
 /* The env's health. With no valid copy U-Boot boots with its built-in
  * default env, in which the slot variables are unset: the boot script
  * then tries every slot with full tries (docs/boot-contract.md). */
-static struct json_object *env_json(struct env *e)
+static struct json_object *env_json(struct env *e, const struct slot_env *st)
 {
-	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	_cleanup_json_ struct json_object *copies = NULL, *malformed = malformed_json(st);
 	bool blank = env_is_blank(e);
-	int dead = -1;
+	int dead;
 
-	json_object_object_add(o, "readable", json_object_new_boolean(!blank));
-	json_object_object_add(o, "device", json_object_new_string(env_describe(e)));
-	for (size_t i = 0; i < env_n_devices(e); i++) {
-		struct json_object *c = json_object_new_object();
-		int err = 0;
-		enum env_copy_state st = env_copy_state(e, i, &err);
-
-		json_object_object_add(c, "state", json_object_new_string(env_copy_state_to_string(st)));
-		json_object_object_add(c, "error", st == ENV_COPY_UNREADABLE || st == ENV_COPY_DEAD ?
-				       json_object_new_string(strerror(-err)) : NULL);
-		json_object_array_add(arr, c);
-		if (st == ENV_COPY_DEAD)
-			dead = (int)i;
-	}
-	json_object_object_add(o, "copies", arr);
-	json_object_object_add(o, "dead_copy", dead < 0 ? NULL : json_object_new_int(dead + 1));
-	json_object_object_add(o, "next_boot", blank ? json_object_new_string(
-		"no valid env copy: U-Boot boots with its built-in default env (slot variables "
-		"unset: every slot, full tries); recover with 'flashctl env init' and "
-		"'flashctl slot init'") : NULL);
-	return o;
+	copies = env_copies_json(e, &dead);
+	if (!copies || !malformed)
+		return NULL;
+	return proto_typed_build(proto_flashd_env_status_fields, &(struct proto_flashd_env_status){
+		.readable.value = !blank,
+		.device = env_describe(e),
+		.copies = copies,
+		.dead_copy = { dead + 1, dead >= 0 },
+		.next_boot = blank ? "no valid env copy: U-Boot boots with its built-in default env "
+			"(slot variables unset: every slot, full tries); recover with 'flashctl env "
+			"init' and 'flashctl slot init'" : NULL,
+		.malformed = malformed });
 }
-
 
 /* flashd boot records what it mounted */
 static struct json_object *boot_record(void)
@@ -327,23 +354,6 @@ void manager_status_invalidate(struct manager *m, unsigned what)
 		m->status.env_valid = false;
 	if (what & MANAGER_STATUS_BOARD)
 		m->status.board_valid = false;
-}
-
-/* Variables of the slot env written by hand that do not read as flashd
- * and the boot script read them: named, with what becomes of them. */
-static struct json_object *malformed_json(const struct slot_env *st)
-{
-	struct json_object *arr = json_object_new_array();
-
-	for (size_t i = 0; i < st->n_malformed && i < SLOT_MAX; i++) {
-		struct json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "name", json_object_new_string(st->malformed[i].name));
-		json_object_object_add(o, "value", json_object_new_string(st->malformed[i].value));
-		json_object_object_add(o, "effect", json_object_new_string(st->malformed[i].effect));
-		json_object_array_add(arr, o);
-	}
-	return arr;
 }
 
 /* A second flashd's worker installing on this board holds its lock: the
@@ -431,8 +441,7 @@ static int status_load_env(struct manager *m, uint64_t now, struct error *err)
 	st->v = v;
 	st->blank = env_is_blank(e);
 	json_object_put(st->env);
-	st->env = env_json(e);
-	json_object_object_add(st->env, "malformed", malformed_json(&v.st));
+	st->env = env_json(e, &v.st);
 	env_degraded_event(m, e, &v.st);
 	status_probe_installer(m);
 	st->env_valid = true;
@@ -485,47 +494,35 @@ static int status_refresh(struct manager *m, unsigned need, struct error *err)
 	return 0;
 }
 
-static struct json_object *slot_name_json(struct manager *m, int idx)
+static const char *slot_name(struct manager *m, int idx)
 {
-	return idx >= 0 ? jstr(m->group->slots[idx].name) : NULL;
+	return idx >= 0 ? m->group->slots[idx].name : NULL;
 }
 
 /* GetStatus: the one place the answer is made, from the kept state and
  * the running operation. */
-static struct json_object *status_render(struct manager *m)
+static int status_reply(struct proto_call *call, struct manager *m)
 {
 	const struct manager_status *st = &m->status;
 	const struct slot_decision *ss = &st->v.decision;
-	struct json_object *o = json_object_new_object(), *slots = slots_json(m, &st->v);
+	_cleanup_json_ struct json_object *slots = slots_json(m, &st->v, st->blank),
+		*overlay = manager_status_overlay_json(m, st->v.reset_pending), *progress = NULL;
 
-	json_object_object_add(o, "env", json_object_get(st->env));
-	json_object_object_add(o, "layout", json_object_new_string(m->layout->path));
-	json_object_object_add(o, "board", jstr(m->layout->board));
-	json_object_object_add(o, "compatible", jstr(m->layout->compatible));
-	for (size_t i = 0; st->blank && i < m->group->n_slots; i++) /* no record is left */
-		json_object_object_add(json_object_array_get_idx(slots, i), "state",
-				       json_object_new_string("unknown"));
-	json_object_object_add(o, "slots", slots);
-	json_object_object_add(o, "booted", slot_name_json(m, ss->booted));
-	json_object_object_add(o, "booted_unknown", st->v.booted_unknown[0] ?
-			       json_object_new_string(st->v.booted_unknown) : NULL);
-	json_object_object_add(o, "on_trial", json_object_new_boolean(ss->on_trial));
-	json_object_object_add(o, "fell_back", json_object_new_boolean(ss->fell_back));
-	json_object_object_add(o, "switch_pending", json_object_new_boolean(ss->switch_pending));
-	json_object_object_add(o, "next_boot", slot_name_json(m, ss->next_boot));
-	json_object_object_add(o, "next_after_reset", json_object_new_boolean(ss->next_after_reset));
-	json_object_object_add(o, "degraded", json_object_new_boolean(ss->degraded));
-	json_object_object_add(o, "last_good", slot_name_json(m, ss->last_good));
-	json_object_object_add(o, "last_install", json_object_get(st->last_install));
-	json_object_object_add(o, "overlay", manager_status_overlay_json(m, st->v.reset_pending));
-	json_object_object_add(o, "flash", json_object_get(st->flash));
-	json_object_object_add(o, "allow_unsigned", json_object_new_boolean(m->conf->allow_unsigned));
-	json_object_object_add(o, "operation", jstr(m->op.name));
-	json_object_object_add(o, "installing_elsewhere", st->installer[0] ?
-			       jstr(st->installer) : NULL);
 	if (m->op.has_progress)
-		json_object_object_add(o, "progress", manager_install_progress_json(&m->op.last));
-	return o;
+		progress = manager_install_progress_json(&m->op.last);
+	return proto_reply_typed(call, &(struct proto_flashd_status_reply){
+		.layout = m->layout->path, .board = m->layout->board,
+		.compatible = m->layout->compatible, .slots = slots,
+		.booted = slot_name(m, ss->booted),
+		.booted_unknown = st->v.booted_unknown[0] ? st->v.booted_unknown : NULL,
+		.on_trial.value = ss->on_trial, .fell_back.value = ss->fell_back,
+		.switch_pending.value = ss->switch_pending, .next_boot = slot_name(m, ss->next_boot),
+		.next_after_reset.value = ss->next_after_reset, .degraded.value = ss->degraded,
+		.last_good = slot_name(m, ss->last_good), .last_install = st->last_install,
+		.overlay = overlay, .flash = st->flash,
+		.allow_unsigned.value = m->conf->allow_unsigned, .operation = m->op.name,
+		.installing_elsewhere = st->installer[0] ? st->installer : NULL,
+		.progress = progress, .env = st->env });
 }
 
 int manager_status_refresh(struct manager *m, unsigned need, struct error *err)
@@ -536,15 +533,13 @@ int manager_status_refresh(struct manager *m, unsigned need, struct error *err)
 int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
-	_cleanup_json_ struct json_object *o = NULL;
 	struct error err = {};
 	int r;
 
 	r = status_refresh(m, MANAGER_STATUS_ALL, &err);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &err);
-	o = status_render(m);
-	return proto_reply(call, o);
+	return status_reply(call, m);
 }
 
 /* SlotStatus: the A/B state of the kept view, as flashctl slot status

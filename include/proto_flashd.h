@@ -112,8 +112,9 @@ struct proto_flashd_type {
 };
 extern const struct proto_flashd_type proto_flashd_types[];
 
-/* Typed replies (proto_reply_typed()), one per method with a reply:
- * every io.flashd reply is built from one. */
+/* Typed replies (proto_reply_typed(), or proto_typed_build() with the
+ * method's reply table), one per method with a reply: every io.flashd
+ * reply is built from one. */
 struct proto_flashd_status_reply {
 	const char *layout, *board, *compatible;
 	struct json_object *slots;      /* []Slot */

@@ -57,7 +57,10 @@ int record_load(const char *dir, struct json_object **ret);
  * its error message, "duration" in seconds; NULL when it lacks what the
  * type requires (a result, its times). */
 struct json_object *record_interface_json(struct json_object *r);
-/* GetHistory's answer for DIR, the same for the daemon and flashctl's
- * offline read: {"installs": [InstallRecord...], "error": why the file
- * cannot be read, or null}. */
-int record_history_json(const char *dir, struct json_object **ret);
+/* The install history of DIR as GetHistory shows it (proto_history()):
+ * InstallRecord each, newest first, unsaved (a record_to_json() the
+ * state dir could not keep, or NULL) in front; why says why the file
+ * cannot be read ("" when it can: a damaged or unreadable file gives an
+ * empty history, not a failure). -ENOMEM only. */
+int record_history(const char *dir, struct json_object *unsaved, struct json_object **ret,
+		   char *why, size_t len);

@@ -267,33 +267,44 @@ struct json_object *record_interface_json(struct json_object *r)
 	return o;
 }
 
-int record_history_json(const char *dir, struct json_object **ret)
+/* Each record of arr as InstallRecord onto installs (those lacking what
+ * the type requires left out). */
+static int history_add(struct json_object *installs, struct json_object *arr)
 {
-	_cleanup_json_ struct json_object *arr = NULL, *o = json_object_new_object();
-	struct json_object *installs = json_object_new_array();
-	char why[PATH_MAX + 256];
+	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+		struct json_object *e = record_interface_json(json_object_array_get_idx(arr, i));
+
+		if (e && json_object_array_add(installs, e) < 0) {
+			json_object_put(e);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int record_history(const char *dir, struct json_object *unsaved, struct json_object **ret,
+		   char *why, size_t len)
+{
+	_cleanup_json_ struct json_object *arr = NULL, *installs = json_object_new_array();
+	_cleanup_json_ struct json_object *first = unsaved ? json_object_new_array() : NULL;
 	int r;
 
-	if (!o || !installs) {
-		json_object_put(installs);
+	if (!installs || (unsaved && !first))
 		return -ENOMEM;
-	}
-	json_object_object_add(o, "installs", installs);
+	why[0] = '\0';
 	r = record_load(dir, &arr);
 	if (r == -ENOMEM)
 		return r;
 	if (r == -EBADMSG)
-		snprintf(why, sizeof(why), "%s/%s is damaged (not a JSON array of records): the next "
+		snprintf(why, len, "%s/%s is damaged (not a JSON array of records): the next "
 			 "install keeps it aside as %s.damaged-TIME and starts a new history", dir,
 			 RECORD_FILE, RECORD_FILE);
 	else if (r < 0)
-		snprintf(why, sizeof(why), "cannot read %s/%s: %s", dir, RECORD_FILE, strerror(-r));
-	json_object_object_add(o, "error", r < 0 ? json_object_new_string(why) : NULL);
-	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
-		struct json_object *e = record_interface_json(json_object_array_get_idx(arr, i));
-		if (e)
-			json_object_array_add(installs, e);
-	}
-	*ret = TAKE_PTR(o);
+		snprintf(why, len, "cannot read %s/%s: %s", dir, RECORD_FILE, strerror(-r));
+	if (first)
+		json_object_array_add(first, json_object_get(unsaved));
+	if (history_add(installs, first) < 0 || history_add(installs, arr) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(installs);
 	return 0;
 }
