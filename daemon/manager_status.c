@@ -103,37 +103,28 @@ static struct json_object *slots_json(struct manager *m, const struct manager_sl
 	return proto_typed_array(proto_flashd_slot_fields, items, n, sizeof(items[0]));
 }
 
+/* Partition; device left out when unknown, error when the statistics were read. */
 static struct json_object *partition_json(struct board *b, const struct layout_partition *p)
 {
 	_cleanup_flash_ struct flash *f = NULL;
 	_cleanup_free_ char *dev = NULL;
 	struct flash_stats st = { 0 };
-	struct json_object *o = json_object_new_object();
+	const char *device;
 	uint64_t off;
 	int r;
 
-	json_object_object_add(o, "name", json_object_new_string(p->name));
-	if (board_partition_path(b, p, &dev, &off) >= 0)
-		json_object_object_add(o, "device", json_object_new_string(dev));
-	json_object_object_add(o, "type", json_object_new_string(flash_type_to_string(p->dev->type)));
-	json_object_object_add(o, "size", json_object_new_int64(p->size));
-	json_object_object_add(o, "erase_size", json_object_new_int64(p->dev->erasesize));
-	json_object_object_add(o, "write_size", json_object_new_int64(p->dev->writesize));
-	json_object_object_add(o, "oob_size", json_object_new_int64(p->dev->oobsize));
+	device = board_partition_path(b, p, &dev, &off) >= 0 ? dev : NULL;
 	r = board_open_partition(b, p, &f);
 	if (r >= 0)
 		r = flash_get_stats(f, &st);
-	if (r >= 0) {
-		json_object_object_add(o, "bad_blocks", json_object_new_int64(st.badblocks));
-		json_object_object_add(o, "ecc_corrected", json_object_new_int64(st.corrected));
-		json_object_object_add(o, "ecc_failed", json_object_new_int64(st.failed));
-	} else {
-		json_object_object_add(o, "bad_blocks", json_object_new_int(0));
-		json_object_object_add(o, "ecc_corrected", NULL);
-		json_object_object_add(o, "ecc_failed", NULL);
-		json_object_object_add(o, "error", json_object_new_string(strerror(-r)));
-	}
-	return o;
+	return proto_typed_build(proto_flashd_partition_fields, &(struct proto_flashd_partition){
+		.name = p->name, .device = device, .type = flash_type_to_string(p->dev->type),
+		.size.value = (int64_t)p->size, .erase_size.value = p->dev->erasesize,
+		.write_size.value = p->dev->writesize, .oob_size.value = p->dev->oobsize,
+		.bad_blocks.value = r >= 0 ? (int64_t)st.badblocks : 0,
+		.ecc_corrected = { (int64_t)st.corrected, r >= 0 },
+		.ecc_failed = { (int64_t)st.failed, r >= 0 },
+		.error = r >= 0 ? NULL : strerror(-r) });
 }
 
 static struct json_object *flash_json(struct manager *m)
@@ -148,73 +139,106 @@ static struct json_object *flash_json(struct manager *m)
 	return arr;
 }
 
+/* A string, bool or int field of a record flashd boot wrote: NULL or not
+ * given when absent or null. */
+static const char *rec_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : NULL;
+}
+static struct proto_bool rec_bool(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !v)
+		return (struct proto_bool){ 0 };
+	return (struct proto_bool){ json_object_get_boolean(v), true };
+}
+static struct proto_int rec_int(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
+		return (struct proto_int){ 0 };
+	return (struct proto_int){ json_object_get_int64(v), true };
+}
+
+/* One layer of the boot record as OverlayLayer. */
+static struct json_object *overlay_layer_json(struct json_object *ly)
+{
+	struct json_object *g = NULL;
+
+	json_object_object_get_ex(ly, "generation", &g);
+	return proto_typed_build(proto_flashd_overlay_layer_fields,
+		&(struct proto_flashd_overlay_layer){
+			.path = rec_str(ly, "path"), .state = rec_str(ly, "state"),
+			.fstype = rec_str(ly, "fstype"), .partition = rec_str(ly, "partition"),
+			.persistent = rec_bool(ly, "persistent"), .fallback = rec_bool(ly, "fallback"),
+			.fallback_reason = rec_str(ly, "fallback_reason"),
+			.generation = g ? rec_str(g, "name") : NULL,
+			.generation_error = rec_str(ly, "generation_error") });
+}
+
 /* Every layer flashd boot recorded, so a fallback of any one shows. */
 static struct json_object *overlay_layers_json(struct json_object *boot, bool *degraded)
 {
-	static const char *const keys[] = { "path", "state", "fstype", "partition", "persistent",
-					    "fallback", "fallback_reason", "generation_error" };
-	struct json_object *arr = json_object_new_array(), *ovs, *v, *g;
+	_cleanup_json_ struct json_object *arr = json_object_new_array();
+	struct json_object *ovs;
 
-	if (!boot || !json_object_object_get_ex(boot, "overlays", &ovs) ||
+	if (!arr || !boot || !json_object_object_get_ex(boot, "overlays", &ovs) ||
 	    !json_object_is_type(ovs, json_type_array))
-		return arr;
+		return TAKE_PTR(arr);
 	for (size_t i = 0; i < json_object_array_length(ovs); i++) {
-		struct json_object *ly = json_object_array_get_idx(ovs, i), *o = json_object_new_object();
+		struct json_object *ly = json_object_array_get_idx(ovs, i);
+		struct json_object *o = overlay_layer_json(ly);
 
-		for (size_t k = 0; k < ELEMENTSOF(keys); k++)
-			json_object_object_add(o, keys[k], json_object_object_get_ex(ly, keys[k], &v) ?
-					       json_object_get(v) : NULL);
-		json_object_object_add(o, "generation", json_object_object_get_ex(ly, "generation", &g) &&
-				       json_object_object_get_ex(g, "name", &v) ? json_object_get(v) : NULL);
-		if (json_object_object_get_ex(ly, "fallback", &v) && json_object_get_boolean(v))
+		if (!o || json_object_array_add(arr, o) < 0) {
+			json_object_put(o);
+			return NULL;
+		}
+		if (rec_bool(ly, "fallback").value)
 			*degraded = true;
-		json_object_array_add(arr, o);
 	}
-	return arr;
+	return TAKE_PTR(arr);
+}
+
+/* The "/" layer, else the layout's first: the one flashd boot records as
+ * "overlay". */
+static const struct layout_overlay *root_overlay(const struct layout *l)
+{
+	for (size_t i = 0; i < l->n_overlays; i++)
+		if (!strcmp(l->overlays[i].path, "/"))
+			return &l->overlays[i];
+	return l->n_overlays ? &l->overlays[0] : NULL;
 }
 
 struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pending)
 {
-	struct json_object *boot = m->status.boot;
-	struct json_object *o = json_object_new_object(), *ov = NULL, *v, *layers;
-	const struct layout_overlay *lo = m->layout->n_overlays ? &m->layout->overlays[0] : NULL;
+	struct json_object *boot = m->status.boot, *ov = NULL;
+	_cleanup_json_ struct json_object *layers = NULL;
+	const struct layout_overlay *lo = root_overlay(m->layout);
 	const char *state = lo ? "unknown" : "none";
+	struct proto_bool whiteout;
 	bool degraded = false;
 
-	/* the "/" layer, else the layout's first: the one flashd boot records
-	 * as "overlay" */
-	for (size_t i = 0; i < m->layout->n_overlays; i++)
-		if (!strcmp(m->layout->overlays[i].path, "/"))
-			lo = &m->layout->overlays[i];
 	/* flashd boot records what it mounted */
-	if (boot && json_object_object_get_ex(boot, "overlay", &ov) &&
-	    json_object_object_get_ex(ov, "state", &v))
-		state = json_object_get_string(v);
+	if (boot && json_object_object_get_ex(boot, "overlay", &ov) && rec_str(ov, "state"))
+		state = rec_str(ov, "state");
 	layers = overlay_layers_json(boot, &degraded);
-	if (boot && json_object_object_get_ex(boot, "degraded", &v) && json_object_get_boolean(v))
+	if (boot && rec_bool(boot, "degraded").value)
 		degraded = true;
 	if (reset_pending)
 		state = "reset_pending";
-	json_object_object_add(o, "state", json_object_new_string(state));
-	json_object_object_add(o, "partition", jstr(lo && lo->part ? lo->part->name : NULL));
-	json_object_object_add(o, "fstype", jstr(lo ? layout_overlay_type_to_string(lo->type) : NULL));
-	if (ov && json_object_object_get_ex(ov, "size", &v))
-		json_object_object_add(o, "size", json_object_get(v));
-	else
-		json_object_object_add(o, "size", NULL);
-	if (ov && json_object_object_get_ex(ov, "used", &v))
-		json_object_object_add(o, "used", json_object_get(v));
-	else
-		json_object_object_add(o, "used", NULL);
 	/* mainline JFFS2 lacks RENAME_WHITEOUT; the boot probe says for sure */
-	if (ov && json_object_object_get_ex(ov, "rename_whiteout", &v))
-		json_object_object_add(o, "rename_whiteout", json_object_get(v));
-	else
-		json_object_object_add(o, "rename_whiteout",
-				       json_object_new_boolean(lo && lo->type != LAYOUT_OVERLAY_JFFS2));
-	json_object_object_add(o, "degraded", json_object_new_boolean(degraded));
-	json_object_object_add(o, "layers", layers);
-	return o;
+	whiteout = ov ? rec_bool(ov, "rename_whiteout") : (struct proto_bool){ 0 };
+	if (!whiteout.given)
+		whiteout.value = lo && lo->type != LAYOUT_OVERLAY_JFFS2;
+	return proto_typed_build(proto_flashd_overlay_fields, &(struct proto_flashd_overlay){
+		.state = state, .partition = lo && lo->part ? lo->part->name : NULL,
+		.fstype = lo ? layout_overlay_type_to_string(lo->type) : NULL,
+		.size = rec_int(ov, "size"), .used = rec_int(ov, "used"),
+		.rename_whiteout = whiteout, .degraded = { degraded, true }, .layers = layers });
 }
 
 static struct json_object *last_install_json(struct manager *m)

@@ -76,6 +76,25 @@ struct proto_flashd_progress {      /* Progress, and Install's reply */
 	const char *step, *image, *slot, *version;
 	struct proto_int bytes_downloaded;
 };
+struct proto_flashd_partition {     /* Partition */
+	const char *name;
+	const char *device;             /* left out when NULL (not known) */
+	const char *type;
+	struct proto_int size, erase_size, write_size, oob_size, bad_blocks;
+	struct proto_int ecc_corrected, ecc_failed;
+	const char *error;              /* left out when NULL */
+};
+struct proto_flashd_overlay {       /* Overlay */
+	const char *state, *partition, *fstype;
+	struct proto_int size, used;
+	struct proto_bool rename_whiteout, degraded;
+	struct json_object *layers;     /* []OverlayLayer */
+};
+struct proto_flashd_overlay_layer { /* OverlayLayer */
+	const char *path, *state, *fstype, *partition;
+	struct proto_bool persistent, fallback;
+	const char *fallback_reason, *generation, *generation_error;
+};
 struct proto_flashd_env_copy {      /* EnvCopy */
 	const char *state, *error;
 };
@@ -93,10 +112,12 @@ struct proto_flashd_env_status {    /* EnvStatus */
 
 /* The fields of each IDL type, one table per type: what replies are
  * built from and checked against at every depth (test-proto-idl holds
- * each to its IDL type). InstallRecord, Overlay, OverlayLayer and
- * Partition are made from records as JSON (record.c, the daemon's status)
- * and checked, not built, through theirs. */
+ * each to its IDL type). InstallRecord is made from the record file as
+ * JSON (record.c, below this layer) and checked, not built, through its. */
 extern const struct proto_param proto_flashd_slot_fields[];
+extern const struct proto_param proto_flashd_partition_fields[];
+extern const struct proto_param proto_flashd_overlay_fields[];
+extern const struct proto_param proto_flashd_overlay_layer_fields[];
 extern const struct proto_param proto_flashd_slot_tries_fields[];
 extern const struct proto_param proto_flashd_progress_fields[];
 extern const struct proto_param proto_flashd_env_copy_fields[];

@@ -85,41 +85,45 @@ static const struct proto_param install_record_fields[] = {
 	{ "record_error", PROTO_TYPE_STRING, false, 0, NULL, false },
 	{ NULL },
 };
-static const struct proto_param overlay_layer_fields[] = {
-	{ "path", PROTO_TYPE_STRING, true, 0, NULL, false },
-	{ "state", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "fstype", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "partition", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "persistent", PROTO_TYPE_BOOL, false, 0, NULL, false },
-	{ "fallback", PROTO_TYPE_BOOL, false, 0, NULL, false },
-	{ "fallback_reason", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "generation", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "generation_error", PROTO_TYPE_STRING, false, 0, NULL, false },
+const struct proto_param proto_flashd_overlay_layer_fields[] = {
+	{ "path", PROTO_TYPE_STRING, true, T(overlay_layer, path), NULL, false },
+	{ "state", PROTO_TYPE_STRING, false, T(overlay_layer, state), NULL, false },
+	{ "fstype", PROTO_TYPE_STRING, false, T(overlay_layer, fstype), NULL, false },
+	{ "partition", PROTO_TYPE_STRING, false, T(overlay_layer, partition), NULL, false },
+	{ "persistent", PROTO_TYPE_BOOL, false, T(overlay_layer, persistent), NULL, false },
+	{ "fallback", PROTO_TYPE_BOOL, false, T(overlay_layer, fallback), NULL, false },
+	{ "fallback_reason", PROTO_TYPE_STRING, false, T(overlay_layer, fallback_reason), NULL,
+	  false },
+	{ "generation", PROTO_TYPE_STRING, false, T(overlay_layer, generation), NULL, false },
+	{ "generation_error", PROTO_TYPE_STRING, false, T(overlay_layer, generation_error), NULL,
+	  false },
 	{ NULL },
 };
-static const struct proto_param overlay_fields[] = {
-	{ "state", PROTO_TYPE_STRING, true, 0, NULL, false },
-	{ "partition", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "fstype", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "size", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "used", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "rename_whiteout", PROTO_TYPE_BOOL, true, 0, NULL, false },
-	{ "degraded", PROTO_TYPE_BOOL, false, 0, NULL, false },
-	{ "layers", PROTO_TYPE_ARRAY, false, 0, overlay_layer_fields, false },
+const struct proto_param proto_flashd_overlay_fields[] = {
+	{ "state", PROTO_TYPE_STRING, true, T(overlay, state), NULL, false },
+	{ "partition", PROTO_TYPE_STRING, false, T(overlay, partition), NULL, false },
+	{ "fstype", PROTO_TYPE_STRING, false, T(overlay, fstype), NULL, false },
+	{ "size", PROTO_TYPE_INT, false, T(overlay, size), NULL, false },
+	{ "used", PROTO_TYPE_INT, false, T(overlay, used), NULL, false },
+	{ "rename_whiteout", PROTO_TYPE_BOOL, true, T(overlay, rename_whiteout), NULL, false },
+	{ "degraded", PROTO_TYPE_BOOL, false, T(overlay, degraded), NULL, false },
+	{ "layers", PROTO_TYPE_ARRAY, false, T(overlay, layers),
+	  proto_flashd_overlay_layer_fields, false },
 	{ NULL },
 };
-static const struct proto_param partition_fields[] = {
-	{ "name", PROTO_TYPE_STRING, true, 0, NULL, false },
-	{ "device", PROTO_TYPE_STRING, true, 0, NULL, false },
-	{ "type", PROTO_TYPE_STRING, true, 0, NULL, false },
-	{ "size", PROTO_TYPE_INT, true, 0, NULL, false },
-	{ "erase_size", PROTO_TYPE_INT, true, 0, NULL, false },
-	{ "write_size", PROTO_TYPE_INT, true, 0, NULL, false },
-	{ "oob_size", PROTO_TYPE_INT, true, 0, NULL, false },
-	{ "bad_blocks", PROTO_TYPE_INT, true, 0, NULL, false },
-	{ "ecc_corrected", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "ecc_failed", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "error", PROTO_TYPE_STRING, false, 0, NULL, false },
+/* device and error are left out, not null, where they were before */
+const struct proto_param proto_flashd_partition_fields[] = {
+	{ "name", PROTO_TYPE_STRING, true, T(partition, name), NULL, false },
+	{ "device", PROTO_TYPE_STRING, true, T(partition, device), NULL, true },
+	{ "type", PROTO_TYPE_STRING, true, T(partition, type), NULL, false },
+	{ "size", PROTO_TYPE_INT, true, T(partition, size), NULL, false },
+	{ "erase_size", PROTO_TYPE_INT, true, T(partition, erase_size), NULL, false },
+	{ "write_size", PROTO_TYPE_INT, true, T(partition, write_size), NULL, false },
+	{ "oob_size", PROTO_TYPE_INT, true, T(partition, oob_size), NULL, false },
+	{ "bad_blocks", PROTO_TYPE_INT, true, T(partition, bad_blocks), NULL, false },
+	{ "ecc_corrected", PROTO_TYPE_INT, false, T(partition, ecc_corrected), NULL, false },
+	{ "ecc_failed", PROTO_TYPE_INT, false, T(partition, ecc_failed), NULL, false },
+	{ "error", PROTO_TYPE_STRING, false, T(partition, error), NULL, true },
 	{ NULL },
 };
 const struct proto_param proto_flashd_progress_fields[] = {
@@ -172,9 +176,9 @@ static const struct proto_param string_map_fields[] = {
 const struct proto_flashd_type proto_flashd_types[] = {
 	TYPE("Slot", proto_flashd_slot_fields, slot_info),
 	{ "InstallRecord", install_record_fields, 0 },
-	{ "Overlay", overlay_fields, 0 },
-	{ "OverlayLayer", overlay_layer_fields, 0 },
-	{ "Partition", partition_fields, 0 },
+	TYPE("Overlay", proto_flashd_overlay_fields, overlay),
+	TYPE("OverlayLayer", proto_flashd_overlay_layer_fields, overlay_layer),
+	TYPE("Partition", proto_flashd_partition_fields, partition),
 	TYPE("Progress", proto_flashd_progress_fields, progress),
 	TYPE("EnvCopy", proto_flashd_env_copy_fields, env_copy),
 	TYPE("EnvStatus", proto_flashd_env_status_fields, env_status),
@@ -204,8 +208,10 @@ static const struct proto_param reply_get_status[] = {
 	{ "last_good", PROTO_TYPE_STRING, false, OUT(status, last_good), NULL, false },
 	{ "last_install", PROTO_TYPE_OBJECT, false, OUT(status, last_install),
 	  install_record_fields, false },
-	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(status, overlay), overlay_fields, false },
-	{ "flash", PROTO_TYPE_ARRAY, true, OUT(status, flash), partition_fields, false },
+	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(status, overlay),
+	  proto_flashd_overlay_fields, false },
+	{ "flash", PROTO_TYPE_ARRAY, true, OUT(status, flash),
+	  proto_flashd_partition_fields, false },
 	{ "allow_unsigned", PROTO_TYPE_BOOL, true, OUT(status, allow_unsigned), NULL, false },
 	{ "operation", PROTO_TYPE_STRING, false, OUT(status, operation), NULL, false },
 	{ "installing_elsewhere", PROTO_TYPE_STRING, false, OUT(status, installing_elsewhere),
@@ -246,12 +252,14 @@ static const struct proto_param reply_slot_status[] = {
 	{ NULL },
 };
 static const struct proto_param reply_overlay_reset[] = {
-	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(overlay, overlay), overlay_fields, false },
+	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(overlay, overlay),
+	  proto_flashd_overlay_fields, false },
 	{ "changed", PROTO_TYPE_BOOL, true, OUT(overlay, changed), NULL, false },
 	{ NULL },
 };
 static const struct proto_param reply_overlay_status[] = {
-	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(overlay, overlay), overlay_fields, false },
+	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(overlay, overlay),
+	  proto_flashd_overlay_fields, false },
 	{ NULL },
 };
 static const struct proto_param reply_get_env[] = {
@@ -266,7 +274,7 @@ static const struct proto_param reply_list_env[] = {
 };
 static const struct proto_param reply_flash_info[] = {
 	{ "partitions", PROTO_TYPE_ARRAY, true, OUT(flash_info, partitions),
-	  partition_fields, false },
+	  proto_flashd_partition_fields, false },
 	{ NULL },
 };
 static const struct proto_param reply_get_history[] = {
