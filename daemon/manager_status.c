@@ -139,31 +139,6 @@ static struct json_object *flash_json(struct manager *m)
 	return arr;
 }
 
-/* A string, bool or int field of a record flashd boot wrote: NULL or not
- * given when absent or null. */
-static const char *rec_str(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : NULL;
-}
-static struct proto_bool rec_bool(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !v)
-		return (struct proto_bool){ 0 };
-	return (struct proto_bool){ json_object_get_boolean(v), true };
-}
-static struct proto_int rec_int(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
-		return (struct proto_int){ 0 };
-	return (struct proto_int){ json_object_get_int64(v), true };
-}
-
 /* One layer of the boot record as OverlayLayer. */
 static struct json_object *overlay_layer_json(struct json_object *ly)
 {
@@ -172,12 +147,15 @@ static struct json_object *overlay_layer_json(struct json_object *ly)
 	json_object_object_get_ex(ly, "generation", &g);
 	return proto_typed_build(proto_flashd_overlay_layer_fields,
 		&(struct proto_flashd_overlay_layer){
-			.path = rec_str(ly, "path"), .state = rec_str(ly, "state"),
-			.fstype = rec_str(ly, "fstype"), .partition = rec_str(ly, "partition"),
-			.persistent = rec_bool(ly, "persistent"), .fallback = rec_bool(ly, "fallback"),
-			.fallback_reason = rec_str(ly, "fallback_reason"),
-			.generation = g ? rec_str(g, "name") : NULL,
-			.generation_error = rec_str(ly, "generation_error") });
+			.path = proto_typed_string_at(ly, "path"),
+			.state = proto_typed_string_at(ly, "state"),
+			.fstype = proto_typed_string_at(ly, "fstype"),
+			.partition = proto_typed_string_at(ly, "partition"),
+			.persistent = proto_typed_bool_at(ly, "persistent"),
+			.fallback = proto_typed_bool_at(ly, "fallback"),
+			.fallback_reason = proto_typed_string_at(ly, "fallback_reason"),
+			.generation = proto_typed_string_at(g, "name"),
+			.generation_error = proto_typed_string_at(ly, "generation_error") });
 }
 
 /* Every layer flashd boot recorded, so a fallback of any one shows. */
@@ -197,7 +175,7 @@ static struct json_object *overlay_layers_json(struct json_object *boot, bool *d
 			json_object_put(o);
 			return NULL;
 		}
-		if (rec_bool(ly, "fallback").value)
+		if (proto_typed_bool_at(ly, "fallback").value)
 			*degraded = true;
 	}
 	return TAKE_PTR(arr);
@@ -223,21 +201,21 @@ struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pe
 	bool degraded = false;
 
 	/* flashd boot records what it mounted */
-	if (boot && json_object_object_get_ex(boot, "overlay", &ov) && rec_str(ov, "state"))
-		state = rec_str(ov, "state");
+	if (boot && json_object_object_get_ex(boot, "overlay", &ov) && proto_typed_string_at(ov, "state"))
+		state = proto_typed_string_at(ov, "state");
 	layers = overlay_layers_json(boot, &degraded);
-	if (boot && rec_bool(boot, "degraded").value)
+	if (boot && proto_typed_bool_at(boot, "degraded").value)
 		degraded = true;
 	if (reset_pending)
 		state = "reset_pending";
 	/* mainline JFFS2 lacks RENAME_WHITEOUT; the boot probe says for sure */
-	whiteout = ov ? rec_bool(ov, "rename_whiteout") : (struct proto_bool){ 0 };
+	whiteout = ov ? proto_typed_bool_at(ov, "rename_whiteout") : (struct proto_bool){ 0 };
 	if (!whiteout.given)
 		whiteout.value = lo && lo->type != LAYOUT_OVERLAY_JFFS2;
 	return proto_typed_build(proto_flashd_overlay_fields, &(struct proto_flashd_overlay){
 		.state = state, .partition = lo && lo->part ? lo->part->name : NULL,
 		.fstype = lo ? layout_overlay_type_to_string(lo->type) : NULL,
-		.size = rec_int(ov, "size"), .used = rec_int(ov, "used"),
+		.size = proto_typed_int_at(ov, "size"), .used = proto_typed_int_at(ov, "used"),
 		.rename_whiteout = whiteout, .degraded = { degraded, true }, .layers = layers });
 }
 
@@ -246,10 +224,10 @@ static struct json_object *last_install_json(struct manager *m)
 	_cleanup_json_ struct json_object *arr = NULL;
 
 	if (m->status.unsaved_install)
-		return record_interface_json(m->status.unsaved_install);
+		return proto_install_record(m->status.unsaved_install);
 	if (record_load(m->conf->state_dir, &arr) < 0 || json_object_array_length(arr) == 0)
 		return NULL;
-	return record_interface_json(json_object_array_get_idx(arr, 0));
+	return proto_install_record(json_object_array_get_idx(arr, 0));
 }
 
 void manager_status_unsaved_install(struct manager *m, const struct record *r, int error)

@@ -321,6 +321,12 @@ struct json_object *proto_typed_build(const struct proto_param *table, const voi
  * apart. NULL without memory. */
 struct json_object *proto_typed_array(const struct proto_param *table, const void *items,
 				      size_t n, size_t size);
+/* A field of a JSON record (a file another program wrote: flashd boot's
+ * record, an install record) for a typed struct: the value when o has
+ * key with a value of that type, else NULL / not given. o may be NULL. */
+const char *proto_typed_string_at(struct json_object *o, const char *key);
+struct proto_int proto_typed_int_at(struct json_object *o, const char *key);
+struct proto_bool proto_typed_bool_at(struct json_object *o, const char *key);
 /* An intermediate reply ("continues": true). Dropped, returning 0, when
  * the caller did not ask for "more": progress is only for those who do. */
 int proto_reply_more(struct proto_call *call, struct json_object *params);

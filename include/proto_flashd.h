@@ -95,6 +95,13 @@ struct proto_flashd_overlay_layer { /* OverlayLayer */
 	struct proto_bool persistent, fallback;
 	const char *fallback_reason, *generation, *generation_error;
 };
+struct proto_flashd_install_record { /* InstallRecord */
+	const char *slot, *version, *bundle_sha256, *result, *reason;
+	struct proto_int started, finished, bytes, erases, blocks_skipped;
+	const char *signer, *source;
+	struct proto_int bytes_fetched, duration;
+	const char *error_name, *running_version, *downgrade, *history_reset, *record_error;
+};
 struct proto_flashd_env_copy {      /* EnvCopy */
 	const char *state, *error;
 };
@@ -112,9 +119,9 @@ struct proto_flashd_env_status {    /* EnvStatus */
 
 /* The fields of each IDL type, one table per type: what replies are
  * built from and checked against at every depth (test-proto-idl holds
- * each to its IDL type). InstallRecord is made from the record file as
- * JSON (record.c, below this layer) and checked, not built, through its. */
+ * each to its IDL type). */
 extern const struct proto_param proto_flashd_slot_fields[];
+extern const struct proto_param proto_flashd_install_record_fields[];
 extern const struct proto_param proto_flashd_partition_fields[];
 extern const struct proto_param proto_flashd_overlay_fields[];
 extern const struct proto_param proto_flashd_overlay_layer_fields[];

@@ -20,6 +20,10 @@ struct json_object *proto_slot_status(const struct slot_env *st, const char *gro
 				      const char *env_desc, int booted, const char *booted_by,
 				      bool install_running);
 
+/* One install record (record_load(), record_to_json()) as InstallRecord;
+ * NULL when it lacks what the type requires (a known result, its times)
+ * or without memory. */
+struct json_object *proto_install_record(struct json_object *r);
 /* GetHistory's reply for the state dir dir (record_history()), unsaved
  * (the record the state dir could not keep, or NULL) first: made once
  * for the daemon and flashctl's offline 'history'. -ENOMEM only. */

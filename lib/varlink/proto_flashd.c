@@ -63,28 +63,30 @@ const struct proto_param proto_flashd_slot_fields[] = {
 	{ "booted", PROTO_TYPE_BOOL, true, T(slot_info, booted), NULL, false },
 	{ NULL },
 };
-static const struct proto_param install_record_fields[] = {
-	{ "slot", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "version", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "bundle_sha256", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "result", PROTO_TYPE_STRING, true, 0, NULL, false },
-	{ "reason", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "started", PROTO_TYPE_INT, true, 0, NULL, false },
-	{ "finished", PROTO_TYPE_INT, true, 0, NULL, false },
-	{ "bytes", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "erases", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "blocks_skipped", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "signer", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "source", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "bytes_fetched", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "duration", PROTO_TYPE_INT, false, 0, NULL, false },
-	{ "error_name", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "running_version", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "downgrade", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "history_reset", PROTO_TYPE_STRING, false, 0, NULL, false },
-	{ "record_error", PROTO_TYPE_STRING, false, 0, NULL, false },
+#define R(field) T(install_record, field)
+const struct proto_param proto_flashd_install_record_fields[] = {
+	{ "slot", PROTO_TYPE_STRING, false, R(slot), NULL, false },
+	{ "version", PROTO_TYPE_STRING, false, R(version), NULL, false },
+	{ "bundle_sha256", PROTO_TYPE_STRING, false, R(bundle_sha256), NULL, false },
+	{ "result", PROTO_TYPE_STRING, true, R(result), NULL, false },
+	{ "reason", PROTO_TYPE_STRING, false, R(reason), NULL, false },
+	{ "started", PROTO_TYPE_INT, true, R(started), NULL, false },
+	{ "finished", PROTO_TYPE_INT, true, R(finished), NULL, false },
+	{ "bytes", PROTO_TYPE_INT, false, R(bytes), NULL, false },
+	{ "erases", PROTO_TYPE_INT, false, R(erases), NULL, false },
+	{ "blocks_skipped", PROTO_TYPE_INT, false, R(blocks_skipped), NULL, false },
+	{ "signer", PROTO_TYPE_STRING, false, R(signer), NULL, false },
+	{ "source", PROTO_TYPE_STRING, false, R(source), NULL, false },
+	{ "bytes_fetched", PROTO_TYPE_INT, false, R(bytes_fetched), NULL, false },
+	{ "duration", PROTO_TYPE_INT, false, R(duration), NULL, false },
+	{ "error_name", PROTO_TYPE_STRING, false, R(error_name), NULL, false },
+	{ "running_version", PROTO_TYPE_STRING, false, R(running_version), NULL, false },
+	{ "downgrade", PROTO_TYPE_STRING, false, R(downgrade), NULL, false },
+	{ "history_reset", PROTO_TYPE_STRING, false, R(history_reset), NULL, false },
+	{ "record_error", PROTO_TYPE_STRING, false, R(record_error), NULL, false },
 	{ NULL },
 };
+#undef R
 const struct proto_param proto_flashd_overlay_layer_fields[] = {
 	{ "path", PROTO_TYPE_STRING, true, T(overlay_layer, path), NULL, false },
 	{ "state", PROTO_TYPE_STRING, false, T(overlay_layer, state), NULL, false },
@@ -175,7 +177,7 @@ static const struct proto_param string_map_fields[] = {
 #define TYPE(name, fields, type) { name, fields, sizeof(struct proto_flashd_##type) }
 const struct proto_flashd_type proto_flashd_types[] = {
 	TYPE("Slot", proto_flashd_slot_fields, slot_info),
-	{ "InstallRecord", install_record_fields, 0 },
+	TYPE("InstallRecord", proto_flashd_install_record_fields, install_record),
 	TYPE("Overlay", proto_flashd_overlay_fields, overlay),
 	TYPE("OverlayLayer", proto_flashd_overlay_layer_fields, overlay_layer),
 	TYPE("Partition", proto_flashd_partition_fields, partition),
@@ -207,7 +209,7 @@ static const struct proto_param reply_get_status[] = {
 	{ "degraded", PROTO_TYPE_BOOL, true, OUT(status, degraded), NULL, false },
 	{ "last_good", PROTO_TYPE_STRING, false, OUT(status, last_good), NULL, false },
 	{ "last_install", PROTO_TYPE_OBJECT, false, OUT(status, last_install),
-	  install_record_fields, false },
+	  proto_flashd_install_record_fields, false },
 	{ "overlay", PROTO_TYPE_OBJECT, true, OUT(status, overlay),
 	  proto_flashd_overlay_fields, false },
 	{ "flash", PROTO_TYPE_ARRAY, true, OUT(status, flash),
@@ -279,7 +281,7 @@ static const struct proto_param reply_flash_info[] = {
 };
 static const struct proto_param reply_get_history[] = {
 	{ "installs", PROTO_TYPE_ARRAY, true, OUT(history, installs),
-	  install_record_fields, false },
+	  proto_flashd_install_record_fields, false },
 	{ "error", PROTO_TYPE_STRING, false, OUT(history, error), NULL, false },
 	{ NULL },
 };

@@ -169,3 +169,36 @@ struct json_object *proto_typed_array(const struct proto_param *table, const voi
 	}
 	return a;
 }
+
+/* ---- reading records ---- */
+
+static struct json_object *value_at(struct json_object *o, const char *key, enum proto_type type)
+{
+	struct json_object *v = NULL;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v || !type_check[type](v))
+		return NULL;
+	return v;
+}
+
+const char *proto_typed_string_at(struct json_object *o, const char *key)
+{
+	struct json_object *v = value_at(o, key, PROTO_TYPE_STRING);
+
+	return v ? json_object_get_string(v) : NULL;
+}
+
+struct proto_int proto_typed_int_at(struct json_object *o, const char *key)
+{
+	struct json_object *v = value_at(o, key, PROTO_TYPE_INT);
+
+	return v ? (struct proto_int){ json_object_get_int64(v), true } : (struct proto_int){ 0 };
+}
+
+struct proto_bool proto_typed_bool_at(struct json_object *o, const char *key)
+{
+	struct json_object *v = value_at(o, key, PROTO_TYPE_BOOL);
+
+	return v ? (struct proto_bool){ json_object_get_boolean(v), true } :
+	       (struct proto_bool){ 0 };
+}
