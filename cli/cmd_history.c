@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flashctl history: the installs, newest first. Through the running
  * flashd (GetHistory, open to every user, as status is), else read from
- * the state dir (the same answer: record_history_json()). */
+ * the state dir (the same answer: proto_history()). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "client.h"
 #include "conf.h"
+#include "proto_slot.h"
 #include "record.h"
 #include "util.h"
 
@@ -139,7 +140,7 @@ static int history_offline(struct cli_ctx *ctx, const struct history_args *a,
 			   const struct conf *conf, struct json_object **ret)
 {
 	const char *dir = a->state_dir ? a->state_dir : conf->state_dir;
-	int r = record_history_json(dir, ret);
+	int r = proto_history(dir, NULL, ret);
 
 	if (!a->offline && !ctx->quiet && !ctx->json)
 		cli_error(ctx, "no flashd answers: the history as %s has it", dir);

@@ -18,6 +18,7 @@
 #include "flash.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "proto_slot.h"
 #include "record.h"
 #include "source.h"
 #include "source_http.h"
@@ -40,20 +41,26 @@ static void copy_str(char *dst, size_t len, const char *src)
 }
 #define COPY(field, src) copy_str(field, sizeof(field), src)
 
+/* The worker's report as io.flashd's Progress (strings borrowed from p). */
+static struct proto_flashd_progress progress_of(const struct install_msg *p)
+{
+	return (struct proto_flashd_progress){
+		.percent.value = p->percent,
+		.bytes_done.value = (int64_t)p->done,
+		.bytes_total.value = (int64_t)p->total,
+		.step = step_names[p->phase],
+		.image = str_or_null(p->image),
+		.slot = str_or_null(p->slot),
+		.version = str_or_null(p->version),
+		.bytes_downloaded = { (int64_t)p->downloaded, p->from_url },
+	};
+}
+
 struct json_object *manager_install_progress_json(const struct install_msg *p)
 {
-	struct json_object *o = json_object_new_object();
+	struct proto_flashd_progress pr = progress_of(p);
 
-	json_object_object_add(o, "percent", json_object_new_int(p->percent));
-	json_object_object_add(o, "bytes_done", json_object_new_int64(p->done));
-	json_object_object_add(o, "bytes_total", json_object_new_int64(p->total));
-	json_object_object_add(o, "step", json_object_new_string(step_names[p->phase]));
-	json_object_object_add(o, "image", jstr(str_or_null(p->image)));
-	json_object_object_add(o, "slot", jstr(str_or_null(p->slot)));
-	json_object_object_add(o, "version", jstr(str_or_null(p->version)));
-	json_object_object_add(o, "bytes_downloaded",
-			       p->from_url ? json_object_new_int64(p->downloaded) : NULL);
-	return o;
+	return proto_typed_build(proto_flashd_progress_fields, &pr);
 }
 
 struct job_ctx {
@@ -346,13 +353,14 @@ static void install_reply(struct manager *m, struct proto_call *call, const char
 	if (f->final && f->error == 0) {
 		struct install_msg done = { .phase = INSTALL_PHASE_DONE, .percent = 100,
 					       .done = m->op.last.total, .total = m->op.last.total };
+		struct proto_flashd_progress pr;
 
 		COPY(done.slot, f->slot);
 		COPY(done.version, f->version);
 		done.downloaded = f->downloaded;
 		done.from_url = f->from_url;
-		o = manager_install_progress_json(&done);
-		proto_reply(call, o);
+		pr = progress_of(&done);
+		proto_reply_typed(call, &pr);
 		return;
 	}
 	proto_error_string(call, name, "reason", error);
@@ -709,23 +717,11 @@ int manager_install_history(struct proto_call *call, struct json_object *params,
 {
 	struct manager *m = userdata;
 	_cleanup_json_ struct json_object *o = NULL;
-	struct json_object *installs, *all, *unsaved;
-	int r = record_history_json(m->conf->state_dir, &o);
+	/* the last install's record first, when the state dir could not keep it */
+	int r = proto_history(m->conf->state_dir, m->status.unsaved_install, &o);
 
 	if (r < 0)
 		return proto_error_errno(call, r, "cannot make the install history");
-	/* the last install's record, when the state dir could not keep it */
-	unsaved = m->status.unsaved_install ?
-		  record_interface_json(m->status.unsaved_install) : NULL;
-	if (!unsaved || !json_object_object_get_ex(o, "installs", &installs) ||
-	    !(all = json_object_new_array())) {
-		json_object_put(unsaved);
-		return proto_reply(call, o);
-	}
-	json_object_array_add(all, unsaved);
-	for (size_t i = 0; i < json_object_array_length(installs); i++)
-		json_object_array_add(all, json_object_get(json_object_array_get_idx(installs, i)));
-	json_object_object_add(o, "installs", all);
 	return proto_reply(call, o);
 }
 

@@ -76,63 +76,55 @@ int manager_status_load_slots(struct manager *m, struct env *e, struct manager_s
 	return 0;
 }
 
-static struct json_object *slots_json(struct manager *m, const struct manager_slots *v)
+/* GetStatus's slots[], Slot each; with no env record left (blank) every
+ * state is unknown. */
+static struct json_object *slots_json(struct manager *m, const struct manager_slots *v, bool blank)
 {
-	struct json_object *arr = json_object_new_array();
+	struct proto_flashd_slot_info items[SLOT_MAX];
+	size_t n = m->group->n_slots < SLOT_MAX ? m->group->n_slots : SLOT_MAX;
+	bool installing = manager_install_running(m) || m->status.installer[0];
 
-	for (size_t i = 0; i < m->group->n_slots; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct layout_slot *s = &m->group->slots[i];
-		struct json_object *o = json_object_new_object();
 		const struct slot_vars *si = &v->st.slots[i];
 
-		json_object_object_add(o, "name", json_object_new_string(s->name));
-		json_object_object_add(o, "partition", jstr(s->rootfs.part ? s->rootfs.part->name :
-							       s->rootfs.ubi_volume));
-		json_object_object_add(o, "state", json_object_new_string(slot_state_to_string(
-			slot_state_of(&v->st, i, manager_install_running(m) ||
-					  m->status.installer[0]))));
-		json_object_object_add(o, "version", jstr(v->versions[i]));
-		json_object_object_add(o, "health", jstr(v->health[i]));
-		json_object_object_add(o, "tries_left", json_object_new_int(si->left));
-		json_object_object_add(o, "priority", si->order_pos >= 0 ?
-				       json_object_new_int(si->order_pos) : NULL);
-		json_object_object_add(o, "booted", json_object_new_boolean(v->decision.booted == (int)i));
-		json_object_array_add(arr, o);
+		items[i] = (struct proto_flashd_slot_info){
+			.name = s->name,
+			.partition = s->rootfs.part ? s->rootfs.part->name : s->rootfs.ubi_volume,
+			.state = blank ? "unknown" :
+				 slot_state_to_string(slot_state_of(&v->st, i, installing)),
+			.version = v->versions[i],
+			.health = v->health[i],
+			.tries_left.value = si->left,
+			.priority = { si->order_pos, si->order_pos >= 0 },
+			.booted.value = v->decision.booted == (int)i,
+		};
 	}
-	return arr;
+	return proto_typed_array(proto_flashd_slot_fields, items, n, sizeof(items[0]));
 }
 
+/* Partition; device left out when unknown, error when the statistics were read. */
 static struct json_object *partition_json(struct board *b, const struct layout_partition *p)
 {
 	_cleanup_flash_ struct flash *f = NULL;
 	_cleanup_free_ char *dev = NULL;
 	struct flash_stats st = { 0 };
-	struct json_object *o = json_object_new_object();
+	const char *device;
 	uint64_t off;
 	int r;
 
-	json_object_object_add(o, "name", json_object_new_string(p->name));
-	if (board_partition_path(b, p, &dev, &off) >= 0)
-		json_object_object_add(o, "device", json_object_new_string(dev));
-	json_object_object_add(o, "type", json_object_new_string(flash_type_to_string(p->dev->type)));
-	json_object_object_add(o, "size", json_object_new_int64(p->size));
-	json_object_object_add(o, "erase_size", json_object_new_int64(p->dev->erasesize));
-	json_object_object_add(o, "write_size", json_object_new_int64(p->dev->writesize));
-	json_object_object_add(o, "oob_size", json_object_new_int64(p->dev->oobsize));
+	device = board_partition_path(b, p, &dev, &off) >= 0 ? dev : NULL;
 	r = board_open_partition(b, p, &f);
 	if (r >= 0)
 		r = flash_get_stats(f, &st);
-	if (r >= 0) {
-		json_object_object_add(o, "bad_blocks", json_object_new_int64(st.badblocks));
-		json_object_object_add(o, "ecc_corrected", json_object_new_int64(st.corrected));
-		json_object_object_add(o, "ecc_failed", json_object_new_int64(st.failed));
-	} else {
-		json_object_object_add(o, "bad_blocks", json_object_new_int(0));
-		json_object_object_add(o, "ecc_corrected", NULL);
-		json_object_object_add(o, "ecc_failed", NULL);
-		json_object_object_add(o, "error", json_object_new_string(strerror(-r)));
-	}
-	return o;
+	return proto_typed_build(proto_flashd_partition_fields, &(struct proto_flashd_partition){
+		.name = p->name, .device = device, .type = flash_type_to_string(p->dev->type),
+		.size.value = (int64_t)p->size, .erase_size.value = p->dev->erasesize,
+		.write_size.value = p->dev->writesize, .oob_size.value = p->dev->oobsize,
+		.bad_blocks.value = r >= 0 ? (int64_t)st.badblocks : 0,
+		.ecc_corrected = { (int64_t)st.corrected, r >= 0 },
+		.ecc_failed = { (int64_t)st.failed, r >= 0 },
+		.error = r >= 0 ? NULL : strerror(-r) });
 }
 
 static struct json_object *flash_json(struct manager *m)
@@ -147,73 +139,84 @@ static struct json_object *flash_json(struct manager *m)
 	return arr;
 }
 
+/* One layer of the boot record as OverlayLayer. */
+static struct json_object *overlay_layer_json(struct json_object *ly)
+{
+	struct json_object *g = NULL;
+
+	json_object_object_get_ex(ly, "generation", &g);
+	return proto_typed_build(proto_flashd_overlay_layer_fields,
+		&(struct proto_flashd_overlay_layer){
+			.path = proto_typed_string_at(ly, "path"),
+			.state = proto_typed_string_at(ly, "state"),
+			.fstype = proto_typed_string_at(ly, "fstype"),
+			.partition = proto_typed_string_at(ly, "partition"),
+			.persistent = proto_typed_bool_at(ly, "persistent"),
+			.fallback = proto_typed_bool_at(ly, "fallback"),
+			.fallback_reason = proto_typed_string_at(ly, "fallback_reason"),
+			.generation = proto_typed_string_at(g, "name"),
+			.generation_error = proto_typed_string_at(ly, "generation_error") });
+}
+
 /* Every layer flashd boot recorded, so a fallback of any one shows. */
 static struct json_object *overlay_layers_json(struct json_object *boot, bool *degraded)
 {
-	static const char *const keys[] = { "path", "state", "fstype", "partition", "persistent",
-					    "fallback", "fallback_reason", "generation_error" };
-	struct json_object *arr = json_object_new_array(), *ovs, *v, *g;
+	_cleanup_json_ struct json_object *arr = json_object_new_array();
+	struct json_object *ovs;
 
-	if (!boot || !json_object_object_get_ex(boot, "overlays", &ovs) ||
+	if (!arr || !boot || !json_object_object_get_ex(boot, "overlays", &ovs) ||
 	    !json_object_is_type(ovs, json_type_array))
-		return arr;
+		return TAKE_PTR(arr);
 	for (size_t i = 0; i < json_object_array_length(ovs); i++) {
-		struct json_object *ly = json_object_array_get_idx(ovs, i), *o = json_object_new_object();
+		struct json_object *ly = json_object_array_get_idx(ovs, i);
+		struct json_object *o = overlay_layer_json(ly);
 
-		for (size_t k = 0; k < ELEMENTSOF(keys); k++)
-			json_object_object_add(o, keys[k], json_object_object_get_ex(ly, keys[k], &v) ?
-					       json_object_get(v) : NULL);
-		json_object_object_add(o, "generation", json_object_object_get_ex(ly, "generation", &g) &&
-				       json_object_object_get_ex(g, "name", &v) ? json_object_get(v) : NULL);
-		if (json_object_object_get_ex(ly, "fallback", &v) && json_object_get_boolean(v))
+		if (!o || json_object_array_add(arr, o) < 0) {
+			json_object_put(o);
+			return NULL;
+		}
+		if (proto_typed_bool_at(ly, "fallback").value)
 			*degraded = true;
-		json_object_array_add(arr, o);
 	}
-	return arr;
+	return TAKE_PTR(arr);
+}
+
+/* The "/" layer, else the layout's first: the one flashd boot records as
+ * "overlay". */
+static const struct layout_overlay *root_overlay(const struct layout *l)
+{
+	for (size_t i = 0; i < l->n_overlays; i++)
+		if (!strcmp(l->overlays[i].path, "/"))
+			return &l->overlays[i];
+	return l->n_overlays ? &l->overlays[0] : NULL;
 }
 
 struct json_object *manager_status_overlay_json(struct manager *m, bool reset_pending)
 {
-	struct json_object *boot = m->status.boot;
-	struct json_object *o = json_object_new_object(), *ov = NULL, *v, *layers;
-	const struct layout_overlay *lo = m->layout->n_overlays ? &m->layout->overlays[0] : NULL;
+	struct json_object *boot = m->status.boot, *ov = NULL;
+	_cleanup_json_ struct json_object *layers = NULL;
+	const struct layout_overlay *lo = root_overlay(m->layout);
 	const char *state = lo ? "unknown" : "none";
+	struct proto_bool whiteout;
 	bool degraded = false;
 
-	/* the "/" layer, else the layout's first: the one flashd boot records
-	 * as "overlay" */
-	for (size_t i = 0; i < m->layout->n_overlays; i++)
-		if (!strcmp(m->layout->overlays[i].path, "/"))
-			lo = &m->layout->overlays[i];
 	/* flashd boot records what it mounted */
-	if (boot && json_object_object_get_ex(boot, "overlay", &ov) &&
-	    json_object_object_get_ex(ov, "state", &v))
-		state = json_object_get_string(v);
+	if (boot && json_object_object_get_ex(boot, "overlay", &ov) && proto_typed_string_at(ov, "state"))
+		state = proto_typed_string_at(ov, "state");
 	layers = overlay_layers_json(boot, &degraded);
-	if (boot && json_object_object_get_ex(boot, "degraded", &v) && json_object_get_boolean(v))
+	if (boot && proto_typed_bool_at(boot, "degraded").value)
 		degraded = true;
 	if (reset_pending)
 		state = "reset_pending";
-	json_object_object_add(o, "state", json_object_new_string(state));
-	json_object_object_add(o, "partition", jstr(lo && lo->part ? lo->part->name : NULL));
-	json_object_object_add(o, "fstype", jstr(lo ? layout_overlay_type_to_string(lo->type) : NULL));
-	if (ov && json_object_object_get_ex(ov, "size", &v))
-		json_object_object_add(o, "size", json_object_get(v));
-	else
-		json_object_object_add(o, "size", NULL);
-	if (ov && json_object_object_get_ex(ov, "used", &v))
-		json_object_object_add(o, "used", json_object_get(v));
-	else
-		json_object_object_add(o, "used", NULL);
 	/* mainline JFFS2 lacks RENAME_WHITEOUT; the boot probe says for sure */
-	if (ov && json_object_object_get_ex(ov, "rename_whiteout", &v))
-		json_object_object_add(o, "rename_whiteout", json_object_get(v));
-	else
-		json_object_object_add(o, "rename_whiteout",
-				       json_object_new_boolean(lo && lo->type != LAYOUT_OVERLAY_JFFS2));
-	json_object_object_add(o, "degraded", json_object_new_boolean(degraded));
-	json_object_object_add(o, "layers", layers);
-	return o;
+	whiteout = ov ? proto_typed_bool_at(ov, "rename_whiteout") : (struct proto_bool){ 0 };
+	if (!whiteout.given)
+		whiteout.value = lo && lo->type != LAYOUT_OVERLAY_JFFS2;
+	return proto_typed_build(proto_flashd_overlay_fields, &(struct proto_flashd_overlay){
+		.state = state, .partition = lo && lo->part ? lo->part->name : NULL,
+		.fstype = lo ? layout_overlay_type_to_string(lo->type) : NULL,
+		.size = proto_typed_int_at(ov, "size"), .used = proto_typed_int_at(ov, "used"),
+		.rename_whiteout = whiteout, .degraded = { degraded, true }, .layers = layers });
 }
 
 static struct json_object *last_install_json(struct manager *m)
@@ -221,10 +224,10 @@ static struct json_object *last_install_json(struct manager *m)
 	_cleanup_json_ struct json_object *arr = NULL;
 
 	if (m->status.unsaved_install)
-		return record_interface_json(m->status.unsaved_install);
+		return proto_install_record(m->status.unsaved_install);
 	if (record_load(m->conf->state_dir, &arr) < 0 || json_object_array_length(arr) == 0)
 		return NULL;
-	return record_interface_json(json_object_array_get_idx(arr, 0));
+	return proto_install_record(json_object_array_get_idx(arr, 0));
 }
 
 void manager_status_unsaved_install(struct manager *m, const struct record *r, int error)
@@ -243,38 +246,64 @@ void manager_status_unsaved_install(struct manager *m, const struct record *r, i
 	manager_status_invalidate(m, MANAGER_STATUS_BOARD);
 }
 
+/* EnvStatus's copies[], EnvCopy each; dead: the dead copy (0-based), or -1. */
+static struct json_object *env_copies_json(struct env *e, int *dead)
+{
+	_cleanup_json_ struct json_object *arr = json_object_new_array();
+
+	*dead = -1;
+	for (size_t i = 0; arr && i < env_n_devices(e); i++) {
+		int err = 0;
+		enum env_copy_state st = env_copy_state(e, i, &err);
+		struct json_object *c = proto_typed_build(proto_flashd_env_copy_fields,
+			&(struct proto_flashd_env_copy){ env_copy_state_to_string(st),
+				st == ENV_COPY_UNREADABLE || st == ENV_COPY_DEAD ? strerror(-err) : NULL });
+
+		if (!c || json_object_array_add(arr, c) < 0) {
+			json_object_put(c);
+			return NULL;
+		}
+		if (st == ENV_COPY_DEAD)
+			*dead = (int)i;
+	}
+	return TAKE_PTR(arr);
+}
+
+/* Variables of the slot env written by hand that do not read as flashd
+ * and the boot script read them: named, with what becomes of them. */
+static struct json_object *malformed_json(const struct slot_env *st)
+{
+	struct proto_flashd_malformed_var items[SLOT_MAX];
+	size_t n = st->n_malformed < SLOT_MAX ? st->n_malformed : SLOT_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		items[i] = (struct proto_flashd_malformed_var){ st->malformed[i].name,
+			st->malformed[i].value, st->malformed[i].effect };
+	return proto_typed_array(proto_flashd_malformed_var_fields, items, n, sizeof(items[0]));
+}
+
 /* The env's health. With no valid copy U-Boot boots with its built-in
  * default env, in which the slot variables are unset: the boot script
  * then tries every slot with full tries (docs/boot-contract.md). */
-static struct json_object *env_json(struct env *e)
+static struct json_object *env_json(struct env *e, const struct slot_env *st)
 {
-	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	_cleanup_json_ struct json_object *copies = NULL, *malformed = malformed_json(st);
 	bool blank = env_is_blank(e);
-	int dead = -1;
+	int dead;
 
-	json_object_object_add(o, "readable", json_object_new_boolean(!blank));
-	json_object_object_add(o, "device", json_object_new_string(env_describe(e)));
-	for (size_t i = 0; i < env_n_devices(e); i++) {
-		struct json_object *c = json_object_new_object();
-		int err = 0;
-		enum env_copy_state st = env_copy_state(e, i, &err);
-
-		json_object_object_add(c, "state", json_object_new_string(env_copy_state_to_string(st)));
-		json_object_object_add(c, "error", st == ENV_COPY_UNREADABLE || st == ENV_COPY_DEAD ?
-				       json_object_new_string(strerror(-err)) : NULL);
-		json_object_array_add(arr, c);
-		if (st == ENV_COPY_DEAD)
-			dead = (int)i;
-	}
-	json_object_object_add(o, "copies", arr);
-	json_object_object_add(o, "dead_copy", dead < 0 ? NULL : json_object_new_int(dead + 1));
-	json_object_object_add(o, "next_boot", blank ? json_object_new_string(
-		"no valid env copy: U-Boot boots with its built-in default env (slot variables "
-		"unset: every slot, full tries); recover with 'flashctl env init' and "
-		"'flashctl slot init'") : NULL);
-	return o;
+	copies = env_copies_json(e, &dead);
+	if (!copies || !malformed)
+		return NULL;
+	return proto_typed_build(proto_flashd_env_status_fields, &(struct proto_flashd_env_status){
+		.readable.value = !blank,
+		.device = env_describe(e),
+		.copies = copies,
+		.dead_copy = { dead + 1, dead >= 0 },
+		.next_boot = blank ? "no valid env copy: U-Boot boots with its built-in default env "
+			"(slot variables unset: every slot, full tries); recover with 'flashctl env "
+			"init' and 'flashctl slot init'" : NULL,
+		.malformed = malformed });
 }
-
 
 /* flashd boot records what it mounted */
 static struct json_object *boot_record(void)
@@ -327,23 +356,6 @@ void manager_status_invalidate(struct manager *m, unsigned what)
 		m->status.env_valid = false;
 	if (what & MANAGER_STATUS_BOARD)
 		m->status.board_valid = false;
-}
-
-/* Variables of the slot env written by hand that do not read as flashd
- * and the boot script read them: named, with what becomes of them. */
-static struct json_object *malformed_json(const struct slot_env *st)
-{
-	struct json_object *arr = json_object_new_array();
-
-	for (size_t i = 0; i < st->n_malformed && i < SLOT_MAX; i++) {
-		struct json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "name", json_object_new_string(st->malformed[i].name));
-		json_object_object_add(o, "value", json_object_new_string(st->malformed[i].value));
-		json_object_object_add(o, "effect", json_object_new_string(st->malformed[i].effect));
-		json_object_array_add(arr, o);
-	}
-	return arr;
 }
 
 /* A second flashd's worker installing on this board holds its lock: the
@@ -431,8 +443,7 @@ static int status_load_env(struct manager *m, uint64_t now, struct error *err)
 	st->v = v;
 	st->blank = env_is_blank(e);
 	json_object_put(st->env);
-	st->env = env_json(e);
-	json_object_object_add(st->env, "malformed", malformed_json(&v.st));
+	st->env = env_json(e, &v.st);
 	env_degraded_event(m, e, &v.st);
 	status_probe_installer(m);
 	st->env_valid = true;
@@ -485,47 +496,35 @@ static int status_refresh(struct manager *m, unsigned need, struct error *err)
 	return 0;
 }
 
-static struct json_object *slot_name_json(struct manager *m, int idx)
+static const char *slot_name(struct manager *m, int idx)
 {
-	return idx >= 0 ? jstr(m->group->slots[idx].name) : NULL;
+	return idx >= 0 ? m->group->slots[idx].name : NULL;
 }
 
 /* GetStatus: the one place the answer is made, from the kept state and
  * the running operation. */
-static struct json_object *status_render(struct manager *m)
+static int status_reply(struct proto_call *call, struct manager *m)
 {
 	const struct manager_status *st = &m->status;
 	const struct slot_decision *ss = &st->v.decision;
-	struct json_object *o = json_object_new_object(), *slots = slots_json(m, &st->v);
+	_cleanup_json_ struct json_object *slots = slots_json(m, &st->v, st->blank),
+		*overlay = manager_status_overlay_json(m, st->v.reset_pending), *progress = NULL;
 
-	json_object_object_add(o, "env", json_object_get(st->env));
-	json_object_object_add(o, "layout", json_object_new_string(m->layout->path));
-	json_object_object_add(o, "board", jstr(m->layout->board));
-	json_object_object_add(o, "compatible", jstr(m->layout->compatible));
-	for (size_t i = 0; st->blank && i < m->group->n_slots; i++) /* no record is left */
-		json_object_object_add(json_object_array_get_idx(slots, i), "state",
-				       json_object_new_string("unknown"));
-	json_object_object_add(o, "slots", slots);
-	json_object_object_add(o, "booted", slot_name_json(m, ss->booted));
-	json_object_object_add(o, "booted_unknown", st->v.booted_unknown[0] ?
-			       json_object_new_string(st->v.booted_unknown) : NULL);
-	json_object_object_add(o, "on_trial", json_object_new_boolean(ss->on_trial));
-	json_object_object_add(o, "fell_back", json_object_new_boolean(ss->fell_back));
-	json_object_object_add(o, "switch_pending", json_object_new_boolean(ss->switch_pending));
-	json_object_object_add(o, "next_boot", slot_name_json(m, ss->next_boot));
-	json_object_object_add(o, "next_after_reset", json_object_new_boolean(ss->next_after_reset));
-	json_object_object_add(o, "degraded", json_object_new_boolean(ss->degraded));
-	json_object_object_add(o, "last_good", slot_name_json(m, ss->last_good));
-	json_object_object_add(o, "last_install", json_object_get(st->last_install));
-	json_object_object_add(o, "overlay", manager_status_overlay_json(m, st->v.reset_pending));
-	json_object_object_add(o, "flash", json_object_get(st->flash));
-	json_object_object_add(o, "allow_unsigned", json_object_new_boolean(m->conf->allow_unsigned));
-	json_object_object_add(o, "operation", jstr(m->op.name));
-	json_object_object_add(o, "installing_elsewhere", st->installer[0] ?
-			       jstr(st->installer) : NULL);
 	if (m->op.has_progress)
-		json_object_object_add(o, "progress", manager_install_progress_json(&m->op.last));
-	return o;
+		progress = manager_install_progress_json(&m->op.last);
+	return proto_reply_typed(call, &(struct proto_flashd_status_reply){
+		.layout = m->layout->path, .board = m->layout->board,
+		.compatible = m->layout->compatible, .slots = slots,
+		.booted = slot_name(m, ss->booted),
+		.booted_unknown = st->v.booted_unknown[0] ? st->v.booted_unknown : NULL,
+		.on_trial.value = ss->on_trial, .fell_back.value = ss->fell_back,
+		.switch_pending.value = ss->switch_pending, .next_boot = slot_name(m, ss->next_boot),
+		.next_after_reset.value = ss->next_after_reset, .degraded.value = ss->degraded,
+		.last_good = slot_name(m, ss->last_good), .last_install = st->last_install,
+		.overlay = overlay, .flash = st->flash,
+		.allow_unsigned.value = m->conf->allow_unsigned, .operation = m->op.name,
+		.installing_elsewhere = st->installer[0] ? st->installer : NULL,
+		.progress = progress, .env = st->env });
 }
 
 int manager_status_refresh(struct manager *m, unsigned need, struct error *err)
@@ -536,15 +535,13 @@ int manager_status_refresh(struct manager *m, unsigned need, struct error *err)
 int manager_status_get(struct proto_call *call, struct json_object *params, void *userdata)
 {
 	struct manager *m = userdata;
-	_cleanup_json_ struct json_object *o = NULL;
 	struct error err = {};
 	int r;
 
 	r = status_refresh(m, MANAGER_STATUS_ALL, &err);
 	if (r < 0)
 		return manager_reply_env_error(call, r, &err);
-	o = status_render(m);
-	return proto_reply(call, o);
+	return status_reply(call, m);
 }
 
 /* SlotStatus: the A/B state of the kept view, as flashctl slot status

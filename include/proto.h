@@ -102,13 +102,25 @@ enum proto_type {
  * proto_float (given: the caller sent it), a string as const char * and
  * an object or array as struct json_object * (NULL: not given; both
  * borrowed from the call's message, valid while the call is referenced).
- * The handler reads it with proto_call_input(), never the JSON by name. */
+ * The handler reads it with proto_call_input(), never the JSON by name.
+ *
+ * Nested types (reply only): an object or array field names the fields of
+ * its element type in fields (one table per IDL type, proto_flashd.c), and
+ * the reply check goes into them, PROTO_MAX_DEPTH levels at most; a field
+ * named "*" stands for every key (the IDL's map, [string]T). fields NULL:
+ * the value is not looked into (input parameters). */
 struct proto_param {
 	const char *name;
 	enum proto_type type;
 	bool required;
 	size_t offset;
+	const struct proto_param *fields;
+	/* building: an optional field not given is left out instead of null
+	 * (where a reply left it out before typed building, and clients read
+	 * "absent") */
+	bool omit;
 };
+#define PROTO_MAX_DEPTH 4
 
 struct proto_bool {
 	bool value;
@@ -300,6 +312,21 @@ int proto_reply(struct proto_call *call, struct json_object *params);
  * given false); objects and arrays are borrowed. -EINVAL when the method
  * declares no reply struct. */
 int proto_reply_typed(struct proto_call *call, const void *reply);
+/* An object of the fields of table from the struct at s, as
+ * proto_reply_typed() makes a reply: nested values (a Slot, an array of
+ * them) are made with this and placed as struct json_object * in the
+ * struct of their parent. NULL without memory. */
+struct json_object *proto_typed_build(const struct proto_param *table, const void *s);
+/* An array of n objects of table, from the structs at items, size bytes
+ * apart. NULL without memory. */
+struct json_object *proto_typed_array(const struct proto_param *table, const void *items,
+				      size_t n, size_t size);
+/* A field of a JSON record (a file another program wrote: flashd boot's
+ * record, an install record) for a typed struct: the value when o has
+ * key with a value of that type, else NULL / not given. o may be NULL. */
+const char *proto_typed_string_at(struct json_object *o, const char *key);
+struct proto_int proto_typed_int_at(struct json_object *o, const char *key);
+struct proto_bool proto_typed_bool_at(struct json_object *o, const char *key);
 /* An intermediate reply ("continues": true). Dropped, returning 0, when
  * the caller did not ask for "more": progress is only for those who do. */
 int proto_reply_more(struct proto_call *call, struct json_object *params);

@@ -52,12 +52,14 @@ int record_write_atomic(const char *dir, const char *path, const void *buf, size
  * wrong type is left out). -EBADMSG: the file is damaged (not a JSON
  * array); the next record_append sets it aside. */
 int record_load(const char *dir, struct json_object **ret);
-/* One record (an element record_load returned) as io.flashd's
- * InstallRecord shows it: every field, null when absent, "reason" for
- * its error message, "duration" in seconds; NULL when it lacks what the
- * type requires (a result, its times). */
-struct json_object *record_interface_json(struct json_object *r);
-/* GetHistory's answer for DIR, the same for the daemon and flashctl's
- * offline read: {"installs": [InstallRecord...], "error": why the file
- * cannot be read, or null}. */
-int record_history_json(const char *dir, struct json_object **ret);
+/* The words a record's result and downgrade may hold (an unknown one is
+ * no value io.flashd's InstallRecord can name). */
+bool record_result_known(const char *s);
+bool record_downgrade_known(const char *s);
+/* The install history of DIR, the records newest first (record_load()),
+ * unsaved (a record_to_json() the state dir could not keep, or NULL) in
+ * front; why says why the file cannot be read ("" when it can: a damaged
+ * or unreadable file gives an empty history, not a failure). -ENOMEM
+ * only. GetHistory shows it through proto_history(). */
+int record_history(const char *dir, struct json_object *unsaved, struct json_object **ret,
+		   char *why, size_t len);

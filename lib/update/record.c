@@ -218,82 +218,54 @@ int record_append(const char *dir, const struct record *r)
 static const char *const result_names[] = { "success", "failed", "cancelled" };
 static const char *const downgrade_names[] = { "refused", "warned", "allowed", "overridden" };
 
-static bool one_of(struct json_object *v, const char *const *names, size_t n)
+static bool one_of(const char *s, const char *const *names, size_t n)
 {
-	for (size_t i = 0; v && i < n; i++)
-		if (!strcmp(json_object_get_string(v), names[i]))
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i]))
 			return true;
 	return false;
 }
 
-/* InstallRecord's field, from the record's key of the same name or key */
-static void copy_field(struct json_object *o, struct json_object *r, const char *name,
-		       const char *key)
+bool record_result_known(const char *s)
 {
-	struct json_object *v;
-
-	json_object_object_add(o, name, json_object_object_get_ex(r, key ? key : name, &v) ?
-			       json_object_get(v) : NULL);
+	return one_of(s, result_names, ELEMENTSOF(result_names));
 }
 
-struct json_object *record_interface_json(struct json_object *r)
+bool record_downgrade_known(const char *s)
 {
-	static const char *const same[] = { "slot", "version", "result", "started", "finished",
-					    "bytes", "erases", "blocks_skipped", "signer",
-					    "source", "bytes_fetched", "error_name",
-					    "running_version", "downgrade", "history_reset",
-					    "record_error" };
-	struct json_object *o, *result, *started, *finished, *dg;
-
-	if (!json_object_object_get_ex(r, "result", &result) ||
-	    !one_of(result, result_names, ELEMENTSOF(result_names)) ||
-	    !json_object_object_get_ex(r, "started", &started) ||
-	    !json_object_object_get_ex(r, "finished", &finished))
-		return NULL;
-	o = json_object_new_object();
-	if (!o)
-		return NULL;
-	for (size_t i = 0; i < ELEMENTSOF(same); i++)
-		copy_field(o, r, same[i], NULL);
-	copy_field(o, r, "reason", "error");
-	json_object_object_add(o, "bundle_sha256", NULL);
-	/* both in range (record_load); a clock set back gives 0, not < 0 */
-	json_object_object_add(o, "duration", json_object_new_int64(
-		MAX(json_object_get_int64(finished) - json_object_get_int64(started), 0)));
-	/* an unknown word is no decision the interface can name */
-	if (json_object_object_get_ex(o, "downgrade", &dg) && dg &&
-	    !one_of(dg, downgrade_names, ELEMENTSOF(downgrade_names)))
-		json_object_object_add(o, "downgrade", NULL);
-	return o;
+	return one_of(s, downgrade_names, ELEMENTSOF(downgrade_names));
 }
 
-int record_history_json(const char *dir, struct json_object **ret)
+int record_history(const char *dir, struct json_object *unsaved, struct json_object **ret,
+		   char *why, size_t len)
 {
-	_cleanup_json_ struct json_object *arr = NULL, *o = json_object_new_object();
-	struct json_object *installs = json_object_new_array();
-	char why[PATH_MAX + 256];
+	_cleanup_json_ struct json_object *arr = NULL, *records = json_object_new_array();
 	int r;
 
-	if (!o || !installs) {
-		json_object_put(installs);
+	if (!records)
 		return -ENOMEM;
-	}
-	json_object_object_add(o, "installs", installs);
+	why[0] = '\0';
 	r = record_load(dir, &arr);
 	if (r == -ENOMEM)
 		return r;
 	if (r == -EBADMSG)
-		snprintf(why, sizeof(why), "%s/%s is damaged (not a JSON array of records): the next "
+		snprintf(why, len, "%s/%s is damaged (not a JSON array of records): the next "
 			 "install keeps it aside as %s.damaged-TIME and starts a new history", dir,
 			 RECORD_FILE, RECORD_FILE);
 	else if (r < 0)
-		snprintf(why, sizeof(why), "cannot read %s/%s: %s", dir, RECORD_FILE, strerror(-r));
-	json_object_object_add(o, "error", r < 0 ? json_object_new_string(why) : NULL);
-	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
-		struct json_object *e = record_interface_json(json_object_array_get_idx(arr, i));
-		if (e)
-			json_object_array_add(installs, e);
+		snprintf(why, len, "cannot read %s/%s: %s", dir, RECORD_FILE, strerror(-r));
+	if (unsaved && json_object_array_add(records, json_object_get(unsaved)) < 0) {
+		json_object_put(unsaved);
+		return -ENOMEM;
 	}
-	*ret = TAKE_PTR(o);
+	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+		struct json_object *e = json_object_array_get_idx(arr, i);
+
+		if (json_object_array_add(records, json_object_get(e)) < 0) {
+			json_object_put(e);
+			return -ENOMEM;
+		}
+	}
+	*ret = TAKE_PTR(records);
 	return 0;
 }

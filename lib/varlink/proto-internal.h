@@ -139,8 +139,9 @@ const struct proto_method *proto_dispatch_find_method(const struct proto_method 
 						      const char *iface, size_t len,
 						      const char *name);
 int proto_dispatch_call(struct proto_call *call, struct json_object *params);
-struct json_object *proto_dispatch_reply_build(const struct proto_param *table, const void *reply);
-const char *proto_dispatch_reply_check(const struct proto_param *table, struct json_object *params);
+/* proto_typed.c */
+bool proto_typed_is(enum proto_type type, struct json_object *j);
+const char *proto_typed_check(const struct proto_param *table, struct json_object *params);
 
 /* proto_service.c: org.varlink.service's methods */
 extern const struct proto_method proto_service_methods[];

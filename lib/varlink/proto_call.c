@@ -52,7 +52,7 @@ static void call_detach(struct proto_call *call)
  * client gets an internal error rather than what the IDL does not say. */
 static int call_refuse_reply(struct proto_call *call, struct json_object *params)
 {
-	const char *field = proto_dispatch_reply_check(call->method->reply, params);
+	const char *field = proto_typed_check(call->method->reply, params);
 	char msg[256];
 
 	snprintf(msg, sizeof(msg), "the reply of %s has field \"%s\", which its interface "
@@ -71,7 +71,7 @@ static int call_send(struct proto_call *call, const char *error, struct json_obj
 
 	if (call->finished)
 		return -EALREADY;
-	if (!error && call->method && proto_dispatch_reply_check(call->method->reply, params))
+	if (!error && call->method && proto_typed_check(call->method->reply, params))
 		return call_refuse_reply(call, params);
 	if (!continues)
 		call->finished = true;
@@ -111,7 +111,7 @@ int proto_reply_typed(struct proto_call *call, const void *reply)
 
 	if (!call->method || !call->method->reply_size)
 		return -EINVAL;
-	o = proto_dispatch_reply_build(call->method->reply, reply);
+	o = proto_typed_build(call->method->reply, reply);
 	if (!o)
 		return -ENOMEM;
 	return proto_reply(call, o);

@@ -16,31 +16,6 @@ const struct proto_param proto_params_none[] = {
 
 /* ---- dispatch ---- */
 
-static bool type_bool(struct json_object *j) { return json_object_is_type(j, json_type_boolean); }
-static bool type_int(struct json_object *j) { return json_object_is_type(j, json_type_int); }
-static bool type_float(struct json_object *j)
-{
-	return json_object_is_type(j, json_type_int) || json_object_is_type(j, json_type_double);
-}
-/* A string with an embedded NUL ("\u0000") would reach C code cut short:
- * the daemon would act on another value than the caller sent. */
-static bool type_string(struct json_object *j)
-{
-	return json_object_is_type(j, json_type_string) &&
-	       strlen(json_object_get_string(j)) == (size_t) json_object_get_string_len(j);
-}
-static bool type_object(struct json_object *j) { return json_object_is_type(j, json_type_object); }
-static bool type_array(struct json_object *j) { return json_object_is_type(j, json_type_array); }
-
-static bool (*const type_check[_PROTO_TYPE_MAX])(struct json_object *) = {
-	[PROTO_TYPE_BOOL] = type_bool,
-	[PROTO_TYPE_INT] = type_int,
-	[PROTO_TYPE_FLOAT] = type_float,
-	[PROTO_TYPE_STRING] = type_string,
-	[PROTO_TYPE_OBJECT] = type_object,
-	[PROTO_TYPE_ARRAY] = type_array,
-};
-
 /* NULL when params fit the table, else the name of the first offender. */
 static const char *params_check(const struct proto_param *table, struct json_object *params)
 {
@@ -52,7 +27,7 @@ static const char *params_check(const struct proto_param *table, struct json_obj
 				break;
 		if (!p || !p->name)
 			return key; /* unknown parameter */
-		if (val && !type_check[p->type](val))
+		if (val && !proto_typed_is(p->type, val))
 			return key;
 	}
 	for (p = table; p && p->name; p++) {
@@ -95,63 +70,6 @@ static void params_fill(const struct proto_param *table, struct json_object *par
 			break;
 		}
 	}
-}
-
-/* One field of a typed reply: its value, or NULL (JSON null) for an
- * optional one not given. */
-static struct json_object *reply_value(const struct proto_param *p, const char *at)
-{
-	const struct proto_bool *b = (const struct proto_bool *) at;
-	const struct proto_int *i = (const struct proto_int *) at;
-	const struct proto_float *f = (const struct proto_float *) at;
-
-	switch (p->type) {
-	case PROTO_TYPE_BOOL:
-		return b->given || p->required ? json_object_new_boolean(b->value) : NULL;
-	case PROTO_TYPE_INT:
-		return i->given || p->required ? json_object_new_int64(i->value) : NULL;
-	case PROTO_TYPE_FLOAT:
-		return f->given || p->required ? json_object_new_double(f->value) : NULL;
-	case PROTO_TYPE_STRING:
-		return *(const char *const *) at ? json_object_new_string(*(const char *const *) at) :
-		       NULL;
-	case PROTO_TYPE_OBJECT:
-	case PROTO_TYPE_ARRAY:
-		return json_object_get(*(struct json_object *const *) at);
-	case _PROTO_TYPE_MAX:
-		break;
-	}
-	return NULL;
-}
-
-/* The reply's JSON from its typed description (struct proto_param);
- * NULL without memory. */
-struct json_object *proto_dispatch_reply_build(const struct proto_param *table, const void *reply)
-{
-	struct json_object *o = json_object_new_object();
-
-	for (const struct proto_param *p = table; o && p->name; p++)
-		json_object_object_add(o, p->name, reply_value(p, (const char *) reply + p->offset));
-	return o;
-}
-
-/* NULL when a reply's params fit the method's declared reply, else the
- * name of the first field it does not declare or of the wrong type (a
- * null where the IDL has no "?" included). */
-const char *proto_dispatch_reply_check(const struct proto_param *table, struct json_object *params)
-{
-	if (!table || !params)
-		return NULL;
-	json_object_object_foreach(params, key, val) {
-		const struct proto_param *p;
-
-		for (p = table; p->name; p++)
-			if (!strcmp(p->name, key))
-				break;
-		if (!p->name || (val ? !type_check[p->type](val) : p->required))
-			return key;
-	}
-	return NULL;
 }
 
 const struct proto_method *proto_dispatch_find_method(const struct proto_method *table,

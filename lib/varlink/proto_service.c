@@ -105,21 +105,21 @@ static int service_get_description(struct proto_call *call, struct json_object *
 
 #define IN(type, field) offsetof(struct type, field)
 static const struct proto_param service_params_description[] = {
-	{ "interface", PROTO_TYPE_STRING, true, IN(service_description_in, interface) },
+	{ "interface", PROTO_TYPE_STRING, true, IN(service_description_in, interface), NULL, false },
 	{ NULL },
 };
 #undef IN
 
 static const struct proto_param service_reply_info[] = {
-	{ "vendor", PROTO_TYPE_STRING, true, 0 },
-	{ "product", PROTO_TYPE_STRING, true, 0 },
-	{ "version", PROTO_TYPE_STRING, true, 0 },
-	{ "url", PROTO_TYPE_STRING, true, 0 },
-	{ "interfaces", PROTO_TYPE_ARRAY, true, 0 },
+	{ "vendor", PROTO_TYPE_STRING, true, 0, NULL, false },
+	{ "product", PROTO_TYPE_STRING, true, 0, NULL, false },
+	{ "version", PROTO_TYPE_STRING, true, 0, NULL, false },
+	{ "url", PROTO_TYPE_STRING, true, 0, NULL, false },
+	{ "interfaces", PROTO_TYPE_ARRAY, true, 0, NULL, false },
 	{ NULL },
 };
 static const struct proto_param service_reply_description[] = {
-	{ "description", PROTO_TYPE_STRING, true, 0 },
+	{ "description", PROTO_TYPE_STRING, true, 0, NULL, false },
 	{ NULL },
 };
 

@@ -3,6 +3,7 @@
  * flashctl's offline path (include/proto_slot.h): a separate module so
  * that the method table (proto_flashd.c, the fuzzer's) needs no slot logic. */
 #include "cleanup_json.h"
+#include "proto_flashd.h"
 #include "proto_slot.h"
 
 const char *proto_slot_error(enum slot_change_fail kind, bool forcible)
@@ -21,47 +22,49 @@ const char *proto_slot_error(enum slot_change_fail kind, bool forcible)
 	return NULL;
 }
 
-static struct json_object *slot_name_json(const struct slot_env *st, int i)
+static const char *slot_name(const struct slot_env *st, int i)
 {
-	return i >= 0 ? json_object_new_string(st->slots[i].name) : NULL;
+	return i >= 0 ? st->slots[i].name : NULL;
+}
+
+/* SlotStatus's slots[], SlotTries each. */
+static struct json_object *slot_tries(const struct slot_env *st, int booted,
+				      bool install_running)
+{
+	struct proto_flashd_slot_tries items[SLOT_MAX];
+	size_t n = st->n_slots < SLOT_MAX ? st->n_slots : SLOT_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		items[i] = (struct proto_flashd_slot_tries){
+			.name = st->slots[i].name,
+			.tries_left.value = st->slots[i].left,
+			.state = slot_state_to_string(slot_state_of(st, i, install_running)),
+			.booted.value = (int)i == booted,
+		};
+	return proto_typed_array(proto_flashd_slot_tries_fields, items, n, sizeof(items[0]));
 }
 
 struct json_object *proto_slot_status(const struct slot_env *st, const char *group,
 				      const char *env_desc, int booted, const char *booted_by,
 				      bool install_running)
 {
-	struct json_object *j = json_object_new_object(), *slots = json_object_new_array();
+	_cleanup_json_ struct json_object *slots = NULL;
 	struct slot_decision ss;
 	char order[128];
 
 	slot_decide(st, booted, booted_by, &ss);
 	slot_order_string(st, order, sizeof(order));
-	json_object_object_add(j, "group", json_object_new_string(group));
-	json_object_object_add(j, "env", json_object_new_string(env_desc));
-	json_object_object_add(j, "boot_order", json_object_new_string(order));
-	json_object_object_add(j, "boot_order_set", json_object_new_boolean(st->order_set));
-	json_object_object_add(j, "max_tries", json_object_new_int(st->max_tries));
-	json_object_object_add(j, "booted", slot_name_json(st, ss.booted));
-	json_object_object_add(j, "booted_by", json_string_or_null(ss.booted_by));
-	json_object_object_add(j, "primary", slot_name_json(st, ss.primary));
-	json_object_object_add(j, "next_boot", slot_name_json(st, ss.next_boot));
-	json_object_object_add(j, "on_trial", json_object_new_boolean(ss.on_trial));
-	json_object_object_add(j, "fell_back", json_object_new_boolean(ss.fell_back));
-	json_object_object_add(j, "needs_health_check",
-			       json_object_new_boolean(ss.needs_health_check));
-	json_object_object_add(j, "next_after_reset", json_object_new_boolean(ss.next_after_reset));
-	json_object_object_add(j, "degraded", json_object_new_boolean(ss.degraded));
-	json_object_object_add(j, "last_good", slot_name_json(st, ss.last_good));
-	for (size_t i = 0; i < st->n_slots; i++) {
-		struct json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "name", json_object_new_string(st->slots[i].name));
-		json_object_object_add(o, "tries_left", json_object_new_int(st->slots[i].left));
-		json_object_object_add(o, "state", json_object_new_string(
-			slot_state_to_string(slot_state_of(st, i, install_running))));
-		json_object_object_add(o, "booted", json_object_new_boolean((int)i == ss.booted));
-		json_object_array_add(slots, o);
-	}
-	json_object_object_add(j, "slots", slots);
-	return j;
+	slots = slot_tries(st, ss.booted, install_running);
+	if (!slots)
+		return NULL;
+	return proto_typed_build(proto_flashd_methods[PROTO_FLASHD_SLOT_STATUS].reply,
+		&(struct proto_flashd_slot_status_reply){
+			.group = group, .env = env_desc, .boot_order = order,
+			.boot_order_set.value = st->order_set, .max_tries.value = st->max_tries,
+			.booted = slot_name(st, ss.booted), .booted_by = ss.booted_by,
+			.primary = slot_name(st, ss.primary), .next_boot = slot_name(st, ss.next_boot),
+			.on_trial.value = ss.on_trial, .fell_back.value = ss.fell_back,
+			.needs_health_check.value = ss.needs_health_check,
+			.next_after_reset.value = ss.next_after_reset, .degraded.value = ss.degraded,
+			.last_good = slot_name(st, ss.last_good), .slots = slots });
 }

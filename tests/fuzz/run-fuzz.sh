@@ -42,7 +42,7 @@ done
 declare -A SRCS=(
 	[layout]="lib/layout/layout.c lib/layout/layout_parse.c lib/layout/layout_nand.c lib/layout/layout_kernel.c lib/base/util.c lib/base/error.c lib/flash/flash.c
 		 lib/flash/flash_sim.c lib/flash/flash_mtd.c lib/sim/nsim.c lib/sim/nsim_op.c lib/sim/nsim_page.c lib/sim/nsim_block.c lib/sim/nsim_fault.c lib/sim/nsim_format.c"
-	[proto]="lib/varlink/proto_frame.c lib/varlink/proto_call.c lib/varlink/proto_dispatch.c lib/varlink/proto_service.c lib/varlink/proto_conn.c lib/varlink/proto_sched.c lib/varlink/proto_auth.c lib/varlink/proto_server.c lib/varlink/proto_socket.c lib/varlink/proto_flashd.c lib/base/util.c lib/base/error.c @proto-idl.c"
+	[proto]="lib/varlink/proto_frame.c lib/varlink/proto_call.c lib/varlink/proto_dispatch.c lib/varlink/proto_typed.c lib/varlink/proto_service.c lib/varlink/proto_conn.c lib/varlink/proto_sched.c lib/varlink/proto_auth.c lib/varlink/proto_server.c lib/varlink/proto_socket.c lib/varlink/proto_flashd.c lib/base/util.c lib/base/error.c @proto-idl.c"
 	[bundle]="lib/bundle/bundle.c lib/bundle/bundle_reader.c lib/bundle/bundle_create.c lib/bundle/chunk.c lib/bundle/keyring.c lib/bundle/squashfs.c lib/base/util.c lib/base/error.c lib/base/hash.c lib/base/dl.c"
 	[squashfs]="lib/bundle/squashfs.c lib/base/error.c"
 	[env]="lib/bootenv/slot.c lib/bootenv/slot_env.c lib/bootenv/slot_boot.c lib/bootenv/slot_seal.c lib/bootenv/env.c lib/bootenv/env_uboot.c lib/bootenv/env_flash.c lib/layout/layout.c lib/layout/layout_parse.c lib/layout/layout_nand.c lib/layout/layout_kernel.c lib/base/util.c lib/base/error.c lib/board/board.c lib/flash/flash.c

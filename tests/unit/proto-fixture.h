@@ -255,13 +255,13 @@ static inline void assert_protocol_error(struct fx *f, const char *what, int r, 
  * since the dispatcher refuses a field the method does not declare
  * (test_reply_check has the table's own declarations). */
 static const struct proto_param echo_reply[] = {
-	{ "name", PROTO_TYPE_STRING, false, 0 },
-	{ "value", PROTO_TYPE_STRING, false, 0 },
-	{ "force", PROTO_TYPE_BOOL, false, 0 },
+	{ "name", PROTO_TYPE_STRING, false, 0, NULL, false },
+	{ "value", PROTO_TYPE_STRING, false, 0, NULL, false },
+	{ "force", PROTO_TYPE_BOOL, false, 0, NULL, false },
 	{ NULL },
 };
 static const struct proto_param n_fds_reply[] = {
-	{ "n_fds", PROTO_TYPE_INT, true, 0 },
+	{ "n_fds", PROTO_TYPE_INT, true, 0, NULL, false },
 	{ NULL },
 };
 

@@ -648,10 +648,10 @@ TEST(test_error_to_errno)
 /* m_install's final reply says what it read (content, n_fds): declared
  * here, since the dispatcher refuses a field the method does not declare. */
 static const struct proto_param install_test_reply[] = {
-	{ "bytes_done", PROTO_TYPE_INT, true, 0 },
-	{ "bytes_total", PROTO_TYPE_INT, true, 0 },
-	{ "content", PROTO_TYPE_STRING, true, 0 },
-	{ "n_fds", PROTO_TYPE_INT, true, 0 },
+	{ "bytes_done", PROTO_TYPE_INT, true, 0, NULL, false },
+	{ "bytes_total", PROTO_TYPE_INT, true, 0, NULL, false },
+	{ "content", PROTO_TYPE_STRING, true, 0, NULL, false },
+	{ "n_fds", PROTO_TYPE_INT, true, 0, NULL, false },
 	{ NULL },
 };
 

@@ -15,11 +15,26 @@
 /* A small parser of the Varlink interface definition language (no varlink
  * tooling is packaged for Debian 12): checks the syntax and collects the
  * input parameters of each method. */
+struct idl_field {
+	char name[32];
+	char type[32]; /* the outermost type word, e.g. "string", "[]", "Slot", "enum" */
+	char elem[32]; /* of "[]" and "[string]": the element's type word */
+	bool nullable;
+};
+
+#define IDL_MAX_FIELDS 32
+struct idl_type {
+	char name[32];
+	struct idl_field fields[IDL_MAX_FIELDS];
+	unsigned n_fields;
+};
+
 struct idl {
 	const char *p;
 	char err[160];
-	char types[32][32];
+	struct idl_type types[16];
 	unsigned n_types;
+	bool was_enum; /* the last "(...)" parsed was an enum */
 	char refs[64][32];
 	unsigned n_refs;
 	char errors[32][32];
@@ -84,32 +99,28 @@ static bool type_name_ok(const char *s)
 	return true;
 }
 
-struct idl_field {
-	char name[32];
-	char type[32]; /* the outermost type word, e.g. "string", "[]", "Slot" */
-	bool nullable;
-};
-
-#define IDL_MAX_FIELDS 32
 static bool idl_struct(struct idl *x, struct idl_field *fields, unsigned *n_fields);
 
 static bool idl_type(struct idl *x, struct idl_field *f)
 {
+	struct idl_field e = { 0 };
+	bool map = false;
 	char w[32];
 
 	f->nullable = idl_tok(x, "?");
-	if (idl_tok(x, "[]")) {
-		snprintf(f->type, sizeof(f->type), "[]");
-		return idl_type(x, &(struct idl_field) { 0 });
-	}
-	if (idl_tok(x, "[string]")) {
-		snprintf(f->type, sizeof(f->type), "[string]");
-		return idl_type(x, &(struct idl_field) { 0 });
+	if (idl_tok(x, "[]") || (map = idl_tok(x, "[string]"))) {
+		snprintf(f->type, sizeof(f->type), "%s", map ? "[string]" : "[]");
+		if (!idl_type(x, &e))
+			return false;
+		snprintf(f->elem, sizeof(f->elem), "%s", e.type);
+		return true;
 	}
 	idl_skip(x);
 	if (*x->p == '(') {
-		snprintf(f->type, sizeof(f->type), "()");
-		return idl_struct(x, NULL, NULL);
+		if (!idl_struct(x, NULL, NULL))
+			return false;
+		snprintf(f->type, sizeof(f->type), "%s", x->was_enum ? "enum" : "()");
+		return true;
 	}
 	if (!idl_word(x, w, sizeof(w))) {
 		snprintf(x->err, sizeof(x->err), "type expected near \"%.20s\"", x->p);
@@ -169,6 +180,7 @@ static bool idl_struct(struct idl *x, struct idl_field *fields, unsigned *n_fiel
 		}
 	}
 done:
+	x->was_enum = is_enum == 1;
 	if (n_fields)
 		*n_fields = n;
 	return true;
@@ -205,8 +217,10 @@ static bool idl_parse(struct idl *x, const char *text, const char *iface,
 			return false;
 		}
 		if (!strcmp(w, "type")) {
-			snprintf(x->types[x->n_types++], 32, "%s", name);
-			if (!idl_struct(x, NULL, NULL))
+			struct idl_type *t = &x->types[x->n_types++];
+
+			snprintf(t->name, sizeof(t->name), "%s", name);
+			if (!idl_struct(x, t->fields, &t->n_fields))
 				return false;
 		} else if (!strcmp(w, "method")) {
 			struct idl_method *m = &out[(*n_methods)++];
@@ -232,7 +246,7 @@ static bool idl_parse(struct idl *x, const char *text, const char *iface,
 		bool found = false;
 
 		for (unsigned k = 0; k < x->n_types; k++)
-			found |= !strcmp(x->refs[i], x->types[k]);
+			found |= !strcmp(x->refs[i], x->types[k].name);
 		if (!found) {
 			snprintf(x->err, sizeof(x->err), "type %s is used but not defined", x->refs[i]);
 			return false;
@@ -334,34 +348,68 @@ static void check_typed(const struct proto_method *m)
 		check_struct(m->name, "reply", m->reply, m->reply_size);
 }
 
-/* One method's reply: the table's fields are the IDL's outputs, in order;
- * a nested type ("()", a named type, "[string]T") is an object, "[]T" an
- * array; required is the IDL's type without "?". */
-static void check_reply(const struct idl_method *im, const struct proto_param *t)
+/* The table of the IDL type named w, NULL when w names none. */
+static const struct proto_param *type_fields(const char *w)
+{
+	for (const struct proto_flashd_type *t = proto_flashd_types; t->name; t++)
+		if (!strcmp(t->name, w))
+			return t->fields;
+	return NULL;
+}
+
+static enum proto_type type_of(const char *w)
+{
+	return !strcmp(w, "bool") ? PROTO_TYPE_BOOL : !strcmp(w, "int") ? PROTO_TYPE_INT :
+	       !strcmp(w, "float") ? PROTO_TYPE_FLOAT :
+	       !strcmp(w, "string") || !strcmp(w, "enum") ? PROTO_TYPE_STRING :
+	       !strcmp(w, "[]") ? PROTO_TYPE_ARRAY : PROTO_TYPE_OBJECT;
+}
+
+/* What a field's value is looked into with: its named type's table (also
+ * of an array's or a map's elements), a map's "*" entry of its element
+ * type; nothing for a plain value. */
+static void check_nested(const char *where, const struct idl_field *f, const struct proto_param *t)
+{
+	const char *w = f->elem[0] ? f->elem : f->type;
+	const struct proto_param *want = type_fields(w);
+
+	if (!strcmp(f->type, "[string]") && !want) {
+		if (!t->fields || strcmp(t->fields[0].name, "*") || t->fields[1].name ||
+		    t->fields[0].type != type_of(w) || !t->fields[0].required)
+			fail_msg("%s: field %s is [string]%s: its fields must be one \"*\" of %s",
+				 where, t->name, w, w);
+		return;
+	}
+	if (t->fields != want)
+		fail_msg("%s: field %s: the table %s the fields of %s", where, t->name,
+			 t->fields ? "names other than" : "does not name", w);
+}
+
+/* A reply's or a type's fields: the table's are the IDL's, in order; a
+ * named type or "[string]T" is an object, "[]T" an array, an enum a
+ * string; required is the IDL's type without "?"; a nested type names
+ * its type's table (check_nested()). */
+static void check_fields(const char *where, const struct idl_field *fs, unsigned n,
+			 const struct proto_param *t)
 {
 	unsigned k = 0;
 
 	if (!t)
-		fail_msg("%s: the table declares no reply", im->name);
+		fail_msg("%s: the table declares no fields", where);
 	for (; t[k].name; k++) {
-		const struct idl_field *f = &im->out[k];
-		const char *w = f->type;
-		enum proto_type want;
+		const struct idl_field *f = &fs[k];
 
-		if (k >= im->n_out)
-			fail_msg("%s: the table's reply has field %s, the IDL's does not", im->name,
-				 t[k].name);
-		want = !strcmp(w, "bool") ? PROTO_TYPE_BOOL : !strcmp(w, "int") ? PROTO_TYPE_INT :
-		       !strcmp(w, "float") ? PROTO_TYPE_FLOAT : !strcmp(w, "string") ?
-		       PROTO_TYPE_STRING : !strcmp(w, "[]") ? PROTO_TYPE_ARRAY : PROTO_TYPE_OBJECT;
-		if (strcmp(t[k].name, f->name) || t[k].type != want || t[k].required == f->nullable)
-			fail_msg("%s: reply field %u: table %s/%d/%s, IDL %s: %s%s", im->name, k,
-				 t[k].name, t[k].type, t[k].required ? "required" : "optional",
-				 f->name, f->nullable ? "?" : "", f->type);
+		if (k >= n)
+			fail_msg("%s: the table has field %s, the IDL does not", where, t[k].name);
+		if (strcmp(t[k].name, f->name) || t[k].type != type_of(f->type) ||
+		    t[k].required == f->nullable)
+			fail_msg("%s: field %u: table %s/%d/%s, IDL %s: %s%s", where, k, t[k].name,
+				 t[k].type, t[k].required ? "required" : "optional", f->name,
+				 f->nullable ? "?" : "", f->type);
+		check_nested(where, f, &t[k]);
 	}
-	if (k != im->n_out)
-		fail_msg("%s: the IDL's reply has field %s, the table's does not", im->name,
-			 im->out[k].name);
+	if (k != n)
+		fail_msg("%s: the IDL has field %s, the table does not", where, fs[k].name);
 }
 
 /* One method: the table's parameters are the IDL's inputs, in order, with
@@ -405,7 +453,7 @@ TEST(test_idl_matches_table)
 			fail_msg("IDL method %s is not in the io.flashd table", ms[i].name);
 		check_params(&ms[i], m->params);
 		check_typed(m);
-		check_reply(&ms[i], m->reply);
+		check_fields(ms[i].name, ms[i].out, ms[i].n_out, m->reply);
 	}
 	for (const struct proto_method *m = proto_flashd_methods; m->name; m++) {
 		bool found = false;
@@ -448,5 +496,36 @@ TEST(test_idl_errors)
 			fail_msg("IDL error %s is not in proto_flashd_errors", x.errors[i]);
 	}
 	assert_int_equal(n_table, x.n_errors);
+	(void) state;
+}
+
+/* Every IDL type has one table (proto_flashd_types), with its fields at
+ * every depth, and the table has no type the IDL lacks. */
+TEST(test_idl_types)
+{
+	struct idl_method ms[32];
+	struct idl x = { 0 };
+	unsigned n, n_table = 0;
+
+	assert_true(idl_parse(&x, flashd_idl(), "io.flashd", ms, &n));
+	for (unsigned i = 0; i < x.n_types; i++) {
+		const struct idl_type *it = &x.types[i];
+
+		if (!type_fields(it->name))
+			fail_msg("IDL type %s has no table in proto_flashd_types", it->name);
+		check_fields(it->name, it->fields, it->n_fields, type_fields(it->name));
+	}
+	for (const struct proto_flashd_type *t = proto_flashd_types; t->name; t++, n_table++) {
+		bool found = false;
+
+		if (t->size)
+			check_struct(t->name, "type", t->fields, t->size);
+
+		for (unsigned i = 0; i < x.n_types; i++)
+			found |= !strcmp(x.types[i].name, t->name);
+		if (!found)
+			fail_msg("table type %s is not in the IDL", t->name);
+	}
+	assert_int_equal(n_table, x.n_types);
 	(void) state;
 }

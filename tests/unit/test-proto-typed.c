@@ -68,12 +68,19 @@ static int m_get_env(struct proto_call *call, struct json_object *params, void *
 	return proto_reply(call, r);
 }
 
-static int typed_status_r = 1;
+static int typed_activate_r = 1;
+/* what the GetStatus handler answers, JSON text (tests set it) */
+static const char *status_reply;
 
-/* GetStatus declares no reply struct: a typed reply is refused */
 static int m_status(struct proto_call *call, struct json_object *params, void *userdata)
 {
-	typed_status_r = proto_reply_typed(call, &(struct proto_flashd_slot_reply){ "A" });
+	_cleanup_json_ struct json_object *r = NULL;
+
+	if (status_reply) {
+		r = json_tokener_parse(status_reply);
+		assert_non_null(r);
+		return proto_reply(call, r);
+	}
 	return proto_reply(call, NULL);
 }
 
@@ -84,8 +91,11 @@ static int m_slot(struct proto_call *call, struct json_object *params, void *use
 
 	handled++;
 	snprintf(got_slot, sizeof(got_slot), "%s", in->slot ? in->slot : "(null)");
-	if (!strcmp(proto_call_method(call), "io.flashd.Activate"))
-		return proto_reply(call, NULL); /* Activate() -> () */
+	if (!strcmp(proto_call_method(call), "io.flashd.Activate")) {
+		/* Activate() -> () declares no reply struct: a typed reply is refused */
+		typed_activate_r = proto_reply_typed(call, &(struct proto_flashd_slot_reply){ "A" });
+		return proto_reply(call, NULL);
+	}
 	/* MarkGood declares slot: string; 5 is the wrong type */
 	json_object_object_add(r, "slot", in->slot && !strcmp(in->slot, "int") ?
 			       json_object_new_int(5) : json_object_new_string("A"));
@@ -314,6 +324,55 @@ TEST_FIXTURE(test_reply_wrong_type, setup, teardown)
 	assert_int_equal(n_logged, 3);
 }
 
+/* GetStatus answered with text: InternalError naming field, or (NULL) the
+ * reply itself. */
+static void assert_status_refused(struct fx *f, const char *text, const char *field)
+{
+	_cleanup_json_ struct json_object *rep = NULL;
+	char quoted[64];
+
+	status_reply = text;
+	rep = call(f, "GetStatus", "{}", false);
+	status_reply = NULL;
+	if (!field) {
+		if (str_at(rep, "error", NULL))
+			fail_msg("%s: refused: %s", text, json_object_to_json_string(rep));
+		return;
+	}
+	snprintf(quoted, sizeof(quoted), "\"%s\"", field);
+	if (!str_at(rep, "error", NULL) || strcmp(str_at(rep, "error", NULL), PROTO_ERROR_INTERNAL) ||
+	    !strstr(str_at(rep, "parameters", "message"), quoted))
+		fail_msg("%s: %s, expected InternalError naming %s", text,
+			 json_object_to_json_string(rep), field);
+}
+
+/* The check goes into nested types (Slot in slots[], Overlay and its
+ * layers, EnvStatus and its copies) as deep as the IDL does. */
+TEST_FIXTURE(test_reply_nested, setup, teardown)
+{
+	struct fx *f = *state;
+
+	assert_status_refused(f, "{\"slots\":[{\"name\":\"A\",\"secret\":\"s3cr3t\"}]}", "secret");
+	assert_status_refused(f, "{\"slots\":[{\"name\":\"A\"},{\"tries_left\":\"3\"}]}",
+			      "tries_left");
+	assert_status_refused(f, "{\"slots\":[{\"booted\":null}]}", "booted");
+	assert_status_refused(f, "{\"slots\":[\"A\"]}", "slots");
+	assert_status_refused(f, "{\"overlay\":{\"state\":\"mounted\",\"layers\":"
+			      "[{\"path\":\"/\",\"bogus\":1}]}}", "bogus");
+	assert_status_refused(f, "{\"env\":{\"copies\":[{\"state\":\"valid\",\"crc\":1}]}}", "crc");
+	assert_status_refused(f, "{\"progress\":{\"percent\":1.5}}", "percent");
+	assert_status_refused(f, "{\"last_install\":{\"result\":\"success\",\"key\":\"k\"}}",
+			      "key");
+	/* what the IDL declares passes, nulls where it has "?" */
+	assert_status_refused(f, "{\"slots\":[{\"name\":\"A\",\"partition\":\"rootfs-a\","
+			      "\"state\":\"good\",\"version\":null,\"health\":null,"
+			      "\"tries_left\":3,\"priority\":null,\"booted\":true}],"
+			      "\"overlay\":{\"state\":\"none\",\"layers\":[{\"path\":\"/\","
+			      "\"fallback\":null}]},\"env\":{\"copies\":[{\"state\":\"valid\","
+			      "\"error\":null}],\"malformed\":[]},\"progress\":null}", NULL);
+	assert_int_equal(n_logged, 8);
+}
+
 /* A reply built from its typed description carries the declared fields,
  * an optional one not given as null. */
 TEST_FIXTURE(test_reply_typed, setup, teardown)
@@ -330,9 +389,9 @@ TEST_FIXTURE(test_reply_typed, setup, teardown)
 	assert_string_equal(str_at(a, "parameters", "name"), "bootcmd");
 	assert_true(json_object_object_get_ex(p, "value", &v));
 	assert_null(v);
-	b = call(f, "GetStatus", "{}", false);
+	b = call(f, "Activate", "{\"slot\":\"A\"}", false);
 	assert_null(str_at(b, "error", NULL));
-	assert_int_equal(typed_status_r, -EINVAL);
+	assert_int_equal(typed_activate_r, -EINVAL);
 	assert_int_equal(n_logged, 0);
 }
 

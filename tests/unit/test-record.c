@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "cleanup_json.h"
+#include "proto_slot.h"
 #include "record.h"
 #include "testlib.h"
 #include "util.h"
@@ -163,8 +164,9 @@ TEST(test_int_ranges)
 {
 	char dir[] = "/tmp/flashd-test-record-XXXXXX";
 	_cleanup_free_ char *path = NULL;
-	_cleanup_json_ struct json_object *arr = NULL, *hist = NULL;
+	_cleanup_json_ struct json_object *arr = NULL, *recs = NULL, *hist = NULL;
 	struct json_object *e, *v;
+	char why[256];
 
 	assert_non_null(mkdtemp(dir));
 	assert_true(asprintf(&path, "%s/%s", dir, RECORD_FILE) > 0);
@@ -177,7 +179,11 @@ TEST(test_int_ranges)
 	assert_false(json_object_object_get_ex(e, "finished", &v));
 	assert_false(json_object_object_get_ex(e, "bytes", &v));
 	assert_false(json_object_object_get_ex(e, "erases", &v));
-	assert_int_equal(record_history_json(dir, &hist), 0);
+	assert_int_equal(record_history(dir, NULL, &recs, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	assert_int_equal(json_object_array_length(recs), 2);
+	/* GetHistory leaves out the one without times */
+	assert_int_equal(proto_history(dir, NULL, &hist), 0);
 	assert_true(json_object_object_get_ex(hist, "installs", &v));
 	assert_int_equal(json_object_array_length(v), 1);
 	e = json_object_array_get_idx(v, 0);
