@@ -72,40 +72,12 @@ static int parse_sock(struct cli_ctx *ctx, int argc, char **argv, const char **s
 
 /* ---- status ---- */
 
-static const char *js(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
-}
-
 /* For printing: "-" when absent. */
 static const char *jp(struct json_object *o, const char *k)
 {
-	const char *s = js(o, k);
+	const char *s = json_get_string(o, k);
 
 	return s ? s : "-";
-}
-
-static int64_t ji(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : -1;
-}
-
-static bool jb(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
-}
-
-static struct json_object *jo(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
 static void print_time(const char *label, int64_t t)
@@ -117,37 +89,37 @@ static void print_time(const char *label, int64_t t)
 
 static void print_slots(struct json_object *st)
 {
-	struct json_object *slots = jo(st, "slots");
+	struct json_object *slots = json_get_object(st, "slots");
 
 	printf("Slots:\n");
 	for (size_t i = 0; slots && i < json_object_array_length(slots); i++) {
 		struct json_object *s = json_object_array_get_idx(slots, i);
-		int64_t prio = ji(s, "priority");
+		int64_t prio = json_get_int(s, "priority");
 		char pr[24] = "-";
 		if (prio >= 0)
 			snprintf(pr, sizeof(pr), "%" PRId64, prio + 1);
 		printf("  %-2s %-12s %-11s version %-12s tries %" PRId64 "  boot order %s%s\n",
 		       jp(s, "name"), jp(s, "partition"), jp(s, "state"),
-		       jp(s, "version"), ji(s, "tries_left"), pr,
-		       jb(s, "booted") ? "  [booted]" : "");
-		if (js(s, "health"))
+		       jp(s, "version"), json_get_int(s, "tries_left"), pr,
+		       json_get_bool(s, "booted") ? "  [booted]" : "");
+		if (json_get_string(s, "health"))
 			printf("     health check %s\n", jp(s, "health"));
 	}
 }
 
 static void print_flash(struct json_object *st)
 {
-	struct json_object *fl = jo(st, "flash");
+	struct json_object *fl = json_get_object(st, "flash");
 	char size[32];
 
 	printf("Flash:\n");
 	for (size_t i = 0; fl && i < json_object_array_length(fl); i++) {
 		struct json_object *p = json_object_array_get_idx(fl, i);
 		printf("  %-18s %-4s %10s  bad blocks %" PRId64, jp(p, "name"), jp(p, "type"),
-		       util_format_size(ji(p, "size"), size, sizeof(size)), ji(p, "bad_blocks"));
-		if (ji(p, "ecc_corrected") >= 0)
-			printf("  ECC corrected %" PRId64 " failed %" PRId64, ji(p, "ecc_corrected"),
-			       ji(p, "ecc_failed"));
+		       util_format_size(json_get_int(p, "size"), size, sizeof(size)), json_get_int(p, "bad_blocks"));
+		if (json_get_int(p, "ecc_corrected") >= 0)
+			printf("  ECC corrected %" PRId64 " failed %" PRId64, json_get_int(p, "ecc_corrected"),
+			       json_get_int(p, "ecc_failed"));
 		printf("\n");
 	}
 }
@@ -156,26 +128,26 @@ static void print_flash(struct json_object *st)
  * line: they change what boots, and what a power cut can do. */
 static void print_env(struct json_object *st)
 {
-	struct json_object *env = jo(st, "env"), *copies = env ? jo(env, "copies") : NULL;
-	struct json_object *bad = env ? jo(env, "malformed") : NULL;
+	struct json_object *env = json_get_object(st, "env"), *copies = env ? json_get_object(env, "copies") : NULL;
+	struct json_object *bad = env ? json_get_object(env, "malformed") : NULL;
 
 	for (size_t i = 0; bad && i < json_object_array_length(bad); i++) {
 		struct json_object *b = json_object_array_get_idx(bad, i);
 		printf("MALFORMED:    %s='%s': %s\n", jp(b, "name"), jp(b, "value"), jp(b, "effect"));
 	}
-	if (env && js(env, "dead_copy"))
+	if (env && json_get_string(env, "dead_copy"))
 		printf("U-Boot env:   copy %s DEAD (%s): its block is bad or fails to erase/program; "
 		       "stores go to the other copy in place (a power cut during one can lose the "
 		       "env), and U-Boot's saveenv fails (the boot script boots only slots recorded "
 		       "good, docs/boot-contract.md): replace the env partition's block or move the "
 		       "env\n", jp(env, "dead_copy"), jp(env, "device"));
-	if (!env || jb(env, "readable"))
+	if (!env || json_get_bool(env, "readable"))
 		return;
 	printf("U-Boot env:   UNREADABLE (%s):", jp(env, "device"));
 	for (size_t i = 0; copies && i < json_object_array_length(copies); i++) {
 		struct json_object *c = json_object_array_get_idx(copies, i);
-		printf(" copy %zu %s%s%s", i + 1, jp(c, "state"), js(c, "error") ? " " : "",
-		       js(c, "error") ? jp(c, "error") : "");
+		printf(" copy %zu %s%s%s", i + 1, jp(c, "state"), json_get_string(c, "error") ? " " : "",
+		       json_get_string(c, "error") ? jp(c, "error") : "");
 	}
 	printf("\n              %s\n", jp(env, "next_boot"));
 }
@@ -183,71 +155,71 @@ static void print_env(struct json_object *st)
 /* Every layer flashd boot mounted; a fallback of any one must show. */
 static void print_layers(struct json_object *ov, const char *indent)
 {
-	struct json_object *ls = jo(ov, "layers");
+	struct json_object *ls = json_get_object(ov, "layers");
 
 	for (size_t i = 0; ls && i < json_object_array_length(ls); i++) {
 		struct json_object *l = json_object_array_get_idx(ls, i);
 
 		printf("%s%-8s %s", indent, jp(l, "path"), jp(l, "state"));
-		if (js(l, "fstype"))
-			printf(" (%s%s%s)", jp(l, "fstype"), js(l, "partition") ? " on " : "",
-			       js(l, "partition") ? jp(l, "partition") : "");
-		if (jb(l, "fallback"))
-			printf(", FALLBACK: %s", js(l, "fallback_reason") ?
+		if (json_get_string(l, "fstype"))
+			printf(" (%s%s%s)", jp(l, "fstype"), json_get_string(l, "partition") ? " on " : "",
+			       json_get_string(l, "partition") ? jp(l, "partition") : "");
+		if (json_get_bool(l, "fallback"))
+			printf(", FALLBACK: %s", json_get_string(l, "fallback_reason") ?
 			       jp(l, "fallback_reason") : "changes are lost at reboot");
-		if (js(l, "generation_error"))
+		if (json_get_string(l, "generation_error"))
 			printf(", generation: %s", jp(l, "generation_error"));
 		printf("\n");
 	}
-	if (jb(ov, "degraded"))
+	if (json_get_bool(ov, "degraded"))
 		printf("%sDEGRADED: a layer is not what the layout asks for (see above)\n", indent);
 }
 
 static void print_status(struct json_object *st)
 {
-	struct json_object *li = jo(st, "last_install"), *ov = jo(st, "overlay"), *pr;
+	struct json_object *li = json_get_object(st, "last_install"), *ov = json_get_object(st, "overlay"), *pr;
 
 	printf("Board:        %s (compatible %s)\n", jp(st, "board"), jp(st, "compatible"));
 	printf("Layout:       %s\n", jp(st, "layout"));
-	printf("Booted slot:  %s%s%s\n", js(st, "booted") ? jp(st, "booted") : "unknown",
-	       jb(st, "on_trial") ? ", on trial (not yet marked good)" : "",
-	       jb(st, "fell_back") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
-	printf("Next boot:    %s%s%s\n", js(st, "next_boot") ? jp(st, "next_boot") :
+	printf("Booted slot:  %s%s%s\n", json_get_string(st, "booted") ? jp(st, "booted") : "unknown",
+	       json_get_bool(st, "on_trial") ? ", on trial (not yet marked good)" : "",
+	       json_get_bool(st, "fell_back") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
+	printf("Next boot:    %s%s%s\n", json_get_string(st, "next_boot") ? jp(st, "next_boot") :
 	       "none (BOOT_ORDER names no slot: the bootloader resets forever)",
-	       jb(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
-	       jb(st, "switch_pending") ? " (not the booted slot: a reboot switches to it)" : "");
-	if (js(st, "booted_unknown"))
+	       json_get_bool(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
+	       json_get_bool(st, "switch_pending") ? " (not the booted slot: a reboot switches to it)" : "");
+	if (json_get_string(st, "booted_unknown"))
 		printf("BOOTED SLOT UNKNOWN: %s; no slot is written until it is known (installs "
 		       "are refused)\n", jp(st, "booted_unknown"));
-	if (jb(st, "degraded"))
+	if (json_get_bool(st, "degraded"))
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");
 	print_slots(st);
-	if (js(st, "installing_elsewhere"))
+	if (json_get_string(st, "installing_elsewhere"))
 		printf("Install:      the slot installing is being installed by another process: "
 		       "%s\n", jp(st, "installing_elsewhere"));
 	print_env(st);
 	if (li) {
 		/* a worker that died early left no version (or slot) */
 		printf("Last install: version %s into slot %s: %s",
-		       js(li, "version") ? jp(li, "version") : "unknown (the bundle was not read)",
-		       js(li, "slot") ? jp(li, "slot") : "unknown", jp(li, "result"));
-		print_time(", finished ", ji(li, "finished"));
-		if (js(li, "downgrade"))
+		       json_get_string(li, "version") ? jp(li, "version") : "unknown (the bundle was not read)",
+		       json_get_string(li, "slot") ? jp(li, "slot") : "unknown", jp(li, "result"));
+		print_time(", finished ", json_get_int(li, "finished"));
+		if (json_get_string(li, "downgrade"))
 			printf("\n              DOWNGRADE from version %s (%s)",
 			       jp(li, "running_version"), jp(li, "downgrade"));
-		if (js(li, "reason"))
+		if (json_get_string(li, "reason"))
 			printf("\n              %s", jp(li, "reason"));
-		if (js(li, "record_error"))
+		if (json_get_string(li, "record_error"))
 			printf("\n              RECORD NOT SAVED: %s", jp(li, "record_error"));
 		printf("\n");
 	} else {
 		printf("Last install: none\n");
 	}
 	printf("Overlay:      %s", jp(ov, "state"));
-	if (js(ov, "fstype"))
+	if (json_get_string(ov, "fstype"))
 		printf(" (%s on %s)", jp(ov, "fstype"), jp(ov, "partition"));
-	if (js(ov, "fstype") && !jb(ov, "rename_whiteout"))
+	if (json_get_string(ov, "fstype") && !json_get_bool(ov, "rename_whiteout"))
 		printf(", no RENAME_WHITEOUT: renaming files of the root image fails");
 	if (!strcmp(jp(ov, "state"), "reset_pending"))
 		printf("\n              all local changes are erased at the next boot (take it "
@@ -255,13 +227,13 @@ static void print_status(struct json_object *st)
 	printf("\n");
 	print_layers(ov, "              ");
 	print_flash(st);
-	printf("Unsigned bundles: %s\n", jb(st, "allow_unsigned") ? "ACCEPTED (allow-unsigned=yes)" :
+	printf("Unsigned bundles: %s\n", json_get_bool(st, "allow_unsigned") ? "ACCEPTED (allow-unsigned=yes)" :
 	       "refused");
-	if (js(st, "operation")) {
-		pr = jo(st, "progress");
+	if (json_get_string(st, "operation")) {
+		pr = json_get_object(st, "progress");
 		printf("Operation:    %s", jp(st, "operation"));
 		if (pr)
-			printf(" %" PRId64 "%% (%s)", ji(pr, "percent"), jp(pr, "step"));
+			printf(" %" PRId64 "%% (%s)", json_get_int(pr, "percent"), jp(pr, "step"));
 		printf("\n");
 	}
 }
@@ -374,26 +346,26 @@ static void send_cancel(struct install_ui *ui)
 
 static void draw_bar(struct install_ui *ui, struct json_object *p)
 {
-	int64_t pct = ji(p, "percent");
+	int64_t pct = json_get_int(p, "percent");
 	const char *step = jp(p, "step");
 	char done[32], total[32], dl[48] = "";
 	int width = 30, fill = (int)(pct * width / 100);
 
 	/* a URL: what crossed the network beside what went to flash */
-	if (jo(p, "bytes_downloaded")) {
+	if (json_get_object(p, "bytes_downloaded")) {
 		memcpy(dl, " downloaded ", 12);
-		util_format_size(ji(p, "bytes_downloaded") & ~1023LL, dl + 12, sizeof(dl) - 12);
+		util_format_size(json_get_int(p, "bytes_downloaded") & ~1023LL, dl + 12, sizeof(dl) - 12);
 	}
 	if (ui->tty) {
 		fprintf(stderr, "\r%-8s [%.*s%*s] %3" PRId64 "%%  %s / %s%s  %-8s", step, fill,
 			"##############################", width - fill, "", pct,
-			util_format_size(ji(p, "bytes_done") & ~1023LL, done, sizeof(done)),
-			util_format_size(ji(p, "bytes_total") & ~1023LL, total, sizeof(total)), dl,
+			util_format_size(json_get_int(p, "bytes_done") & ~1023LL, done, sizeof(done)),
+			util_format_size(json_get_int(p, "bytes_total") & ~1023LL, total, sizeof(total)), dl,
 			jp(p, "image"));
 		fflush(stderr);
 	} else if (strcmp(step, ui->last_step) || pct / 10 != ui->last_percent / 10) {
 		fprintf(stderr, "%s %" PRId64 "%% slot %s%s%s%s\n", step, pct, jp(p, "slot"),
-			js(p, "image") ? " image " : "", js(p, "image") ? jp(p, "image") : "", dl);
+			json_get_string(p, "image") ? " image " : "", json_get_string(p, "image") ? jp(p, "image") : "", dl);
 	}
 	snprintf(ui->last_step, sizeof(ui->last_step), "%s", step);
 	ui->last_percent = (int)pct;
@@ -408,7 +380,7 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 		send_cancel(ui);
 	if (error)
 		return 0;
-	if (ji(params, "bytes_done") > 0)
+	if (json_get_int(params, "bytes_done") > 0)
 		ui->written = true;
 	if (ui->ctx->json) {
 		/* JSON lines: one per progress step, the result last */
@@ -603,15 +575,15 @@ static int install_cmd(struct cli_ctx *ctx, int argc, char **argv)
 
 static void print_cancel(struct json_object *res)
 {
-	printf(jb(res, "cancelled") ? "Install cancelled.\n" : "Nothing to cancel.\n");
+	printf(json_get_bool(res, "cancelled") ? "Install cancelled.\n" : "Nothing to cancel.\n");
 }
 
 static void print_overlay(struct json_object *res)
 {
-	struct json_object *ov = jo(res, "overlay");
+	struct json_object *ov = json_get_object(res, "overlay");
 
 	printf("Overlay: %s\n", jp(ov, "state"));
-	if (js(ov, "fstype"))
+	if (json_get_string(ov, "fstype"))
 		printf("  %s on %s\n", jp(ov, "fstype"), jp(ov, "partition"));
 	if (!strcmp(jp(ov, "state"), "reset_pending"))
 		printf("  all local changes are erased at the next boot (take it back: "

@@ -135,11 +135,6 @@ static int usage_error(struct cli_ctx *ctx, const char *cmd, const char *msg)
 	return CLI_EXIT_USAGE;
 }
 
-static void add_u64(struct json_object *o, const char *k, uint64_t v)
-{
-	json_object_object_add(o, k, json_object_new_uint64(v));
-}
-
 /* ---- info ------------------------------------------------------------------ */
 
 /* Everything info reports, as JSON; text output is formatted from it. */
@@ -158,13 +153,13 @@ static int info_build(struct cli_ctx *ctx, const char *spec, struct flash *f,
 	json_object_object_add(j, "backend", json_object_new_string(f->ops->name));
 	json_object_object_add(j, "name", json_object_new_string(f->info.name));
 	json_object_object_add(j, "type", json_object_new_string(flash_type_to_string(f->info.type)));
-	add_u64(j, "offset", f->base);
-	add_u64(j, "size", f->info.size);
-	add_u64(j, "erasesize", f->info.erasesize);
-	add_u64(j, "writesize", f->info.writesize);
-	add_u64(j, "oobsize", f->info.oobsize);
-	add_u64(j, "oobavail", f->info.oobavail);
-	add_u64(j, "blocks", flash_blocks(f));
+	json_add_u64(j, "offset", f->base);
+	json_add_u64(j, "size", f->info.size);
+	json_add_u64(j, "erasesize", f->info.erasesize);
+	json_add_u64(j, "writesize", f->info.writesize);
+	json_add_u64(j, "oobsize", f->info.oobsize);
+	json_add_u64(j, "oobavail", f->info.oobavail);
+	json_add_u64(j, "blocks", flash_blocks(f));
 	json_object_object_add(j, "bad_blocks", bad);
 	for (uint64_t b = 0; b < flash_blocks(f); b++) {
 		r = flash_block_isbad(f, b * f->info.erasesize);
@@ -183,8 +178,8 @@ static int info_build(struct cli_ctx *ctx, const char *spec, struct flash *f,
 		cli_error(ctx, "%s: cannot read ECC statistics: %s", spec, strerror(-r));
 		return CLI_EXIT_FAIL;
 	}
-	add_u64(ecc, "corrected", st.corrected);
-	add_u64(ecc, "failed", st.failed);
+	json_add_u64(ecc, "corrected", st.corrected);
+	json_add_u64(ecc, "failed", st.failed);
 	if (s) {
 		struct json_object *o = json_object_new_object();
 		struct nsim_info i;
@@ -204,9 +199,9 @@ static int info_build(struct cli_ctx *ctx, const char *spec, struct flash *f,
 			max = MAX(max, (uint64_t)blk.erase_count);
 			sum += blk.erase_count;
 		}
-		add_u64(o, "erase_count_min", min == UINT64_MAX ? 0 : min);
-		add_u64(o, "erase_count_max", max);
-		add_u64(o, "erase_count_total", sum);
+		json_add_u64(o, "erase_count_min", min == UINT64_MAX ? 0 : min);
+		json_add_u64(o, "erase_count_max", max);
+		json_add_u64(o, "erase_count_total", sum);
 		nsim_json_add_state(o, &i);
 		nsim_json_add_counters(o, &i.cnt);
 	}
@@ -214,19 +209,19 @@ static int info_build(struct cli_ctx *ctx, const char *spec, struct flash *f,
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(j, "mtd", o);
-		add_u64(o, "index", sys.index);
+		json_add_u64(o, "index", sys.index);
 		json_object_object_add(o, "name", json_object_new_string(sys.name));
 		json_object_object_add(o, "type", json_object_new_string(sys.type));
-		add_u64(o, "size", sys.size);
-		add_u64(o, "offset", sys.offset);
-		add_u64(o, "flags", sys.flags);
+		json_add_u64(o, "size", sys.size);
+		json_add_u64(o, "offset", sys.offset);
+		json_add_u64(o, "flags", sys.flags);
 		if (sys.have_ecc) {
-			add_u64(o, "bad_blocks", sys.bad_blocks);
-			add_u64(o, "bbt_blocks", sys.bbt_blocks);
-			add_u64(o, "corrected_bits", sys.corrected_bits);
-			add_u64(o, "ecc_failures", sys.ecc_failures);
-			add_u64(o, "ecc_strength", sys.ecc_strength);
-			add_u64(o, "bitflip_threshold", sys.bitflip_threshold);
+			json_add_u64(o, "bad_blocks", sys.bad_blocks);
+			json_add_u64(o, "bbt_blocks", sys.bbt_blocks);
+			json_add_u64(o, "corrected_bits", sys.corrected_bits);
+			json_add_u64(o, "ecc_failures", sys.ecc_failures);
+			json_add_u64(o, "ecc_strength", sys.ecc_strength);
+			json_add_u64(o, "bitflip_threshold", sys.bitflip_threshold);
 		}
 	}
 	*ret = TAKE_PTR(j);
@@ -375,9 +370,9 @@ static int cmd_erase(struct cli_ctx *ctx, int argc, char **argv)
 
 		json_object_object_add(j, "device", json_object_new_string(spec));
 		json_object_object_add(j, "jffs2", json_object_new_boolean(jffs2));
-		add_u64(j, "erased", st.erases);
-		add_u64(j, "bad_skipped", st.blocks_bad_skipped);
-		add_u64(j, "marked_bad", st.blocks_marked_bad);
+		json_add_u64(j, "erased", st.erases);
+		json_add_u64(j, "bad_skipped", st.blocks_bad_skipped);
+		json_add_u64(j, "marked_bad", st.blocks_marked_bad);
 		cli_print_json(j);
 	} else if (!ctx->quiet) {
 		printf("%s: erased %" PRIu64 " blocks%s, skipped %" PRIu64 " bad, marked %" PRIu64
@@ -496,15 +491,15 @@ static int cmd_write(struct cli_ctx *ctx, int argc, char **argv)
 
 		json_object_object_add(j, "device", json_object_new_string(spec));
 		json_object_object_add(j, "image", json_object_new_string(img));
-		add_u64(j, "bytes", total);
+		json_add_u64(j, "bytes", total);
 		json_object_object_add(j, "sha256", json_object_new_string(want));
 		json_object_object_add(j, "verified", json_object_new_boolean(verify));
-		add_u64(j, "blocks_written", st->blocks_written);
-		add_u64(j, "blocks_identical", st->blocks_identical);
-		add_u64(j, "blocks_bad_skipped", st->blocks_bad_skipped);
-		add_u64(j, "blocks_marked_bad", st->blocks_marked_bad);
-		add_u64(j, "erases", st->erases);
-		add_u64(j, "erases_skipped", st->erases_skipped);
+		json_add_u64(j, "blocks_written", st->blocks_written);
+		json_add_u64(j, "blocks_identical", st->blocks_identical);
+		json_add_u64(j, "blocks_bad_skipped", st->blocks_bad_skipped);
+		json_add_u64(j, "blocks_marked_bad", st->blocks_marked_bad);
+		json_add_u64(j, "erases", st->erases);
+		json_add_u64(j, "erases_skipped", st->erases_skipped);
 		cli_print_json(j);
 	} else if (!ctx->quiet) {
 		printf("%s: wrote %" PRId64 " bytes: %" PRIu64 " blocks written, %" PRIu64
@@ -585,9 +580,9 @@ static int cmd_read(struct cli_ctx *ctx, int argc, char **argv)
 		const struct flashio_stats *st = flashio_reader_stats(rd);
 
 		json_object_object_add(j, "device", json_object_new_string(spec));
-		add_u64(j, "bytes", done);
-		add_u64(j, "blocks_bad_skipped", st->blocks_bad_skipped);
-		add_u64(j, "corrected", st->corrected);
+		json_add_u64(j, "bytes", done);
+		json_add_u64(j, "blocks_bad_skipped", st->blocks_bad_skipped);
+		json_add_u64(j, "corrected", st->corrected);
 		cli_print_json(j);
 	}
 	return CLI_EXIT_OK;

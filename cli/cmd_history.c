@@ -25,25 +25,11 @@ struct history_args {
 	bool offline;
 };
 
-static const char *js(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
-}
-
-static int64_t ji(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : -1;
-}
-
 /* A string of the record made printable (a bundle, a server or a file
  * said it), or "-". */
 static const char *shown(struct json_object *o, const char *k, char *buf, size_t len)
 {
-	const char *s = js(o, k);
+	const char *s = json_get_string(o, k);
 
 	return s ? util_printable(s, buf, len) : "-";
 }
@@ -71,22 +57,22 @@ static void print_entry(struct json_object *e)
 {
 	char when[32], ver[72], slot[72], src[512], fetched[32], written[32], s1[512], s2[512];
 
-	cli_time(when, sizeof(when), ji(e, "started"), true);
+	cli_time(when, sizeof(when), json_get_int(e, "started"), true);
 	printf("%-20s  %-12s %-4s %-9s %8s %8s %6" PRId64 " %5" PRId64 "s  %s\n", when,
 	       shown(e, "version", ver, sizeof(ver)), shown(e, "slot", slot, sizeof(slot)),
-	       result_word(js(e, "result")), size_or_dash(ji(e, "bytes_fetched"), fetched,
+	       result_word(json_get_string(e, "result")), size_or_dash(json_get_int(e, "bytes_fetched"), fetched,
 							  sizeof(fetched)),
-	       size_or_dash(ji(e, "bytes"), written, sizeof(written)), ji(e, "erases"),
-	       ji(e, "duration"), shown(e, "source", src, sizeof(src)));
-	if (js(e, "downgrade"))
+	       size_or_dash(json_get_int(e, "bytes"), written, sizeof(written)), json_get_int(e, "erases"),
+	       json_get_int(e, "duration"), shown(e, "source", src, sizeof(src)));
+	if (json_get_string(e, "downgrade"))
 		printf("    DOWNGRADE from %s: %s\n", shown(e, "running_version", s1, sizeof(s1)),
 		       shown(e, "downgrade", s2, sizeof(s2)));
-	if (js(e, "reason"))
+	if (json_get_string(e, "reason"))
 		printf("    %s: %s\n", shown(e, "error_name", s1, sizeof(s1)),
 		       shown(e, "reason", s2, sizeof(s2)));
-	if (js(e, "record_error"))
+	if (json_get_string(e, "record_error"))
 		printf("    RECORD NOT SAVED: %s\n", shown(e, "record_error", s1, sizeof(s1)));
-	if (js(e, "history_reset"))
+	if (json_get_string(e, "history_reset"))
 		printf("    HISTORY RESET: %s\n", shown(e, "history_reset", s1, sizeof(s1)));
 }
 
@@ -95,7 +81,7 @@ static void print_history(struct json_object *h)
 	struct json_object *installs;
 	char why[1024];
 
-	if (js(h, "error"))
+	if (json_get_string(h, "error"))
 		printf("HISTORY UNREADABLE: %s\n", shown(h, "error", why, sizeof(why)));
 	if (!json_object_object_get_ex(h, "installs", &installs) ||
 	    json_object_array_length(installs) == 0) {

@@ -112,20 +112,6 @@ static struct json_object *status_json(struct slot_ctx *s)
 					s->booted_by, cli_install_running(&s->a));
 }
 
-static const char *jstr(struct json_object *j, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(j, key, &v) && v ? json_object_get_string(v) : NULL;
-}
-
-static bool jbool(struct json_object *j, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(j, key, &v) && json_object_get_boolean(v);
-}
-
 static void print_slot_lines(struct json_object *j)
 {
 	struct json_object *slots, *v;
@@ -135,10 +121,10 @@ static void print_slot_lines(struct json_object *j)
 		return;
 	for (size_t i = 0; i < json_object_array_length(slots); i++) {
 		struct json_object *o = json_object_array_get_idx(slots, i);
-		const char *state = jstr(o, "state");
+		const char *state = json_get_string(o, "state");
 		int view = slot_state_from_string(state);
 
-		printf("  %c %-8s %d/%d tries left, %s\n", jbool(o, "booted") ? '*' : ' ', jstr(o, "name"),
+		printf("  %c %-8s %d/%d tries left, %s\n", json_get_bool(o, "booted") ? '*' : ' ', json_get_string(o, "name"),
 		       json_object_object_get_ex(o, "tries_left", &v) ? json_object_get_int(v) : 0,
 		       max, view >= 0 ? slot_state_describe(view) : state ? state : "?");
 	}
@@ -149,7 +135,7 @@ static void print_slot_lines(struct json_object *j)
 static int print_status(struct cli_ctx *ctx, struct json_object *j, const char *via)
 {
 	_cleanup_json_ struct json_object *own = j;
-	const char *booted = jstr(j, "booted"), *by = jstr(j, "booted_by"), *next = jstr(j, "next_boot");
+	const char *booted = json_get_string(j, "booted"), *by = json_get_string(j, "booted_by"), *next = json_get_string(j, "next_boot");
 
 	if (ctx->json) {
 		if (via)
@@ -158,21 +144,21 @@ static int print_status(struct cli_ctx *ctx, struct json_object *j, const char *
 		return CLI_EXIT_OK;
 	}
 	cli_printable_json(j); /* the daemon's words, before the terminal sees them */
-	printf("group:      %s (U-Boot env %s)\n", jstr(j, "group"), jstr(j, "env"));
-	printf("BOOT_ORDER: %s%s\n", jstr(j, "boot_order"),
-	       jbool(j, "boot_order_set") ? "" : " (unset: boot script default)");
+	printf("group:      %s (U-Boot env %s)\n", json_get_string(j, "group"), json_get_string(j, "env"));
+	printf("BOOT_ORDER: %s%s\n", json_get_string(j, "boot_order"),
+	       json_get_bool(j, "boot_order_set") ? "" : " (unset: boot script default)");
 	printf("booted:     %s%s%s%s\n", booted ? booted : "unknown", by ? " (from " : "",
 	       by ? by : "", by ? "=)" : "");
 	printf("next boot:  %s%s\n", next ? next :
 	       "none: BOOT_ORDER names no slot, the boot script resets forever",
-	       jbool(j, "next_after_reset") ? " (after U-Boot resets the counters and the board)" :
+	       json_get_bool(j, "next_after_reset") ? " (after U-Boot resets the counters and the board)" :
 	       "");
-	if (jbool(j, "degraded"))
+	if (json_get_bool(j, "degraded"))
 		printf("DEGRADED:   BOOT_ORDER keeps a slot marked bad: no other verified slot can "
 		       "boot; install a new image\n");
-	if (jbool(j, "fell_back"))
+	if (json_get_bool(j, "fell_back"))
 		printf("warning:    fell back: the booted slot is not first in BOOT_ORDER\n");
-	if (jbool(j, "on_trial"))
+	if (json_get_bool(j, "on_trial"))
 		printf("trial:      the booted slot is not marked good yet\n");
 	print_slot_lines(j);
 	return CLI_EXIT_OK;

@@ -2,22 +2,17 @@
 /* The simulator's state as JSON (nsim_json.h). */
 #include <stddef.h>
 
-#include "cleanup.h"
+#include "cleanup_json.h"
 #include "nsim_json.h"
-
-static void add_u64(struct json_object *o, const char *k, uint64_t v)
-{
-	json_object_object_add(o, k, json_object_new_uint64(v));
-}
 
 void nsim_json_add_state(struct json_object *o, const struct nsim_info *i)
 {
 	json_object_object_add(o, "power_cut", json_object_new_boolean(i->power_cut));
 	json_object_object_add(o, "powercut_left", json_object_new_int64(i->powercut_left));
 	json_object_object_add(o, "tear", json_object_new_boolean(i->tear));
-	add_u64(o, "flip_ppm", i->flip_ppm);
-	add_u64(o, "fail_ppm", i->fail_ppm);
-	add_u64(o, "seed", i->seed);
+	json_add_u64(o, "flip_ppm", i->flip_ppm);
+	json_add_u64(o, "fail_ppm", i->fail_ppm);
+	json_add_u64(o, "seed", i->seed);
 }
 
 void nsim_json_add_counters(struct json_object *o, const struct nsim_counters *c)
@@ -33,5 +28,5 @@ void nsim_json_add_counters(struct json_object *o, const struct nsim_counters *c
 #undef COUNTER
 
 	for (size_t k = 0; k < ELEMENTSOF(counters); k++)
-		add_u64(o, counters[k].key, *(const uint64_t *)((const char *)c + counters[k].off));
+		json_add_u64(o, counters[k].key, *(const uint64_t *)((const char *)c + counters[k].off));
 }
