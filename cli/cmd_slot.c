@@ -249,14 +249,18 @@ static int run_op_daemon(struct cli_ctx *ctx, struct client *c, int i, const cha
 	return CLI_EXIT_OK;
 }
 
+/* The board the slots are read on: named on the command line, else flashd.conf's. */
+static const char *slot_target(const struct slot_ctx *s)
+{
+	return s->a.target ? s->a.target : s->a.conf->target;
+}
+
 /* Slot i read against its recorded signed index (slot_verify.h): 1 read
  * and equal, 0 not (err says why). */
 static int read_slot(struct slot_ctx *s, size_t i, struct error *err)
 {
-	const char *target = s->a.target ? s->a.target : s->a.conf->target;
-	int r = slot_verify_read(s->layout, target, s->group, i, s->a.conf->state_dir, err);
-
-	return r > 0;
+	return slot_verify_read(s->layout, slot_target(s), s->group, i, s->a.conf->state_dir,
+				err) > 0;
 }
 
 /* --bundle: read whole (signature, index, every image hash) with the
@@ -293,9 +297,7 @@ static int init_bundle(struct cli_ctx *ctx, struct slot_ctx *s, struct bundle_re
 static bool read_slot_bundle(struct slot_ctx *s, const struct bundle_reader *br, size_t i,
 			     struct error *err)
 {
-	const char *target = s->a.target ? s->a.target : s->a.conf->target;
-
-	return br && slot_verify_index(s->layout, target, s->group, i, bundle_reader_manifest(br),
+	return br && slot_verify_index(s->layout, slot_target(s), s->group, i, bundle_reader_manifest(br),
 				       bundle_reader_index(br), err) > 0;
 }
 
@@ -318,23 +320,6 @@ static unsigned init_reads(struct cli_ctx *ctx, struct slot_ctx *s, const struct
 				slot_name(s, (int)i), error_message(&err));
 	}
 	return flags;
-}
-
-/* activate or mark-good of a slot that is not running, rollback onto
- * one: the slot that goes ahead of the running one must read as its signed
- * index says; its record alone (anyone with root can write it) is no proof.
- * A change the state logic refuses is left to it to say why. */
-static int promote_read(struct cli_ctx *ctx, struct slot_ctx *s, enum slot_op op, int slot,
-			unsigned flags)
-{
-	struct error err = {};
-
-	slot = slot_change_promotes(&s->st, s->booted, op, slot, flags);
-	if (slot < 0 || read_slot(s, (size_t)slot, &err))
-		return CLI_EXIT_OK;
-	return cli_refused(ctx, PROTO_ERROR_SLOT_REFUSED, "%s: refusing slot %s: it was not "
-			   "read back as its signed image: %s", slot_op_to_string(op),
-			   slot_name(s, slot), error_message(&err));
 }
 
 /* One operation: through flashd when it runs (and has a method for it),
@@ -393,10 +378,10 @@ static int run_op(struct cli_ctx *ctx, int argc, char **argv, enum slot_op op)
 		return r;
 	if (op == SLOT_OP_INIT)
 		flags |= init_reads(ctx, &s, br);
-	if ((r = promote_read(ctx, &s, op, slot, flags)))
-		return r;
-	/* a fallback not recorded yet (no daemon ran) joins this store */
-	r = slot_change(s.env, s.group, &(struct slot_change) {
+	/* activate or mark-good of a slot that is not running, rollback onto
+	 * one: read first (slot_verify_change); a fallback not recorded yet
+	 * (no daemon ran) joins this store */
+	r = slot_verify_change(s.env, s.layout, slot_target(&s), s.group, s.a.conf->state_dir, &(struct slot_change) {
 			.op = op, .slot = slot, .booted = s.booted, .flags = flags }, &res, &err);
 	if (r < 0 && res.fail == SLOT_CHANGE_ENV) {
 		cli_error(ctx, "%s", error_message(&err));

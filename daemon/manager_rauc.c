@@ -530,8 +530,8 @@ static int method_mark(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 	return 1;
 }
 
-void manager_rauc_slot_read(struct manager *m, enum slot_op op, const char *name,
-			    const char *read, bool ok, const char *reason)
+void manager_rauc_slot_read(struct manager *m, enum slot_op op, const char *name, bool ok,
+			    const char *refusal)
 {
 	struct manager_rauc *r = m->rauc;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = r ? TAKE_PTR(r->mark) : NULL;
@@ -548,11 +548,10 @@ void manager_rauc_slot_read(struct manager *m, enum slot_op op, const char *name
 		if (!strcmp(m->group->slots[i].name, name))
 			idx = (int)i;
 	if (!ok || idx < 0 || mark == ELEMENTSOF(rauc_marks)) {
-		log_warning("refusing to %s slot %s: it was not read back as its signed image: %s",
-			    slot_op_to_string(op), read, reason);
-		sd_bus_reply_method_errorf(msg, RAUC_ERROR_FAILED, "refusing to %s slot %s: it was "
-					   "not read back as its signed image: %s",
-					   slot_op_to_string(op), read, reason);
+		if (ok)
+			refusal = "no such slot or mark";
+		log_warning("%s", refusal);
+		sd_bus_reply_method_errorf(msg, RAUC_ERROR_FAILED, "%s", refusal);
 		return;
 	}
 	if (mark_change(m, msg, mark, idx, r->mark_uid, &error) < 0)

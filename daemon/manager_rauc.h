@@ -26,7 +26,8 @@ void manager_rauc_install_progress(struct manager_rauc *r, const struct install_
 /* error: what failed (ok false) */
 void manager_rauc_install_done(struct manager_rauc *r, bool ok, const char *error);
 /* A Mark that promotes a slot that is not running (active, good): the read
- * of slot `read` ended (ok: equal to its signed image); the change of slot
- * name (NULL: the booted one) and the answer follow. */
-void manager_rauc_slot_read(struct manager *m, enum slot_op op, const char *name,
-			    const char *read, bool ok, const char *reason);
+ * ended (ok: equal to its signed image; else refusal says so, in
+ * slot_verify_promotion's words); the change of slot name (NULL: the
+ * booted one) and the answer follow. */
+void manager_rauc_slot_read(struct manager *m, enum slot_op op, const char *name, bool ok,
+			    const char *refusal);

@@ -131,8 +131,9 @@ static int read_job(int report_fd, volatile int *cancel, void *userdata)
 	struct slot_read_report rep = { 0 };
 	struct error err = {};
 
-	rep.r = slot_verify_read(m->layout, m->conf->target, m->group, (size_t)m->op.health_slot,
-				 m->conf->state_dir, &err);
+	rep.r = slot_verify_promotion(m->layout, m->conf->target, m->group,
+				      (size_t)m->op.health_slot, m->op.slot_op, m->conf->state_dir,
+				      &err);
 	snprintf(rep.message, sizeof(rep.message), "%s", error_message(&err));
 	return worker_report(report_fd, &rep, sizeof(rep));
 }
@@ -153,25 +154,25 @@ static void read_on_done(struct worker *w, int code, int status, void *userdata)
 	enum slot_op op = m->op.slot_op;
 	enum log_event ev = m->op.slot_event;
 	const char *read = m->group->slots[m->op.health_slot].name;
-	char reason[ERROR_MSG_MAX + 128];
+	bool ok = rep.r == 1 && code == CLD_EXITED && status == 0;
+	struct error err = {};
 
 	manager_op_clear(m); /* the board's lock too: the change takes it again */
+	/* the worker's words (slot_verify_promotion), or why it has none */
+	if (!ok && (rep.r == 1 || !rep.message[0]))
+		slot_verify_refused(op, read, "the read ended early", &err);
+	else if (!ok)
+		error_set(&err, rep.r < 0 ? rep.r : -EPERM, "%s", rep.message);
 	if (!call) { /* the RAUC D-Bus API's Mark (manager_rauc.c) */
-		manager_rauc_slot_read(m, op, name, read, rep.r == 1 && code == CLD_EXITED &&
-				       status == 0, rep.message[0] ? rep.message :
-				       "the read ended early");
+		manager_rauc_slot_read(m, op, name, ok, error_message(&err));
 		return;
 	}
-	if (rep.r == 1 && code == CLD_EXITED && status == 0) {
+	if (ok) {
 		slot_op(m, call, op, ev, name, 0);
 	} else {
-		snprintf(reason, sizeof(reason), "refusing to %s slot %s: it was not read back as "
-			 "its signed image: %s", op == SLOT_OP_ROLLBACK ? "roll back onto" :
-			 slot_op_to_string(op), read, rep.message[0] ? rep.message :
-			 "the read ended early");
-		log_warning("%s", reason);
+		log_warning("%s", error_message(&err));
 		if (proto_call_is_connected(call))
-			slot_refused(call, read, reason);
+			slot_refused(call, read, error_message(&err));
 	}
 	proto_call_unref(call);
 }

@@ -16,7 +16,9 @@
 
 #include "bundle.h"
 #include "error.h"
+#include "env.h"
 #include "layout.h"
+#include "slot_change.h"
 
 /* 1: at least one member has a record and every recorded member reads
  * back as recorded; 0: no record to read the slot against (err says);
@@ -31,3 +33,30 @@ int slot_verify_read(const struct layout *l, const char *target, const struct la
 int slot_verify_index(const struct layout *l, const char *target,
 		      const struct layout_slot_group *g, size_t slot,
 		      const struct bundle_manifest *m, const uint8_t *index, struct error *err);
+
+/* The read before a promotion (docs/security.md, "What is read before
+ * anything is trusted"): op (activate, mark-good, rollback) would put
+ * slot ahead of the booted one on its record alone, so it is read
+ * against its recorded signed index first (slot_verify_read). 1 read and
+ * equal; -EPERM (or the read's -errno) with err "refusing to <op> slot
+ * <slot>: it was not read back as its signed image: <why>". The one home
+ * of that read and its refusal: the daemon's worker, the RAUC API and
+ * flashctl's offline path all come here. */
+int slot_verify_promotion(const struct layout *l, const char *target,
+			  const struct layout_slot_group *g, size_t slot, enum slot_op op,
+			  const char *state_dir, struct error *err);
+/* The refusal of a promotion whose read did not end (its worker died):
+ * err as slot_verify_promotion's, with why. Returns -EPERM. */
+int slot_verify_refused(enum slot_op op, const char *slot, const char *why, struct error *err);
+/* slot_change() of c after that read: the slot c would promote
+ * (slot_change_promotes, decided on the slot env now in e) is read first;
+ * a refused read changes nothing (ret->fail SLOT_CHANGE_REFUSED, not
+ * forcible: a record forced by root is still no proof of the bytes).
+ * Returns what slot_change() returns. flashctl's offline operations and
+ * the A/B exploration (tests/explore) change the slots through here; the
+ * daemon reads in its worker (slot_verify_promotion) and changes on its
+ * event loop. */
+int slot_verify_change(struct env *e, const struct layout *l, const char *target,
+		       const struct layout_slot_group *g, const char *state_dir,
+		       const struct slot_change *c, struct slot_change_result *ret,
+		       struct error *err);

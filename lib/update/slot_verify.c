@@ -12,6 +12,7 @@
 #include "install-internal.h"
 #include "install_index.h"
 #include "slot.h"
+#include "slot_change.h"
 #include "slot_verify.h"
 
 /* Every block of rec read from f and equal: 1, else -EILSEQ or -errno. */
@@ -151,4 +152,46 @@ int slot_verify_index(const struct layout *l, const char *target,
 		return error_set(err, 0, "slot %s: bundle version %s has no raw image of it",
 				 s->name, m->version);
 	return 1;
+}
+
+int slot_verify_refused(enum slot_op op, const char *slot, const char *why, struct error *err)
+{
+	return error_set(err, -EPERM, "refusing to %s slot %s: it was not read back as its "
+			 "signed image: %s", op == SLOT_OP_ROLLBACK ? "roll back onto" :
+			 slot_op_to_string(op), slot, why);
+}
+
+int slot_verify_promotion(const struct layout *l, const char *target,
+			  const struct layout_slot_group *g, size_t slot, enum slot_op op,
+			  const char *state_dir, struct error *err)
+{
+	struct error why = {};
+	int r = slot_verify_read(l, target, g, slot, state_dir, &why);
+
+	return r > 0 ? 1 : slot_verify_refused(op, g->slots[slot].name, error_message(&why), err);
+}
+
+int slot_verify_change(struct env *e, const struct layout *l, const char *target,
+		       const struct layout_slot_group *g, const char *state_dir,
+		       const struct slot_change *c, struct slot_change_result *ret,
+		       struct error *err)
+{
+	struct slot_env st;
+	int idx, r;
+
+	r = slot_env_load_group(&st, g, env_get_dup, e, NULL);
+	idx = c->slot_name ? slot_find(&st, c->slot_name) : c->slot;
+	if (r >= 0 && (!c->slot_name || idx >= 0))
+		idx = slot_change_promotes(&st, c->booted, c->op, idx, c->flags);
+	else
+		idx = -1; /* the change says what is wrong */
+	if (idx >= 0) {
+		r = slot_verify_promotion(l, target, g, (size_t)idx, c->op, state_dir, err);
+		if (r < 0) {
+			*ret = (struct slot_change_result){ .before = st, .slot = -1,
+							    .fail = SLOT_CHANGE_REFUSED };
+			return r;
+		}
+	}
+	return slot_change(e, g, c, ret, err);
 }

@@ -32,6 +32,7 @@ const struct invariant invariants[_I_MAX] = {
 	[I4] = { "I4 every event is at most one env store", NULL },
 	[I5] = { "I5 status's next boot is what the next boot does", NULL },
 	[I6] = { "I6 a slot in BOOT_ORDER or recorded verified reads as its signed image", NULL },
+	[I7] = { "I7 never locked onto a failed slot while a verified one exists", NULL },
 };
 
 /* ---- measuring and checking ---- */
@@ -212,7 +213,32 @@ static void check_read(const struct node *n, struct env *e, const struct slot_en
 	}
 }
 
-/* I2, I5 and I6 on the state now in the file. */
+/* I7: a slot recorded bad (kept as the last resort, degraded) stays
+ * behind every slot in BOOT_ORDER that holds a verified bootable image and
+ * is recorded so: the board never boots the failed one first. */
+static void check_bad_behind(const struct node *n, const struct slot_env *st, size_t from,
+			     const char *label)
+{
+	for (size_t k = 0; st->order_set && k < st->n_order; k++) {
+		size_t bad = st->order[k];
+
+		if (st->slots[bad].record != SLOT_RECORD_BAD)
+			continue;
+		for (size_t j = k + 1; j < st->n_order; j++) {
+			size_t s = st->order[j];
+			enum slot_record rec = st->slots[s].record;
+
+			if ((rec == SLOT_RECORD_VERIFIED || rec == SLOT_RECORD_GOOD) &&
+			    candidate(n, (int)s) && !n->sh.rotted[s])
+				violation(I7, from, label, "BOOT_ORDER boots slot %s, recorded bad, "
+					  "ahead of slot %s, recorded %s and verified",
+					  G->slots[bad].name, G->slots[s].name,
+					  slot_record_to_string(rec));
+		}
+	}
+}
+
+/* I2, I5, I6 and I7 on the state now in the file. */
 void check_state(const struct node *n, size_t from, const char *label, bool new_state)
 {
 	_cleanup_env_ struct env *e = NULL;
@@ -229,8 +255,10 @@ void check_state(const struct node *n, size_t from, const char *label, bool new_
 		return;
 	if (new_state && !env_is_blank(e) && n_samples < 400 && (n_keys % 7) == 0)
 		sample(&st, e);
-	if (!env_is_blank(e))
+	if (!env_is_blank(e)) {
 		check_read(n, e, &st, from, label);
+		check_bad_behind(n, &st, from, label);
+	}
 	/* I2: boots with nothing else happening (every boot that does not reach
 	 * a verified bootable slot is one the board resets from); the script
 	 * reads the seals */
@@ -282,8 +310,10 @@ unsigned allowed_stores(const struct event *ev, const struct node *from,
 	bool began = from->inf.bundle >= 0 && from->inf.steps <= 1;
 	bool ended = to->inf.bundle < 0;
 
-	/* a boot: U-Boot's saveenv, then the daemon's start-up store */
-	if (ev->kind == EV_BOOT)
+	/* a boot: U-Boot's saveenv, then the daemon's start-up store; a
+	 * whole install: its begin and its activation (each one store, as the
+	 * install steps check one by one) */
+	if (ev->kind == EV_BOOT || ev->kind == EV_INSTALL_WHOLE)
 		return 2;
 	return ev->kind == EV_INSTALL_STEP && began && ended ? 2 : 1;
 }

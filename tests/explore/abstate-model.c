@@ -24,6 +24,7 @@
 #include "provision.h"
 #include "slot_change.h"
 #include "slot_seal.h"
+#include "slot_verify.h"
 #include "util.h"
 
 /* ---- content labels: what a slot holds ---- */
@@ -73,7 +74,7 @@ unsigned lbl_of(const uint8_t *data, size_t len)
 
 struct layout *L;
 const struct layout_slot_group *G;
-char dir[64], *sim, *target, *cmdline[N_SLOTS], *cmdline_unknown;
+char dir[64], *sim, *target, *cmdline[N_SLOTS], *cmdline_unknown, *state_dir;
 static const char *cmdline_override; /* install_begin: instead of the booted slot's */
 struct board *board;
 struct nsim *ns;
@@ -167,9 +168,11 @@ static void make_bundle(const char *img, const char *version, const char *out)
 {
 	struct bundle_create_image im = { "rootfs", img, BUNDLE_IMAGE_SQUASHFS,
 					  BUNDLE_COMPRESSION_NONE };
+	/* the index in the erase blocks of the board: the install keeps the
+	 * block record a promotion is read against (slot_verify.h) */
 	struct bundle_create_params p = {
 		.compatible = L->compatible, .version = version, .description = "explore",
-		.images = &im, .n_images = 1,
+		.images = &im, .n_images = 1, .block_size = CHUNK,
 	};
 	struct bundle_create_result res;
 	struct error err = {};
@@ -295,8 +298,10 @@ void setup(void)
 	sim = path_in("board.sim");
 	if (asprintf(&target, "sim:%s", sim) < 0)
 		die("oom");
+	state_dir = path_in("state");
 	struct provision_params pp = {
 		.layout = L, .target = target, .bundle = b1, .allow_unsigned = true,
+		.state_dir = state_dir,
 	};
 	if (provision_run(&pp, NULL, &perr) < 0)
 		die("provision: %s", perr.msg);
@@ -382,6 +387,70 @@ void snap_restore(uint32_t id)
 	close(fd);
 }
 
+/* ---- the block records: each slot's file in the state dir, interned ---- */
+
+#define MAX_RECS 256
+static uint8_t *rec_data[MAX_RECS]; /* id 0: no record */
+static size_t rec_len[MAX_RECS], n_recs = 1;
+
+static char *record_path(int s)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/blocks-%s-%s-rootfs.bin", state_dir, G->name, G->slots[s].name) < 0)
+		die("oom");
+	return p;
+}
+
+static uint16_t record_intern(const uint8_t *b, size_t n)
+{
+	for (size_t i = 1; i < n_recs; i++)
+		if (rec_len[i] == n && !memcmp(rec_data[i], b, n))
+			return (uint16_t)i;
+	if (n_recs == MAX_RECS)
+		die("too many distinct block records");
+	rec_data[n_recs] = malloc(n);
+	memcpy(rec_data[n_recs], b, n);
+	rec_len[n_recs] = n;
+	return (uint16_t)n_recs++;
+}
+
+void records_take(uint16_t ret[N_SLOTS])
+{
+	for (int s = 0; s < N_SLOTS; s++) {
+		_cleanup_free_ char *p = record_path(s);
+		struct stat st;
+		uint8_t *b;
+		size_t n;
+
+		ret[s] = 0;
+		if (stat(p, &st) < 0)
+			continue;
+		b = slurp(p, &n);
+		ret[s] = record_intern(b, n);
+		free(b);
+	}
+}
+
+void records_restore(const uint16_t rec[N_SLOTS])
+{
+	for (int s = 0; s < N_SLOTS; s++) {
+		_cleanup_free_ char *p = record_path(s);
+		int fd;
+
+		if (!rec[s]) {
+			if (unlink(p) < 0 && errno != ENOENT)
+				die("unlink %s: %m", p);
+			continue;
+		}
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || util_pwrite_full(fd, rec_data[rec[s]], rec_len[rec[s]], 0) !=
+		    (ssize_t)rec_len[rec[s]])
+			die("restoring %s", p);
+		close(fd);
+	}
+}
+
 /* ---- env copies as U-Boot reads them (redundant: crc, flags, data) ---- */
 
 struct envcopy envcopy_of(int k)
@@ -424,7 +493,7 @@ static int install_begin(struct live *lv, int bundle, int slot)
 	struct install_params p = {
 		.board = board, .target = target, .group = G,
 		.cmdline = cmdline_override ? cmdline_override : cmdline[lv->booted],
-		.allow_unsigned = true, .activate = true,
+		.allow_unsigned = true, .activate = true, .state_dir = state_dir,
 		.slot = slot == -2 ? G->slots[lv->booted].name : slot >= 0 ? G->slots[slot].name :
 			NULL,
 	};
@@ -494,6 +563,7 @@ void restore(const struct node *n, struct live *lv)
 		lv->note[0] = '\0';
 	}
 	snap_restore(n->snap);
+	records_restore(n->rec);
 }
 
 /* ---- events ---- */
@@ -506,15 +576,17 @@ int slot_state_now(struct env *e, struct slot_env *st)
 }
 
 /* One slot operation as the daemon / flashctl do it: load, compute, one
- * store. slot -2 = the booted slot. */
-static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags)
+ * store (slot_change), after the read of a slot it promotes when read
+ * (slot_verify_change: an operator's activate, mark-good, rollback; the
+ * health check changes the booted slot, unread). slot -2 = the booted slot,
+ * -3 the other. A slot read and found equal to its signed image is
+ * known to flashd now: its rot no longer excuses it (I6). */
+static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags, bool read)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct error eerr = {};
-	struct error serr = {};
-	struct slot_env st, nst;
-	struct slot_changes ch;
-	int r;
+	struct slot_change_result res;
+	int r, p;
 
 	if (slot == -2)
 		slot = lv->booted;
@@ -525,14 +597,21 @@ static int do_slot_op(struct live *lv, enum slot_op op, int slot, unsigned flags
 		snprintf(lv->note, sizeof(lv->note), "env: %.140s", eerr.msg);
 		return r;
 	}
-	r = slot_env_load_group(&st, G, env_get_dup, e, &serr);
-	if (r >= 0)
-		r = slot_compute_booted(&st, lv->booted, op, slot, flags, &nst, &ch, &serr);
+	const struct slot_change c = { .op = op, .slot = slot, .booted = lv->booted,
+				       .flags = flags };
+	r = read ? slot_verify_change(e, L, target, G, state_dir, &c, &res, &eerr) :
+		   slot_change(e, G, &c, &res, &eerr);
 	if (r < 0) {
-		snprintf(lv->note, sizeof(lv->note), "refused: %.140s", serr.msg);
+		snprintf(lv->note, sizeof(lv->note), "refused: %.140s", eerr.msg);
 		return r;
 	}
-	return slot_apply(e, &ch, &eerr);
+	p = read ? slot_change_promotes(&res.before, lv->booted, op, slot, flags) : -1;
+	if (p >= 0) {
+		lv->sh.rotted[p] = false;
+		snprintf(lv->note, sizeof(lv->note), "slot %s read as its signed image",
+			 G->slots[p].name);
+	}
+	return r;
 }
 
 /* flashd.service starts with the booted system (WantedBy=multi-user):
@@ -550,7 +629,7 @@ static void daemon_start(struct live *lv)
 	    slot_env_load_group(&st, G, env_get_dup, e, &serr) < 0)
 		return;
 	if (slot_needs_fallback(&st, lv->booted))
-		do_slot_op(lv, SLOT_OP_FALLBACK, -2, 0);
+		do_slot_op(lv, SLOT_OP_FALLBACK, -2, 0, false);
 }
 
 /* U-Boot at power-on: the boot script's choice (slot_boot_select), one
@@ -718,16 +797,22 @@ static void do_raw_env(struct live *lv)
 		snprintf(lv->note, sizeof(lv->note), "raw env: %.140s", eerr.msg);
 }
 
-/* A whole install, in one event, on a board whose cmdline names no slot
- * (booted by hand): nothing may write the running root (I3). */
-static void unknown_booted_install(struct live *lv, int bundle)
+/* A whole install, in one event: its units one after the other. */
+static void whole_install(struct live *lv, int bundle, int slot)
 {
-	cmdline_override = cmdline_unknown;
-	install_begin(lv, bundle, -2);
-	cmdline_override = NULL;
+	install_begin(lv, bundle, slot);
 	while (install_unit(lv) > 0)
 		;
 	live_drop_install(lv);
+}
+
+/* A whole install on a board whose cmdline names no slot (booted by
+ * hand): nothing may write the running root (I3). */
+static void unknown_booted_install(struct live *lv, int bundle)
+{
+	cmdline_override = cmdline_unknown;
+	whole_install(lv, bundle, -2);
+	cmdline_override = NULL;
 }
 
 /* Is the booted system up (a daemon and a shell)? A slot that does not
@@ -779,6 +864,9 @@ void run_event(struct live *lv, const struct event *ev)
 			live_drop_install(lv);
 		}
 		return;
+	case EV_INSTALL_WHOLE:
+		whole_install(lv, ev->arg, ev->slot);
+		return;
 	case EV_CANCEL:
 		install_cancel(lv->in);
 		live_drop_install(lv);
@@ -791,7 +879,7 @@ void run_event(struct live *lv, const struct event *ev)
 	case EV_HEALTH_FAIL:
 	case EV_DAEMON_OP:
 	case EV_OFFLINE_OP:
-		r = do_slot_op(lv, (enum slot_op)ev->arg, ev->slot, ev->flags);
+		r = do_slot_op(lv, (enum slot_op)ev->arg, ev->slot, ev->flags, is_manual(ev));
 		/* the operator's verdict (a health check's is the daemon's) */
 		if (r >= 0 && ev->arg == SLOT_OP_MARK_BAD && is_manual(ev))
 			lv->sh.judged_bad[ev->slot == -2 ? lv->booted : 1 - lv->booted] = true;

@@ -19,7 +19,7 @@
 #define N_SLOTS 2
 #define ENV_SIZE 0x1000u
 
-enum inv { I1, I2, I3, I4, I5, I6, _I_MAX };
+enum inv { I1, I2, I3, I4, I5, I6, I7, _I_MAX };
 
 struct invariant {
 	const char *name;
@@ -67,6 +67,7 @@ struct node {
 	uint32_t label;          /* index into the transition labels */
 	uint8_t depth;
 	uint8_t manual;          /* operator events used (daemon/offline ops, env corruption) */
+	uint16_t rec[N_SLOTS];   /* each slot's block record in the state dir (records_take) */
 };
 
 struct live {
@@ -90,6 +91,7 @@ enum ev_kind {
 	EV_BOOT,
 	EV_INSTALL_START,
 	EV_INSTALL_STEP,
+	EV_INSTALL_WHOLE,        /* an install from start to end in one event, no power cut */
 	EV_CANCEL,
 	EV_DAEMON_RESTART,
 	EV_HEALTH_PASS,
@@ -147,6 +149,11 @@ extern unsigned max_tries;
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void file_read(void);
 void setup(void);
+
+/* the block records in the state dir (what a promotion is read against) */
+extern char *state_dir;
+void records_take(uint16_t ret[N_SLOTS]);
+void records_restore(const uint16_t rec[N_SLOTS]);
 
 /* snapshots */
 extern size_t n_chunk_data, cap_chunk_data;

@@ -11,9 +11,17 @@
  *   each install step (one erase block of payload, the read-back, the
  *   activation store), cancel, daemon killed and restarted (its worker dies
  *   with it), health check pass / fail, mark-good, mark-bad, activate,
- *   rollback (daemon and offline), offline slot init / activate during an
- *   install, install into either slot, an env copy corrupted, and a power
- *   cut at every flash operation of every event (torn and clean).
+ *   rollback (daemon and offline), mark-good and activate of the slot not
+ *   running (read against its block record first, the real
+ *   slot_verify_change(): intact or half-written, rotted too with
+ *   FLASHD_EXPLORE_MANUAL=2; a refused read changes nothing), offline slot init / activate during an install,
+ *   install into either slot, an env copy corrupted, and a power cut at
+ *   every flash operation of every event (torn and clean).
+ *
+ * Two passes, each to the depth: every event step by step, then the
+ * promotion pass (explore()'s comment): whole installs, boots, health
+ * checks and the operator's changes of the other slot, so that what meets
+ * an installed slot after its install is within reach.
  *
  * States are deduplicated by an abstract key: both env copies (valid?,
  * variables), what each slot holds, which of those contents were verified,
@@ -35,7 +43,14 @@
  *   I5 status's "next boot" is what the next boot does
  *   I6 a slot in a set BOOT_ORDER or recorded verified/good is read from
  *      the simulator and equals its signed image (the one its
- *      FLASHD_<x>_VERSION names): records never stand in for a read
+ *      FLASHD_<x>_VERSION names): records never stand in for a read; a
+ *      rotted slot is excused until flashd reads it (an operator's
+ *      activate, mark-good or rollback of it: slot_verify_change)
+ *   I7 never locked onto a failed slot while a verified one exists:
+ *      BOOT_ORDER never lists a slot recorded bad ahead of one recorded
+ *      verified or good that holds a verified bootable image
+ * The slots' block records (the state dir, what a promotion is read
+ * against) are part of each state, saved and restored with it.
  * A violation prints the shortest event trace leading to it (BFS).
  *
  * The board's slots are sealed ("seal": true): a slot's label covers its
@@ -47,8 +62,8 @@
  * and are left out (listed at the end; FLASHD_EXPLORE_UNTIL=1 explores
  * them anyway).
  *
- * Environment: FLASHD_EXPLORE_DEPTH (default 8: about 2,500 states, 25 s
- * of CPU on an idle machine), FLASHD_EXPLORE_SAMPLES=FILE writes env
+ * Environment: FLASHD_EXPLORE_DEPTH (default 8: about 3,400 + 1,000 states,
+ * 40 s of CPU on an idle machine), FLASHD_EXPLORE_SAMPLES=FILE writes env
  * states, their seals and the C mirror's boot decision for the real-U-Boot
  * agreement test (tests/uboot/test-uboot-agree.sh). Exit 77 without
  * mksquashfs. */
@@ -138,6 +153,9 @@ static const struct event events[] = {
 	{ "install corrupt (hash fails)", EV_INSTALL_START, B_CORRUPT, -1, 0, NULL },
 	{ "install v2 --slot <booted>", EV_INSTALL_START, B_V2, -2, 0, NULL },
 	{ "install step", EV_INSTALL_STEP, 0, -1, 0, NULL },
+	/* the same install in one event (its power cuts are the steps'), in
+	 * the promotion pass only */
+	{ "whole install of v2 (uninterrupted)", EV_INSTALL_WHOLE, B_V2, -1, 0, NULL },
 	{ "cancel", EV_CANCEL, 0, -1, 0, NULL },
 	{ "kill -9 flashd, restart (worker dies)", EV_DAEMON_RESTART, 0, -1, 0, NULL },
 	{ "health check passes", EV_HEALTH_PASS, SLOT_OP_MARK_GOOD, -2, SLOT_FORCE, NULL },
@@ -146,6 +164,12 @@ static const struct event events[] = {
 	{ "MarkGood", EV_DAEMON_OP, SLOT_OP_MARK_GOOD, -2, 0, NULL },
 	{ "MarkBad <booted>", EV_DAEMON_OP, SLOT_OP_MARK_BAD, -2, 0, NULL },
 	{ "MarkBad <other>", EV_DAEMON_OP, SLOT_OP_MARK_BAD, -3, 0, NULL },
+	/* RAUC's mark-good of the slot not running (its mark-active is
+	 * Activate): the daemon reads it against its block record first
+	 * (slot_verify_change), intact or half-written as it is */
+	{ "MarkGood <other>", EV_DAEMON_OP, SLOT_OP_MARK_GOOD, -3, 0, NULL },
+	{ "flashctl slot mark-good <other> (offline)", EV_OFFLINE_OP, SLOT_OP_MARK_GOOD, -3, 0,
+	  NULL },
 	{ "Activate <other>", EV_DAEMON_OP, SLOT_OP_ACTIVATE, -3, 0, NULL },
 	{ "Activate <booted>", EV_DAEMON_OP, SLOT_OP_ACTIVATE, -2, 0, NULL },
 	{ "Rollback", EV_DAEMON_OP, SLOT_OP_ROLLBACK, -1, 0, NULL },
@@ -187,11 +211,44 @@ static bool explore_until;
  * hides behind the shortest one) */
 static bool skipped[64];
 
+/* The passes: every event step by step, then the promotion pass: what
+ * an installed slot meets after its install within the depth, where the
+ * first pass's installs, a dozen steps with their power cuts, leave no
+ * room (826bfe5's defect took boot, boot, install, boot, health check
+ * fails, MarkGood <other>: depth 6 here, 11 step by step). Its events:
+ * whole installs, boots, health checks, the operator's changes of the
+ * other slot and their power cuts. Not the bit flip: it is an operator
+ * event (manual), so with one per trace (FLASHD_EXPLORE_MANUAL=1) a
+ * rotted slot is never also marked; and with it this pass finds I2 traces
+ * still to be judged (a health check fails on B, then A's or B's image
+ * rots unread: nothing left in BOOT_ORDER that boots well). */
+enum pass { PASS_STEPS, PASS_PROMOTION, _PASS_MAX };
+static const char *const pass_names[_PASS_MAX] = { "step by step", "promotion" };
+static enum pass pass;
+
+static bool in_pass(const struct event *ev)
+{
+	if (pass == PASS_STEPS)
+		return ev->kind != EV_INSTALL_WHOLE;
+	switch (ev->kind) {
+	case EV_BOOT:
+	case EV_INSTALL_WHOLE:
+	case EV_HEALTH_PASS:
+	case EV_HEALTH_FAIL:
+		return true;
+	case EV_DAEMON_OP:
+	case EV_OFFLINE_OP:
+		return ev->slot == -3;
+	default:
+		return false;
+	}
+}
+
 static bool enabled(const struct node *n, const struct event *ev)
 {
 	bool busy = n->inf.bundle >= 0;
 
-	if (skipped[ev - events] || (ev->until && !explore_until))
+	if (skipped[ev - events] || (ev->until && !explore_until) || !in_pass(ev))
 		return false;
 
 	if (is_manual(ev) && n->manual >= manual_max)
@@ -206,6 +263,7 @@ static bool enabled(const struct node *n, const struct event *ev)
 	case EV_RAW_ENV:
 	case EV_UNKNOWN_BOOTED:
 		return running(n) && !busy;
+	case EV_INSTALL_WHOLE:
 	case EV_INSTALL_START:
 	case EV_DAEMON_OP:
 		return running(n) && !busy;
@@ -247,6 +305,7 @@ static uint64_t key_of(const struct node *n, const struct measure *m, uint64_t s
 	h = fnv(&n->inf.bundle, 1, h);
 	h = fnv(&n->inf.slot, 1, h);
 	h = fnv(&n->inf.steps, 1, h);
+	h = fnv(n->rec, sizeof(n->rec), h);
 	return h;
 }
 
@@ -283,6 +342,7 @@ static uint64_t transition(size_t idx, const struct event *ev, int cut, bool tea
 	to = (struct node){ .booted = (int8_t)lv.booted, .sh = lv.sh, .inf = lv.inf,
 			    .parent = (uint32_t)idx, .depth = from.depth + 1,
 			    .manual = from.manual + is_manual(ev) };
+	records_take(to.rec);
 	if (cut >= 0)
 		snprintf(label, sizeof(label), "%s [power cut at flash op %d%s]", ev->name, cut + 1,
 			 tear ? ", torn" : "");
@@ -360,6 +420,43 @@ static uint64_t transition(size_t idx, const struct event *ev, int cut, bool tea
 	return after.mutations - before.mutations;
 }
 
+/* One pass, breadth first from root (m: its measure) to depth. */
+static void explore(const struct node *root, const struct measure *m, unsigned depth)
+{
+	size_t head = 0, tail = 1, n_tr = n_transitions;
+	time_t t0 = time(NULL);
+
+	n_nodes = 0;
+	n_keys = 0;
+	if (keys)
+		memset(keys, 0, keys_cap * 2 * sizeof(*keys));
+	key_insert(key_of(root, m, FNV0), key_of(root, m, 0x84222325cbf29ce4ULL));
+	node_add(root);
+	while (head < n_nodes) {
+		size_t idx = head++;
+
+		if (nodes[idx].depth >= depth)
+			continue;
+		snap_restore(nodes[idx].snap);
+		n_health_due = running(&nodes[idx]) && health_due(&nodes[idx]);
+		for (size_t e = 0; e < N_EVENTS; e++) {
+			uint64_t muts;
+
+			if (!enabled(&nodes[idx], &events[e]))
+				continue;
+			muts = transition(idx, &events[e], -1, false, &tail);
+			if (events[e].kind == EV_INSTALL_WHOLE)
+				continue; /* its cuts: the steps' (first pass) */
+			for (uint64_t c = 0; c < muts; c++) {
+				transition(idx, &events[e], (int)c, false, &tail);
+				transition(idx, &events[e], (int)c, true, &tail);
+			}
+		}
+	}
+	printf("test-abstate: %s: %zu states, %zu transitions explored to depth %u in %lds\n",
+	       pass_names[pass], n_nodes, n_transitions - n_tr, depth, (long)(time(NULL) - t0));
+}
+
 int main(void)
 {
 	const char *d = getenv("FLASHD_EXPLORE_DEPTH");
@@ -368,7 +465,6 @@ int main(void)
 	const char *mm = getenv("FLASHD_EXPLORE_MANUAL");
 	struct node root = { .booted = -1, .inf = { .bundle = -1, .slot = -1 } };
 	struct measure m;
-	size_t head = 0, tail;
 	time_t t0 = time(NULL);
 	int failed = 0;
 
@@ -392,36 +488,15 @@ int main(void)
 	if (root.sh.lbl[0] != LBL_V1 || root.sh.lbl[1] != LBL_ERASED)
 		die("provisioning did not leave v1 in A and B erased");
 	root.sh.verified[0] = true; /* provisioning read it back */
+	records_take(root.rec);
+	if (!root.rec[0])
+		die("provisioning kept no block record of A");
 	root.snap = snap_take();
 	root.label = label_add("provision");
-	key_insert(key_of(&root, &m, FNV0), key_of(&root, &m, 0x84222325cbf29ce4ULL));
-	node_add(&root);
-	tail = 1;
-
-	while (head < n_nodes) {
-		size_t idx = head++;
-
-		if (nodes[idx].depth >= depth)
-			continue;
-		snap_restore(nodes[idx].snap);
-		n_health_due = running(&nodes[idx]) && health_due(&nodes[idx]);
-		for (size_t e = 0; e < N_EVENTS; e++) {
-			uint64_t muts;
-
-			if (!enabled(&nodes[idx], &events[e]))
-				continue;
-			muts = transition(idx, &events[e], -1, false, &tail);
-			for (uint64_t c = 0; c < muts; c++) {
-				transition(idx, &events[e], (int)c, false, &tail);
-				transition(idx, &events[e], (int)c, true, &tail);
-			}
-		}
-	}
-
-	printf("test-abstate: %zu states, %zu transitions explored to depth %u "
-	       "(%zu distinct slot contents, %zu snapshot chunks) in %lds\n",
-	       n_nodes, n_transitions, depth, (size_t)n_labels, n_chunk_data,
-	       (long)(time(NULL) - t0));
+	for (pass = 0; pass < _PASS_MAX; pass++)
+		explore(&root, &m, depth);
+	printf("test-abstate: %zu distinct slot contents, %zu snapshot chunks, %lds in all\n",
+	       (size_t)n_labels, n_chunk_data, (long)(time(NULL) - t0));
 	if (samples) {
 		fclose(samples);
 		printf("test-abstate: %zu env states written to %s\n", n_samples, sp);
