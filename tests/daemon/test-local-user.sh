@@ -9,7 +9,7 @@
 # Meanwhile:
 # - root's `flashctl status` answers, median of 15 runs < 100 ms (every run
 #   is printed; a build slow without attack, as under sanitizers, gets
-#   100 ms over its own baseline);
+#   twice its own baseline plus 100 ms: see the bound below);
 # - another unprivileged user is still served (< 1 s);
 # - nobody keeps at most the per-user limit of connections;
 # - idle connections are closed after idle-timeout=, and so are the sinks
@@ -182,8 +182,11 @@ a, l, per_user = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int
 base = json.load(open(sys.argv[4]))
 bad = []
 # The bound: 100 ms. A build that is slow without any attack (sanitizers:
-# flashctl alone takes > 50 ms) gets 100 ms on top of its own baseline.
-bound = 100 if base["median"] < 50 else base["median"] + 100
+# flashctl alone takes > 50 ms) is CPU-bound in its own start-up, and the
+# attacker's flood takes one of the machine's cores: that alone may double
+# it (CI, ASan pass beside the VM lane: baseline 218 ms, 357 ms under
+# attack). Starving root means seconds or a refusal, far above either.
+bound = 100 if base["median"] < 50 else 2 * base["median"] + 100
 print(f"bound for root's status: {bound} ms (baseline median {base['median']} ms)", file=sys.stderr)
 if any(l["root_rc"]):
     bad.append(f"root's flashctl status failed {sum(1 for r in l['root_rc'] if r)} of 15 times")
