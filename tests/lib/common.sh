@@ -11,6 +11,9 @@
 #   ok MSG          a check passed (said, for the log)
 #   check WHAT CMD...  ok WHAT if CMD succeeds, else check_fail WHAT
 #   skip MSG        exit 77, loudly
+#   skip_in_san_pass WHY  skip in a sanitizer build (run-tests' ASan
+#                   pass) a test whose run there only repeats the plain
+#                   pass's: WHY says what makes it a repeat
 #   need CMD...     skip unless every CMD is installed
 #   wait_for SECONDS CMD...  poll until CMD succeeds
 
@@ -37,6 +40,12 @@ say() { printf '%s: %s\n' "$TEST_NAME" "$*" >&2; }
 skip() {
 	say "SKIP: $*"
 	exit 77
+}
+
+# FLASHD_SAN_CFLAGS: the tree's sanitizers (AM_TESTS_ENVIRONMENT)
+skip_in_san_pass() {
+	[ -z "${FLASHD_SAN_CFLAGS:-}" ] ||
+		skip "the plain pass runs this test; in this tree ($FLASHD_SAN_CFLAGS) it would repeat it: $*"
 }
 
 fail() {

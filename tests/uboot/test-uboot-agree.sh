@@ -16,6 +16,7 @@
 # Exit 77 (skip) only when the packages cannot be installed.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TEST_LIB/uboot.sh"
+skip_in_san_pass "its time is U-Boot's (qemu-system-aarch64 boots); flashd's part (flashctl env init/get, slot boot-select, slot bootscript) runs under the sanitizers in tests/cli/test-bootscripts.sh, tests/daemon/test-ab-policy.sh and the env fuzzer"
 EXPLORE="$top_builddir/tests/explore/test-abstate"
 LAYOUT="$top_srcdir/tests/explore/tiny-ab.json"
 [ -n "$PY" ] || skip "python3 missing"

@@ -13,6 +13,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$TEST_LIB/uboot.sh"
 uboot_available || skip "u-boot-qemu/qemu-system-arm/u-boot-tools unavailable"
+skip_in_san_pass "its time is U-Boot's (qemu-system-aarch64 boots); flashd's part (flashctl env init/get, slot boot-select, slot bootscript) runs under the sanitizers in tests/cli/test-bootscripts.sh, tests/daemon/test-ab-policy.sh and the env fuzzer"
 [ -x "$FLASHCTL" ] || fail "$FLASHCTL not built"
 
 work=$(mktemp -d /tmp/flashd-test-uboot-XXXXXX)
