@@ -12,6 +12,10 @@
 #include "util.h"
 #include "worker.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
 /* nice steps the job runs below the daemon */
 #define WORKER_NICE 5
 
@@ -112,6 +116,10 @@ static _Noreturn void run_child(int fd, pid_t parent, worker_job_fn job, void *u
 	sigprocmask(SIG_UNBLOCK, &all, NULL);
 	r = job(fd, &worker_cancelled, userdata);
 	close(fd);
+#ifdef __SANITIZE_ADDRESS__
+	/* _exit skips LeakSanitizer's check at exit: what the job leaked */
+	__lsan_do_leak_check();
+#endif
 	_exit(r < 0 ? 1 : 0);
 }
 
