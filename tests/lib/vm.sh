@@ -59,7 +59,7 @@ vm_mtd_by_name() {
 	local d
 	for d in /sys/class/mtd/mtd*; do
 		case "$d" in *ro) continue ;; esac
-		[ "$(cat "$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return 0; }
+		[ "$(<"$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return 0; }
 	done
 	vm_fail "no MTD device named '$1' in /proc/mtd: $(tr '\n' ';' </proc/mtd)"
 }
@@ -155,6 +155,24 @@ vm_json_vars() {
 		| "\($p)_\(.key)=" + (if (.value | type) == "array"
 			then (.value | map(tostring) | join(" ")) else (.value | tostring) end | @sh)' <<<"$2") ||
 		vm_fail "not a JSON object: $2"
+	eval "$assigns"
+}
+
+# vm_json_leaves PREFIX JSON: one jq run for a whole document (a boot
+# state, a status): PREFIX_A_B for the value at .A.B at any depth, arrays
+# as one element a line (strings as they are, other values as JSON), null
+# as "null"; characters not allowed in a name become "_". Every PREFIX_*
+# variable set before is unset first: a field the new document lacks is
+# empty, never the last document's.
+vm_json_leaves() {
+	local assigns
+	assigns=$(jq -r --arg p "$1" '
+		def text: if type == "string" then . else tojson end;
+		def leaves($k): if type == "object" then to_entries[] as $e | $e.value | leaves("\($k)_\($e.key)")
+			elif type == "array" then [$k, (map(text) | join("\n"))] else [$k, text] end;
+		leaves($p) | "\(.[0] | gsub("[^A-Za-z0-9_]"; "_"))=\(.[1] | @sh)"' <<<"$2") ||
+		vm_fail "not JSON: $2"
+	eval "unset \${!$1_@}"
 	eval "$assigns"
 }
 

@@ -47,9 +47,10 @@ mkdir -p /tmp/ov/etc/app /tmp/ov/home/user
 for i in $(seq 1 12); do head -c $((RANDOM * 4)) /dev/urandom >"/tmp/ov/home/user/file$i"; done
 echo "hostname=board" >/tmp/ov/etc/app/config
 ln -s ../app/config /tmp/ov/etc/app/link
-sums() { (cd /tmp/ov && find . -path ./lost+found -prune -o -print0 | sort -z |
-	xargs -0 -n 64 sh -c 'for f; do if [ -L "$f" ]; then echo "L $(readlink "$f") $f";
-	elif [ -f "$f" ]; then echo "F $(sha256sum <"$f" | cut -d" " -f1) $f"; else echo "D $f"; fi; done' sh); }
+# every entry: links with their target, files with their sha256 (one
+# sha256sum for all: two processes a file cost 0.2-0.6 s under TCG), the rest by name
+sums() { (cd /tmp/ov && find . -path ./lost+found -prune -o -type l -printf 'L %l %p\n' -o \
+	-type f -exec sha256sum {} + -o -printf 'D %p\n' | sort); }
 sums >/tmp/ov.sums.0
 vm_run umount /tmp/ov
 overlay_unchanged() { # WHAT
@@ -86,7 +87,7 @@ check_booted_slot() { # WHAT
 	ver=$("$FLASHCTL" env get -n --layout "$FL" "FLASHD_${BOOTED}_VERSION" 2>/dev/null)
 	[ -n "$ver" ] || { [ "$BOOTED" = A ] && ver=1.0; }
 	[ -n "${LEN[$ver]:-}" ] || vm_fail "$1: booted slot $BOOTED records version '$ver', which no bundle has"
-	got=$(fw_slot_sha "rootfs-$(tr AB ab <<<"$BOOTED")" "${LEN[$ver]}") ||
+	got=$(fw_slot_sha "rootfs-${BOOTED,,}" "${LEN[$ver]}") ||
 		vm_fail "$1: cannot read slot $BOOTED"
 	[ "$got" = "${SHA[$ver]}" ] ||
 		vm_fail "$1: the board boots slot $BOOTED, whose image is not the $ver it records (sha256 $got)"

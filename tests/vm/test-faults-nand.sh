@@ -52,10 +52,11 @@ vm_expect_eq "$a_bad" "8" "bad blocks of rootfs-a (chip block 50)"
 vm_expect_eq "$b_bad" "6 7" "bad blocks of rootfs-b (chip blocks 400, 401)"
 vm_expect_eq "$d_bad" "6" "bad blocks of rootfs_data (chip block 720)"
 mkdir -p /tmp/ov
-vm_run mount -t jffs2 "$(vm_mtd_by_name rootfs_data | sed 's|/dev/mtd|mtd|')" /tmp/ov
+data=$(vm_mtd_by_name rootfs_data)
+vm_run mount -t jffs2 "mtd${data#/dev/mtd}" /tmp/ov
 echo persisted >/tmp/ov/probe || vm_fail "cannot write to the overlay with a bad block"
 vm_run umount /tmp/ov
-vm_expect_eq "$(jq -r .BOOT_ORDER <<<"$(fw_env)")" "B A" "BOOT_ORDER after the install"
+vm_expect_eq "$("$FLASHCTL" env get -n --layout "$FL" BOOT_ORDER)" "B A" "BOOT_ORDER after the install"
 SURVIVED=$((SURVIVED + 4))
 
 # ---- bad block on an env copy ----------------------------------------------
@@ -114,7 +115,7 @@ stop_daemon
 fw_info_vars b rootfs-b
 vm_expect_eq "$b_bad" "2 3" "rootfs-b blocks marked bad after their erase failed"
 expect_slots_verify "weakblocks"
-vm_expect_eq "$(jq -r .BOOT_ORDER <<<"$(fw_env)")" "B A" "BOOT_ORDER after the install"
+vm_expect_eq "$("$FLASHCTL" env get -n --layout "$FL" BOOT_ORDER)" "B A" "BOOT_ORDER after the install"
 SURVIVED=$((SURVIVED + 2))
 
 # ---- grave pages: uncorrectable reads while verifying ------------------------
@@ -134,7 +135,7 @@ stop_daemon
 fw_info_vars b rootfs-b
 vm_expect_eq "$b_bad" "0 1" "rootfs-b blocks marked bad after their read-back failed"
 expect_slots_verify "gravepages"
-vm_expect_eq "$(jq -r .BOOT_ORDER <<<"$(fw_env)")" "B A" "BOOT_ORDER after the install"
+vm_expect_eq "$("$FLASHCTL" env get -n --layout "$FL" BOOT_ORDER)" "B A" "BOOT_ORDER after the install"
 vm_expect_eq "$(fw_slot_sha rootfs-a "$v1_len")" "$v1_sha" "slot A after the install"
 SURVIVED=$((SURVIVED + 2))
 
