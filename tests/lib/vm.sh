@@ -7,7 +7,7 @@
 # with a message naming what was compared and where.
 
 . "$top_srcdir/tests/lib/common.sh"
-VM_TEST_NAME=$(basename "$0")
+VM_TEST_NAME=${0##*/}
 
 # tests/lib/daemon.sh's readiness probe: flashctl, not python (slow under TCG)
 DAEMON_PROBE=flashctl
@@ -51,15 +51,16 @@ vm_need_module() {
 vm_sysfs() {
 	local f="/sys/class/mtd/$1/$2"
 	[ -r "$f" ] || vm_fail "$f: missing"
-	cat "$f"
+	printf '%s\n' "$(<"$f")"     # no cat: a process costs ~0.2 s under TCG
 }
 
 # vm_mtd_by_name NAME: the /dev/mtdN whose MTD name is NAME.
 vm_mtd_by_name() {
-	local d
+	local d n
 	for d in /sys/class/mtd/mtd*; do
 		case "$d" in *ro) continue ;; esac
-		[ "$(<"$d/name")" = "$1" ] && { echo "/dev/${d##*/}"; return 0; }
+		read -r n <"$d/name"    # no cat: a process costs ~0.2 s under TCG
+		[ "$n" = "$1" ] && { echo "/dev/${d##*/}"; return 0; }
 	done
 	vm_fail "no MTD device named '$1' in /proc/mtd: $(tr '\n' ';' </proc/mtd)"
 }
@@ -73,6 +74,14 @@ vm_need_flashctl() { # GROUP CMD
 }
 
 vm_flashctl() { vm_run "$FLASHCTL" "$@"; }
+
+# vm_mksquashfs DIR IMAGE [OPTIONS...]: a squashfs image for a test whose
+# subject is not the compressor (the kernel reads them all): zstd at level
+# 1 takes ~0.6 s under TCG where xz takes ~11 s and gzip ~3 s for the same
+# 3.5 MiB tree (busybox and random data).
+vm_mksquashfs() {
+	vm_run mksquashfs "$1" "$2" -quiet -noappend -comp zstd -Xcompression-level 1 "${@:3}"
+}
 
 # Mark the kernel log; vm_dmesg_since_mark prints what came after.
 VM_MARK=0

@@ -38,7 +38,7 @@ mkimg() { # VERSION
 	echo "VERSION_ID=$1" >"$d/etc/os-release"
 	echo "motd of $1" >"$d/etc/motd"
 	printf '# test keep-list\n/etc/keepme\n/etc/motd\n' >"$d$BOOT_KEEP_DIR/test"
-	vm_run mksquashfs "$d" "$T/$1.sqfs" -quiet -noappend -comp xz -all-root
+	vm_mksquashfs "$d" "$T/$1.sqfs" -all-root
 	vm_run "$FLASHCTL" -q bundle create --layout "$L" --version "$1" \
 		--image rootfs="$T/$1.sqfs" --key $T/k.key -o "$T/$1.bundle"
 }
@@ -50,10 +50,19 @@ boot() { # EXPECTED-SLOT
 	vm_expect_eq "$sel" "flashd.slot=$1" "boot script's choice"
 	echo "console=ttyS0 $sel" >$T/cmdline
 	st=$(boot_assemble --mode initramfs --layout "$L" --cmdline $T/cmdline)
+	boot_json_parse "$st"
 	vm_expect_eq "$(boot_json "$st" .slot)" "$1" "booted slot"
 	vm_expect_eq "$(boot_json "$st" .overlay.fstype)" jffs2 "overlay fstype"
 }
-gens() { (cd /tmp/st/root/overlay && ls -d gen-* 2>/dev/null | tr '\n' ' '); }
+# the generation directories, sorted, each followed by a space (a glob,
+# not ls | tr: process start-up is slow under TCG)
+gens() {
+	local g out=
+	for g in /tmp/st/root/overlay/gen-*; do
+		[ -e "$g" ] || [ -L "$g" ] && out+="${g##*/} "
+	done
+	printf '%s' "$out"
+}
 union=/tmp/st/root
 gen_upper() { echo "/tmp/st/root/overlay/$1/upper"; }
 # a listing of an upper layer: every entry with type, mode, size, content hash

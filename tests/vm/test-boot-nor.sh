@@ -67,7 +67,7 @@ EOT
 chmod 755 /tmp/img/sbin/init
 echo bye >/tmp/img/etc/doomed
 echo bye >/tmp/img/etc/doomed2
-vm_run mksquashfs /tmp/img /tmp/a.sqfs -quiet -noappend -comp gzip -all-root
+vm_mksquashfs /tmp/img /tmp/a.sqfs -all-root
 vm_log "image $(stat -c %s /tmp/a.sqfs) bytes"
 vm_flashctl flash write "$rootfs" /tmp/a.sqfs
 # libubootenv 0.3.2 refuses mtdram's MTD_RAM type ("Invalid argument"),

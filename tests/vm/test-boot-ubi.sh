@@ -36,7 +36,7 @@ mkdir -p /tmp/img/etc/app.d
 echo one >/tmp/img/etc/app.d/one.conf
 echo two >/tmp/img/etc/app.d/two.conf
 head -c $((1536 * 1024)) /dev/urandom >/tmp/img/etc/random.bin   # several LEBs
-vm_run mksquashfs /tmp/img /tmp/a.sqfs -quiet -noappend -comp xz -all-root
+vm_mksquashfs /tmp/img /tmp/a.sqfs -all-root
 isz=$(stat -c %s /tmp/a.sqfs)
 
 # ---- the UBI device, as the layout describes it ---------------------------
@@ -72,6 +72,7 @@ vm_run "$FLASHCTL" slot init --layout "$L" --cmdline /tmp/cmdline
 # ---- first boot (--no-exec) ---------------------------------------------
 vm_log "first boot: flashd attaches UBI, ubiblock root, UBIFS overlay"
 st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
+boot_json_parse "$st"
 printf '%s\n' "$st"
 vm_expect_eq "$(boot_json "$st" .result)" ok "result"
 vm_expect_eq "$(boot_json "$st" .slot)" A "booted slot"
@@ -139,6 +140,7 @@ vm_run umount /tmp/u
 
 vm_log "second boot: everything persisted"
 st=$(boot_assemble --mode initramfs --layout "$L" --cmdline /tmp/cmdline)
+boot_json_parse "$st"
 vm_expect_eq "$(boot_json "$st" .root.kind)" ubiblock "root device kind (second boot)"
 vm_expect_eq "$(boot_json "$st" .overlay.fstype)" ubifs "overlay fstype (second boot)"
 vm_expect_eq "$(boot_json "$st" .overlay.generation.boots_before)" 1 "generation boots before"

@@ -30,7 +30,7 @@ vm_expect_eq "$(vm_json_get "$("$FLASHCTL" --json flash info "mtd:rootfs")" .siz
 mkdir -p /tmp/src /tmp/m
 cp -r "$top_srcdir/include" "$top_srcdir/daemon" /tmp/src/ 2>/dev/null
 head -c $((2 * 1024 * 1024)) /dev/urandom >/tmp/src/random.bin
-vm_run mksquashfs /tmp/src /tmp/root.sqfs -quiet -noappend -comp xz
+vm_mksquashfs /tmp/src /tmp/root.sqfs
 # Leave garbage behind the image so that a write that does not erase
 # (or writes the wrong range) is noticed by the squashfs read.
 head -c $((8 * 1024 * 1024)) /dev/urandom >/tmp/junk

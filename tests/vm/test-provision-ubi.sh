@@ -101,6 +101,7 @@ ubi_holds rootfs_a $T/1.0.sqfs "re-provisioned"
 # ---- boot A --------------------------------------------------------------
 echo "flashd.slot=A" >$T/cmdline
 st=$(boot_assemble --mode initramfs --layout "$L" --cmdline $T/cmdline)
+boot_json_parse "$st"
 vm_expect_eq "$(boot_json "$st" .root.kind)" ubiblock "A: root kind"
 vm_expect_eq "$(boot_json "$st" .root.source)" "ubi$u:rootfs_a" "A: root source"
 vm_expect_eq "$(boot_json "$st" .overlay.fstype)" ubifs "A: overlay fstype"
@@ -155,6 +156,7 @@ vm_expect_eq "$sel" flashd.slot=B "boot choice after the install"
 # ---- boot B -----------------------------------------------------------------
 echo "$sel" >$T/cmdline
 st=$(boot_assemble --mode initramfs --layout "$L" --cmdline $T/cmdline)
+boot_json_parse "$st"
 vm_expect_eq "$(boot_json "$st" .slot)" B "B: slot"
 vm_expect_eq "$(boot_json "$st" .root.kind)" ubiblock "B: root kind"
 vm_expect_eq "$(boot_json "$st" .root.source)" "ubi$u:rootfs_b" "B: root source"
