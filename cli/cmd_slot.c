@@ -260,7 +260,7 @@ static const char *slot_target(const struct slot_ctx *s)
 static int read_slot(struct slot_ctx *s, size_t i, struct error *err)
 {
 	return slot_verify_read(s->layout, slot_target(s), s->group, i, s->a.conf->state_dir,
-				err) > 0;
+				&s->st, err) > 0;
 }
 
 /* --bundle: read whole (signature, index, every image hash) with the

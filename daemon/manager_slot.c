@@ -133,7 +133,7 @@ static int read_job(int report_fd, volatile int *cancel, void *userdata)
 
 	rep.r = slot_verify_promotion(m->layout, m->conf->target, m->group,
 				      (size_t)m->op.health_slot, m->op.slot_op, m->conf->state_dir,
-				      &err);
+				      NULL, &err);
 	snprintf(rep.message, sizeof(rep.message), "%s", error_message(&err));
 	return worker_report(report_fd, &rep, sizeof(rep));
 }

@@ -21,10 +21,15 @@
 #include "slot_change.h"
 
 /* 1: at least one member has a record and every recorded member reads
- * back as recorded; 0: no record to read the slot against (err says);
- * -EILSEQ: the slot differs (err names member and block); -errno (err). */
+ * back as recorded, or none has and the env calls the slot legacy
+ * (slot_legacy); 0: no record to read the slot against (err says);
+ * -EILSEQ: the slot differs (err names member and block); -errno (err).
+ * known: the group's slot env as the caller read it, or NULL to read it
+ * here; a caller holding the env open must pass it (a second open would
+ * wait for the caller's own lock, then fail). */
 int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
-		     size_t slot, const char *state_dir, struct error *err);
+		     size_t slot, const char *state_dir, const struct slot_env *known,
+		     struct error *err);
 /* The same against a bundle's verified signed index (m, index: from a
  * bundle_reader that read the whole bundle): every raw image of m is read
  * from the slot member it names, logical block k on the k-th good block,
@@ -44,7 +49,7 @@ int slot_verify_index(const struct layout *l, const char *target,
  * flashctl's offline path all come here. */
 int slot_verify_promotion(const struct layout *l, const char *target,
 			  const struct layout_slot_group *g, size_t slot, enum slot_op op,
-			  const char *state_dir, struct error *err);
+			  const char *state_dir, const struct slot_env *known, struct error *err);
 /* The refusal of a promotion whose read did not end (its worker died):
  * err as slot_verify_promotion's, with why. Returns -EPERM. */
 int slot_verify_refused(enum slot_op op, const char *slot, const char *why, struct error *err);

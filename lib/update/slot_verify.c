@@ -59,19 +59,23 @@ static int verify_member(struct board *b, const char *state_dir, const char *gro
 	return verify_blocks(rec, f, member, t, "the one its last verified install recorded", err);
 }
 
-/* A legacy slot (slot_legacy): the env read now says so. */
+/* A legacy slot (slot_legacy): the env says so, as the caller read it
+ * (known) or read now. */
 static bool legacy(const struct layout *l, const char *target, const struct layout_slot_group *g,
-		   size_t slot)
+		   size_t slot, const struct slot_env *known)
 {
 	_cleanup_env_ struct env *e = NULL;
 	struct slot_env st;
 
+	if (known)
+		return slot_legacy(known, slot);
 	return env_open_layout(l, target, NULL, 0, &e, NULL) >= 0 &&
 	       slot_env_load_group(&st, g, env_get_dup, e, NULL) >= 0 && slot_legacy(&st, slot);
 }
 
 int slot_verify_read(const struct layout *l, const char *target, const struct layout_slot_group *g,
-		     size_t slot, const char *state_dir, struct error *err)
+		     size_t slot, const char *state_dir, const struct slot_env *known,
+		     struct error *err)
 {
 	_cleanup_board_ struct board *b = NULL;
 	const struct layout_slot *s = &g->slots[slot];
@@ -90,7 +94,7 @@ int slot_verify_read(const struct layout *l, const char *target, const struct la
 	}
 	if (r < 0)
 		return error_prefix(err, r, "slot %s", s->name);
-	if (!found && legacy(l, target, g, slot))
+	if (!found && legacy(l, target, g, slot, known))
 		return 1;
 	if (!found)
 		return error_set(err, 0, "slot %s: no signed index recorded for it in %s (an install "
@@ -163,10 +167,10 @@ int slot_verify_refused(enum slot_op op, const char *slot, const char *why, stru
 
 int slot_verify_promotion(const struct layout *l, const char *target,
 			  const struct layout_slot_group *g, size_t slot, enum slot_op op,
-			  const char *state_dir, struct error *err)
+			  const char *state_dir, const struct slot_env *known, struct error *err)
 {
 	struct error why = {};
-	int r = slot_verify_read(l, target, g, slot, state_dir, &why);
+	int r = slot_verify_read(l, target, g, slot, state_dir, known, &why);
 
 	return r > 0 ? 1 : slot_verify_refused(op, g->slots[slot].name, error_message(&why), err);
 }
@@ -186,7 +190,7 @@ int slot_verify_change(struct env *e, const struct layout *l, const char *target
 	else
 		idx = -1; /* the change says what is wrong */
 	if (idx >= 0) {
-		r = slot_verify_promotion(l, target, g, (size_t)idx, c->op, state_dir, err);
+		r = slot_verify_promotion(l, target, g, (size_t)idx, c->op, state_dir, &st, err);
 		if (r < 0) {
 			*ret = (struct slot_change_result){ .before = st, .slot = -1,
 							    .fail = SLOT_CHANGE_REFUSED };
