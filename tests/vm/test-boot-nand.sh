@@ -47,8 +47,17 @@ chmod 755 /tmp/img/sbin/init
 vm_mksquashfs /tmp/img /tmp/a.sqfs -all-root
 [ "$(stat -c %s /tmp/a.sqfs)" -gt $((4 * 131072)) ] || vm_fail "image too small to cross block 45"
 vm_flashctl flash write "$rootfs" /tmp/a.sqfs
-vm_run "$FLASHCTL" env init --layout "$L" FLASHD_A_VERSION=1.0
 echo "console=ttyS0 flashd.slot=A" >/tmp/cmdline
+# A legacy env on the real chip (what RAUC left: BOOT_ORDER and counters,
+# no FLASHD_*): flashctl's offline activate of B holds the env open
+# (libubootenv's lock); the check that B is legacy opened it again, waited
+# 10 s for that lock and refused B (fixed in 2190c14)
+vm_run "$FLASHCTL" env init --force --layout "$L" FLASHD_ENV= "BOOT_ORDER=A B" BOOT_A_LEFT=3 BOOT_B_LEFT=3
+vm_run "$FLASHCTL" slot activate B --offline --layout "$L" --cmdline /tmp/cmdline
+order=$("$FLASHCTL" env get -n --layout "$L" BOOT_ORDER) || vm_fail "env get BOOT_ORDER"
+[ "$order" = "B A" ] || vm_fail "offline activate of the legacy slot B: BOOT_ORDER='$order', expected 'B A'"
+echo "offline activate of the legacy slot B: BOOT_ORDER=$order"
+vm_run "$FLASHCTL" env init --force --layout "$L" FLASHD_A_VERSION=1.0
 # slot init trusts the running slot (A here) and what it reads, not records
 vm_run "$FLASHCTL" slot init --layout "$L" --cmdline /tmp/cmdline
 vm_run flash_erase -q "$data" 0 0     # blank, no cleanmarkers: first boot
