@@ -7,8 +7,6 @@
 # configured with sanitizers (run-tests' ASan pass, FLASHD_SAN_CFLAGS from
 # AM_TESTS_ENVIRONMENT) the run would repeat the plain pass's exactly, so
 # it is skipped, loudly.
-if [ -n "${FLASHD_SAN_CFLAGS:-}" ]; then
-	echo "run-fuzz-ci: SKIP: the plain pass runs the same fuzzers (their own ASan+UBSan build, seed 1, the same runs); this tree's sanitizers ($FLASHD_SAN_CFLAGS) change nothing in them" >&2
-	exit 77
-fi
+. "$(dirname "$0")/../lib/common.sh"
+skip_in_san_pass "the fuzzers carry their own ASan+UBSan build and run with seed 1 and a fixed number of runs: this tree's sanitizers change nothing in them"
 exec "$(dirname "$0")/run-fuzz.sh" --ci

@@ -147,9 +147,11 @@ san_split_leak_checks() {
 # A sanitizer's report in the daemon's log fails the test (a leak found
 # at exit does not change what the clients saw).
 san_check_daemon_log() {
+	local report
 	[ -n "${FLASHD_SAN_CFLAGS:-}" ] && [ -f "$FLASHD_DIR/flashd.log" ] || return 0
-	grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$FLASHD_DIR/flashd.log" || return 0
-	grep -E -A12 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$FLASHD_DIR/flashd.log" | head -n 40 >&2
+	report=$(grep -E -A12 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$FLASHD_DIR/flashd.log" | head -n 40)
+	[ -n "$report" ] || return 0
+	printf '%s\n' "$report" >&2
 	"$REPLY_CHECK_FAIL" "the daemon's log holds a sanitizer report (above)"
 }
 
