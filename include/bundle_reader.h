@@ -62,6 +62,11 @@ int bundle_reader_read_fd(struct bundle_reader *r, int fd, struct error *err);
 
 /* NULL until the manifest was verified and parsed. */
 const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader *r);
+/* The bundle's signed head as it was verified: its first *ret_size bytes
+ * (header, manifest, signatures), NULL before the manifest. A reader fed
+ * them alone verifies the same manifest again (a manifest callback that
+ * returns BUNDLE_STOP): what block_record.h keeps of a slot's bundle. */
+const uint8_t *bundle_reader_head(const struct bundle_reader *r, size_t *ret_size);
 /* Format 2: the verified block index (NULL before, or without one).
  * Image img's block b has the hash at (img->index_first + b) * 32. */
 const uint8_t *bundle_reader_index(const struct bundle_reader *r);
@@ -69,6 +74,7 @@ bool bundle_reader_done(const struct bundle_reader *r);
 uint64_t bundle_reader_offset(const struct bundle_reader *r);  /* bytes consumed */
 /* Heap bytes the reader holds now / held at most (its own buffers and
  * zlib's state; OpenSSL's digest context, a few hundred bytes, is not
- * counted). Bounded by the manifest size plus the inflate window. */
+ * counted). Bounded by the manifest size (kept: bundle_reader_head())
+ * plus the index and the inflate window. */
 size_t bundle_reader_mem_current(const struct bundle_reader *r);
 size_t bundle_reader_mem_peak(const struct bundle_reader *r);

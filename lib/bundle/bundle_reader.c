@@ -47,8 +47,10 @@ struct bundle_reader {
 	uint8_t header[BUNDLE_HEADER_SIZE];
 	unsigned hdr_major, hdr_minor, n_sigs;
 	uint32_t manifest_size;
-	uint8_t *manifest_buf;
-	uint8_t sigs[BUNDLE_MAX_SIGNATURES * BUNDLE_SIG_ENTRY_SIZE];
+	/* the signed head: header, manifest, signatures, as read (kept) */
+	uint8_t *head;
+	size_t head_size;
+	uint8_t *manifest_buf, *sigs;    /* in head */
 
 	struct bundle_manifest m;
 	bool have_manifest;
@@ -135,7 +137,7 @@ void bundle_reader_free(struct bundle_reader *r)
 	if (!r)
 		return;
 	reader_image_reset(r);
-	r_free(r, r->manifest_buf);
+	r_free(r, r->head);
 	r_free(r, r->index);
 	free(r);
 }
@@ -143,6 +145,14 @@ void bundle_reader_free(struct bundle_reader *r)
 const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader *r)
 {
 	return r->have_manifest ? &r->m : NULL;
+}
+
+const uint8_t *bundle_reader_head(const struct bundle_reader *r, size_t *ret_size)
+{
+	if (!r->have_manifest)
+		return NULL;
+	*ret_size = r->head_size;
+	return r->head;
 }
 
 const uint8_t *bundle_reader_index(const struct bundle_reader *r)
@@ -258,8 +268,6 @@ static int process_manifest(struct bundle_reader *r, struct error *err)
 	bundle_manifest_layout(&parsed, r->n_sigs);
 	r->m = parsed;
 	r->have_manifest = true;
-	r_free(r, r->manifest_buf);
-	r->manifest_buf = NULL;
 
 	r2 = bundle_manifest_check(&r->m, r->policy.compatible, r->policy.slots,
 				   r->policy.n_slots, err);
@@ -527,9 +535,14 @@ static int step(struct bundle_reader *r, const uint8_t **p, size_t *n, struct er
 				   &r->n_sigs, err);
 		if (ret < 0)
 			return ret;
-		r->manifest_buf = r_alloc(r, r->manifest_size);
-		if (!r->manifest_buf)
+		r->head_size = BUNDLE_HEADER_SIZE + r->manifest_size +
+			       (size_t)r->n_sigs * BUNDLE_SIG_ENTRY_SIZE;
+		r->head = r_alloc(r, r->head_size);
+		if (!r->head)
 			return -ENOMEM;
+		memcpy(r->head, r->header, BUNDLE_HEADER_SIZE);
+		r->manifest_buf = r->head + BUNDLE_HEADER_SIZE;
+		r->sigs = r->manifest_buf + r->manifest_size;
 		r->state = RS_MANIFEST;
 		return 0;
 	case RS_MANIFEST:
