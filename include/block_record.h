@@ -27,7 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bundle.h"
+#include "error.h"
 #include "flash.h"
+#include "keyring.h"
 
 struct block_record {
 	uint32_t erasesize;
@@ -62,3 +65,26 @@ int block_record_drop(const char *dir, const char *group, const char *slot, cons
 int block_record_verify(const struct block_record *r, struct flash *f, uint32_t *ret_block);
 /* The record still describes f: same erase size, same bad-block map. */
 bool block_record_matches_flash(const struct block_record *r, struct flash *f);
+
+/* The signed manifest kept beside a slot's block records: the bundle's
+ * head (header, manifest, signatures: bundle_reader_head()) exactly as
+ * the install verified it, saved with the records after the read-back
+ * verified the slot, dropped with them before any write to the slot, so a
+ * slot being written never has one. Only a manifest a trusted key signed
+ * is kept. It says which signed version the slot holds once verified
+ * again (block_record_manifest_load()): what the downgrade check compares
+ * with. File: DIR/manifest-<group>-<slot>.bin. */
+int block_record_manifest_save(const char *dir, const char *group, const char *slot,
+			       const void *head, size_t len);
+/* 0 also when there was none; durable before the slot is written. */
+int block_record_manifest_drop(const char *dir, const char *group, const char *slot);
+/* The kept manifest of slot, verified again: its signature by a key of
+ * keyring k (the reader's, as installs verify), its compatible, and each
+ * image it names against the slot's block record of that member where one
+ * is kept (size and sha256; a UBI volume has none). 0: *ret filled;
+ * -ENOENT: none kept; -ENOKEY: signed by no key of k (retired since), so
+ * nothing can verify it; any other -errno: it does not verify, err says
+ * why (damaged, tampered, another content than the block record's). */
+int block_record_manifest_load(const char *dir, const char *group, const char *slot,
+			       const struct keyring *k, const char *compatible,
+			       struct bundle_manifest *ret, struct error *err);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "block_record.h"
+#include "bundle_reader.h"
 #include "cleanup.h"
 #include "hash.h"
 #include "record.h"
@@ -199,13 +200,11 @@ int block_record_load(const char *dir, const char *group, const char *slot, cons
 	return record_parse((const uint8_t *)buf, len, ret);
 }
 
-int block_record_drop(const char *dir, const char *group, const char *slot, const char *member)
+/* Delete path and fsync dir: gone for good before what follows. */
+static int drop_durably(const char *dir, const char *path)
 {
-	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int dfd = -1;
 
-	if (record_path(dir, group, slot, member, &path) < 0)
-		return -ENOMEM;
 	if (unlink(path) < 0) {
 		if (errno == ENOENT)
 			return 0;
@@ -218,6 +217,101 @@ int block_record_drop(const char *dir, const char *group, const char *slot, cons
 	return 0;
 }
 
+int block_record_drop(const char *dir, const char *group, const char *slot, const char *member)
+{
+	_cleanup_free_ char *path = NULL;
+
+	if (record_path(dir, group, slot, member, &path) < 0)
+		return -ENOMEM;
+	return drop_durably(dir, path);
+}
+
+/* ---- the slot's kept signed manifest ---- */
+
+static int manifest_path(const char *dir, const char *group, const char *slot, char **ret)
+{
+	return asprintf(ret, "%s/manifest-%s-%s.bin", dir, group, slot) < 0 ? -ENOMEM : 0;
+}
+
+int block_record_manifest_save(const char *dir, const char *group, const char *slot,
+			       const void *head, size_t len)
+{
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	if (manifest_path(dir, group, slot, &path) < 0)
+		return -ENOMEM;
+	r = util_mkdir_p(dir, 0755);
+	return r < 0 ? r : record_write_atomic(dir, path, head, len);
+}
+
+int block_record_manifest_drop(const char *dir, const char *group, const char *slot)
+{
+	_cleanup_free_ char *path = NULL;
+
+	if (manifest_path(dir, group, slot, &path) < 0)
+		return -ENOMEM;
+	return drop_durably(dir, path);
+}
+
+static int manifest_stop(void *userdata, const struct bundle_manifest *m, struct error *err)
+{
+	*(struct bundle_manifest *)userdata = *m;
+	return BUNDLE_STOP;
+}
+
+/* The manifest vouches for the slot's content only if its images are
+ * what the slot's block records say the read-back verified. */
+static int manifest_matches_records(const char *dir, const char *group, const char *slot,
+				    const struct bundle_manifest *m, struct error *err)
+{
+	for (size_t i = 0; i < m->n_images; i++) {
+		const struct bundle_image *img = &m->images[i];
+		_cleanup_block_record_ struct block_record *rec = NULL;
+		int r = block_record_load(dir, group, slot, img->slot, &rec);
+
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return error_set(err, r, "the block record of '%s' cannot be read: %s",
+					 img->slot, strerror(-r));
+		if (rec->size != img->size || memcmp(rec->image_sha256, img->sha256, 32))
+			return error_set(err, -EBADMSG, "its image '%s' is not what the slot's block "
+					 "record says it holds", img->slot);
+	}
+	return 0;
+}
+
+int block_record_manifest_load(const char *dir, const char *group, const char *slot,
+			       const struct keyring *k, const char *compatible,
+			       struct bundle_manifest *ret, struct error *err)
+{
+	const struct bundle_policy policy = { .keyring = k, .compatible = compatible };
+	const struct bundle_reader_ops ops = { .manifest = manifest_stop };
+	_cleanup_bundle_reader_ struct bundle_reader *rd = NULL;
+	_cleanup_free_ char *path = NULL, *buf = NULL;
+	struct bundle_manifest m;
+	size_t len = 0;
+	int r;
+
+	if (manifest_path(dir, group, slot, &path) < 0)
+		return -ENOMEM;
+	r = util_read_file(path, BUNDLE_HEADER_SIZE + BUNDLE_MAX_MANIFEST +
+			   BUNDLE_MAX_SIGNATURES * BUNDLE_SIG_ENTRY_SIZE, &buf, &len);
+	if (r < 0)
+		return r == -ENOENT ? r : error_set(err, r, "cannot read %s: %s", path, strerror(-r));
+	r = bundle_reader_new(&policy, &ops, &m, &rd);
+	if (r >= 0)
+		r = bundle_reader_feed(rd, buf, len, err);
+	if (r == 0)
+		r = error_set(err, -EBADMSG, "it ends before its signatures");
+	if (r == BUNDLE_STOP)
+		r = manifest_matches_records(dir, group, slot, &m, err);
+	if (r < 0)
+		return error_prefix(err, r, "%s", path);
+	*ret = m;
+	return 0;
+}
 static int block_matches(const struct block_record *r, struct flash *f, uint32_t k, uint8_t *buf)
 {
 	size_t len = (size_t)MIN((uint64_t)r->erasesize, r->size - (uint64_t)k * r->erasesize);

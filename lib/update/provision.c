@@ -745,17 +745,23 @@ static int run(struct prov *pv)
 	return r;
 }
 
-/* Before anything is erased: no record may describe a slot that
- * provisioning rewrites. One that cannot be deleted refuses the run. */
+/* Before anything is erased: no record (nor kept manifest) may describe
+ * a slot that provisioning rewrites. One that cannot be deleted refuses
+ * the run. */
 static int drop_records(struct prov *pv)
 {
 	static const char *const members[] = { "rootfs", "kernel" };
 
 	for (size_t i = 0; i < pv->g->n_slots; i++) {
 		const char *slot = pv->g->slots[i].name;
+		int r = block_record_manifest_drop(pv->p->state_dir, pv->g->name, slot);
 
+		if (r < 0)
+			return error_set(pv->err, r, "cannot delete the kept manifest of slot %s in "
+					 "%s (nothing was erased): %s", slot, pv->p->state_dir,
+					 strerror(-r));
 		for (size_t k = 0; k < ELEMENTSOF(members); k++) {
-			int r = block_record_drop(pv->p->state_dir, pv->g->name, slot, members[k]);
+			r = block_record_drop(pv->p->state_dir, pv->g->name, slot, members[k]);
 			if (r < 0)
 				return error_set(pv->err, r, "cannot delete the block record of %s "
 						 "of slot %s in %s (nothing was erased): %s",
