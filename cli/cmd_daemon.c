@@ -205,9 +205,11 @@ static void print_status(struct json_object *st)
 		       json_get_string(li, "version") ? jp(li, "version") : "unknown (the bundle was not read)",
 		       json_get_string(li, "slot") ? jp(li, "slot") : "unknown", jp(li, "result"));
 		print_time(", finished ", json_get_int(li, "finished"));
+		/* no running_version: the kept manifest did not verify */
 		if (json_get_string(li, "downgrade"))
 			printf("\n              DOWNGRADE from version %s (%s)",
-			       jp(li, "running_version"), jp(li, "downgrade"));
+			       json_get_string(li, "running_version") ? jp(li, "running_version") :
+			       "unverified", jp(li, "downgrade"));
 		if (json_get_string(li, "reason"))
 			printf("\n              %s", jp(li, "reason"));
 		if (json_get_string(li, "record_error"))

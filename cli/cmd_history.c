@@ -64,8 +64,10 @@ static void print_entry(struct json_object *e)
 							  sizeof(fetched)),
 	       size_or_dash(json_get_int(e, "bytes"), written, sizeof(written)), json_get_int(e, "erases"),
 	       json_get_int(e, "duration"), shown(e, "source", src, sizeof(src)));
+	/* no running_version: the kept manifest did not verify */
 	if (json_get_string(e, "downgrade"))
-		printf("    DOWNGRADE from %s: %s\n", shown(e, "running_version", s1, sizeof(s1)),
+		printf("    DOWNGRADE from %s: %s\n", json_get_string(e, "running_version") ?
+		       shown(e, "running_version", s1, sizeof(s1)) : "an unverified version",
 		       shown(e, "downgrade", s2, sizeof(s2)));
 	if (json_get_string(e, "reason"))
 		printf("    %s: %s\n", shown(e, "error_name", s1, sizeof(s1)),

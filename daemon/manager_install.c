@@ -271,6 +271,12 @@ static const char *downgrade_or_null(const struct install_msg *f)
 	       install_downgrade_to_string(f->stats.downgrade);
 }
 
+static const char *version_from_or_null(const struct install_msg *f)
+{
+	return f->stats.running_version_from == INSTALL_VERSION_FROM_NONE ? NULL :
+	       install_version_from_to_string(f->stats.running_version_from);
+}
+
 /* What is known of the install: the worker's end report or, when it died
  * before sending one, its last progress (slot and version once the
  * manifest was read; the requested slot before). */
@@ -295,6 +301,7 @@ static void install_record(struct manager *m, const char *result, const char *er
 		.blocks_skipped = f->stats.blocks_skipped,
 		.signer = str_or_null(f->signer),
 		.running_version = str_or_null(f->stats.running_version),
+		.running_version_from = version_from_or_null(f),
 		.downgrade = downgrade_or_null(f),
 	};
 	int ret = record_append(m->conf->state_dir, &r);
@@ -401,6 +408,23 @@ static void install_event_failed(struct manager *m, const char *result, const ch
 		  "install %s: %s", result, error);
 }
 
+/* An installed downgrade, or an install over a running version that
+ * could not be trusted (running_version_from "unverified"). */
+static void log_downgrade(const struct install_msg *f)
+{
+	const char *why = f->stats.downgrade == INSTALL_DOWNGRADE_OVERRIDDEN ? "allowed by the "
+			  "caller over downgrade=refuse" : f->stats.downgrade ==
+			  INSTALL_DOWNGRADE_WARNED ? "downgrade=warn" : "downgrade=allow";
+
+	if (f->stats.running_version_from == INSTALL_VERSION_FROM_UNVERIFIED)
+		log_warning("downgrade?: version %s installed over a running slot whose version "
+			    "cannot be trusted: its kept manifest does not verify (%s)", f->version,
+			    why);
+	else
+		log_warning("downgrade: version %s is older than version %s of the running slot "
+			    "(%s)", f->version, f->stats.running_version, why);
+}
+
 static void install_on_done(struct worker *w, int code, int status, void *userdata)
 {
 	struct manager *m = userdata;
@@ -420,11 +444,7 @@ static void install_on_done(struct worker *w, int code, int status, void *userda
 		result = f->error == 0 ? "success" : f->error == -ECANCELED ? "cancelled" : "failed";
 	}
 	if (f->final && f->error == 0 && f->stats.downgrade != INSTALL_DOWNGRADE_NONE)
-		log_warning("downgrade: version %s is older than version %s of the running slot "
-			    "(%s)", f->version, f->stats.running_version,
-			    f->stats.downgrade == INSTALL_DOWNGRADE_OVERRIDDEN ? "allowed by the "
-			    "caller over downgrade=refuse" : f->stats.downgrade ==
-			    INSTALL_DOWNGRADE_WARNED ? "downgrade=warn" : "downgrade=allow");
+		log_downgrade(f);
 	if (f->final && f->error == 0)
 		install_event_finished(m);
 	else

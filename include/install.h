@@ -88,6 +88,25 @@ enum install_downgrade {
 	_INSTALL_DOWNGRADE_MAX,
 };
 
+/* Where the running slot's version compared with came from. */
+#define INSTALL_VERSION_FROM_LIST(X)                                    \
+	/* none compared (no slot running, no version recorded) */      \
+	X(INSTALL_VERSION_FROM_NONE, "none")                           \
+	/* the signed manifest kept for the slot, verified again        \
+	 * (block_record_manifest_load()) */                            \
+	X(INSTALL_VERSION_FROM_MANIFEST, "manifest")                   \
+	/* none kept (an older flashd's install, an unsigned bundle, a  \
+	 * key retired since): the env's FLASHD_<x>_VERSION */         \
+	X(INSTALL_VERSION_FROM_ENV, "env")                             \
+	/* a kept manifest that does not verify: no version trusted,    \
+	 * the install taken for a downgrade */                         \
+	X(INSTALL_VERSION_FROM_UNVERIFIED, "unverified")
+
+enum install_version_from {
+	INSTALL_VERSION_FROM_LIST(STRING_TABLE_ENUM)
+	_INSTALL_VERSION_FROM_MAX,
+};
+
 struct install_progress {
 	enum install_phase phase;
 	unsigned percent;         /* 0..100 over the whole install */
@@ -119,8 +138,9 @@ struct install_stats {
 	time_t started, finished;
 	enum install_downgrade downgrade;
 	/* the running slot's version the bundle's was compared with ("":
-	 * none compared) */
+	 * none compared) and where it came from */
 	char running_version[BUNDLE_VERSION_MAX + 1];
+	enum install_version_from running_version_from;
 };
 
 /* Which slot of the group an install writes, decided once, before the
@@ -211,6 +231,8 @@ const char *install_phase_to_string(enum install_phase p);
 const char *install_downgrade_policy_to_string(enum install_downgrade_policy p);
 int install_downgrade_policy_from_string(const char *s);
 const char *install_downgrade_to_string(enum install_downgrade d);
+const char *install_version_from_to_string(enum install_version_from f);
+int install_version_from_from_string(const char *s);   /* enum or -EINVAL */
 const struct install_stats *install_get_stats(const struct install *in);
 /* NULL before the manifest. */
 const struct bundle_manifest *install_get_manifest(const struct install *in);

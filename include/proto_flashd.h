@@ -100,7 +100,8 @@ struct proto_flashd_install_record { /* InstallRecord */
 	struct proto_int started, finished, bytes, erases, blocks_skipped;
 	const char *signer, *source;
 	struct proto_int bytes_fetched, duration;
-	const char *error_name, *running_version, *downgrade, *history_reset, *record_error;
+	const char *error_name, *running_version, *running_version_from, *downgrade;
+	const char *history_reset, *record_error;
 };
 struct proto_flashd_env_copy {      /* EnvCopy */
 	const char *state, *error;

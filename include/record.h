@@ -34,6 +34,8 @@ struct record {
 	uint64_t blocks_skipped;  /* unchanged erase blocks not rewritten */
 	const char *signer;       /* key id or NULL (unsigned) */
 	const char *running_version; /* the booted slot's version it was compared with */
+	const char *running_version_from; /* install_version_from_to_string(): where that
+					   * came from; NULL when none was compared */
 	const char *downgrade;    /* install_downgrade_to_string(): what the policy did
 				   * with a downgrade; NULL when it was none */
 	const char *history_reset; /* set by record_append: the damaged file set aside */
@@ -56,6 +58,7 @@ int record_load(const char *dir, struct json_object **ret);
  * no value io.flashd's InstallRecord can name). */
 bool record_result_known(const char *s);
 bool record_downgrade_known(const char *s);
+bool record_version_from_known(const char *s);
 /* The install history of DIR, the records newest first (record_load()),
  * unsaved (a record_to_json() the state dir could not keep, or NULL) in
  * front; why says why the file cannot be read ("" when it can: a damaged

@@ -29,6 +29,10 @@ static const char *const install_downgrade_policy_table[] = {
 DEFINE_STRING_TABLE(install_downgrade_policy, enum install_downgrade_policy)
 static const char *const install_downgrade_table[] = { INSTALL_DOWNGRADE_LIST(STRING_TABLE_NAME) };
 DEFINE_STRING_TABLE_TO(install_downgrade, enum install_downgrade)
+static const char *const install_version_from_table[] = {
+	INSTALL_VERSION_FROM_LIST(STRING_TABLE_NAME)
+};
+DEFINE_STRING_TABLE(install_version_from, enum install_version_from)
 
 static int env_change(struct install *in, enum slot_op op, const char *version);
 
@@ -226,65 +230,108 @@ static int pick_slot(struct install *in, int *ret_booted)
 	return d->target;
 }
 
-/* The running slot's version, to compare the bundle's with: the one the
- * env records for it (FLASHD_<slot>_VERSION, what status shows). Only the
- * activation store sets it, with the content its read-back verified
- * against the signed manifest of that version; the mark-bad store before
- * any write clears it; a raw write of it is root's alone
- * (slot_change_check_raw). A record, not a read of the slot: it decides a
- * policy that root may override anyway, never what boots. NULL when none
- * is recorded (a factory image, a lost env): nothing to compare with. */
-static char *running_version(struct install *in, int booted)
+/* The version the env records for the running slot (FLASHD_<slot>_VERSION,
+ * what status shows): only the activation store sets it, after the
+ * read-back verified the slot; the mark-bad store before any write clears
+ * it; a raw write of it is root's alone (slot_change_check_raw). A record,
+ * not a read: used only where no signed manifest was kept. */
+static void env_version(struct install *in, const char *slot)
 {
 	_cleanup_env_ struct env *e = NULL;
-	char var[64], *v;
+	_cleanup_free_ char *v = NULL;
+	char var[64];
 
-	if (booted < 0 || env_open_layout(in->layout, in->p.target, NULL, 0, &e, NULL) < 0)
-		return NULL;
-	slot_version_var(in->group->slots[booted].name, var, sizeof(var));
+	if (env_open_layout(in->layout, in->p.target, NULL, 0, &e, NULL) < 0)
+		return;
+	slot_version_var(slot, var, sizeof(var));
 	v = env_get_dup(e, var);
-	if (v && !*v) {
-		free(v);
-		return NULL;
+	if (!v || !*v)
+		return;
+	snprintf(in->stats.running_version, sizeof(in->stats.running_version), "%s", v);
+	in->stats.running_version_from = INSTALL_VERSION_FROM_ENV;
+}
+
+/* The running slot's version, to compare the bundle's with, into stats:
+ * the signed manifest kept for it, verified again against the keyring and
+ * its block records (block_record.h); where none can be verified because
+ * none is kept or no key of the keyring signed it (deleting the file does
+ * as much), the env's record. A kept manifest that does not verify is
+ * trusted for nothing, and the env is not taken in its place: -errno, err
+ * says why. It decides a policy that root may override, never what boots. */
+static int running_version(struct install *in, int booted, struct error *err)
+{
+	const char *slot = in->group->slots[booted].name;
+	struct install_stats *st = &in->stats;
+	struct bundle_manifest m;
+	int r = in->p.state_dir ? block_record_manifest_load(in->p.state_dir, in->group->name, slot,
+							     in->p.keyring, in->layout->compatible,
+							     &m, err) : -ENOENT;
+
+	if (r >= 0) {
+		snprintf(st->running_version, sizeof(st->running_version), "%s", m.version);
+		st->running_version_from = INSTALL_VERSION_FROM_MANIFEST;
+		return 0;
 	}
-	return v;
+	if (r != -ENOENT && r != -ENOKEY) {
+		st->running_version_from = INSTALL_VERSION_FROM_UNVERIFIED;
+		return error_prefix(err, r, "its kept manifest");
+	}
+	error_clear(err);
+	env_version(in, slot);
+	return 0;
+}
+
+/* The refusal of downgrade=refuse, before anything is written. */
+static int refuse_downgrade(struct install *in, int booted, const struct bundle_manifest *m,
+			    int unverified)
+{
+	const char *slot = in->group->slots[booted].name;
+
+	in->stats.downgrade = INSTALL_DOWNGRADE_REFUSED;
+	if (unverified < 0)
+		return install_failed(in, error_prefix(&in->err, -EPERM, "refusing to install "
+				      "version %s, it could be a downgrade (downgrade=refuse; "
+				      "nothing was written, the env is unchanged; install it anyway "
+				      "with --allow-downgrade): the version of the running slot %s "
+				      "cannot be trusted", m->version, slot));
+	return install_fail(in, -EPERM, "refusing to downgrade: bundle version %s is older than "
+			    "version %s of the running slot %s (downgrade=refuse); nothing was "
+			    "written, the env is unchanged; allow it once with --allow-downgrade",
+			    m->version, in->stats.running_version, slot);
 }
 
 /* The downgrade policy, before anything is written: a bundle older than
- * the running slot's version is refused (-EPERM, the env untouched),
- * warned about or allowed, as in->p says; stats say what was decided. */
+ * the running slot's version, or compared with a version that cannot be
+ * trusted, is refused (-EPERM, the env untouched), warned about or
+ * allowed, as in->p says; stats say what was decided. */
 static int check_downgrade(struct install *in, int booted, const struct bundle_manifest *m)
 {
-	_cleanup_free_ char *running = running_version(in, booted);
 	struct install_stats *st = &in->stats;
+	int unverified;
 
-	if (!running)
+	if (booted < 0)
 		return 0;
-	snprintf(st->running_version, sizeof(st->running_version), "%s", running);
-	if (version_compare(m->version, running) >= 0)
+	unverified = running_version(in, booted, &in->err);
+	if (unverified >= 0 && (!st->running_version[0] ||
+				version_compare(m->version, st->running_version) >= 0))
 		return 0;
 	switch (in->p.downgrade) {
 	case INSTALL_DOWNGRADE_POLICY_ALLOW:
 		st->downgrade = INSTALL_DOWNGRADE_ALLOWED;
-		return 0;
+		break;
 	case INSTALL_DOWNGRADE_POLICY_WARN:
 		st->downgrade = INSTALL_DOWNGRADE_WARNED;
-		return 0;
-	case INSTALL_DOWNGRADE_POLICY_REFUSE:
-		if (in->p.allow_downgrade) {
-			st->downgrade = INSTALL_DOWNGRADE_OVERRIDDEN;
-			return 0;
-		}
-		st->downgrade = INSTALL_DOWNGRADE_REFUSED;
-		return install_fail(in, -EPERM, "refusing to downgrade: bundle version %s is older "
-				    "than version %s of the running slot %s (downgrade=refuse); "
-				    "nothing was written, the env is unchanged; allow it once with "
-				    "--allow-downgrade", m->version, running,
-				    in->group->slots[booted].name);
-	case _INSTALL_DOWNGRADE_POLICY_MAX:
 		break;
+	case INSTALL_DOWNGRADE_POLICY_REFUSE:
+		if (!in->p.allow_downgrade)
+			return refuse_downgrade(in, booted, m, unverified);
+		st->downgrade = INSTALL_DOWNGRADE_OVERRIDDEN;
+		break;
+	case _INSTALL_DOWNGRADE_POLICY_MAX:
+		return install_fail(in, -EINVAL, "unknown downgrade policy %d", in->p.downgrade);
 	}
-	return install_fail(in, -EINVAL, "unknown downgrade policy %d", in->p.downgrade);
+	error_clear(&in->err);
+	return 0;
 }
 
 const struct layout_image_target *install_member_target(const struct layout_slot *s,
@@ -360,12 +407,20 @@ static struct install_target *target_of(struct install *in, const struct bundle_
 }
 
 /* A block record never outlives the first write of what it describes:
- * each target's goes (durably) before the mark-bad store. */
+ * each target's goes (durably) before the mark-bad store, and the slot's
+ * kept manifest with them. */
 static int drop_records(struct install *in)
 {
+	int r = in->p.state_dir ? block_record_manifest_drop(in->p.state_dir, in->group->name,
+							      install_slot_name(in)) : 0;
+
+	if (r < 0)
+		return install_fail(in, r, "cannot delete the kept manifest of slot %s in %s: %s; "
+				    "nothing was written", install_slot_name(in), in->p.state_dir,
+				    strerror(-r));
 	for (size_t i = 0; in->p.state_dir && i < in->n_targets; i++) {
-		int r = block_record_drop(in->p.state_dir, in->group->name, install_slot_name(in),
-					  in->targets[i].img->slot);
+		r = block_record_drop(in->p.state_dir, in->group->name, install_slot_name(in),
+				      in->targets[i].img->slot);
 		if (r < 0)
 			return install_fail(in, r, "cannot delete the block record of image "
 					    "'%s' in %s: %s; nothing was written",
@@ -658,15 +713,25 @@ static int verify_step(struct install *in)
 	return 0;
 }
 
-/* What each raw target now holds, for the next adaptive install: saved
- * after the read-back verified and before the activation store, so a
- * power cut in between leaves a record the env does not vouch for
+/* What each raw target now holds, for the next adaptive install, and the
+ * signed manifest of it all, for the downgrade check once the slot runs:
+ * saved after the read-back verified and before the activation store, so
+ * a power cut in between leaves a record the env does not vouch for
  * (installing, no version): unsure, read and compared. A record that
- * cannot be saved only costs the next install reads. */
+ * cannot be saved only costs the next install reads, a manifest the next
+ * comparison falls back on the env's version. An unsigned bundle's is not
+ * kept: nothing would verify it. */
 static void save_records(struct install *in)
 {
 	const struct bundle_manifest *m = bundle_reader_manifest(in->reader);
 	const uint8_t *index = bundle_reader_index(in->reader);
+	const uint8_t *head;
+	size_t head_size;
+
+	head = in->p.state_dir && m->is_signed ? bundle_reader_head(in->reader, &head_size) : NULL;
+	if (head)
+		(void)block_record_manifest_save(in->p.state_dir, in->group->name,
+						 install_slot_name(in), head, head_size);
 
 	for (size_t i = 0; in->p.state_dir && index && i < in->n_targets; i++) {
 		struct install_target *t = &in->targets[i];

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cleanup_json.h"
+#include "install.h"
 #include "record.h"
 #include "util.h"
 
@@ -35,6 +36,7 @@ static const struct {
 	{ "source", json_type_string, 0 },
 	{ "signer", json_type_string, 0 },
 	{ "running_version", json_type_string, 0 },
+	{ "running_version_from", json_type_string, 0 },
 	{ "downgrade", json_type_string, 0 },
 	{ "history_reset", json_type_string, 0 },
 	{ "bytes", json_type_int, RECORD_COUNT_MAX },
@@ -115,6 +117,7 @@ struct json_object *record_to_json(const struct record *r)
 	add_str(o, "source", r->source);
 	add_str(o, "signer", r->signer);
 	add_str(o, "running_version", r->running_version);
+	add_str(o, "running_version_from", r->running_version_from);
 	add_str(o, "downgrade", r->downgrade);
 	add_str(o, "history_reset", r->history_reset);
 	json_object_object_add(o, "bytes", json_object_new_int64(r->bytes));
@@ -234,6 +237,11 @@ bool record_result_known(const char *s)
 bool record_downgrade_known(const char *s)
 {
 	return one_of(s, downgrade_names, ELEMENTSOF(downgrade_names));
+}
+
+bool record_version_from_known(const char *s)
+{
+	return s && install_version_from_from_string(s) > INSTALL_VERSION_FROM_NONE;
 }
 
 int record_history(const char *dir, struct json_object *unsaved, struct json_object **ret,

@@ -81,6 +81,7 @@ const struct proto_param proto_flashd_install_record_fields[] = {
 	{ "duration", PROTO_TYPE_INT, false, R(duration), NULL, false },
 	{ "error_name", PROTO_TYPE_STRING, false, R(error_name), NULL, false },
 	{ "running_version", PROTO_TYPE_STRING, false, R(running_version), NULL, false },
+	{ "running_version_from", PROTO_TYPE_STRING, false, R(running_version_from), NULL, false },
 	{ "downgrade", PROTO_TYPE_STRING, false, R(downgrade), NULL, false },
 	{ "history_reset", PROTO_TYPE_STRING, false, R(history_reset), NULL, false },
 	{ "record_error", PROTO_TYPE_STRING, false, R(record_error), NULL, false },

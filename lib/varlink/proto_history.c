@@ -16,6 +16,7 @@ struct json_object *proto_install_record(struct json_object *r)
 	struct proto_int finished = proto_typed_int_at(r, "finished");
 	const char *result = proto_typed_string_at(r, "result");
 	const char *downgrade = proto_typed_string_at(r, "downgrade");
+	const char *version_from = proto_typed_string_at(r, "running_version_from");
 
 	if (!record_result_known(result) || !started.given || !finished.given)
 		return NULL;
@@ -37,6 +38,8 @@ struct json_object *proto_install_record(struct json_object *r)
 				      finished.value - started.value : 0, true },
 			.error_name = proto_typed_string_at(r, "error_name"),
 			.running_version = proto_typed_string_at(r, "running_version"),
+			.running_version_from = record_version_from_known(version_from) ?
+						version_from : NULL,
 			/* an unknown word is no decision the interface can name */
 			.downgrade = record_downgrade_known(downgrade) ? downgrade : NULL,
 			.history_reset = proto_typed_string_at(r, "history_reset"),

@@ -44,33 +44,17 @@ reboot_board
 fctl -q slot mark-good || fail "mark-good B"
 
 # ---- refuse (the default): nothing written, both versions named ----
-slot_read A $((4 * EB)) "$T/a-before.img"
-env_dump > "$T/env-before"
-fctl install "$T/v1.bundle" > "$T/i2.out" 2>&1
-rc=$?
-[ $rc = 5 ] || fail "installing 1.0 over a running 2.0 exited $rc, expected 5: $(cat "$T/i2.out")"
-grep -q "1\.0.*2\.0" "$T/i2.out" || fail "the refusal does not name both versions: $(cat "$T/i2.out")"
+refused_downgrade "$T/v1.bundle" 1.0 2.0 "$T/i2.out"
 grep -q -- "--allow-downgrade" "$T/i2.out" || fail "the refusal does not say how to override: $(cat "$T/i2.out")"
-vcall_error "$T/vr" io.flashd.DowngradeRefused io.flashd.Install "{\"path\":\"$T/v1.bundle\"}"
-expect_fields "$T/vr.last" "DowngradeRefused" <<EOF
-parameters {KEYS} slot version running_version reason
-parameters.slot A
-parameters.version 1.0
-parameters.running_version 2.0
-EOF
-slot_read A $((4 * EB)) "$T/a-after.img"
-cmp -s "$T/a-before.img" "$T/a-after.img" || fail "a refused downgrade wrote slot A"
-env_dump > "$T/env-after"
-cmp -s "$T/env-before" "$T/env-after" ||
-	fail "a refused downgrade changed the env: $(diff "$T/env-before" "$T/env-after")"
 history_json "$T/h1.json" "after the refusal"
 expect_fields "$T/h1.json" "history after the refusal" <<EOF
 #installs 3
-installs.0 {KEYS} slot version bundle_sha256 result reason started finished bytes erases blocks_skipped signer source bytes_fetched duration error_name running_version downgrade history_reset record_error
+installs.0 {KEYS} slot version bundle_sha256 result reason started finished bytes erases blocks_skipped signer source bytes_fetched duration error_name running_version running_version_from downgrade history_reset record_error
 installs.0.result failed
 installs.0.error_name io.flashd.DowngradeRefused
 installs.0.version 1.0
 installs.0.running_version 2.0
+installs.0.running_version_from manifest
 installs.0.downgrade refused
 installs.0.source $T/v1.bundle
 installs.0.bytes 0

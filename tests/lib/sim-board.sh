@@ -178,6 +178,31 @@ slot_is() {
 		fail "$3: slot $1 differs from $(basename "$2"): $(cmp "$2" "$T/slot-$1.img")"
 }
 
+# refused_downgrade BUNDLE VERSION RUNNING OUT: installing BUNDLE (VERSION)
+# into slot A is refused as a downgrade from RUNNING: flashctl exits 5
+# (its output in OUT), io.flashd.Install answers DowngradeRefused naming
+# both; slot A ($T/a-before.img) and the env read as before
+refused_downgrade() {
+	slot_read A $((4 * EB)) "$T/a-before.img"
+	env_dump > "$T/env-before"
+	fctl install "$1" > "$4" 2>&1
+	rc=$?
+	[ $rc = 5 ] || fail "installing $2 over a running $3 exited $rc, expected 5: $(cat "$4")"
+	grep -q "$2.*$3" "$4" || fail "the refusal does not name both versions: $(cat "$4")"
+	vcall_error "$T/vr" io.flashd.DowngradeRefused io.flashd.Install "{\"path\":\"$1\"}"
+	expect_fields "$T/vr.last" "DowngradeRefused" <<EOF
+parameters {KEYS} slot version running_version reason
+parameters.slot A
+parameters.version $2
+parameters.running_version $3
+EOF
+	slot_read A $((4 * EB)) "$T/a-after.img"
+	cmp -s "$T/a-before.img" "$T/a-after.img" || fail "a refused downgrade wrote slot A"
+	env_dump > "$T/env-after"
+	cmp -s "$T/env-before" "$T/env-after" ||
+		fail "a refused downgrade changed the env: $(diff "$T/env-before" "$T/env-after")"
+}
+
 # sim_flip_bit OFFSET: one bit of the flash at OFFSET flipped in the
 # simulator's data (after its 4096-byte header), behind flashd's back, as
 # NAND does over time

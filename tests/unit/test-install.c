@@ -6,6 +6,7 @@
  * would boot afterwards is decided the way the shipped U-Boot script does
  * it: slot_boot_select() on the state read from the env. Power cuts come
  * from the simulator's power-cut clock (nsim_set_powercut). */
+#include "block_record.h"
 #include "install-fixture.h"
 
 TEST(test_nand_install_bad_blocks)
@@ -451,6 +452,72 @@ TEST(test_downgrade_policy)
 	free(same);
 	free(newer);
 	image_free(&rootfs);
+	rig_free(&r);
+}
+
+/* The running slot's version comes from the signed manifest the install
+ * kept for it (block_record.h), not from the env: with B running 2.0 and
+ * the env saying 0.5, 1.0 is refused. The kept manifest is verified again:
+ * without a key of the keyring that signed it (-ENOKEY) and without one
+ * kept (-ENOENT) the env's version is taken; a flipped byte is never
+ * trusted, nor the env in its place: refused, or overridden. */
+TEST(test_downgrade_kept_manifest)
+{
+	struct rig r;
+	struct image root2 = make_sqfs("km-2.sqfs", 200 * 1024, 21);
+	struct image root1 = make_sqfs("km-1.sqfs", 200 * 1024, 22);
+	_cleanup_free_ char *sdir = testlib_tmp_dir("km-sdir"), *kept = NULL;
+	_cleanup_free_ char *cmdline_b = th_path("km-cmdline-b"), *v2 = NULL, *v1 = NULL;
+	_cleanup_keyring_ struct keyring *none = NULL;
+	const struct ropts refuse_on_b = { .cmdline = cmdline_b, .state_dir = sdir,
+					   .downgrade = INSTALL_DOWNGRADE_POLICY_REFUSE };
+	struct bundle_manifest m;
+	struct error err = {};
+	struct rres res;
+
+	th_write(cmdline_b, "flashd.slot=B\n", 14);
+	rig_new(&r, "nandsim-128m", "nand-kept.sim");
+	v2 = trusted_bundle(&r, "km-2.fbd", "2.0", &root2, NULL, false);
+	v1 = trusted_bundle(&r, "km-1.fbd", "1.0", &root1, NULL, false);
+	kept = testlib_asprintf("%s/manifest-%s-B.bin", sdir, r.g->name);
+	install_ok(&r, v2, &(struct ropts){ .state_dir = sdir }, &res);
+	assert_int_equal(block_record_manifest_load(sdir, r.g->name, "B", ring, r.l->compatible,
+						    &m, &err), 0);
+	assert_string_equal(m.version, "2.0");
+	set_env_var(&r, "FLASHD_B_VERSION", "0.5");
+	assert_int_equal(run_install(&r, v1, &refuse_on_b, &res), -EPERM);
+	assert_int_equal(res.stats.running_version_from, INSTALL_VERSION_FROM_MANIFEST);
+	assert_string_equal(res.stats.running_version, "2.0");
+	assert_int_equal(res.stats.erases, 0);
+
+	/* a key no longer in the keyring: nothing verifies it */
+	assert_int_equal(keyring_new(&none), 0);
+	assert_int_equal(block_record_manifest_load(sdir, r.g->name, "B", none, NULL, &m, &err),
+			 -ENOKEY);
+	/* one byte of the signed manifest flipped */
+	testlib_poke(kept, BUNDLE_HEADER_SIZE + 3, 0x01);
+	assert_int_equal(block_record_manifest_load(sdir, r.g->name, "B", ring, NULL, &m, &err),
+			 -EKEYREJECTED);
+	assert_int_equal(run_install(&r, v1, &refuse_on_b, &res), -EPERM);
+	assert_int_equal(res.stats.running_version_from, INSTALL_VERSION_FROM_UNVERIFIED);
+	assert_string_equal(res.stats.running_version, "");
+	assert_int_equal(res.stats.downgrade, INSTALL_DOWNGRADE_REFUSED);
+	assert_non_null(strstr(res.err.msg, "kept manifest"));
+	install_ok(&r, v1, &(struct ropts){ .cmdline = cmdline_b, .state_dir = sdir,
+		   .downgrade = INSTALL_DOWNGRADE_POLICY_REFUSE, .allow_downgrade = true }, &res);
+	assert_int_equal(res.stats.downgrade, INSTALL_DOWNGRADE_OVERRIDDEN);
+
+	/* none kept: the env's, as before */
+	assert_int_equal(unlink(kept), 0);
+	assert_int_equal(block_record_manifest_load(sdir, r.g->name, "B", ring, NULL, &m, &err),
+			 -ENOENT);
+	install_ok(&r, v1, &refuse_on_b, &res);
+	assert_int_equal(res.stats.running_version_from, INSTALL_VERSION_FROM_ENV);
+	assert_string_equal(res.stats.running_version, "0.5");
+	assert_int_equal(res.stats.downgrade, INSTALL_DOWNGRADE_NONE);
+	testlib_rm_rf(sdir);
+	image_free(&root1);
+	image_free(&root2);
 	rig_free(&r);
 }
 
