@@ -118,7 +118,7 @@ booted A
 next_boot B
 switch_pending true
 operation null
-last_install {KEYS} slot version bundle_sha256 result reason started finished bytes erases blocks_skipped signer record_error source bytes_fetched duration error_name running_version downgrade history_reset
+last_install {KEYS} slot version bundle_sha256 result reason started finished bytes erases blocks_skipped signer record_error source bytes_fetched duration error_name running_version running_version_from downgrade history_reset
 last_install.slot B
 last_install.version 1.0
 last_install.result success
