@@ -131,17 +131,17 @@ static void usage(FILE *out)
 		"on --root and exit, initramfs-tools' /init switches.\n"
 		"\n"
 		"  --mode MODE        initramfs, initramfs-tools or preinit\n"
-		"  --layout FILE      board layout (default " BOOT_DEFAULT_LAYOUT ")\n"
+		"  --layout FILE      board layout (default %s)\n"
 		"  --cmdline FILE     kernel command line naming the slot (default /proc/cmdline)\n"
 		"  --slot X           the booted slot, instead of the command line\n"
 		"  --root-dev DEV     block device of the squashfs root (initramfs), instead of the layout's\n"
 		"  --stage DIR        where to assemble (default /flashd, preinit: /tmp on a new tmpfs)\n"
 		"  --root DIR         initramfs-tools: mount the union here (${rootmnt}, default /root)\n"
-		"  --state FILE       state record (default " BOOT_STATE_PATH ")\n"
+		"  --state FILE       state record (default %s)\n"
 		"  --init PATH        what to exec in the new root (default " BOOT_DEFAULT_INIT ")\n"
 		"  --no-exec          assemble in DIR/root, write and print the state, do not switch\n"
 		"  --dry-run          print what would be done, touch nothing\n"
-		"  -h, --help         this help\n");
+		"  -h, --help         this help\n", BOOT_DEFAULT_LAYOUT, BOOT_STATE_PATH);
 }
 
 static int parse_args(struct boot *b, int argc, char **argv)

@@ -25,7 +25,7 @@
 #include "layout.h"
 #include "paths.h"
 
-#define BOOT_STATE_PATH PATHS_BOOT_STATE
+#define BOOT_STATE_PATH paths_boot_state
 #define BOOT_DEFAULT_LAYOUT LAYOUT_DEFAULT_PATH /* include/layout.h */
 #define BOOT_DEFAULT_INIT "/sbin/init"
 

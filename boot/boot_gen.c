@@ -438,7 +438,7 @@ static int migrate_from(const char *overlay, const char *last, const char *rom, 
 	int r;
 
 	if (asprintf(&prev_up, "%s/%s/upper", overlay, last) < 0 ||
-	    asprintf(&keep_rom, "%s" BOOT_GEN_KEEP_DIR, rom ? rom : "") < 0 ||
+	    asprintf(&keep_rom, "%s%s", rom ? rom : "", BOOT_GEN_KEEP_DIR) < 0 ||
 	    (kd && asprintf(&keep_old, "%s%s", prev_up, kd) < 0))
 		return -ENOMEM;
 	if (!is_dir(prev_up))

@@ -27,7 +27,7 @@
 #define BOOT_GEN_PREFIX "gen-"
 #define BOOT_GEN_META "flashd-gen"
 #define BOOT_GEN_LAST ".flashd-last"
-#define BOOT_GEN_KEEP_DIR PATHS_KEEP_DIR
+#define BOOT_GEN_KEEP_DIR paths_keep_dir
 #define BOOT_GEN_NAME_MAX 128
 
 struct boot_gen_list {

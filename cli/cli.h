@@ -63,7 +63,7 @@ int cli_history(struct cli_ctx *ctx, int argc, char **argv);
 
 struct client;
 /* The daemon's socket: opt, else $FLASHD_SOCKET, else dflt (flashd.conf's
- * socket=), else the built-in default (PATHS_SOCKET). */
+ * socket=), else the built-in default (paths_socket). */
 const char *cli_socket_path(const char *opt, const char *dflt);
 /* A failed daemon call: one message naming what, and flashctl(1)'s exit
  * code for the Varlink error (Busy, PermissionDenied: 4; ...). */

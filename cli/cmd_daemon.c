@@ -26,7 +26,7 @@ const char *cli_socket_path(const char *opt, const char *dflt)
 {
 	const char *env = getenv("FLASHD_SOCKET");
 
-	return opt ? opt : env && *env ? env : dflt ? dflt : PATHS_SOCKET;
+	return opt ? opt : env && *env ? env : dflt ? dflt : paths_socket;
 }
 
 static int connect_daemon(struct cli_ctx *ctx, const char *sock, struct client **ret)

@@ -19,7 +19,7 @@ static void usage(FILE *out)
 		"\n"
 		"Flash layout and A/B update daemon; answers the Varlink control socket.\n"
 		"\n"
-		"  -c, --config FILE      configuration (default " CONF_DEFAULT_PATH ")\n"
+		"  -c, --config FILE      configuration (default %s)\n"
 		"      --layout FILE      board layout (overrides [flashd] layout=)\n"
 		"      --target T         system | sim:PATH (overrides target=)\n"
 		"      --socket PATH      control socket (overrides socket=)\n"
@@ -31,7 +31,7 @@ static void usage(FILE *out)
 		"  -h, --help             this help\n"
 		"  -V, --version          print the version\n"
 		"      --paths            print the configured paths (NAME PATH lines)\n"
-		"\nSee flashd(8) and flashd.conf(5).\n");
+		"\nSee flashd(8) and flashd.conf(5).\n", CONF_DEFAULT_PATH);
 }
 
 enum {
@@ -45,10 +45,10 @@ enum {
 static const struct {
 	const char *name, *path;
 } paths[] = {
-	{ "config", PATHS_CONF }, { "layout", PATHS_LAYOUT }, { "keyring", PATHS_KEYRING },
-	{ "keep-dir", PATHS_KEEP_DIR }, { "state-dir", PATHS_STATE_DIR },
-	{ "run-dir", PATHS_RUN_DIR }, { "socket", PATHS_SOCKET }, { "boot-state", PATHS_BOOT_STATE },
-	{ "lock-dir", PATHS_LOCK_DIR }, { "layouts", PATHS_LAYOUTS_DIR }, { "sbindir", PATHS_SBINDIR },
+	{ "config", paths_conf }, { "layout", paths_layout }, { "keyring", paths_keyring },
+	{ "keep-dir", paths_keep_dir }, { "state-dir", paths_state_dir },
+	{ "run-dir", paths_run_dir }, { "socket", paths_socket }, { "boot-state", paths_boot_state },
+	{ "lock-dir", paths_lock_dir }, { "layouts", paths_layouts_dir }, { "sbindir", paths_sbindir },
 	{ "fw-env-config", ENV_DEFAULT_CONFIG },
 };
 

@@ -38,7 +38,7 @@
 #include "manager_rauc.h"
 
 #define MANAGER_OVERLAY_RESET_VAR SLOT_OVERLAY_RESET_VAR
-#define MANAGER_BOOT_STATE_FILE PATHS_BOOT_STATE
+#define MANAGER_BOOT_STATE_FILE paths_boot_state
 /* How long an op on a sim: board waits for the simulator file's lock
  * (nsim_set_lock_wait): the event loop 100 ms (a writer holds it for one
  * op; a user who can open the file could hold it for ever), the install

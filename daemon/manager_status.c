@@ -331,7 +331,7 @@ static void status_watch(struct manager *m, struct env *e)
 	if (m->conf->cmdline)
 		(void)inotify_add_watch(fd, m->conf->cmdline, file_mask);
 	(void)inotify_add_watch(fd, m->conf->state_dir, dir_mask);
-	(void)inotify_add_watch(fd, PATHS_RUN_DIR, dir_mask);
+	(void)inotify_add_watch(fd, paths_run_dir, dir_mask);
 }
 
 /* Reads what inotify queued; true when someone wrote. During an install

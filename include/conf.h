@@ -40,7 +40,7 @@ struct conf {
 	bool redirect_other_origin; /* redirect-other-origin= follow, without credentials */
 };
 
-#define CONF_DEFAULT_PATH PATHS_CONF
+#define CONF_DEFAULT_PATH paths_conf
 
 int conf_new(struct conf **ret); /* defaults only */
 /* Load path over the defaults. A missing file is -ENOENT unless

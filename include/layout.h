@@ -15,7 +15,7 @@
 
 /* The board's layout, where flashd boot (in an initramfs, before any
  * prefix exists) and the daemon both look: one path for both. */
-#define LAYOUT_DEFAULT_PATH PATHS_LAYOUT
+#define LAYOUT_DEFAULT_PATH paths_layout
 
 #define LAYOUT_STORAGE_LIST(X)                                  \
 	/* raw NOR partition */                                 \

@@ -19,8 +19,8 @@
 #include <sys/types.h>
 #include "paths.h"
 
-#define OPLOCK_DIR PATHS_LOCK_DIR
-#define OPLOCK_SYSTEM_FILE OPLOCK_DIR "/board.lock"
+#define OPLOCK_DIR paths_lock_dir
+#define OPLOCK_SYSTEM_FILE paths_board_lock
 
 struct oplock;
 

@@ -32,12 +32,12 @@ int oplock_path(const char *target, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* The root-only directory of the system lock: PATHS_RUN_DIR (/run/flashd)
+/* The root-only directory of the system lock: paths_run_dir (/run/flashd)
  * is 0755 (the socket is in it), the lock directory below it 0700. */
 static int make_system_dir(void)
 {
 	struct stat st;
-	int r = util_mkdir_p(PATHS_RUN_DIR, 0755);
+	int r = util_mkdir_p(paths_run_dir, 0755);
 
 	if (r < 0)
 		return r;

@@ -106,9 +106,9 @@ int conf_new(struct conf **ret)
 		return -ENOMEM;
 	if (set_string(&c->layout, LAYOUT_DEFAULT_PATH) < 0 ||
 	    set_string(&c->target, "system") < 0 ||
-	    set_string(&c->keyring, PATHS_KEYRING) < 0 ||
-	    set_string(&c->socket, PATHS_SOCKET) < 0 ||
-	    set_string(&c->state_dir, PATHS_STATE_DIR) < 0 ||
+	    set_string(&c->keyring, paths_keyring) < 0 ||
+	    set_string(&c->socket, paths_socket) < 0 ||
+	    set_string(&c->state_dir, paths_state_dir) < 0 ||
 	    set_string(&c->cmdline, "/proc/cmdline") < 0)
 		return -ENOMEM;
 	/* as SWUpdate's -N: an older bundle, validly signed all the same, would

@@ -38,7 +38,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(layout proto bundle squashfs env keep)
 
-# Sources (beyond the target itself) and pkg-config modules per target.
+# Sources (beyond the target itself) and pkg-config modules per target; @FILE
+# is made here in $OUT, %FILE by make in the build tree (lib/base/paths.c).
 declare -A SRCS=(
 	[layout]="lib/layout/layout.c lib/layout/layout_parse.c lib/layout/layout_nand.c lib/layout/layout_kernel.c lib/base/util.c lib/base/error.c lib/flash/flash.c
 		 lib/flash/flash_sim.c lib/flash/flash_mtd.c lib/sim/nsim.c lib/sim/nsim_op.c lib/sim/nsim_page.c lib/sim/nsim_block.c lib/sim/nsim_fault.c lib/sim/nsim_format.c"
@@ -47,7 +48,7 @@ declare -A SRCS=(
 	[squashfs]="lib/bundle/squashfs.c lib/base/error.c"
 	[env]="lib/bootenv/slot.c lib/bootenv/slot_env.c lib/bootenv/slot_boot.c lib/bootenv/slot_seal.c lib/bootenv/env.c lib/bootenv/env_uboot.c lib/bootenv/env_flash.c lib/layout/layout.c lib/layout/layout_parse.c lib/layout/layout_nand.c lib/layout/layout_kernel.c lib/base/util.c lib/base/error.c lib/board/board.c lib/flash/flash.c
 	       lib/flash/flash_sim.c lib/flash/flash_mtd.c lib/flash/flash_blockdev.c lib/flash/flash_ubi.c lib/sim/nsim.c lib/sim/nsim_op.c lib/sim/nsim_page.c lib/sim/nsim_block.c lib/sim/nsim_fault.c lib/sim/nsim_format.c"
-	[keep]="boot/boot_gen.c boot/boot_gen_migrate.c lib/base/util.c lib/base/error.c"
+	[keep]="boot/boot_gen.c boot/boot_gen_migrate.c lib/base/util.c lib/base/error.c %lib/base/paths.c"
 )
 declare -A PKGS=(
 	[layout]="json-c"
@@ -107,6 +108,7 @@ build() {
 	for src in ${SRCS[$t]}; do
 		case $src in
 		@*) obj=$OUT/obj/${src#@}; obj=${obj%.c}.o; src=$OUT/${src#@} ;;
+		%*) obj=$OUT/obj/$(basename "${src%.c}").o; src=$top_builddir/${src#%} ;;
 		*) obj=$OUT/obj/$(basename "${src%.c}").o; src=$top_srcdir/$src ;;
 		esac
 		compile "$src" "$obj" -fsanitize=fuzzer-no-link $(pkg-config --cflags ${PKGS[$t]} 2>/dev/null) ||

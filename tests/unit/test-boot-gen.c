@@ -38,6 +38,17 @@ static int teardown(void **state)
 	return boot_gen_rmtree(base);
 }
 
+/* ROOT + the keep-lists' dir (paths.h) + "/" NAME, in one of four buffers */
+static const char *keep_path(const char *root, const char *name)
+{
+	static char buf[4][256];
+	static unsigned n;
+	char *b = buf[n++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "%s%s/%s", root, BOOT_GEN_KEEP_DIR, name);
+	return b;
+}
+
 static void put(const char *rel, const char *text)
 {
 	char path[512], dir[600];
@@ -140,7 +151,7 @@ static void first_generation(const char *keep_name, const char *keep)
 	char rel[128];
 
 	mkdir_in("ov");
-	snprintf(rel, sizeof(rel), "rom" BOOT_GEN_KEEP_DIR "/%s", keep_name);
+	snprintf(rel, sizeof(rel), "%s", keep_path("rom", keep_name));
 	put(rel, keep);
 	if (prepare("ov", "gen-A-1", "rom", &err, &res) < 0)
 		fail_msg("gen-A-1: %s", error_message(&err));
@@ -321,7 +332,7 @@ TEST_FIXTURE(test_last_validated, setup, teardown)
 	struct error err = {};
 
 	mkdir_in("ov");
-	put("rom" BOOT_GEN_KEEP_DIR "/x", "/secret\n");
+	put(keep_path("rom", "x"), "/secret\n");
 	put("elsewhere/upper/secret", "not yours\n");
 	put("ov/.flashd-last", "../elsewhere\n");
 	assert_int_equal(prepare("ov", "gen-B-2", "rom", &err, &res), 0);
@@ -435,7 +446,7 @@ TEST_FIXTURE(test_hostile_keep_corpus, setup, teardown)
 	first_generation("hostile", keep);
 	hostile_tree();
 	/* the user's own keep.d in the old upper is hostile too */
-	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper" BOOT_GEN_KEEP_DIR, base);
+	snprintf(path, sizeof(path), "%s/ov/gen-A-1/upper%s", base, BOOT_GEN_KEEP_DIR);
 	assert_int_equal(system(strcat(strcpy((char[600]){0}, "mkdir -p "), path)), 0);
 	strcat(path, "/user");
 	assert_non_null(f = fopen(path, "w"));
@@ -535,7 +546,7 @@ TEST_FIXTURE(test_keep_load_names_file_and_line, setup, teardown)
 
 TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 {
-	static const struct {
+	const struct {
 		const char *rel, *text;
 		bool kept; /* by B (the keep-lists: rom's keep.d/base, the user's) */
 	} files[] = {
@@ -543,7 +554,7 @@ TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 		{ "etc/nokeep.conf", "not listed\n", false },
 		{ "etc/keepdir/sub/file", "deep\n", true },
 		{ "home/u/.profile", "profile\n", true },
-		{ &(BOOT_GEN_KEEP_DIR "/user")[1], "/etc/userkeep\n", false },
+		{ keep_path("", "user") + 1, "/etc/userkeep\n", false },
 		{ "etc/userkeep", "user list\n", true },
 	};
 	struct boot_gen_result res;
@@ -553,7 +564,7 @@ TEST_FIXTURE(test_generations_migrate_and_gc, setup, teardown)
 
 	snprintf(ov, sizeof(ov), "%s/overlay", base);
 	mkdir_in("overlay");
-	put("rom" BOOT_GEN_KEEP_DIR "/base", "/etc/keep.conf\n/etc/keepdir\n/etc/gone\n/home/*/.profile\n");
+	put(keep_path("rom", "base"), "/etc/keep.conf\n/etc/keepdir\n/etc/gone\n/home/*/.profile\n");
 
 	/* first boot ever: nothing to migrate */
 	assert_int_equal(prepare("overlay", "gen-A-1.0", "rom", &err, &res), 0);
@@ -628,7 +639,7 @@ TEST_FIXTURE(test_subtree_prefix, setup, teardown)
 	struct error err = {};
 
 	mkdir_in("etcov");
-	put("rom2" BOOT_GEN_KEEP_DIR "/x", "/etc/net.conf\n/var/log/keep\n");
+	put(keep_path("rom2", "x"), "/etc/net.conf\n/var/log/keep\n");
 	assert_int_equal(prepare_subtree("etcov", "gen-A-1", "rom2", "/etc", &err, &res), 0);
 	put("etcov/gen-A-1/upper/net.conf", "net\n");
 	assert_int_equal(prepare_subtree("etcov", "gen-B-2", "rom2", "/etc", &err, &res), 0);

@@ -39,11 +39,11 @@ TEST(test_defaults)
 
 	assert_int_equal(conf_new(&c), 0);
 	/* the configured paths (paths.h), where flashd boot and flashctl look too */
-	assert_string_equal(c->socket, PATHS_SOCKET);
+	assert_string_equal(c->socket, paths_socket);
 	assert_string_equal(c->target, "system");
-	assert_string_equal(c->layout, PATHS_LAYOUT);
-	assert_string_equal(c->keyring, PATHS_KEYRING);
-	assert_string_equal(c->state_dir, PATHS_STATE_DIR);
+	assert_string_equal(c->layout, paths_layout);
+	assert_string_equal(c->keyring, paths_keyring);
+	assert_string_equal(c->state_dir, paths_state_dir);
 	assert_false(c->allow_unsigned);
 	assert_int_equal(c->health_timeout, 60);
 	assert_null(c->health_command);
