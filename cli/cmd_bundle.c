@@ -663,14 +663,9 @@ static void print_manifest(const struct bundle_manifest *m, const char *path, bo
 	}
 }
 
-static int stop_cb(void *u, const struct bundle_manifest *m, struct error *err)
-{
-	return BUNDLE_STOP;
-}
-
 static int cmd_info(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const struct bundle_reader_ops ops = { .manifest = stop_cb };
+	static const struct bundle_reader_ops ops = { .manifest = bundle_reader_stop_at_manifest };
 	const struct bundle_policy pol = { .skip_signatures = true };
 	_cleanup_bundle_reader_ struct bundle_reader *r = NULL;
 	_cleanup_close_ int fd = -1;

@@ -29,6 +29,10 @@ struct bundle_policy {
  * image (all of a smaller one) until they passed the checks: a CramFS
  * image is refused by name, a squashfs superblock must be sound. */
 #define BUNDLE_STOP 1
+/* The manifest callback of a reader that reads no further (bundle info, a
+ * kept head verified again): the manifest is bundle_reader_manifest()'s. */
+int bundle_reader_stop_at_manifest(void *userdata, const struct bundle_manifest *m,
+				   struct error *err);
 struct bundle_reader_ops {
 	int (*manifest)(void *userdata, const struct bundle_manifest *m, struct error *err);
 	/* Format 2: the block index, verified against the signed manifest

@@ -147,6 +147,12 @@ const struct bundle_manifest *bundle_reader_manifest(const struct bundle_reader 
 	return r->have_manifest ? &r->m : NULL;
 }
 
+int bundle_reader_stop_at_manifest(void *userdata, const struct bundle_manifest *m,
+				   struct error *err)
+{
+	return BUNDLE_STOP;
+}
+
 const uint8_t *bundle_reader_head(const struct bundle_reader *r, size_t *ret_size)
 {
 	if (!r->have_manifest)

@@ -254,12 +254,6 @@ int block_record_manifest_drop(const char *dir, const char *group, const char *s
 	return drop_durably(dir, path);
 }
 
-static int manifest_stop(void *userdata, const struct bundle_manifest *m, struct error *err)
-{
-	*(struct bundle_manifest *)userdata = *m;
-	return BUNDLE_STOP;
-}
-
 /* The manifest vouches for the slot's content only if its images are
  * what the slot's block records say the read-back verified. */
 static int manifest_matches_records(const char *dir, const char *group, const char *slot,
@@ -287,10 +281,9 @@ int block_record_manifest_load(const char *dir, const char *group, const char *s
 			       struct bundle_manifest *ret, struct error *err)
 {
 	const struct bundle_policy policy = { .keyring = k, .compatible = compatible };
-	const struct bundle_reader_ops ops = { .manifest = manifest_stop };
+	const struct bundle_reader_ops ops = { .manifest = bundle_reader_stop_at_manifest };
 	_cleanup_bundle_reader_ struct bundle_reader *rd = NULL;
 	_cleanup_free_ char *path = NULL, *buf = NULL;
-	struct bundle_manifest m;
 	size_t len = 0;
 	int r;
 
@@ -300,16 +293,16 @@ int block_record_manifest_load(const char *dir, const char *group, const char *s
 			   BUNDLE_MAX_SIGNATURES * BUNDLE_SIG_ENTRY_SIZE, &buf, &len);
 	if (r < 0)
 		return r == -ENOENT ? r : error_set(err, r, "cannot read %s: %s", path, strerror(-r));
-	r = bundle_reader_new(&policy, &ops, &m, &rd);
+	r = bundle_reader_new(&policy, &ops, NULL, &rd);
 	if (r >= 0)
 		r = bundle_reader_feed(rd, buf, len, err);
 	if (r == 0)
 		r = error_set(err, -EBADMSG, "it ends before its signatures");
 	if (r == BUNDLE_STOP)
-		r = manifest_matches_records(dir, group, slot, &m, err);
+		r = manifest_matches_records(dir, group, slot, bundle_reader_manifest(rd), err);
 	if (r < 0)
 		return error_prefix(err, r, "%s", path);
-	*ret = m;
+	*ret = *bundle_reader_manifest(rd);
 	return 0;
 }
 static int block_matches(const struct block_record *r, struct flash *f, uint32_t k, uint8_t *buf)
