@@ -6,7 +6,7 @@
 # runner does. Sourced after common.sh.
 #
 #   vmhost_kernel              fetch the harness kernel (vm-run --prepare);
-#                              sets KDIR (vmlinuz, root/lib/modules) and KVER
+#                              sets KDIR (kernel, root/lib/modules) and KVER
 #   vmhost_workdir NAME        a work dir the harness guest can read (not
 #                              /tmp), removed at exit; sets W
 #   vmhost_provision LAYOUT BUNDLE CHIP
@@ -42,7 +42,7 @@ vmhost_boot() {
 	timeout -k 10 "$(( ${4:-${FLASHD_VM_TIMEOUT:-300}} * ${FLASHD_VM_TIMEOUT_SCALE:-1} ))" qemu-system-x86_64 \
 		-accel tcg -cpu max -m "${FLASHD_VM_MEM:-768}" -smp "${FLASHD_VM_SMP:-2}" \
 		-nodefaults -display none -monitor none -no-reboot -serial "file:$3/console" \
-		-kernel "$KDIR/vmlinuz" -initrd "$1" -append "console=ttyS0 panic=-1 no_timer_check loglevel=4 $2" \
+		-kernel "$KDIR/kernel" -initrd "$1" -append "console=ttyS0 panic=-1 no_timer_check loglevel=4 $2" \
 		-virtfs "local,path=$3,mount_tag=out,security_model=none,multidevs=remap" \
 		</dev/null >"$3/qemu.log" 2>&1 || rc=$?
 }
