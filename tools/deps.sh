@@ -11,7 +11,7 @@ run_pkgs="mtd-utils squashfs-tools libubootenv-tool u-boot-tools openssl
 test_pkgs="qemu-system-x86 busybox-static kmod cpio valgrind python3
  clang libclang-rt-14-dev qemu-system-arm u-boot-qemu
  debhelper mmdebstrap lintian initramfs-tools udev systemd
- rauc rauc-service dbus casync jq"
+ rauc rauc-service dbus casync jq bash-completion xz-utils"
 
 case "${1:-build}" in
 build) want="$build_pkgs $run_pkgs" ;;
