@@ -72,14 +72,6 @@ static int parse_sock(struct cli_ctx *ctx, int argc, char **argv, const char **s
 
 /* ---- status ---- */
 
-/* For printing: "-" when absent. */
-static const char *jp(struct json_object *o, const char *k)
-{
-	const char *s = json_get_string(o, k);
-
-	return s ? s : "-";
-}
-
 static void print_time(const char *label, int64_t t)
 {
 	char buf[64];
@@ -99,11 +91,11 @@ static void print_slots(struct json_object *st)
 		if (prio >= 0)
 			snprintf(pr, sizeof(pr), "%" PRId64, prio + 1);
 		printf("  %-2s %-12s %-11s version %-12s tries %" PRId64 "  boot order %s%s\n",
-		       jp(s, "name"), jp(s, "partition"), jp(s, "state"),
-		       jp(s, "version"), json_get_int(s, "tries_left"), pr,
+		       json_str(s, "name"), json_str(s, "partition"), json_str(s, "state"),
+		       json_str(s, "version"), json_get_int(s, "tries_left"), pr,
 		       json_get_bool(s, "booted") ? "  [booted]" : "");
 		if (json_get_string(s, "health"))
-			printf("     health check %s\n", jp(s, "health"));
+			printf("     health check %s\n", json_str(s, "health"));
 	}
 }
 
@@ -115,7 +107,7 @@ static void print_flash(struct json_object *st)
 	printf("Flash:\n");
 	for (size_t i = 0; fl && i < json_object_array_length(fl); i++) {
 		struct json_object *p = json_object_array_get_idx(fl, i);
-		printf("  %-18s %-4s %10s  bad blocks %" PRId64, jp(p, "name"), jp(p, "type"),
+		printf("  %-18s %-4s %10s  bad blocks %" PRId64, json_str(p, "name"), json_str(p, "type"),
 		       util_format_size(json_get_int(p, "size"), size, sizeof(size)), json_get_int(p, "bad_blocks"));
 		if (json_get_int(p, "ecc_corrected") >= 0)
 			printf("  ECC corrected %" PRId64 " failed %" PRId64, json_get_int(p, "ecc_corrected"),
@@ -133,23 +125,24 @@ static void print_env(struct json_object *st)
 
 	for (size_t i = 0; bad && i < json_object_array_length(bad); i++) {
 		struct json_object *b = json_object_array_get_idx(bad, i);
-		printf("MALFORMED:    %s='%s': %s\n", jp(b, "name"), jp(b, "value"), jp(b, "effect"));
+		printf("MALFORMED:    %s='%s': %s\n", json_str(b, "name"), json_str(b, "value"),
+		       json_str(b, "effect"));
 	}
 	if (env && json_get_string(env, "dead_copy"))
 		printf("U-Boot env:   copy %s DEAD (%s): its block is bad or fails to erase/program; "
 		       "stores go to the other copy in place (a power cut during one can lose the "
 		       "env), and U-Boot's saveenv fails (the boot script boots only slots recorded "
 		       "good, docs/boot-contract.md): replace the env partition's block or move the "
-		       "env\n", jp(env, "dead_copy"), jp(env, "device"));
+		       "env\n", json_str(env, "dead_copy"), json_str(env, "device"));
 	if (!env || json_get_bool(env, "readable"))
 		return;
-	printf("U-Boot env:   UNREADABLE (%s):", jp(env, "device"));
+	printf("U-Boot env:   UNREADABLE (%s):", json_str(env, "device"));
 	for (size_t i = 0; copies && i < json_object_array_length(copies); i++) {
 		struct json_object *c = json_object_array_get_idx(copies, i);
-		printf(" copy %zu %s%s%s", i + 1, jp(c, "state"), json_get_string(c, "error") ? " " : "",
-		       json_get_string(c, "error") ? jp(c, "error") : "");
+		printf(" copy %zu %s%s%s", i + 1, json_str(c, "state"), json_get_string(c, "error") ? " " : "",
+		       json_get_string(c, "error") ? json_str(c, "error") : "");
 	}
-	printf("\n              %s\n", jp(env, "next_boot"));
+	printf("\n              %s\n", json_str(env, "next_boot"));
 }
 
 /* Every layer flashd boot mounted; a fallback of any one must show. */
@@ -160,15 +153,15 @@ static void print_layers(struct json_object *ov, const char *indent)
 	for (size_t i = 0; ls && i < json_object_array_length(ls); i++) {
 		struct json_object *l = json_object_array_get_idx(ls, i);
 
-		printf("%s%-8s %s", indent, jp(l, "path"), jp(l, "state"));
+		printf("%s%-8s %s", indent, json_str(l, "path"), json_str(l, "state"));
 		if (json_get_string(l, "fstype"))
-			printf(" (%s%s%s)", jp(l, "fstype"), json_get_string(l, "partition") ? " on " : "",
-			       json_get_string(l, "partition") ? jp(l, "partition") : "");
+			printf(" (%s%s%s)", json_str(l, "fstype"), json_get_string(l, "partition") ? " on " : "",
+			       json_get_string(l, "partition") ? json_str(l, "partition") : "");
 		if (json_get_bool(l, "fallback"))
 			printf(", FALLBACK: %s", json_get_string(l, "fallback_reason") ?
-			       jp(l, "fallback_reason") : "changes are lost at reboot");
+			       json_str(l, "fallback_reason") : "changes are lost at reboot");
 		if (json_get_string(l, "generation_error"))
-			printf(", generation: %s", jp(l, "generation_error"));
+			printf(", generation: %s", json_str(l, "generation_error"));
 		printf("\n");
 	}
 	if (json_get_bool(ov, "degraded"))
@@ -179,51 +172,51 @@ static void print_status(struct json_object *st)
 {
 	struct json_object *li = json_get_object(st, "last_install"), *ov = json_get_object(st, "overlay"), *pr;
 
-	printf("Board:        %s (compatible %s)\n", jp(st, "board"), jp(st, "compatible"));
-	printf("Layout:       %s\n", jp(st, "layout"));
-	printf("Booted slot:  %s%s%s\n", json_get_string(st, "booted") ? jp(st, "booted") : "unknown",
+	printf("Board:        %s (compatible %s)\n", json_str(st, "board"), json_str(st, "compatible"));
+	printf("Layout:       %s\n", json_str(st, "layout"));
+	printf("Booted slot:  %s%s%s\n", json_get_string(st, "booted") ? json_str(st, "booted") : "unknown",
 	       json_get_bool(st, "on_trial") ? ", on trial (not yet marked good)" : "",
 	       json_get_bool(st, "fell_back") ? ", FELL BACK (the bootloader skipped the primary slot)" : "");
-	printf("Next boot:    %s%s%s\n", json_get_string(st, "next_boot") ? jp(st, "next_boot") :
+	printf("Next boot:    %s%s%s\n", json_get_string(st, "next_boot") ? json_str(st, "next_boot") :
 	       "none (BOOT_ORDER names no slot: the bootloader resets forever)",
 	       json_get_bool(st, "next_after_reset") ? " (after the bootloader resets the counters)" : "",
 	       json_get_bool(st, "switch_pending") ? " (not the booted slot: a reboot switches to it)" : "");
 	if (json_get_string(st, "booted_unknown"))
 		printf("BOOTED SLOT UNKNOWN: %s; no slot is written until it is known (installs "
-		       "are refused)\n", jp(st, "booted_unknown"));
+		       "are refused)\n", json_str(st, "booted_unknown"));
 	if (json_get_bool(st, "degraded"))
 		printf("DEGRADED:     the next boot runs a slot that failed its health check: no "
 		       "other verified slot can boot; install a new image\n");
 	print_slots(st);
 	if (json_get_string(st, "installing_elsewhere"))
 		printf("Install:      the slot installing is being installed by another process: "
-		       "%s\n", jp(st, "installing_elsewhere"));
+		       "%s\n", json_str(st, "installing_elsewhere"));
 	print_env(st);
 	if (li) {
 		/* a worker that died early left no version (or slot) */
 		printf("Last install: version %s into slot %s: %s",
-		       json_get_string(li, "version") ? jp(li, "version") : "unknown (the bundle was not read)",
-		       json_get_string(li, "slot") ? jp(li, "slot") : "unknown", jp(li, "result"));
+		       json_get_string(li, "version") ? json_str(li, "version") : "unknown (the bundle was not read)",
+		       json_get_string(li, "slot") ? json_str(li, "slot") : "unknown", json_str(li, "result"));
 		print_time(", finished ", json_get_int(li, "finished"));
 		/* no running_version: the kept manifest did not verify */
 		if (json_get_string(li, "downgrade"))
 			printf("\n              DOWNGRADE from version %s (%s)",
-			       json_get_string(li, "running_version") ? jp(li, "running_version") :
-			       "unverified", jp(li, "downgrade"));
+			       json_get_string(li, "running_version") ? json_str(li, "running_version") :
+			       "unverified", json_str(li, "downgrade"));
 		if (json_get_string(li, "reason"))
-			printf("\n              %s", jp(li, "reason"));
+			printf("\n              %s", json_str(li, "reason"));
 		if (json_get_string(li, "record_error"))
-			printf("\n              RECORD NOT SAVED: %s", jp(li, "record_error"));
+			printf("\n              RECORD NOT SAVED: %s", json_str(li, "record_error"));
 		printf("\n");
 	} else {
 		printf("Last install: none\n");
 	}
-	printf("Overlay:      %s", jp(ov, "state"));
+	printf("Overlay:      %s", json_str(ov, "state"));
 	if (json_get_string(ov, "fstype"))
-		printf(" (%s on %s)", jp(ov, "fstype"), jp(ov, "partition"));
+		printf(" (%s on %s)", json_str(ov, "fstype"), json_str(ov, "partition"));
 	if (json_get_string(ov, "fstype") && !json_get_bool(ov, "rename_whiteout"))
 		printf(", no RENAME_WHITEOUT: renaming files of the root image fails");
-	if (!strcmp(jp(ov, "state"), "reset_pending"))
+	if (!strcmp(json_str(ov, "state"), "reset_pending"))
 		printf("\n              all local changes are erased at the next boot (take it "
 		       "back: 'flashctl overlay reset --cancel')");
 	printf("\n");
@@ -233,9 +226,9 @@ static void print_status(struct json_object *st)
 	       "refused");
 	if (json_get_string(st, "operation")) {
 		pr = json_get_object(st, "progress");
-		printf("Operation:    %s", jp(st, "operation"));
+		printf("Operation:    %s", json_str(st, "operation"));
 		if (pr)
-			printf(" %" PRId64 "%% (%s)", json_get_int(pr, "percent"), jp(pr, "step"));
+			printf(" %" PRId64 "%% (%s)", json_get_int(pr, "percent"), json_str(pr, "step"));
 		printf("\n");
 	}
 }
@@ -349,7 +342,7 @@ static void send_cancel(struct install_ui *ui)
 static void draw_bar(struct install_ui *ui, struct json_object *p)
 {
 	int64_t pct = json_get_int(p, "percent");
-	const char *step = jp(p, "step");
+	const char *step = json_str(p, "step");
 	char done[32], total[32], dl[48] = "";
 	int width = 30, fill = (int)(pct * width / 100);
 
@@ -363,11 +356,12 @@ static void draw_bar(struct install_ui *ui, struct json_object *p)
 			"##############################", width - fill, "", pct,
 			util_format_size(json_get_int(p, "bytes_done") & ~1023LL, done, sizeof(done)),
 			util_format_size(json_get_int(p, "bytes_total") & ~1023LL, total, sizeof(total)), dl,
-			jp(p, "image"));
+			json_str(p, "image"));
 		fflush(stderr);
 	} else if (strcmp(step, ui->last_step) || pct / 10 != ui->last_percent / 10) {
-		fprintf(stderr, "%s %" PRId64 "%% slot %s%s%s%s\n", step, pct, jp(p, "slot"),
-			json_get_string(p, "image") ? " image " : "", json_get_string(p, "image") ? jp(p, "image") : "", dl);
+		fprintf(stderr, "%s %" PRId64 "%% slot %s%s%s%s\n", step, pct, json_str(p, "slot"),
+			json_get_string(p, "image") ? " image " : "",
+			json_get_string(p, "image") ? json_str(p, "image") : "", dl);
 	}
 	snprintf(ui->last_step, sizeof(ui->last_step), "%s", step);
 	ui->last_percent = (int)pct;
@@ -401,10 +395,10 @@ static int install_reply(struct client *c, struct json_object *params, const cha
 		if (ui->no_activate)
 			printf("Installed version %s into slot %s, verified, not activated: "
 			       "'flashctl slot activate %s' makes it boot next.\n",
-			       jp(params, "version"), jp(params, "slot"), jp(params, "slot"));
+			       json_str(params, "version"), json_str(params, "slot"), json_str(params, "slot"));
 		else
 			printf("Installed version %s into slot %s; it boots next (on trial until "
-			       "marked good).\n", jp(params, "version"), jp(params, "slot"));
+			       "marked good).\n", json_str(params, "version"), json_str(params, "slot"));
 	}
 	return 0;
 }
@@ -584,13 +578,13 @@ static void print_overlay(struct json_object *res)
 {
 	struct json_object *ov = json_get_object(res, "overlay");
 
-	printf("Overlay: %s\n", jp(ov, "state"));
+	printf("Overlay: %s\n", json_str(ov, "state"));
 	if (json_get_string(ov, "fstype"))
-		printf("  %s on %s\n", jp(ov, "fstype"), jp(ov, "partition"));
-	if (!strcmp(jp(ov, "state"), "reset_pending"))
+		printf("  %s on %s\n", json_str(ov, "fstype"), json_str(ov, "partition"));
+	if (!strcmp(json_str(ov, "state"), "reset_pending"))
 		printf("  all local changes are erased at the next boot (take it back: "
 		       "'flashctl overlay reset --cancel')\n");
-	if (!strcmp(jp(ov, "state"), "tmpfs"))
+	if (!strcmp(json_str(ov, "state"), "tmpfs"))
 		printf("  WARNING: changes are kept in RAM only and lost at reboot\n");
 	print_layers(ov, "  ");
 }

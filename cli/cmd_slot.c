@@ -124,7 +124,7 @@ static void print_slot_lines(struct json_object *j)
 		const char *state = json_get_string(o, "state");
 		int view = slot_state_from_string(state);
 
-		printf("  %c %-8s %d/%d tries left, %s\n", json_get_bool(o, "booted") ? '*' : ' ', json_get_string(o, "name"),
+		printf("  %c %-8s %d/%d tries left, %s\n", json_get_bool(o, "booted") ? '*' : ' ', json_str(o, "name"),
 		       json_object_object_get_ex(o, "tries_left", &v) ? json_object_get_int(v) : 0,
 		       max, view >= 0 ? slot_state_describe(view) : state ? state : "?");
 	}
@@ -144,8 +144,8 @@ static int print_status(struct cli_ctx *ctx, struct json_object *j, const char *
 		return CLI_EXIT_OK;
 	}
 	cli_printable_json(j); /* the daemon's words, before the terminal sees them */
-	printf("group:      %s (U-Boot env %s)\n", json_get_string(j, "group"), json_get_string(j, "env"));
-	printf("BOOT_ORDER: %s%s\n", json_get_string(j, "boot_order"),
+	printf("group:      %s (U-Boot env %s)\n", json_str(j, "group"), json_str(j, "env"));
+	printf("BOOT_ORDER: %s%s\n", json_str(j, "boot_order"),
 	       json_get_bool(j, "boot_order_set") ? "" : " (unset: boot script default)");
 	printf("booted:     %s%s%s%s\n", booted ? booted : "unknown", by ? " (from " : "",
 	       by ? by : "", by ? "=)" : "");

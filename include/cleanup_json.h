@@ -42,6 +42,15 @@ static inline const char *json_get_string(struct json_object *o, const char *k)
 	return v ? json_object_get_string(v) : NULL;
 }
 
+/* Its string for printing: "-" when absent or null (a reply from an older
+ * or hostile daemon may lack it; printf("%s", NULL) is undefined). */
+static inline const char *json_str(struct json_object *o, const char *k)
+{
+	const char *s = json_get_string(o, k);
+
+	return s ? s : "-";
+}
+
 /* Its integer; -1 when absent or null. */
 static inline int64_t json_get_int(struct json_object *o, const char *k)
 {
