@@ -42,8 +42,10 @@ if [ -n "$unit" ]; then
 else
 	extra=()
 fi
+# zstd at level 3, as the appliance's: the test is the unit's sandbox, not
+# the compressor; an image takes 0.5 s where xz takes 13 s
 for v in 1 2; do
-	"$A/mkrootfs" -l "$layout" "${extra[@]}" -v $v "$W/v$v.squashfs" >"$W/mkrootfs.log" 2>&1 ||
+	"$A/mkrootfs" -l "$layout" "${extra[@]}" -C "zstd -Xcompression-level 3" -v $v "$W/v$v.squashfs" >"$W/mkrootfs.log" 2>&1 ||
 		{ cat "$W/mkrootfs.log"; fail "mkrootfs v$v"; }
 	"$FLASHCTL" -q bundle create -o "$W/v$v.bundle" --layout "$layout" --version $v \
 		--image "rootfs=$W/v$v.squashfs" --no-sign || fail "bundle create v$v"
