@@ -227,7 +227,11 @@ void setup(void)
 		fprintf(stderr, "test-abstate: mksquashfs (squashfs-tools) missing: SKIP\n");
 		exit(77);
 	}
-	snprintf(dir, sizeof(dir), "/tmp/flashd-abstate-XXXXXX");
+	/* in RAM where there is a tmpfs: every transition rewrites the
+	 * simulator file and the records, and on a disk each rewritten file's
+	 * close starts its writeback (ext4's auto_da_alloc): 47 -> 38 CPU-s */
+	snprintf(dir, sizeof(dir), "%s/flashd-abstate-XXXXXX",
+		 access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp");
 	if (!mkdtemp(dir))
 		die("mkdtemp: %m");
 	atexit(cleanup_dir);
