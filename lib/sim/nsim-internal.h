@@ -44,6 +44,8 @@ int nsim_op_block(struct nsim *s, uint64_t off, bool aligned,
 /* pread of exactly len bytes of the file: 0 or -errno (-EIO when short). */
 int nsim_op_pread_exact(struct nsim *s, void *buf, size_t len, uint64_t fileoff);
 int nsim_op_meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m);
+/* The metadata of blocks b .. b + n - 1, in one read. */
+int nsim_op_meta_load_n(struct nsim *s, uint64_t b, size_t n, struct nsim_meta *m);
 int nsim_op_meta_store(struct nsim *s, uint64_t b, const struct nsim_meta *m);
 /* A block's metadata; -EIO for a bad block: reads and programs refuse it. */
 int nsim_op_meta_load_good(struct nsim *s, uint64_t b, struct nsim_meta *m);

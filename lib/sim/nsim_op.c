@@ -128,14 +128,20 @@ int nsim_op_pread_exact(struct nsim *s, void *buf, size_t len, uint64_t fileoff)
 	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO;
 }
 
-int nsim_op_meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
+int nsim_op_meta_load_n(struct nsim *s, uint64_t b, size_t n, struct nsim_meta *m)
 {
-	int r = nsim_op_pread_exact(s, m, sizeof(*m), s->h.meta_offset + b * sizeof(*m));
+	int r = nsim_op_pread_exact(s, m, n * sizeof(*m), s->h.meta_offset + b * sizeof(*m));
 
 	if (r < 0)
 		return r;
-	nsim_format_meta_swap(m);
+	for (size_t i = 0; i < n; i++)
+		nsim_format_meta_swap(&m[i]);
 	return 0;
+}
+
+int nsim_op_meta_load(struct nsim *s, uint64_t b, struct nsim_meta *m)
+{
+	return nsim_op_meta_load_n(s, b, 1, m);
 }
 
 int nsim_op_meta_store(struct nsim *s, uint64_t b, const struct nsim_meta *m)
