@@ -25,7 +25,7 @@ env1=$(vm_mtd_by_name u-boot-env) env2=$(vm_mtd_by_name u-boot-env-redund)
 boot_image /tmp/img
 echo "image A" >/tmp/img/etc/issue
 printf '/etc/big\n/etc/many\n/etc/keep\n' >"/tmp/img$BOOT_KEEP_DIR/test"
-vm_run mksquashfs /tmp/img /tmp/a.sqfs -quiet -noappend -comp xz -all-root
+vm_mksquashfs /tmp/img /tmp/a.sqfs -all-root
 vm_flashctl flash write "$rootfs" /tmp/a.sqfs
 vm_run "$FLASHCTL" env init --layout "$L" FLASHD_A_VERSION=1.0
 echo "console=ttyS0 flashd.slot=A" >/tmp/cmdline
