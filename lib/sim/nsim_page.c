@@ -43,8 +43,8 @@ static int page_flip(struct nsim *s, const struct nsim_meta *m, uint64_t pos, ui
 }
 
 /* One metadata load and one pread per erase block (a page at a time was
- * two syscalls a page: most of a test's syscalls); the bitflips are still
- * drawn a page at a time, in order. */
+ * two syscalls a page); the bitflips are still drawn a page at a time, in
+ * order. */
 static int do_read(struct nsim *s, uint64_t off, uint8_t *buf, size_t len)
 {
 	uint64_t pos = off, end = off + len;
