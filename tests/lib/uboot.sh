@@ -5,6 +5,9 @@
 # U-Boot in qemu-system-aarch64: flash0 holds U-Boot at 0 and a mkimage'd
 # boot script at 48 MiB (bootcmd 'source 0x3000000'); flash1 holds the env
 # at its start (CONFIG_ENV_ADDR 0x4000000, 0x40000 bytes, one copy).
+# qemu's loader puts them there, not pflash drives: a drive has qemu zero
+# and read its whole 64 MiB bank at each start, half of a run's CPU; the
+# rest of each bank reads as zeros, as a sparse drive file did.
 # saveenv into qemu's pflash fails ("Flash buffer write timeout"): what the
 # script saves is only seen in its own output.
 UBOOT=${UBOOT:-/usr/lib/u-boot/qemu_arm64/u-boot.bin}
@@ -28,15 +31,10 @@ uboot_available() {
 	uboot_have
 }
 
-# uboot_flash0 SCRIPT.txt OUT.bin: U-Boot plus the boot script SCRIPT.txt.
-uboot_flash0() {
-	truncate -s 0 "$2"
-	dd if="$UBOOT" of="$2" conv=notrunc status=none
-	mkimage -A arm64 -T script -C none -n "flashd boot" -d "$1" "$2.scr" >/dev/null ||
-		{ echo "mkimage rejected $1" >&2; rm -f "$2.scr"; return 1; }
-	dd if="$2.scr" of="$2" bs=1M seek=48 conv=notrunc status=none
-	rm -f "$2.scr"
-	truncate -s 64M "$2"
+# uboot_script SCRIPT.txt OUT.scr: the boot script as U-Boot sources it.
+uboot_script() {
+	mkimage -A arm64 -T script -C none -n "flashd boot" -d "$1" "$2" >/dev/null ||
+		{ echo "mkimage rejected $1" >&2; rm -f "$2"; return 1; }
 }
 
 # uboot_env_config ENV.bin CONFIG: the fw_env.config of U-Boot's env
@@ -44,11 +42,12 @@ uboot_env_config() {
 	echo "$1 0x0 $UBOOT_ENV_SIZE $UBOOT_ENV_SIZE" >"$2"
 }
 
-# uboot_run FLASH0 ENV.bin [TIMEOUT]: boot it; the serial output (no \r)
-# on stdout. The env file is made 64 MiB (a pflash bank).
+# uboot_run SCRIPT.scr ENV.bin [TIMEOUT]: boot U-Boot with the script in
+# flash0 and ENV.bin (at most a bank, 64 MiB) at the start of flash1; the
+# serial output (no \r) on stdout.
 uboot_run() {
-	truncate -s 64M "$2"
+	[ "$(stat -c %s "$2")" -le $((64 << 20)) ] || { echo "uboot_run: $2: larger than a flash bank" >&2; return 1; }
 	timeout "${3:-60}" qemu-system-aarch64 -M virt -cpu cortex-a57 -m 256 -nographic -no-reboot \
-		-drive if=pflash,format=raw,file="$1",readonly=on \
-		-drive if=pflash,format=raw,file="$2" </dev/null 2>&1 | tr -d '\r'
+		-bios "$UBOOT" -device loader,file="$1",addr=0x3000000,force-raw=on \
+		-device loader,file="$2",addr=0x4000000,force-raw=on </dev/null 2>&1 | tr -d '\r'
 }

@@ -100,7 +100,7 @@ done < "$w/states"
 
 # ---- real U-Boot: the shipped script from flash, cases chained ----
 "$FLASHCTL" slot bootscript --layout "$LAYOUT" > "$w/boot.txt" || exit 1
-uboot_flash0 "$w/boot.txt" "$w/flash0.bin" || fail "mkimage rejected the boot script"
+uboot_script "$w/boot.txt" "$w/boot.scr" || fail "mkimage rejected the boot script"
 uboot_env_config "$w/env.bin" "$w/fw_env.config"
 
 # boot LIST-FILE: one U-Boot run over the cases in the file (mirror lines)
@@ -131,14 +131,14 @@ for i, (name, st, _, _, sealed) in enumerate(cases):
         sets.append('setenv %s "%s"' % (k, vals[k]) if k in vals else "setenv %s" % k)
     print("%s=%s" % (name, "; ".join(sets)))
 EOF
-	rm -f "$w/env.bin"; truncate -s 64M "$w/env.bin"
+	rm -f "$w/env.bin"; truncate -s $((UBOOT_ENV_SIZE)) "$w/env.bin"
 	"$FLASHCTL" -q env init --force --env-config "$w/fw_env.config" --defaults "$w/defaults" ||
 		fail "flashctl env init of the case env"
 	# the two sealed copies: the seal is 0x1000 into each 8 KiB slot partition
 	for at in 0x41000 0x51000; do
 		printf 'FLSHSEAL' | dd of="$w/env.bin" bs=1 seek=$((at)) conv=notrunc status=none
 	done
-	uboot_run "$w/flash0.bin" "$w/env.bin" 120 >> "$w/serial"
+	uboot_run "$w/boot.scr" "$w/env.bin" 120 >> "$w/serial"
 }
 
 # chunks of normal cases, each reset case last in its own boot

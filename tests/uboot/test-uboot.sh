@@ -20,8 +20,8 @@ work=$(mktemp -d /tmp/flashd-test-uboot-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # flash0: U-Boot at 0, the boot script image at 48 MiB (memory-mapped NOR)
-mkflash0() {
-	uboot_flash0 "$1" "$work/flash0.bin" || fail "mkimage rejected $1"
+mkscript() {
+	uboot_script "$1" "$work/boot.scr" || fail "mkimage rejected $1"
 }
 
 # flash1 holds the env: CONFIG_ENV_ADDR 0x4000000 = its start, 0x40000, one copy
@@ -36,7 +36,7 @@ EOF
 run_case() {
 	name=$1 vars=$2 expect=$3 forbid=${4:-}
 	rm -f "$work/env.bin"
-	truncate -s 64M "$work/env.bin"
+	truncate -s $((UBOOT_ENV_SIZE)) "$work/env.bin"
 	# vars: NAME=VALUE separated by ';' (values may hold spaces)
 	oldifs=$IFS; IFS=';'
 	# shellcheck disable=SC2086
@@ -46,7 +46,7 @@ run_case() {
 		--defaults "$work/defaults" "$@"; then
 		check_fail "[$name]: flashctl env init"; return
 	fi
-	uboot_run "$work/flash0.bin" "$work/env.bin" >"$work/serial.txt"
+	uboot_run "$work/boot.scr" "$work/env.bin" >"$work/serial.txt"
 	if ! grep -q "Loading Environment from Flash... OK" "$work/serial.txt"; then
 		check_fail "[$name]: U-Boot did not accept the env flashctl wrote"
 	elif ! grep -Eq "$expect" "$work/serial.txt"; then
@@ -76,7 +76,7 @@ for scr in "$top_srcdir"/layouts/*.bootscr; do
 	else
 		echo "note: cannot regenerate $scr from $json (layout support missing?)"
 	fi
-	mkflash0 "$scr"
+	mkscript "$scr"
 	run_case "A first, tries left" "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3" \
 		"FLASHD-BOOT slot=A left=2,3 args=.* flashd\.slot=A$"
 	run_case "A out of tries falls back to B" "BOOT_ORDER=A B;BOOT_A_LEFT=0;BOOT_B_LEFT=3" \
