@@ -19,6 +19,11 @@ struct snap {
 	size_t len;
 	struct range mut[32];
 	size_t n_mut;
+	/* the simulator file, mapped once: a mapping per check cost a page
+	 * fault per 64 KiB of it at every cut point */
+	int fd;
+	const uint8_t *map;
+	struct stat st;
 };
 
 static uint64_t le64_at(const uint8_t *p)
@@ -67,6 +72,12 @@ static void snap_take(struct snap *s, struct rig *r, int slot)
 	uint8_t *base = th_read(r->sim, &len);
 
 	*s = (struct snap){ .base = base, .len = len };
+	s->fd = open(r->sim, O_RDONLY | O_CLOEXEC);
+	assert_true(s->fd >= 0);
+	assert_int_equal(fstat(s->fd, &s->st), 0);
+	assert_int_equal((uint64_t)s->st.st_size, len);
+	s->map = mmap(NULL, len, PROT_READ, MAP_SHARED, s->fd, 0);
+	assert_true(s->map != MAP_FAILED);
 	snap_add(s, 0, NSIM_HEADER_SIZE);
 	/* env stores erase and program the env partitions like any flash */
 	for (size_t i = 0; i < r->l->env.n_copies; i++)
@@ -92,16 +103,14 @@ static const char *where_in_sim(struct rig *r, uint64_t off)
 /* Everything outside the mutable ranges is byte for byte the snapshot. */
 static void snap_check_untouched(struct snap *s, struct rig *r, const char *ctx)
 {
-	int fd = open(r->sim, O_RDONLY | O_CLOEXEC);
+	const uint8_t *m = s->map;
 	struct stat st;
-	const uint8_t *m;
 	uint64_t pos = 0;
 
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
+	/* the file mapped is the simulator's file, at its size */
+	assert_int_equal(stat(r->sim, &st), 0);
+	assert_true(st.st_ino == s->st.st_ino && st.st_dev == s->st.st_dev);
 	assert_int_equal((uint64_t)st.st_size, s->len);
-	m = mmap(NULL, s->len, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(m != MAP_FAILED);
 	for (size_t i = 0; i <= s->n_mut; i++) {
 		uint64_t end = i < s->n_mut ? s->mut[i].off : s->len;
 		if (end > pos && memcmp(m + pos, s->base + pos, end - pos)) {
@@ -114,27 +123,22 @@ static void snap_check_untouched(struct snap *s, struct rig *r, const char *ctx)
 		if (i < s->n_mut)
 			pos = MAX(pos, s->mut[i].off + s->mut[i].len);
 	}
-	munmap((void *)m, s->len);
-	close(fd);
 }
 
 /* Put the mutable ranges back (only the chunks that differ). */
 static void snap_restore(struct snap *s, struct rig *r)
 {
 	int fd = open(r->sim, O_RDWR | O_CLOEXEC);
-	const uint8_t *m;
+	const uint8_t *m = s->map;
 	const uint64_t chunk = 64 * 1024;
 
 	assert_true(fd >= 0);
-	m = mmap(NULL, s->len, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(m != MAP_FAILED);
 	for (size_t i = 0; i < s->n_mut; i++)
 		for (uint64_t o = s->mut[i].off; o < s->mut[i].off + s->mut[i].len; o += chunk) {
 			uint64_t n = MIN(chunk, s->mut[i].off + s->mut[i].len - o);
 			if (memcmp(m + o, s->base + o, n))
 				assert_int_equal(util_pwrite_full(fd, s->base + o, n, o), (ssize_t)n);
 		}
-	munmap((void *)m, s->len);
 	close(fd);
 }
 
@@ -276,6 +280,8 @@ static void matrix_setup(struct matrix *x, const char *layout, const char *name,
 static void matrix_free(struct matrix *x)
 {
 	free(x->snap.base);
+	munmap((void *)x->snap.map, x->snap.len);
+	close(x->snap.fd);
 	free(x->bundle);
 	free(x->env_failed);
 	free(x->env_cut);
