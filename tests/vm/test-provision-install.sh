@@ -39,7 +39,13 @@ bundle() { # NAME LAYOUT
 }
 same_as_image() { # DEVICE IMAGE WHAT
 	local n; n=$(stat -c %s "$2")
-	nanddump -q --bb=skipbad -l "$n" -f $T/dump "$1" 2>/dev/null || cat "$1" >$T/dump
+	# NAND through nanddump, over its bad blocks; NOR (mtdram: "ram") as
+	# it is: nanddump reads NOR a write size, one byte, per read(2), which
+	# took 21 s for 3 MiB under TCG
+	case "$(cat "/sys/class/mtd/${1#/dev/}/type")" in
+	*nand) nanddump -q --bb=skipbad -l "$n" -f $T/dump "$1" || vm_fail "$3: nanddump $1" ;;
+	*) head -c "$n" "$1" >$T/dump ;;
+	esac
 	cmp -s -n "$n" $T/dump "$2" || vm_fail "$3: $1 does not hold the image"
 	echo "ok: $3"
 }
