@@ -86,8 +86,7 @@ boot_json_parse() {
 # $data (rootfs_data).
 boot_nand_board() {
 	vm_need_module mtdblock squashfs jffs2 overlay dm-mod
-	vm_run modprobe mtdblock
-	vm_run modprobe dm-mod
+	vm_run modprobe -a mtdblock dm-mod
 	L=$top_srcdir/layouts/nandsim-128m.json
 	rootfs=$(vm_mtd_by_name rootfs-a) data=$(vm_mtd_by_name rootfs_data)
 }

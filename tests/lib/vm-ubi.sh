@@ -9,8 +9,7 @@ UBI_DAEMON=
 # ubi_setup: the ubi and ubifs modules, /dev/ubi_ctrl and ubiformat, or skip.
 ubi_setup() {
 	vm_need_module ubi ubifs squashfs overlay
-	vm_run modprobe ubi
-	vm_run modprobe ubifs
+	vm_run modprobe -a ubi ubifs
 	[ -e /dev/ubi_ctrl ] || vm_skip "ubi loaded but /dev/ubi_ctrl is missing"
 	command -v ubiformat >/dev/null || vm_skip "ubiformat (mtd-utils) missing"
 	UBI_MTD=$(vm_mtd_by_name ubi)

@@ -42,6 +42,9 @@ vm_expect_eq() { # ACTUAL EXPECTED WHAT
 
 vm_need_module() {
 	local m
+	# one modprobe for all (a process costs ~0.12 s under TCG); one per
+	# module only to name the missing one
+	modprobe -q -n -a "$@" 2>/dev/null && return 0
 	for m in "$@"; do
 		modprobe -q -n "$m" 2>/dev/null || vm_skip "kernel $(uname -r) has no module $m"
 	done
