@@ -63,12 +63,37 @@ function dir_of(path) {
 	sub(/\/[^\/]*$/, "", path)
 	return path
 }
+# norm(PATH): PATH without "." and "dir/.." steps; "" when it leaves the tree
+function norm(path,    n, p, out, k, i, s) {
+	n = split(path, p, "/")
+	k = 0
+	for (i = 1; i <= n; i++) {
+		if (p[i] == "." || p[i] == "")
+			continue
+		if (p[i] == "..") {
+			if (k == 0)
+				return ""
+			k--
+			continue
+		}
+		out[++k] = p[i]
+	}
+	s = ""
+	for (i = 1; i <= k; i++)
+		s = s (i > 1 ? "/" : "") out[i]
+	return s
+}
+# resolve(FROM, NAME): the file #include "NAME" in FROM reads, as the
+# compiler looks: FROM'"'"'s folder, then include/ and the top (-I); a
+# relative name ("../../daemon/log.h") included
 function resolve(from, name,    c) {
-	c = dir_of(from) "/" name
+	c = norm(dir_of(from) "/" name)
 	if (c in exists) return c
-	if (("include/" name) in exists) return "include/" name
-	if (name in exists) return name
-	if (("include/" name ".in") in exists) return "include/" name ".in"
+	c = norm("include/" name)
+	if (c in exists) return c
+	c = norm(name)
+	if (c in exists) return c
+	if ((c = norm("include/" name ".in")) in exists) return c
 	return ""       # a system or generated header: not ours to place
 }
 BEGIN {

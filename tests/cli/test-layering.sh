@@ -33,6 +33,15 @@ copy
 sed -i '1a #include "daemon/log.h"' "$T/tree/lib/base/util.c"
 planted 'lib/base/util.c:2: #include "daemon/log.h" of daemon/ in base/' "an upward include (base uses daemon)"
 
+# the same through a relative path, which compiles as well (the includer's
+# folder is searched first)
+copy
+sed -i '1a #include "../../daemon/log.h"' "$T/tree/lib/base/util.c"
+planted 'lib/base/util.c:2: #include "../../daemon/log.h" of daemon/ in base/' "an upward include by a relative path"
+copy
+sed -i '1a #include "../cli/flashctl.h"' "$T/tree/daemon/manager.c"
+planted 'daemon/manager.c:2: #include "../cli/flashctl.h" of cli/ in daemon/' "one level using another by a relative path"
+
 copy
 sed -i '1a #include "conf.h"' "$T/tree/lib/flash/flash.c"
 planted 'lib/flash/flash.c:2: #include "conf.h" of conf/ in flash/' "a library header of a later folder"
