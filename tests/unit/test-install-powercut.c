@@ -21,7 +21,6 @@ struct snap {
 	size_t n_mut;
 	/* the simulator file, mapped once: a mapping per check cost a page
 	 * fault per 64 KiB of it at every cut point */
-	int fd;
 	const uint8_t *map;
 	struct stat st;
 };
@@ -70,14 +69,15 @@ static void snap_take(struct snap *s, struct rig *r, int slot)
 
 	size_t len;
 	uint8_t *base = th_read(r->sim, &len);
+	int fd = open(r->sim, O_RDONLY | O_CLOEXEC);
 
 	*s = (struct snap){ .base = base, .len = len };
-	s->fd = open(r->sim, O_RDONLY | O_CLOEXEC);
-	assert_true(s->fd >= 0);
-	assert_int_equal(fstat(s->fd, &s->st), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &s->st), 0);
 	assert_int_equal((uint64_t)s->st.st_size, len);
-	s->map = mmap(NULL, len, PROT_READ, MAP_SHARED, s->fd, 0);
+	s->map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	assert_true(s->map != MAP_FAILED);
+	close(fd);      /* the mapping stays */
 	snap_add(s, 0, NSIM_HEADER_SIZE);
 	/* env stores erase and program the env partitions like any flash */
 	for (size_t i = 0; i < r->l->env.n_copies; i++)
@@ -281,7 +281,6 @@ static void matrix_free(struct matrix *x)
 {
 	free(x->snap.base);
 	munmap((void *)x->snap.map, x->snap.len);
-	close(x->snap.fd);
 	free(x->bundle);
 	free(x->env_failed);
 	free(x->env_cut);
